@@ -1,0 +1,271 @@
+/*
+ * autodiff.c - reverse-mode automatic differentiation: the training step.
+ *
+ * The forward graph ends in the loss. Autodiff walks the forward nodes
+ * backwards and, for each node whose output has a gradient, builds the
+ * nodes computing the gradients of its inputs, with the same constructor
+ * (graph_node) the elaborator uses; so the backward pass is ordinary graph
+ * that scheduling, placement and code generation treat like the forward
+ * one. One switch case per op.
+ *
+ * Gradients of a tensor with several users arrive as several
+ * contributions; when the tensor's gradient is first needed they are
+ * summed by one `add` node. A tensor needs a gradient if it is a weight or
+ * depends on one (the input does not, unless asked for by gradient
+ * checks). Names follow the forward tensor's with `d` before the last
+ * component: the gradient of `stage1.conv1.weight` is `stage1.conv1.dweight`,
+ * partial contributions are `...dweight.1`, `...dweight.2`.
+ *
+ * The update is SGD, as in-place nodes on the weights (with a velocity
+ * tensor per weight when momentum is used). Each weight is updated as soon
+ * as its gradient is complete, i.e. right after the backward of its
+ * (first) forward user, so its gradient dies at once.
+ */
+#include "autodiff.h"
+
+#include <string.h>
+
+#include "util.h"
+
+typedef struct Grad {
+	VEC(Tensor *) parts; /* contributions, in arrival order */
+	bool owned;          /* parts.v[0] was made for this tensor alone (may be renamed) */
+	Tensor *sum;         /* the complete gradient, once summed */
+} Grad;
+
+typedef struct AD {
+	Graph *g;         /* the graph being extended */
+	Grad *grads;      /* tensor id -> its gradient (forward tensors only) */
+	bool *needs;      /* tensor id -> whether it needs a gradient */
+	int ntensors;     /* tensors of the forward graph */
+	const Node *fwd;  /* forward node being differentiated */
+} AD;
+
+/* "a.b.c" -> "a.b.dc" */
+static const char *grad_name(Graph *g, const Tensor *t)
+{
+	const char *dot = strrchr(t->name, '.');
+	if (!dot)
+		return arena_printf(g->arena, "d%s", t->name);
+	return arena_printf(g->arena, "%.*s.d%s", (int)(dot - t->name), t->name, dot + 1);
+}
+
+/* The name a new contribution to t's gradient gets. */
+static const char *part_name(AD *ad, const Tensor *t)
+{
+	Grad *gr = &ad->grads[t->id];
+	const char *base = grad_name(ad->g, t);
+	if (gr->parts.n == 0)
+		return base;
+	if (gr->parts.n == 1 && gr->owned)
+		tensor_rename(ad->g, gr->parts.v[0], arena_printf(ad->g->arena, "%s.1", base));
+	return arena_printf(ad->g->arena, "%s.%d", base, gr->parts.n + 1);
+}
+
+static void add_part(AD *ad, const Tensor *t, Tensor *part, bool owned)
+{
+	Grad *gr = &ad->grads[t->id];
+	if (gr->parts.n == 0)
+		gr->owned = owned;
+	vec_push(ad->g->arena, &gr->parts, part);
+}
+
+/* A backward node of the forward node being differentiated. */
+static Node *bwd_node(AD *ad, Op op, Tensor **in, int nin, const Attrs *attr, const char *name)
+{
+	char err[512];
+	const Node *f = ad->fwd;
+	Node *n = graph_node(ad->g, op, in, nin, attr, TENSOR_GRADIENT, name, f->loc, err, sizeof err);
+	if (!n)
+		ICE("autodiff of %s (%s): %s", f->name, op_info[f->op].name, err);
+	n->phase = PHASE_BACKWARD;
+	return n;
+}
+
+/* Build a node whose single output is a contribution to t's gradient. */
+static void emit_grad(AD *ad, const Tensor *t, Op op, Tensor **in, int nin, const Attrs *attr)
+{
+	if (!ad->needs[t->id])
+		return;
+	Node *n = bwd_node(ad, op, in, nin, attr, part_name(ad, t));
+	add_part(ad, t, n->out[0], true);
+}
+
+/* The complete gradient of t: its single contribution or their sum. */
+static Tensor *grad_of(AD *ad, const Tensor *t)
+{
+	Grad *gr = &ad->grads[t->id];
+	if (gr->sum || gr->parts.n == 0)
+		return gr->sum;
+	if (gr->parts.n == 1) {
+		gr->sum = gr->parts.v[0];
+		return gr->sum;
+	}
+	char err[512];
+	Node *n = graph_node(ad->g, OP_ADD, gr->parts.v, gr->parts.n, NULL, TENSOR_GRADIENT, grad_name(ad->g, t),
+	                     t->producer ? t->producer->loc : t->loc, err, sizeof err);
+	if (!n)
+		ICE("summing the gradient of %s: %s", t->name, err);
+	n->phase = PHASE_BACKWARD;
+	gr->sum = n->out[0];
+	return gr->sum;
+}
+
+/* SGD on weight w, once its gradient is complete. */
+static void emit_update(AD *ad, Tensor *w)
+{
+	Graph *g = ad->g;
+	Tensor *dw = grad_of(ad, w);
+	if (!dw)
+		return; /* does not influence the loss */
+	Attrs a = {.lr = g->opt.lr, .momentum = g->opt.momentum};
+	Tensor *in[3] = {w, dw, NULL};
+	Op op = OP_SGD;
+	if (g->opt.momentum > 0) {
+		in[2] = graph_tensor(g, TENSOR_STATE, arena_printf(g->arena, "%s.velocity", w->name), w->shape, w->loc);
+		if (!in[2])
+			ICE("velocity of %s", w->name);
+		op = OP_SGD_MOMENTUM;
+	}
+	char err[512];
+	Node *n = graph_node(g, op, in, op == OP_SGD ? 2 : 3, &a, TENSOR_WEIGHT,
+	                     arena_printf(g->arena, "%s.sgd", w->name), w->loc, err, sizeof err);
+	if (!n)
+		ICE("update of %s: %s", w->name, err);
+	n->phase = PHASE_UPDATE;
+}
+
+static void differentiate(AD *ad, const Node *f)
+{
+	Graph *g = ad->g;
+	Tensor *dy = grad_of(ad, f->out[0]);
+	if (!dy)
+		return; /* the output does not reach the loss */
+	Tensor *x = f->in[0];
+	const Attrs *fa = &f->attr;
+	Attrs a = *fa;
+	switch (f->op) {
+	case OP_CONV2D:
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_CONV2D_BWD_DATA, (Tensor *[]){dy, f->in[1]}, 2, &a);
+		emit_grad(ad, f->in[1], OP_CONV2D_BWD_FILTER, (Tensor *[]){x, dy}, 2, &a);
+		if (f->nin == 3)
+			emit_grad(ad, f->in[2], OP_BIAS_GRAD, &dy, 1, NULL);
+		break;
+	case OP_DENSE:
+		emit_grad(ad, x, OP_DENSE_BWD_DATA, (Tensor *[]){dy, f->in[1]}, 2, NULL);
+		emit_grad(ad, f->in[1], OP_DENSE_BWD_WEIGHT, (Tensor *[]){x, dy}, 2, NULL);
+		if (f->nin == 3)
+			emit_grad(ad, f->in[2], OP_BIAS_GRAD, &dy, 1, NULL);
+		break;
+	case OP_MAXPOOL:
+		emit_grad(ad, x, OP_MAXPOOL_BWD, (Tensor *[]){x, dy}, 2, fa);
+		break;
+	case OP_AVGPOOL:
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_AVGPOOL_BWD, &dy, 1, &a);
+		break;
+	case OP_GLOBALAVGPOOL:
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_GLOBALAVGPOOL_BWD, &dy, 1, &a);
+		break;
+	case OP_BATCHNORM: {
+		/* One node gives all three gradients; outputs not needed are named anyway. */
+		Tensor *in[5] = {x, f->in[1], f->out[1], f->out[2], dy};
+		Node *n = bwd_node(ad, OP_BATCHNORM_BWD, in, 5, fa, arena_printf(g->arena, "%s.bwd", f->name));
+		for (int k = 0; k < 3; k++) {
+			const Tensor *t = k == 0 ? x : f->in[k];
+			if (k == 0 && !ad->needs[t->id]) {
+				tensor_rename(g, n->out[0], arena_printf(g->arena, "%s.unused", grad_name(g, x)));
+				continue;
+			}
+			tensor_rename(g, n->out[k], part_name(ad, t));
+			add_part(ad, t, n->out[k], true);
+		}
+		break;
+	}
+	case OP_RELU:
+		emit_grad(ad, x, OP_RELU_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+		break;
+	case OP_SIGMOID:
+		emit_grad(ad, x, OP_SIGMOID_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+		break;
+	case OP_TANH:
+		emit_grad(ad, x, OP_TANH_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+		break;
+	case OP_SOFTMAX:
+		emit_grad(ad, x, OP_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+		break;
+	case OP_RESHAPE:
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_RESHAPE, &dy, 1, &a);
+		break;
+	case OP_DROPOUT:
+		emit_grad(ad, x, OP_DROPOUT_BWD, &dy, 1, fa);
+		break;
+	case OP_ADD:
+		/* d(x1 + x2 + ...) / dxi = identity: every input shares dy. */
+		for (int k = 0; k < f->nin; k++)
+			if (ad->needs[f->in[k]->id])
+				add_part(ad, f->in[k], dy, false);
+		break;
+	case OP_CONCAT: {
+		int64_t off = 0;
+		for (int k = 0; k < f->nin; k++) {
+			Attrs s = {.axis = fa->axis, .offset = off, .shape = f->in[k]->shape};
+			emit_grad(ad, f->in[k], OP_SLICE, &dy, 1, &s);
+			off += f->in[k]->shape.d[fa->axis];
+		}
+		break;
+	}
+	default:
+		ICE("no gradient rule for %s", op_info[f->op].name);
+	}
+	/* Weights whose last contribution this was get their update now. */
+	for (int k = 0; k < f->nin; k++) {
+		Tensor *w = f->in[k];
+		if (w->kind == TENSOR_WEIGHT && w->users.v[0] == f)
+			emit_update(ad, w);
+	}
+}
+
+bool autodiff(Graph *g, const AutodiffOptions *opt)
+{
+	if (g->training)
+		ICE("autodiff applied twice");
+	int nfwd = g->nodes.n;
+	if (!g->loss || nfwd == 0 || g->nodes.v[nfwd - 1] != g->loss->producer)
+		ICE("autodiff needs a forward graph ending in its loss");
+	AD ad = {.g = g, .ntensors = g->tensors.n};
+	ad.grads = arena_array(g->arena, (size_t)ad.ntensors, sizeof(Grad));
+	ad.needs = arena_array(g->arena, (size_t)ad.ntensors, sizeof(bool));
+	for (int i = 0; i < ad.ntensors; i++) {
+		const Tensor *t = g->tensors.v[i];
+		ad.needs[i] = t->kind == TENSOR_WEIGHT || (t->kind == TENSOR_INPUT && opt && opt->input_grad);
+	}
+	for (int i = 0; i < nfwd; i++) {
+		const Node *n = g->nodes.v[i];
+		bool any = false;
+		for (int k = 0; k < n->nin; k++)
+			any |= ad.needs[n->in[k]->id];
+		for (int k = 0; k < n->nout; k++)
+			ad.needs[n->out[k]->id] = any;
+	}
+
+	/* The loss: d loss / d logits = (softmax(logits) - labels) / N. */
+	const Node *loss = g->loss->producer;
+	ad.fwd = loss;
+	Tensor *logits = loss->in[0];
+	emit_grad(&ad, logits, OP_SOFTMAX_XENT_BWD, (Tensor *[]){logits, loss->in[1]}, 2, NULL);
+	for (int i = nfwd - 2; i >= 0; i--) {
+		const Node *f = g->nodes.v[i];
+		if (!ad.needs[f->out[0]->id])
+			continue;
+		ad.fwd = f;
+		differentiate(&ad, f);
+	}
+	if (opt && opt->input_grad && ad.needs[g->input->id])
+		g->dinput = grad_of(&ad, g->input);
+	g->training = true;
+	return true;
+}

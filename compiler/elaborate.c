@@ -1,0 +1,1369 @@
+/*
+ * elaborate.c - evaluate a .net program into the forward graph.
+ *
+ * The elaborator is an interpreter over the AST whose side effect is the
+ * graph. Loading reads the main file and its imports (each file once,
+ * cycles refused) and collects the layer definitions. Model parameters are
+ * bound from their defaults and the -D overrides. Then the loss
+ * declaration's `network(x)` applies the network layer to the input tensor:
+ *
+ *   - a built-in layer (conv, dense, ...) checks its arguments and its
+ *     input's shape, creates its weights and adds its node;
+ *   - a user layer binds its arguments in a fresh environment (defaults may
+ *     use earlier parameters) and applies its body;
+ *   - blocks (chain, concat, add, residual, repeat, if) combine layers.
+ *
+ * Values are integers, floats, booleans, pairs (3x3, (1, 7)), channel pairs
+ * (64 => 128) and layers. A layer value is a closure: a block with the
+ * environment it was written in, or a resolved layer definition with its
+ * call arguments. Names of resolved layers are never looked up again, so a
+ * closure cannot refer to itself.
+ *
+ * Naming: each layer applied in a chain gets a path (`stage2.bottleneck1`)
+ * from its label or from its kind and a per-scope counter (conv1, conv2);
+ * its weights and output take their names from that path. `repeat` and
+ * `if` share the enclosing scope, so `repeat 3 { bottleneck(...) }` names
+ * bottleneck1..3.
+ *
+ * The first error is reported with error_at(), which unwinds to
+ * elaborate(); all memory is in the arena.
+ */
+#include "elaborate.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../lang/ast.h"
+#include "util.h"
+
+enum {
+	MAX_CALL_DEPTH = 256,    /* nested layer applications */
+	MAX_IMPORT_DEPTH = 64,   /* nested imports */
+	MAX_NODES = 1 << 20,     /* nodes in one forward graph */
+	MAX_FILE_BYTES = 16 << 20,
+	MAX_PARAMS = 64,         /* parameters of one layer */
+	MAX_WINDOW = 1 << 16,    /* kernel, stride, padding, groups */
+};
+
+typedef struct Env Env;
+typedef struct Builtin Builtin;
+
+typedef enum ValKind { V_INT, V_FLOAT, V_BOOL, V_PAIR, V_CHANNELS, V_LAYER } ValKind;
+
+typedef struct Value {
+	ValKind kind; /* which field is valid */
+	SrcLoc loc;   /* where the value was written */
+	union {
+		int64_t i;                   /* V_INT */
+		double f;                    /* V_FLOAT */
+		bool b;                      /* V_BOOL */
+		struct { int64_t a, b; } p;  /* V_PAIR (h, w), V_CHANNELS (in => out) */
+		struct {
+			const Expr *e;          /* block, or the IDENT/CALL naming the layer */
+			Env *env;               /* where e's names are resolved */
+			const Decl *decl;       /* user layer, or NULL */
+			const Builtin *builtin; /* built-in layer, or NULL */
+		} layer;                        /* V_LAYER */
+	};
+} Value;
+
+typedef struct Binding {
+	const char *name;     /* variable */
+	Value val;            /* its value */
+	struct Binding *next; /* next in the same frame */
+} Binding;
+
+struct Env {
+	Binding *vars; /* this frame's variables */
+	Env *parent;   /* enclosing frame (model parameters at the root) */
+};
+
+/* Per-chain naming state: counters per kind and the names already used. */
+typedef struct Counter { const char *kind; int n; struct Counter *next; } Counter;
+typedef struct Child { const char *name; SrcLoc loc; struct Child *next; } Child;
+typedef struct Scope {
+	const char *path;  /* full name of the layer owning this scope ("" at the root) */
+	Counter *counters; /* next index per kind */
+	Child *children;   /* names given so far */
+} Scope;
+
+typedef struct Ctx {
+	Arena *arena;              /* everything */
+	Graph *g;                  /* graph being built */
+	const ElabOptions *opt;    /* search path, -D */
+	VEC(const Decl *) layers;  /* user layer definitions */
+	VEC(const char *) loaded;  /* real paths of loaded files */
+	struct {
+		const char *real;  /* real path of a file being loaded */
+		const char *shown; /* its name in messages */
+		SrcLoc from;       /* the import that loads it */
+	} importing[MAX_IMPORT_DEPTH];
+	int nimporting;            /* entries in importing */
+	const SrcFile *main;       /* the main file */
+	const Decl *model, *input, *labels, *loss, *optimizer;
+	Env *globals;              /* model parameters */
+	const Param *unbound;      /* parameters whose defaults are not yet evaluated */
+	struct {
+		const Decl *layer; /* layer being applied */
+		SrcLoc call;       /* where it was called */
+	} stack[MAX_CALL_DEPTH];
+	int depth;                 /* entries in stack */
+	uint32_t ndropout;         /* dropout streams handed out */
+} Ctx;
+
+typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);
+
+struct Builtin {
+	const char *name;        /* as written in .net */
+	const char *params[8];   /* parameter names in positional order */
+	BuiltinFn fn;            /* builds the layer */
+	Op op;                   /* the op it adds (NUM_OPS: none) */
+};
+
+static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope *scope);
+static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc loc);
+static Value eval(Ctx *c, const Expr *e, Env *env);
+
+/* ---- small helpers --------------------------------------------------- */
+
+static const char *join(Ctx *c, const char *path, const char *name)
+{
+	return path[0] ? arena_printf(c->arena, "%s.%s", path, name) : name;
+}
+
+static const char *type_str(Ctx *c, const Tensor *t)
+{
+	char buf[160];
+	return arena_strdup(c->arena, tensor_type_str(t, buf, sizeof buf));
+}
+
+static const char *val_kind_name(ValKind k)
+{
+	switch (k) {
+	case V_INT: return "an integer";
+	case V_FLOAT: return "a number";
+	case V_BOOL: return "a boolean";
+	case V_PAIR: return "a pair";
+	case V_CHANNELS: return "a channel pair (in => out)";
+	case V_LAYER: return "a layer";
+	}
+	unreachable();
+}
+
+static Scope *scope_new(Ctx *c, const char *path)
+{
+	Scope *s = arena_alloc(c->arena, sizeof *s);
+	s->path = path;
+	return s;
+}
+
+/* The next automatic name for a layer of `kind` in scope: conv1, conv2, ... */
+static const char *auto_name(Ctx *c, Scope *s, const char *kind)
+{
+	Counter *k;
+	for (k = s->counters; k; k = k->next)
+		if (strcmp(k->kind, kind) == 0)
+			break;
+	if (!k) {
+		k = arena_alloc(c->arena, sizeof *k);
+		k->kind = kind;
+		k->next = s->counters;
+		s->counters = k;
+	}
+	return arena_printf(c->arena, "%s%d", kind, ++k->n);
+}
+
+/* Record a child name, refusing a second layer of the same name. */
+static void claim_name(Ctx *c, Scope *s, const char *name, SrcLoc loc)
+{
+	for (Child *ch = s->children; ch; ch = ch->next) {
+		if (strcmp(ch->name, name) == 0) {
+			diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
+			           s->path[0] ? "'" : "the network", s->path, s->path[0] ? "'" : "");
+			note_at(ch->loc, "'%s' was named here", name);
+			diag_abort();
+		}
+	}
+	Child *ch = arena_alloc(c->arena, sizeof *ch);
+	ch->name = name;
+	ch->loc = loc;
+	ch->next = s->children;
+	s->children = ch;
+}
+
+static const Decl *find_layer(Ctx *c, const char *name)
+{
+	for (int i = 0; i < c->layers.n; i++)
+		if (strcmp(c->layers.v[i]->name, name) == 0)
+			return c->layers.v[i];
+	return NULL;
+}
+
+static const Binding *find_var(Env *env, const char *name)
+{
+	for (; env; env = env->parent)
+		for (Binding *b = env->vars; b; b = b->next)
+			if (strcmp(b->name, name) == 0)
+				return b;
+	return NULL;
+}
+
+static void bind(Ctx *c, Env *env, const char *name, Value v)
+{
+	Binding *b = arena_alloc(c->arena, sizeof *b);
+	b->name = name;
+	b->val = v;
+	b->next = env->vars;
+	env->vars = b;
+}
+
+static Env *env_new(Ctx *c, Env *parent)
+{
+	Env *e = arena_alloc(c->arena, sizeof *e);
+	e->parent = parent;
+	return e;
+}
+
+/* ---- built-in layers: argument access ------------------------------- */
+
+static int64_t want_int(const Value *v, const char *param, const char *layer)
+{
+	if (v->kind != V_INT)
+		error_at(v->loc, "'%s' of %s must be an integer, not %s", param, layer, val_kind_name(v->kind));
+	return v->i;
+}
+
+static int small_int(const Value *v, int64_t x, int64_t min, const char *param, const char *layer)
+{
+	if (x < min)
+		error_at(v->loc, "'%s' of %s must be %s, got %" PRId64, param, layer,
+		         min > 0 ? "positive" : "non-negative", x);
+	if (x > MAX_WINDOW)
+		error_at(v->loc, "'%s' of %s is too large (%" PRId64 " > %d)", param, layer, x, MAX_WINDOW);
+	return (int)x;
+}
+
+/* An integer or (h, w) pair argument, each part at least `min`. */
+static void want_pair(const Value *v, int *h, int *w, int64_t min, const char *param, const char *layer)
+{
+	if (v->kind == V_INT) {
+		*h = *w = small_int(v, v->i, min, param, layer);
+	} else if (v->kind == V_PAIR) {
+		*h = small_int(v, v->p.a, min, param, layer);
+		*w = small_int(v, v->p.b, min, param, layer);
+	} else {
+		error_at(v->loc, "'%s' of %s must be an integer or a pair such as 3x3 or (1, 7), not %s", param,
+		         layer, val_kind_name(v->kind));
+	}
+}
+
+static double want_float(const Value *v, const char *param, const char *layer)
+{
+	if (v->kind == V_INT)
+		return (double)v->i;
+	if (v->kind != V_FLOAT)
+		error_at(v->loc, "'%s' of %s must be a number, not %s", param, layer, val_kind_name(v->kind));
+	return v->f;
+}
+
+static bool want_bool(const Value *v, const char *param, const char *layer)
+{
+	if (v->kind != V_BOOL)
+		error_at(v->loc, "'%s' of %s must be true or false, not %s", param, layer, val_kind_name(v->kind));
+	return v->b;
+}
+
+/* The channel pair `in => out` of dense and conv. */
+static void want_channels(const Value *v, int64_t *in, int64_t *out, const char *layer)
+{
+	if (v->kind != V_CHANNELS)
+		error_at(v->loc, "%s expects its channels as 'in => out', not %s", layer, val_kind_name(v->kind));
+	if (v->p.a <= 0 || v->p.b <= 0)
+		error_at(v->loc, "channels of %s must be positive, got %" PRId64 " => %" PRId64, layer, v->p.a, v->p.b);
+	*in = v->p.a;
+	*out = v->p.b;
+}
+
+static Value *need(Value **args, int i, const Builtin *b, SrcLoc loc)
+{
+	if (!args[i])
+		error_at(loc, "%s needs its '%s' argument", b->name, b->params[i]);
+	return args[i];
+}
+
+static Tensor *new_weight(Ctx *c, const char *path, const char *what, int ndim, const int64_t *d, SrcLoc loc)
+{
+	const char *name = join(c, path, what);
+	Shape shape = shape_make(ndim, d);
+	Tensor *t = graph_tensor(c->g, TENSOR_WEIGHT, name, shape, loc);
+	if (!t) {
+		char buf[128];
+		error_at(loc, "parameter '%s' of shape %s is too large: its size in bytes overflows 64 bits", name,
+		         shape_str(shape, buf, sizeof buf));
+	}
+	return t;
+}
+
+/* Add a node, reporting a shape error as a diagnostic at the layer. */
+static Tensor *add_node(Ctx *c, Op op, Tensor **in, int nin, const Attrs *attr, const char *kind,
+                        const char *path, SrcLoc loc)
+{
+	if (c->g->nodes.n >= MAX_NODES)
+		error_at(loc, "network too large: more than %d nodes", MAX_NODES);
+	char err[512];
+	Node *n = graph_node(c->g, op, in, nin, attr, TENSOR_ACTIVATION, path, loc, err, sizeof err);
+	if (!n)
+		error_at(loc, "%s '%s': %s", kind, path, err);
+	return n->out[0];
+}
+
+/* Apply the optional activation argument `act` after a layer. */
+static Tensor *apply_act(Ctx *c, Value *act, Tensor *y, const char *path, SrcLoc loc)
+{
+	if (!act)
+		return y;
+	if (act->kind != V_LAYER)
+		error_at(act->loc, "the activation must be a layer such as relu, not %s", val_kind_name(act->kind));
+	const char *kind = act->layer.decl ? act->layer.decl->name
+	                 : act->layer.builtin ? act->layer.builtin->name : "act";
+	return apply_value(c, act, y, scope_new(c, join(c, path, kind)), loc);
+}
+
+static void need_4d(const Builtin *b, const char *path, Tensor *x, SrcLoc loc, Ctx *c)
+{
+	if (x->shape.ndim != 4)
+		error_at(loc, "%s '%s' expects an input [N, C, H, W] but got %s", b->name, path, type_str(c, x));
+}
+
+/* ---- built-in layers ------------------------------------------------- */
+
+/* dense(in => out, act = identity, bias = true) */
+static Tensor *b_dense(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	int64_t in, out;
+	want_channels(need(args, 0, b, loc), &in, &out, "dense");
+	bool bias = args[2] ? want_bool(args[2], "bias", "dense") : true;
+	if (x->shape.ndim != 2) {
+		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] but got %s%s", path, in, type_str(c, x),
+		         x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
+	}
+	if (x->shape.d[1] != in)
+		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] but got %s", path, in, type_str(c, x));
+	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 2, (int64_t[]){out, in}, loc), NULL};
+	if (bias)
+		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
+	Tensor *y = add_node(c, OP_DENSE, in_t, bias ? 3 : 2, NULL, "dense", path, loc);
+	return apply_act(c, args[1], y, path, loc);
+}
+
+/* conv(kernel, in => out, act = identity, stride = 1, pad = 0, groups = 1, bias = true) */
+static Tensor *b_conv(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Attrs a = {.sh = 1, .sw = 1, .groups = 1};
+	int64_t in, out;
+	want_pair(need(args, 0, b, loc), &a.kh, &a.kw, 1, "kernel", "conv");
+	want_channels(need(args, 1, b, loc), &in, &out, "conv");
+	if (args[3])
+		want_pair(args[3], &a.sh, &a.sw, 1, "stride", "conv");
+	if (args[4])
+		want_pair(args[4], &a.ph, &a.pw, 0, "pad", "conv");
+	if (args[5])
+		a.groups = small_int(args[5], want_int(args[5], "groups", "conv"), 1, "groups", "conv");
+	bool bias = args[6] ? want_bool(args[6], "bias", "conv") : true;
+	if (in % a.groups || out % a.groups)
+		error_at(args[5]->loc, "conv '%s': %d groups do not divide %" PRId64 " => %" PRId64 " channels", path,
+		         a.groups, in, out);
+	need_4d(b, path, x, loc, c);
+	if (x->shape.d[1] != in)
+		error_at(loc, "conv '%s' expects %" PRId64 " input channels but its input is %s", path, in,
+		         type_str(c, x));
+	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 4, (int64_t[]){out, in / a.groups, a.kh, a.kw}, loc),
+	                   NULL};
+	if (bias)
+		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
+	Tensor *y = add_node(c, OP_CONV2D, in_t, bias ? 3 : 2, &a, "conv", path, loc);
+	return apply_act(c, args[2], y, path, loc);
+}
+
+/* maxpool(kernel, stride = kernel, pad = 0), avgpool(...) */
+static Tensor *b_pool(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Attrs a = {0};
+	want_pair(need(args, 0, b, loc), &a.kh, &a.kw, 1, "kernel", b->name);
+	a.sh = a.kh;
+	a.sw = a.kw;
+	if (args[1])
+		want_pair(args[1], &a.sh, &a.sw, 1, "stride", b->name);
+	if (args[2])
+		want_pair(args[2], &a.ph, &a.pw, 0, "pad", b->name);
+	need_4d(b, path, x, loc, c);
+	return add_node(c, b->op, &x, 1, &a, b->name, path, loc);
+}
+
+/* batchnorm(eps = 1e-5) */
+static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Attrs a = {.eps = 1e-5};
+	if (args[0]) {
+		a.eps = want_float(args[0], "eps", "batchnorm");
+		if (!(a.eps > 0) || !isfinite(a.eps))
+			error_at(args[0]->loc, "'eps' of batchnorm must be positive");
+	}
+	if (x->shape.ndim != 2 && x->shape.ndim != 4)
+		error_at(loc, "batchnorm '%s' expects an input [N, C] or [N, C, H, W] but got %s", path,
+		         type_str(c, x));
+	int64_t ch = x->shape.d[1];
+	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 1, &ch, loc), new_weight(c, path, "bias", 1, &ch, loc)};
+	(void)b;
+	Tensor *y = add_node(c, OP_BATCHNORM, in_t, 3, &a, "batchnorm", path, loc);
+	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
+	tensor_rename(c->g, y->producer->out[2], join(c, path, "invstd"));
+	return y;
+}
+
+/* relu, sigmoid, tanh, globalavgpool: one op, no arguments */
+static Tensor *b_simple(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	if (b->op == OP_GLOBALAVGPOOL)
+		need_4d(b, path, x, loc, c);
+	return add_node(c, b->op, &x, 1, NULL, b->name, path, loc);
+}
+
+static Tensor *b_softmax(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	(void)b;
+	if (x->shape.ndim != 2)
+		error_at(loc, "softmax '%s' expects an input [N, C] but got %s%s", path, type_str(c, x),
+		         x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
+	return add_node(c, OP_SOFTMAX, &x, 1, NULL, "softmax", path, loc);
+}
+
+static Tensor *b_flatten(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	(void)b;
+	if (x->shape.ndim == 2)
+		return x; /* already [N, features] */
+	Attrs a = {.shape = shape_make(2, (int64_t[]){x->shape.d[0], shape_elems(x->shape) / x->shape.d[0]})};
+	return add_node(c, OP_RESHAPE, &x, 1, &a, "flatten", path, loc);
+}
+
+/* dropout(p) */
+static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *pv = need(args, 0, b, loc);
+	Attrs a = {.p = want_float(pv, "p", "dropout"), .seed = c->ndropout++};
+	if (!(a.p >= 0 && a.p < 1))
+		error_at(pv->loc, "'p' of dropout must be in [0, 1), got %g", a.p);
+	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
+}
+
+static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)c, (void)b, (void)args, (void)path, (void)loc;
+	return x;
+}
+
+static const Builtin builtins[] = {
+	{"dense", {"channels", "act", "bias"}, b_dense, OP_DENSE},
+	{"conv", {"kernel", "channels", "act", "stride", "pad", "groups", "bias"}, b_conv, OP_CONV2D},
+	{"maxpool", {"kernel", "stride", "pad"}, b_pool, OP_MAXPOOL},
+	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
+	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
+	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
+	{"relu", {NULL}, b_simple, OP_RELU},
+	{"sigmoid", {NULL}, b_simple, OP_SIGMOID},
+	{"tanh", {NULL}, b_simple, OP_TANH},
+	{"softmax", {NULL}, b_softmax, OP_SOFTMAX},
+	{"flatten", {NULL}, b_flatten, OP_RESHAPE},
+	{"dropout", {"p"}, b_dropout, OP_DROPOUT},
+	{"identity", {NULL}, b_identity, NUM_OPS},
+};
+
+static const Builtin *find_builtin(const char *name)
+{
+	for (size_t i = 0; i < countof(builtins); i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return &builtins[i];
+	return NULL;
+}
+
+/* ---- expressions ------------------------------------------------------ */
+
+static Value layer_val(const Expr *e, Env *env, const Decl *decl, const Builtin *b)
+{
+	Value v = {.kind = V_LAYER, .loc = e->loc};
+	v.layer.e = e;
+	v.layer.env = env;
+	v.layer.decl = decl;
+	v.layer.builtin = b;
+	return v;
+}
+
+static int64_t int_arith(const Expr *e, BinOp op, int64_t a, int64_t b)
+{
+	int64_t r = 0;
+	bool ovf = false;
+	switch (op) {
+	case BIN_ADD: ovf = __builtin_add_overflow(a, b, &r); break;
+	case BIN_SUB: ovf = __builtin_sub_overflow(a, b, &r); break;
+	case BIN_MUL: ovf = __builtin_mul_overflow(a, b, &r); break;
+	case BIN_DIV:
+	case BIN_MOD:
+		if (b == 0)
+			error_at(e->op.b->loc, "%s by zero", op == BIN_DIV ? "division" : "remainder of division");
+		if (a == INT64_MIN && b == -1)
+			ovf = true;
+		else
+			r = op == BIN_DIV ? a / b : a % b;
+		break;
+	default: unreachable();
+	}
+	if (ovf)
+		error_at(e->loc, "integer overflow in %" PRId64 " %s %" PRId64, a, binop_name(op), b);
+	return r;
+}
+
+static bool truth(const Value *v, const char *what)
+{
+	if (v->kind == V_BOOL)
+		return v->b;
+	if (v->kind == V_INT)
+		return v->i != 0;
+	error_at(v->loc, "%s must be a boolean or an integer, not %s", what, val_kind_name(v->kind));
+}
+
+static Value eval_binary(Ctx *c, const Expr *e, Env *env)
+{
+	BinOp op = e->op.op;
+	Value a = eval(c, e->op.a, env);
+	Value r = {.loc = e->loc};
+	if (op == BIN_AND || op == BIN_OR) {
+		bool x = truth(&a, "an operand of && and ||");
+		if ((op == BIN_AND && !x) || (op == BIN_OR && x)) {
+			r.kind = V_BOOL;
+			r.b = x;
+			return r;
+		}
+		Value b = eval(c, e->op.b, env);
+		r.kind = V_BOOL;
+		r.b = truth(&b, "an operand of && and ||");
+		return r;
+	}
+	Value b = eval(c, e->op.b, env);
+	bool num_a = a.kind == V_INT || a.kind == V_FLOAT, num_b = b.kind == V_INT || b.kind == V_FLOAT;
+	if ((op == BIN_EQ || op == BIN_NE) && a.kind == V_BOOL && b.kind == V_BOOL) {
+		r.kind = V_BOOL;
+		r.b = (a.b == b.b) == (op == BIN_EQ);
+		return r;
+	}
+	if (!num_a)
+		error_at(a.loc, "operand of '%s' must be a number, not %s", binop_name(op), val_kind_name(a.kind));
+	if (!num_b)
+		error_at(b.loc, "operand of '%s' must be a number, not %s", binop_name(op), val_kind_name(b.kind));
+	if (a.kind == V_INT && b.kind == V_INT) {
+		int64_t x = a.i, y = b.i;
+		switch (op) {
+		case BIN_EQ: r.kind = V_BOOL; r.b = x == y; return r;
+		case BIN_NE: r.kind = V_BOOL; r.b = x != y; return r;
+		case BIN_LT: r.kind = V_BOOL; r.b = x < y; return r;
+		case BIN_LE: r.kind = V_BOOL; r.b = x <= y; return r;
+		case BIN_GT: r.kind = V_BOOL; r.b = x > y; return r;
+		case BIN_GE: r.kind = V_BOOL; r.b = x >= y; return r;
+		default:
+			r.kind = V_INT;
+			r.i = int_arith(e, op, x, y);
+			return r;
+		}
+	}
+	double x = a.kind == V_INT ? (double)a.i : a.f, y = b.kind == V_INT ? (double)b.i : b.f;
+	r.kind = V_BOOL;
+	switch (op) {
+	case BIN_EQ: r.b = x == y; return r;
+	case BIN_NE: r.b = x != y; return r;
+	case BIN_LT: r.b = x < y; return r;
+	case BIN_LE: r.b = x <= y; return r;
+	case BIN_GT: r.b = x > y; return r;
+	case BIN_GE: r.b = x >= y; return r;
+	case BIN_ADD: r.f = x + y; break;
+	case BIN_SUB: r.f = x - y; break;
+	case BIN_MUL: r.f = x * y; break;
+	case BIN_DIV:
+		if (y == 0)
+			error_at(e->op.b->loc, "division by zero");
+		r.f = x / y;
+		break;
+	case BIN_MOD: error_at(e->loc, "'%%' needs integers");
+	default: unreachable();
+	}
+	r.kind = V_FLOAT;
+	if (!isfinite(r.f))
+		error_at(e->loc, "arithmetic overflow");
+	return r;
+}
+
+static Value eval(Ctx *c, const Expr *e, Env *env)
+{
+	Value v = {.loc = e->loc};
+	switch (e->kind) {
+	case EX_INT:
+		v.kind = V_INT;
+		v.i = e->ival;
+		return v;
+	case EX_FLOAT:
+		v.kind = V_FLOAT;
+		v.f = e->fval;
+		return v;
+	case EX_BOOL:
+		v.kind = V_BOOL;
+		v.b = e->bval;
+		return v;
+	case EX_SIZE:
+		v.kind = V_PAIR;
+		v.p.a = e->size.h;
+		v.p.b = e->size.w;
+		return v;
+	case EX_TUPLE: {
+		if (e->tuple.n != 2)
+			error_at(e->loc, "a tuple must have two elements (height, width), not %d", e->tuple.n);
+		Value h = eval(c, e->tuple.elems[0], env), w = eval(c, e->tuple.elems[1], env);
+		if (h.kind != V_INT || w.kind != V_INT)
+			error_at(e->loc, "a tuple must hold two integers");
+		v.kind = V_PAIR;
+		v.p.a = h.i;
+		v.p.b = w.i;
+		return v;
+	}
+	case EX_CHANNELS: {
+		Value a = eval(c, e->channels.from, env), b = eval(c, e->channels.to, env);
+		if (a.kind != V_INT)
+			error_at(a.loc, "channels must be integers, not %s", val_kind_name(a.kind));
+		if (b.kind != V_INT)
+			error_at(b.loc, "channels must be integers, not %s", val_kind_name(b.kind));
+		v.kind = V_CHANNELS;
+		v.p.a = a.i;
+		v.p.b = b.i;
+		return v;
+	}
+	case EX_UNARY: {
+		Value a = eval(c, e->op.a, env);
+		if (e->op.op == BIN_NOT) {
+			v.kind = V_BOOL;
+			v.b = !truth(&a, "the operand of '!'");
+		} else if (a.kind == V_INT) {
+			if (a.i == INT64_MIN)
+				error_at(e->loc, "integer overflow in negation");
+			v.kind = V_INT;
+			v.i = -a.i;
+		} else if (a.kind == V_FLOAT) {
+			v.kind = V_FLOAT;
+			v.f = -a.f;
+		} else {
+			error_at(a.loc, "operand of '-' must be a number, not %s", val_kind_name(a.kind));
+		}
+		return v;
+	}
+	case EX_BINARY:
+		return eval_binary(c, e, env);
+	case EX_IDENT:
+	case EX_CALL: {
+		const char *name = e->kind == EX_IDENT ? e->ident : e->call.name;
+		SrcLoc nloc = e->kind == EX_IDENT ? e->loc : e->call.name_loc;
+		const Binding *b = find_var(env, name);
+		if (b) {
+			if (e->kind == EX_CALL)
+				error_at(nloc, "'%s' is a parameter, not a layer definition; it takes no arguments", name);
+			v = b->val;
+			v.loc = e->loc;
+			return v;
+		}
+		const Decl *d = find_layer(c, name);
+		if (d)
+			return layer_val(e, env, d, NULL);
+		const Builtin *bi = find_builtin(name);
+		if (bi)
+			return layer_val(e, env, NULL, bi);
+		for (const Param *p = c->unbound; p; p = p->next)
+			if (strcmp(p->name, name) == 0)
+				error_at(nloc, "'%s' is a later parameter; a default may only use the parameters before it",
+				         name);
+		error_at(nloc, "unknown %s '%s'", e->kind == EX_CALL ? "layer" : "name", name);
+	}
+	case EX_CHAIN:
+	case EX_CONCAT:
+	case EX_ADD:
+	case EX_RESIDUAL:
+	case EX_REPEAT:
+	case EX_IF:
+		return layer_val(e, env, NULL, NULL);
+	}
+	unreachable();
+}
+
+/* ---- applying layers -------------------------------------------------- */
+
+/*
+ * Bind call arguments to parameter names: positional ones in order, then
+ * named ones. out[i] is the value for params[i], or NULL if not given.
+ */
+static void bind_args(Ctx *c, const char *layer, const char *const *params, int np, const Arg *args, Env *env,
+                      Value **out, const char *defname, SrcLoc def)
+{
+	int npos = 0, nargs = 0;
+	for (int i = 0; i < np; i++)
+		out[i] = NULL;
+	for (const Arg *a = args; a; a = a->next, nargs++) {
+		int i;
+		if (a->name) {
+			for (i = 0; i < np; i++)
+				if (strcmp(params[i], a->name) == 0)
+					break;
+			if (i == np) {
+				diag_print("error", a->name_loc, "%s has no parameter '%s'", layer, a->name);
+				if (def.file)
+					note_at(def, "'%s' is defined here", defname);
+				diag_abort();
+			}
+			if (out[i])
+				error_at(a->name_loc, "'%s' of %s is given twice", a->name, layer);
+		} else {
+			if (nargs != npos)
+				error_at(a->value->loc, "positional argument after named ones in call to %s", layer);
+			i = npos++;
+			if (i >= np) {
+				int total = 0;
+				for (const Arg *t = args; t; t = t->next)
+					total++;
+				if (np == 0)
+					diag_print("error", a->value->loc, "%s takes no arguments, but %d %s given", layer,
+					           total, total == 1 ? "was" : "were");
+				else
+					diag_print("error", a->value->loc, "%s takes at most %d argument%s, but %d were given",
+					           layer, np, np == 1 ? "" : "s", total);
+				if (def.file)
+					note_at(def, "'%s' is defined here", defname);
+				diag_abort();
+			}
+		}
+		Value *v = arena_alloc(c->arena, sizeof *v);
+		*v = eval(c, a->value, env);
+		out[i] = v;
+	}
+}
+
+static const char *layer_kind(const Value *v)
+{
+	if (v->layer.decl)
+		return v->layer.decl->name;
+	if (v->layer.builtin)
+		return v->layer.builtin->name;
+	switch (v->layer.e->kind) {
+	case EX_CHAIN: return v->layer.e->chain.is_branch ? "branch" : "chain";
+	case EX_CONCAT: return "concat";
+	case EX_ADD: return "add";
+	case EX_RESIDUAL: return "residual";
+	case EX_REPEAT: return "repeat";
+	case EX_IF: return "if";
+	default: unreachable();
+	}
+}
+
+static const Arg *call_args(const Expr *e)
+{
+	return e->kind == EX_CALL ? e->call.args : NULL;
+}
+
+static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, Tensor *x, const char *path)
+{
+	int np = 0;
+	while (np < (int)countof(b->params) && b->params[np])
+		np++;
+	Value *args[8];
+	bind_args(c, b->name, b->params, np, call_args(e), env, args, NULL, (SrcLoc){0});
+	if (!path[0])
+		path = b->name;
+	return b->fn(c, b, args, x, path, e->loc);
+}
+
+static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor *x, Scope *own)
+{
+	for (int i = 0; i < c->depth; i++) {
+		if (c->stack[i].layer == d) {
+			diag_print("error", e->loc, "layer '%s' is used inside its own definition", d->name);
+			for (int j = c->depth - 1; j > i; j--)
+				note_at(c->stack[j].call, "through '%s' used here", c->stack[j].layer->name);
+			note_at(d->name_loc, "'%s' is defined here", d->name);
+			diag_abort();
+		}
+	}
+	if (c->depth == MAX_CALL_DEPTH)
+		error_at(e->loc, "layers nested too deeply (more than %d levels)", MAX_CALL_DEPTH);
+	const char *names[MAX_PARAMS];
+	const Param *ps[MAX_PARAMS];
+	int np = 0;
+	for (const Param *p = d->params; p; p = p->next) {
+		if (np == MAX_PARAMS)
+			error_at(p->loc, "too many parameters (at most %d)", MAX_PARAMS);
+		for (int i = 0; i < np; i++)
+			if (strcmp(names[i], p->name) == 0) {
+				diag_print("error", p->loc, "parameter '%s' is declared twice", p->name);
+				note_at(ps[i]->loc, "first declared here");
+				diag_abort();
+			}
+		ps[np] = p;
+		names[np++] = p->name;
+	}
+	Value *args[MAX_PARAMS];
+	bind_args(c, arena_printf(c->arena, "layer '%s'", d->name), names, np, call_args(e), env, args, d->name,
+	          d->name_loc);
+	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
+	Env *frame = env_new(c, c->globals);
+	for (int i = 0; i < np; i++)
+		if (args[i])
+			bind(c, frame, names[i], *args[i]);
+	for (int i = 0; i < np; i++) {
+		if (args[i])
+			continue;
+		if (!ps[i]->def) {
+			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
+			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
+			diag_abort();
+		}
+		c->unbound = ps[i];
+		bind(c, frame, names[i], eval(c, ps[i]->def, frame));
+		c->unbound = NULL;
+	}
+	c->stack[c->depth].layer = d;
+	c->stack[c->depth].call = e->loc;
+	c->depth++;
+	Value body = eval(c, d->body, frame);
+	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
+	c->depth--;
+	return y;
+}
+
+/* Apply a list of branches to x, for concat and add. */
+static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
+{
+	bool cat = e->kind == EX_CONCAT;
+	const char *kind = cat ? "concat" : "add";
+	VEC(Tensor *) ys = {0};
+	VEC(const Expr *) bs = {0};
+	for (const Expr *b = e->merge.branches; b; b = b->next_branch) {
+		const char *name = auto_name(c, own, "branch");
+		Scope *bs_scope = scope_new(c, join(c, own->path, name));
+		vec_push(c->arena, &ys, apply_items(c, b->chain.items, env, x, bs_scope));
+		vec_push(c->arena, &bs, b);
+	}
+	if (ys.n == 1)
+		return ys.v[0];
+	for (int i = 1; i < ys.n; i++) {
+		Shape a = ys.v[0]->shape, s = ys.v[i]->shape;
+		bool ok = a.ndim == s.ndim && (a.ndim == 2 || a.ndim == 4);
+		for (int d = 0; ok && d < a.ndim; d++)
+			ok = (cat && d == 1) || a.d[d] == s.d[d];
+		if (!ok) {
+			diag_print("error", bs.v[i]->loc, "%s '%s': branch %d gives %s but branch 1 gives %s", kind,
+			           own->path, i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
+			note_at(bs.v[0]->loc, "branch 1 is here");
+			diag_abort();
+		}
+	}
+	Attrs a = {.axis = 1};
+	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, own->path, e->loc);
+}
+
+static Tensor *apply_residual(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
+{
+	static const char *const params[] = {"shortcut"};
+	Value *args[1];
+	bind_args(c, "residual", params, 1, e->residual.args, env, args, NULL, (SrcLoc){0});
+	Tensor *body = apply_items(c, e->residual.items, env, x, own);
+	Tensor *sc = x;
+	if (args[0]) {
+		if (args[0]->kind != V_LAYER)
+			error_at(args[0]->loc, "the shortcut must be a layer, not %s", val_kind_name(args[0]->kind));
+		sc = apply_value(c, args[0], x, scope_new(c, join(c, own->path, "shortcut")), args[0]->loc);
+	}
+	if (!shape_eq(body->shape, sc->shape)) {
+		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", own->path,
+		         type_str(c, body), type_str(c, sc),
+		         args[0] ? "" : "; add a projection with residual(shortcut = ...)");
+	}
+	Tensor *in[2] = {body, sc};
+	return add_node(c, OP_ADD, in, 2, NULL, "residual", own->path, e->loc);
+}
+
+static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
+{
+	switch (e->kind) {
+	case EX_CHAIN:
+		return apply_items(c, e->chain.items, env, x, own);
+	case EX_CONCAT:
+	case EX_ADD:
+		return apply_merge(c, e, env, x, own);
+	case EX_RESIDUAL:
+		return apply_residual(c, e, env, x, own);
+	case EX_REPEAT: {
+		Value n = eval(c, e->repeat.count, env);
+		if (n.kind != V_INT)
+			error_at(n.loc, "repeat count must be an integer, not %s", val_kind_name(n.kind));
+		if (n.i < 0)
+			error_at(n.loc, "repeat count must not be negative, got %" PRId64, n.i);
+		if (n.i > MAX_NODES)
+			error_at(n.loc, "repeat count %" PRId64 " is too large", n.i);
+		for (int64_t i = 0; i < n.i; i++) {
+			Env *frame = env;
+			if (e->repeat.var) {
+				frame = env_new(c, env);
+				bind(c, frame, e->repeat.var, (Value){.kind = V_INT, .loc = e->repeat.var_loc, .i = i});
+			}
+			x = apply_items(c, e->repeat.items, frame, x, own);
+		}
+		return x;
+	}
+	case EX_IF: {
+		Value v = eval(c, e->cond.cond, env);
+		return apply_items(c, truth(&v, "the condition of 'if'") ? e->cond.then_items : e->cond.else_items,
+		                   env, x, own);
+	}
+	default:
+		unreachable();
+	}
+}
+
+static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc loc)
+{
+	if (v->kind != V_LAYER)
+		error_at(loc, "expected a layer, but this is %s", val_kind_name(v->kind));
+	if (v->layer.builtin)
+		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own->path);
+	if (v->layer.decl)
+		return call_user(c, v->layer.decl, v->layer.e, v->layer.env, x, own);
+	return apply_block(c, v->layer.e, v->layer.env, x, own);
+}
+
+static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope *scope)
+{
+	for (const Item *it = items; it; it = it->next) {
+		const Expr *e = it->layer;
+		if (!it->label && (e->kind == EX_REPEAT || e->kind == EX_IF)) {
+			x = apply_block(c, e, env, x, scope); /* shares the enclosing scope */
+			continue;
+		}
+		Value v = eval(c, e, env);
+		if (v.kind != V_LAYER)
+			error_at(e->loc, "expected a layer, but '%s' is %s",
+			         e->kind == EX_IDENT ? e->ident : "this", val_kind_name(v.kind));
+		const char *name = it->label ? it->label : auto_name(c, scope, layer_kind(&v));
+		claim_name(c, scope, name, it->label ? it->label_loc : e->loc);
+		x = apply_value(c, &v, x, scope_new(c, join(c, scope->path, name)), e->loc);
+	}
+	return x;
+}
+
+/* ---- loading files ---------------------------------------------------- */
+
+static SrcFile *open_source(Ctx *c, const char *path, const char *shown, SrcLoc from)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (from.file)
+			error_at(from, "cannot import '%s': it is a directory", shown);
+		error_plain("cannot read '%s': it is a directory", shown);
+		diag_abort();
+	}
+	size_t len;
+	char *text = read_file(path, &len);
+	if (!text) {
+		if (from.file)
+			error_at(from, "cannot read '%s': %s", shown, strerror(errno));
+		error_plain("cannot read '%s': %s", shown, strerror(errno));
+		diag_abort();
+	}
+	if (len > MAX_FILE_BYTES) {
+		free(text);
+		if (from.file)
+			error_at(from, "'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
+		error_plain("'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
+		diag_abort();
+	}
+	SrcFile *f = arena_alloc(c->arena, sizeof *f);
+	f->name = arena_strdup(c->arena, shown);
+	f->path = arena_strdup(c->arena, path);
+	const char *slash = strrchr(path, '/');
+	f->dir = slash ? arena_strndup(c->arena, path, (size_t)(slash - path + 1)) : "";
+	f->text = arena_strndup(c->arena, text, len);
+	f->len = len;
+	free(text);
+	return f;
+}
+
+static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from);
+
+/* Find an import: the importing file's directory, then the search path. */
+static void load_import(Ctx *c, const Decl *d, const SrcFile *from)
+{
+	const char *name = d->path;
+	if (!name[0])
+		error_at(d->name_loc, "empty import path");
+	size_t n = strlen(name);
+	const char *file = n > 4 && strcmp(name + n - 4, ".net") == 0 ? name : arena_printf(c->arena, "%s.net", name);
+	VEC(const char *) tried = {0};
+	const char *cand = name[0] == '/' ? file : arena_printf(c->arena, "%s%s", from->dir, file);
+	vec_push(c->arena, &tried, cand);
+	if (name[0] != '/')
+		for (int i = 0; i < c->opt->ndirs; i++)
+			vec_push(c->arena, &tried, arena_printf(c->arena, "%s/%s", c->opt->dirs[i], file));
+	for (int i = 0; i < tried.n; i++) {
+		struct stat st;
+		if (stat(tried.v[i], &st) == 0 && !S_ISDIR(st.st_mode)) {
+			load_file(c, tried.v[i], tried.v[i], d->name_loc);
+			return;
+		}
+	}
+	diag_print("error", d->name_loc, "cannot find '%s' to import", file);
+	for (int i = 0; i < tried.n; i++)
+		note_at((SrcLoc){0}, "looked for %s", tried.v[i]);
+	diag_abort();
+}
+
+static void declare(Ctx *c, const Decl *d, bool is_main)
+{
+	const Decl **slot = NULL;
+	const char *what = NULL;
+	switch (d->kind) {
+	case DECL_IMPORT:
+		return;
+	case DECL_LAYER: {
+		const Decl *prev = find_layer(c, d->name);
+		if (prev) {
+			diag_print("error", d->name_loc, "layer '%s' is defined twice", d->name);
+			note_at(prev->name_loc, "first defined here");
+			diag_abort();
+		}
+		if (find_builtin(d->name))
+			error_at(d->name_loc, "'%s' is a built-in layer and cannot be redefined", d->name);
+		vec_push(c->arena, &c->layers, d);
+		return;
+	}
+	case DECL_MODEL: slot = &c->model; what = "model"; break;
+	case DECL_INPUT: slot = &c->input; what = "input"; break;
+	case DECL_LABELS: slot = &c->labels; what = "labels"; break;
+	case DECL_LOSS: slot = &c->loss; what = "loss"; break;
+	case DECL_OPTIMIZER: slot = &c->optimizer; what = "optimizer"; break;
+	}
+	if (!is_main)
+		error_at(d->loc, "'%s' may only be declared in the main file, not in an imported one", what);
+	if (*slot) {
+		diag_print("error", d->loc, "'%s' is declared twice", what);
+		note_at((*slot)->loc, "first declared here");
+		diag_abort();
+	}
+	*slot = d;
+}
+
+static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from)
+{
+	char *rp = realpath(path, NULL);
+	const char *real = rp ? arena_strdup(c->arena, rp) : path;
+	free(rp);
+	for (int i = 0; i < c->nimporting; i++) {
+		if (strcmp(c->importing[i].real, real) == 0) {
+			diag_print("error", from, "import cycle: '%s' imports itself%s", c->importing[i].shown,
+			           i + 1 < c->nimporting ? " through other files" : "");
+			for (int j = c->nimporting - 1; j > i; j--)
+				note_at(c->importing[j].from, "'%s' is imported here", c->importing[j].shown);
+			diag_abort();
+		}
+	}
+	for (int i = 0; i < c->loaded.n; i++)
+		if (strcmp(c->loaded.v[i], real) == 0)
+			return; /* each file is loaded once */
+	if (c->nimporting == MAX_IMPORT_DEPTH)
+		error_at(from, "imports nested too deeply (more than %d levels)", MAX_IMPORT_DEPTH);
+	SrcFile *f;
+	if (!from.file && c->opt->main_text) {
+		f = arena_alloc(c->arena, sizeof *f);
+		f->name = f->path = arena_strdup(c->arena, path);
+		f->dir = "";
+		f->text = arena_strndup(c->arena, c->opt->main_text, c->opt->main_len);
+		f->len = c->opt->main_len;
+	} else {
+		f = open_source(c, path, shown, from);
+	}
+	Module *m = parse_file(f, c->arena);
+	if (!m)
+		diag_abort();
+	if (!from.file)
+		c->main = f;
+	c->importing[c->nimporting].real = real;
+	c->importing[c->nimporting].shown = f->name;
+	c->importing[c->nimporting].from = from;
+	c->nimporting++;
+	for (const Decl *d = m->decls; d; d = d->next)
+		if (d->kind == DECL_IMPORT)
+			load_import(c, d, f);
+	c->nimporting--;
+	vec_push(c->arena, &c->loaded, real);
+	for (const Decl *d = m->decls; d; d = d->next)
+		declare(c, d, !from.file);
+}
+
+/* ---- model parameters, input, loss, optimizer -------------------------- */
+
+static Value parse_define(const Define *def, const Value *old)
+{
+	Value v = {.loc = old->loc};
+	const char *s = def->value;
+	char *end;
+	errno = 0;
+	if (old->kind == V_INT) {
+		long long x = strtoll(s, &end, 10);
+		if (!*s || *end || errno == ERANGE) {
+			error_plain("-D %s=%s: expected an integer", def->name, s);
+			note_at(old->loc, "'%s' is declared here with an integer default", def->name);
+			diag_abort();
+		}
+		v.kind = V_INT;
+		v.i = x;
+	} else if (old->kind == V_FLOAT) {
+		double x = strtod(s, &end);
+		if (!*s || *end || errno == ERANGE || !isfinite(x)) {
+			error_plain("-D %s=%s: expected a number", def->name, s);
+			note_at(old->loc, "'%s' is declared here with a number as its default", def->name);
+			diag_abort();
+		}
+		v.kind = V_FLOAT;
+		v.f = x;
+	} else if (old->kind == V_BOOL) {
+		if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0) {
+			error_plain("-D %s=%s: expected true or false", def->name, s);
+			note_at(old->loc, "'%s' is declared here with a boolean default", def->name);
+			diag_abort();
+		}
+		v.kind = V_BOOL;
+		v.b = s[0] == 't';
+	} else {
+		error_plain("-D %s=%s: '%s' is %s, which cannot be set from the command line", def->name, s, def->name,
+		            val_kind_name(old->kind));
+		diag_abort();
+	}
+	return v;
+}
+
+static void bind_model_params(Ctx *c)
+{
+	const ElabOptions *o = c->opt;
+	Env *g = c->globals;
+	for (int i = 0; i < o->ndefines; i++) {
+		bool found = false;
+		for (const Param *p = c->model ? c->model->params : NULL; p; p = p->next)
+			found |= strcmp(p->name, o->defines[i].name) == 0;
+		if (!found) {
+			error_plain("-D %s: the model has no parameter '%s'", o->defines[i].name, o->defines[i].name);
+			if (c->model)
+				note_at(c->model->name_loc, "model '%s' is declared here", c->model->name);
+			else
+				note_at((SrcLoc){c->main, 1, 1, 1, 1},
+				        "this file has no 'model' declaration, so it has no parameters");
+			diag_abort();
+		}
+	}
+	for (const Param *p = c->model ? c->model->params : NULL; p; p = p->next) {
+		if (find_var(g, p->name)) {
+			error_at(p->loc, "model parameter '%s' is declared twice", p->name);
+		}
+		const Define *def = NULL;
+		for (int i = 0; i < o->ndefines; i++)
+			if (strcmp(o->defines[i].name, p->name) == 0)
+				def = &o->defines[i];
+		if (!p->def && !def)
+			error_at(p->loc, "model parameter '%s' has no default; set it with -D %s=VALUE", p->name, p->name);
+		Value v;
+		if (p->def) {
+			v = eval(c, p->def, g);
+			if (v.kind == V_LAYER || v.kind == V_CHANNELS || v.kind == V_PAIR)
+				error_at(p->def->loc, "model parameter '%s' must be a number or a boolean", p->name);
+			if (def)
+				v = parse_define(def, &v);
+		} else {
+			Value old = {.kind = V_INT, .loc = p->loc};
+			v = parse_define(def, &old);
+		}
+		bind(c, g, p->name, v);
+	}
+}
+
+static Tensor *make_data_tensor(Ctx *c, const Decl *d, TensorKind kind)
+{
+	Shape s = {.ndim = d->ndims};
+	if (d->ndims > MAX_DIMS)
+		error_at(d->dims[MAX_DIMS]->loc, "at most %d dimensions are supported", MAX_DIMS);
+	for (int i = 0; i < d->ndims; i++) {
+		Value v = eval(c, d->dims[i], c->globals);
+		if (v.kind != V_INT)
+			error_at(v.loc, "a dimension must be an integer, not %s", val_kind_name(v.kind));
+		if (v.i <= 0)
+			error_at(v.loc, "a dimension must be positive, got %" PRId64, v.i);
+		s.d[i] = v.i;
+	}
+	Tensor *t = graph_tensor(c->g, kind, d->name, s, d->loc);
+	if (!t) {
+		char buf[128];
+		error_at(d->name_loc, "'%s' of shape %s is too large: its size in bytes overflows 64 bits", d->name,
+		         shape_str(s, buf, sizeof buf));
+	}
+	return t;
+}
+
+static void make_inputs(Ctx *c)
+{
+	const Decl *in = c->input, *lb = c->labels;
+	if (strcmp(in->dtype, "f32") != 0)
+		error_at(in->dtype_loc, "unknown element type '%s' for the input; expected f32", in->dtype);
+	if (in->ndims != 2 && in->ndims != 4)
+		error_at(in->loc, "the input must be [batch, features] or [batch, channels, height, width], not %d-dimensional",
+		         in->ndims);
+	if (strcmp(lb->dtype, "onehot") != 0)
+		error_at(lb->dtype_loc, "unknown label type '%s'; expected onehot", lb->dtype);
+	if (lb->ndims != 2)
+		error_at(lb->loc, "labels must be onehot[batch, classes]");
+	c->g->input = make_data_tensor(c, in, TENSOR_INPUT);
+	c->g->labels = make_data_tensor(c, lb, TENSOR_LABELS);
+	if (c->g->labels->shape.d[0] != c->g->input->shape.d[0]) {
+		diag_print("error", lb->dims[0]->loc, "the labels' batch (%" PRId64 ") differs from the input's (%" PRId64 ")",
+		           c->g->labels->shape.d[0], c->g->input->shape.d[0]);
+		note_at(in->dims[0]->loc, "the input's batch is here");
+		diag_abort();
+	}
+	if (strcmp(in->name, lb->name) == 0)
+		error_at(lb->name_loc, "the labels need a name other than the input's");
+}
+
+/* loss = crossentropy(NETWORK(INPUT), LABELS) */
+static void build_loss(Ctx *c)
+{
+	const Expr *e = c->loss->body;
+	if (e->kind != EX_CALL || strcmp(e->call.name, "crossentropy") != 0)
+		error_at(e->loc, "unsupported loss; write 'loss = crossentropy(network(%s), %s)'", c->input->name,
+		         c->labels->name);
+	const Arg *a1 = e->call.args, *a2 = a1 ? a1->next : NULL;
+	if (!a1 || !a2 || a2->next || a1->name || a2->name)
+		error_at(e->loc, "crossentropy takes two arguments: the network applied to the input, and the labels");
+	const Expr *app = a1->value;
+	if (app->kind != EX_CALL || !app->call.args || app->call.args->next || app->call.args->name ||
+	    app->call.args->value->kind != EX_IDENT)
+		error_at(app->loc, "expected the network applied to the input, such as 'network(%s)'", c->input->name);
+	const char *xname = app->call.args->value->ident;
+	if (strcmp(xname, c->input->name) != 0) {
+		diag_print("error", app->call.args->value->loc, "'%s' is not the input", xname);
+		note_at(c->input->name_loc, "the input is '%s'", c->input->name);
+		diag_abort();
+	}
+	if (a2->value->kind != EX_IDENT || strcmp(a2->value->ident, c->labels->name) != 0) {
+		diag_print("error", a2->value->loc, "the second argument of crossentropy must be the labels '%s'",
+		           c->labels->name);
+		note_at(c->labels->name_loc, "the labels are declared here");
+		diag_abort();
+	}
+	const Decl *net = find_layer(c, app->call.name);
+	if (!net)
+		error_at(app->call.name_loc, "unknown layer '%s'", app->call.name);
+	if (net->params)
+		error_at(app->call.name_loc, "the network '%s' must be a layer without parameters", net->name);
+
+	c->stack[0].layer = net;
+	c->stack[0].call = app->loc;
+	c->depth = 1;
+	Value body = eval(c, net->body, c->globals);
+	Tensor *y = apply_value(c, &body, c->g->input, scope_new(c, ""), net->body->loc);
+	c->depth = 0;
+	c->g->output = y;
+	if (y == c->g->input)
+		error_at(net->name_loc, "the network '%s' computes nothing: its output is its input", net->name);
+	if (y->shape.ndim != 2 || !shape_eq(y->shape, c->g->labels->shape)) {
+		diag_print("error", e->loc, "the network's output %s does not match the labels %s", type_str(c, y),
+		           type_str(c, c->g->labels));
+		note_at(c->labels->loc, "the labels are declared here");
+		diag_abort();
+	}
+	/*
+	 * The loss is softmax + cross-entropy on logits, computed stably with
+	 * log-sum-exp. A network that ends in softmax (Flux style) hands its
+	 * probabilities to crossentropy: take the softmax's input as the logits.
+	 */
+	Tensor *logits = y;
+	Node *last = y->producer;
+	if (last && last->op == OP_SOFTMAX && last == c->g->nodes.v[c->g->nodes.n - 1] && y->users.n == 0) {
+		logits = last->in[0];
+		graph_pop_node(c->g);
+	}
+	Tensor *in[2] = {logits, c->g->labels};
+	c->g->loss = add_node(c, OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
+}
+
+static void build_optimizer(Ctx *c)
+{
+	Optimizer *o = &c->g->opt;
+	o->name = "sgd";
+	o->lr = 0.01;
+	o->momentum = 0;
+	if (!c->optimizer)
+		return;
+	const Expr *e = c->optimizer->body;
+	if ((e->kind != EX_CALL && e->kind != EX_IDENT) ||
+	    strcmp(e->kind == EX_CALL ? e->call.name : e->ident, "sgd") != 0)
+		error_at(e->loc, "unknown optimizer; the supported one is sgd(lr = ..., momentum = ...)");
+	static const char *const params[] = {"lr", "momentum"};
+	Value *args[2];
+	bind_args(c, "sgd", params, 2, call_args(e), c->globals, args, NULL, (SrcLoc){0});
+	if (args[0]) {
+		o->lr = want_float(args[0], "lr", "sgd");
+		if (!(o->lr > 0) || !isfinite(o->lr))
+			error_at(args[0]->loc, "the learning rate must be positive");
+	}
+	if (args[1]) {
+		o->momentum = want_float(args[1], "momentum", "sgd");
+		if (!(o->momentum >= 0 && o->momentum < 1))
+			error_at(args[1]->loc, "momentum must be in [0, 1)");
+	}
+}
+
+Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
+{
+	Ctx *c = arena_alloc(arena, sizeof *c);
+	c->arena = arena;
+	c->opt = opt;
+	c->g = graph_new(arena);
+	c->globals = env_new(c, NULL);
+
+	DiagHandler h;
+	diag_push(&h);
+	if (setjmp(h.jb))
+		return NULL;
+	load_file(c, path, path, (SrcLoc){0});
+	SrcLoc top = {c->main, 1, 1, 1, 1};
+	bind_model_params(c);
+	if (!c->input)
+		error_at(top, "no 'input' declaration; a model needs 'input', 'labels' and 'loss'");
+	if (!c->labels)
+		error_at(top, "no 'labels' declaration; a model needs 'input', 'labels' and 'loss'");
+	if (!c->loss)
+		error_at(top, "no 'loss' declaration; a model needs 'input', 'labels' and 'loss'");
+	c->g->model = c->model ? c->model->name : "model";
+	make_inputs(c);
+	build_loss(c);
+	build_optimizer(c);
+	c->g->nforward = c->g->nodes.n;
+	c->g->nforward_tensors = c->g->tensors.n;
+	diag_pop(&h);
+	return c->g;
+}

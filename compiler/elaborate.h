@@ -1,0 +1,32 @@
+/*
+ * elaborate.h - from a .net file to the forward graph and its loss.
+ */
+#ifndef AUTOTM_ELABORATE_H
+#define AUTOTM_ELABORATE_H
+
+#include "graph.h"
+
+/* A -D name=value override of a model parameter. */
+typedef struct Define {
+	const char *name;  /* parameter */
+	const char *value; /* its value as written */
+} Define;
+
+typedef struct ElabOptions {
+	const char *const *dirs; /* import search path after the importing file's directory */
+	int ndirs;               /* entries in dirs */
+	const Define *defines;   /* -D overrides */
+	int ndefines;            /* entries in defines */
+	const char *main_text;   /* if set, the main file's contents (path names it) */
+	size_t main_len;         /* bytes in main_text */
+} ElabOptions;
+
+/*
+ * Load `path` and its imports, evaluate the model with its parameters and
+ * build the graph: the network applied to the input, the loss, and the
+ * optimizer settings. On a user error prints the diagnostic and returns
+ * NULL. Everything is allocated in `arena`.
+ */
+Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena);
+
+#endif

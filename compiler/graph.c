@@ -1,0 +1,468 @@
+/*
+ * graph.c - building the graph IR, with the shape rule of every op.
+ *
+ * Nodes are checked where they are built (as ggml's constructors do): the
+ * shape rule of the op computes the output shapes from the inputs and
+ * attributes, and refuses inconsistent ones with a message naming the
+ * shapes. The elaborator adds the layer's name and source location.
+ */
+#include "graph.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
+
+static bool shape_conv2d(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_dense(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_pool(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_globalavgpool(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_reshape(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_add(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_concat(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_xent(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_attr(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_conv2d_bwd_filter(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_bias_grad(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_dense_bwd_data(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen);
+
+#define GRAD true
+#define NOGRAD false
+const OpInfo op_info[NUM_OPS] = {
+#define OP(id, nm, min_in, max_in, nout, shape, grad, inplace) \
+	[OP_##id] = {#nm, min_in, max_in, nout, shape, grad, inplace},
+#include "ops.def"
+#undef OP
+};
+#undef GRAD
+#undef NOGRAD
+
+Shape shape_make(int ndim, const int64_t *d)
+{
+	Shape s = {.ndim = ndim};
+	for (int i = 0; i < ndim; i++)
+		s.d[i] = d[i];
+	return s;
+}
+
+int64_t shape_elems(Shape s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s.ndim; i++)
+		if (s.d[i] <= 0 || __builtin_mul_overflow(n, s.d[i], &n))
+			return -1;
+	return n;
+}
+
+int64_t shape_bytes(Shape s, DType dt)
+{
+	int64_t n = shape_elems(s), b;
+	if (n < 0 || __builtin_mul_overflow(n, dt == DT_F64 ? 8 : 4, &b))
+		return -1;
+	return b;
+}
+
+bool shape_eq(Shape a, Shape b)
+{
+	if (a.ndim != b.ndim)
+		return false;
+	for (int i = 0; i < a.ndim; i++)
+		if (a.d[i] != b.d[i])
+			return false;
+	return true;
+}
+
+const char *shape_str(Shape s, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < s.ndim && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, i ? ", " : "", s.d[i]);
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+const char *dtype_name(DType dt)
+{
+	return dt == DT_F64 ? "f64" : "f32";
+}
+
+const char *tensor_type_str(const Tensor *t, char *buf, size_t size)
+{
+	char s[128];
+	snprintf(buf, size, "%s%s", t->kind == TENSOR_LABELS ? "onehot" : dtype_name(t->dtype),
+	         shape_str(t->shape, s, sizeof s));
+	return buf;
+}
+
+const char *tensor_kind_name(TensorKind k)
+{
+	switch (k) {
+	case TENSOR_INPUT: return "input";
+	case TENSOR_LABELS: return "labels";
+	case TENSOR_WEIGHT: return "weight";
+	case TENSOR_ACTIVATION: return "activation";
+	case TENSOR_GRADIENT: return "gradient";
+	case TENSOR_WORKSPACE: return "workspace";
+	case TENSOR_STATE: return "state";
+	}
+	unreachable();
+}
+
+Graph *graph_new(Arena *a)
+{
+	Graph *g = arena_alloc(a, sizeof *g);
+	g->arena = a;
+	return g;
+}
+
+Tensor *graph_tensor(Graph *g, TensorKind kind, const char *name, Shape shape, SrcLoc loc)
+{
+	int64_t bytes = shape_bytes(shape, DT_F32);
+	if (bytes < 0)
+		return NULL;
+	Tensor *t = arena_alloc(g->arena, sizeof *t);
+	t->id = g->tensors.n;
+	t->name = arena_strdup(g->arena, name);
+	t->shape = shape;
+	t->dtype = DT_F32;
+	t->bytes = bytes;
+	t->kind = kind;
+	t->loc = loc;
+	vec_push(g->arena, &g->tensors, t);
+	return t;
+}
+
+Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, TensorKind kind,
+                 const char *name, SrcLoc loc, char *err, size_t errlen)
+{
+	const OpInfo *info = &op_info[op];
+	if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in))
+		ICE("%s built with %d inputs", info->name, nin);
+	Node *n = arena_alloc(g->arena, sizeof *n);
+	n->op = op;
+	if (attr)
+		n->attr = *attr;
+	n->in = arena_array(g->arena, (size_t)nin, sizeof(Tensor *));
+	memcpy(n->in, in, (size_t)nin * sizeof(Tensor *));
+	n->nin = nin;
+	n->name = arena_strdup(g->arena, name);
+	n->loc = loc;
+
+	Shape shapes[4];
+	if (info->nout > (int)countof(shapes))
+		ICE("%s has too many outputs", info->name);
+	if (!info->shape(n, shapes, err, errlen))
+		return NULL;
+	n->nout = info->nout;
+	n->out = arena_array(g->arena, (size_t)n->nout, sizeof(Tensor *));
+	for (int i = 0; i < n->nout; i++) {
+		const char *oname = i == 0 ? name : arena_printf(g->arena, "%s.%d", name, i);
+		Tensor *t = graph_tensor(g, kind, oname, shapes[i], loc);
+		if (!t) {
+			char s[128];
+			snprintf(err, errlen, "output shape %s is too large", shape_str(shapes[i], s, sizeof s));
+			g->tensors.n -= i; /* forget the outputs made so far */
+			return NULL;
+		}
+		t->producer = n;
+		n->out[i] = t;
+	}
+	n->id = g->nodes.n;
+	vec_push(g->arena, &g->nodes, n);
+	for (int i = 0; i < nin; i++)
+		vec_push(g->arena, &in[i]->users, n);
+	return n;
+}
+
+void tensor_rename(Graph *g, Tensor *t, const char *name)
+{
+	t->name = arena_strdup(g->arena, name);
+}
+
+void graph_pop_node(Graph *g)
+{
+	if (g->nodes.n == 0)
+		ICE("pop from an empty graph");
+	Node *n = g->nodes.v[g->nodes.n - 1];
+	for (int i = 0; i < n->nout; i++) {
+		if (n->out[i]->users.n)
+			ICE("popped node %s has users", n->name);
+		if (n->out[i]->id != g->tensors.n - n->nout + i)
+			ICE("popped node %s does not own the last tensors", n->name);
+	}
+	for (int i = 0; i < n->nin; i++) {
+		Tensor *t = n->in[i];
+		if (t->users.n == 0 || t->users.v[t->users.n - 1] != n)
+			ICE("popped node %s is not the last user of its input", n->name);
+		t->users.n--;
+	}
+	g->tensors.n -= n->nout;
+	g->nodes.n--;
+}
+
+/* ---- shape rules ---------------------------------------------------- */
+
+/* Output size of a sliding window, or <= 0 if the window does not fit. */
+static int64_t window_out(int64_t in, int k, int s, int p)
+{
+	int64_t span = in + 2 * (int64_t)p - k;
+	if (span < 0)
+		return 0;
+	return span / s + 1;
+}
+
+static bool shape_conv2d(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, w = n->in[1]->shape;
+	const Attrs *a = &n->attr;
+	char s1[128], s2[128];
+	if (x.ndim != 4)
+		FAIL("expects an NCHW input, got %s", shape_str(x, s1, sizeof s1));
+	if (w.ndim != 4 || a->groups < 1 || w.d[1] * a->groups != x.d[1] || w.d[2] != a->kh || w.d[3] != a->kw)
+		FAIL("weight %s does not fit input %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	if (n->nin == 3 && (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != w.d[0]))
+		FAIL("bias %s does not fit weight %s", shape_str(n->in[2]->shape, s1, sizeof s1),
+		     shape_str(w, s2, sizeof s2));
+	if (a->sh < 1 || a->sw < 1 || a->ph < 0 || a->pw < 0)
+		FAIL("stride must be positive and padding non-negative");
+	int64_t ho = window_out(x.d[2], a->kh, a->sh, a->ph), wo = window_out(x.d[3], a->kw, a->sw, a->pw);
+	if (ho <= 0 || wo <= 0)
+		FAIL("a %dx%d kernel with padding (%d, %d) does not fit input %s", a->kh, a->kw, a->ph, a->pw,
+		     shape_str(x, s1, sizeof s1));
+	out[0] = shape_make(4, (int64_t[]){x.d[0], w.d[0], ho, wo});
+	return true;
+}
+
+static bool shape_dense(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, w = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 2 || w.ndim != 2 || w.d[1] != x.d[1])
+		FAIL("weight %s does not fit input %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	if (n->nin == 3 && (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != w.d[0]))
+		FAIL("bias %s does not fit weight %s", shape_str(n->in[2]->shape, s1, sizeof s1),
+		     shape_str(w, s2, sizeof s2));
+	out[0] = shape_make(2, (int64_t[]){x.d[0], w.d[0]});
+	return true;
+}
+
+static bool shape_pool(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	const Attrs *a = &n->attr;
+	char s1[128];
+	if (x.ndim != 4)
+		FAIL("expects an NCHW input, got %s", shape_str(x, s1, sizeof s1));
+	if (a->kh < 1 || a->kw < 1 || a->sh < 1 || a->sw < 1 || a->ph < 0 || a->pw < 0)
+		FAIL("window, stride must be positive and padding non-negative");
+	if (2 * a->ph > a->kh || 2 * a->pw > a->kw)
+		FAIL("padding (%d, %d) is more than half the %dx%d window", a->ph, a->pw, a->kh, a->kw);
+	int64_t ho = window_out(x.d[2], a->kh, a->sh, a->ph), wo = window_out(x.d[3], a->kw, a->sw, a->pw);
+	if (ho <= 0 || wo <= 0)
+		FAIL("a %dx%d window with padding (%d, %d) does not fit input %s", a->kh, a->kw, a->ph, a->pw,
+		     shape_str(x, s1, sizeof s1));
+	out[0] = shape_make(4, (int64_t[]){x.d[0], x.d[1], ho, wo});
+	return true;
+}
+
+static bool shape_globalavgpool(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128];
+	if (x.ndim != 4)
+		FAIL("expects an NCHW input, got %s", shape_str(x, s1, sizeof s1));
+	out[0] = shape_make(4, (int64_t[]){x.d[0], x.d[1], 1, 1});
+	return true;
+}
+
+static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 2 && x.ndim != 4)
+		FAIL("expects an input [N, C] or [N, C, H, W], got %s", shape_str(x, s1, sizeof s1));
+	for (int i = 1; i < 3; i++)
+		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
+			FAIL("parameter %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
+			     shape_str(x, s2, sizeof s2));
+	if (!(n->attr.eps > 0))
+		FAIL("epsilon must be positive");
+	out[0] = x;
+	out[1] = out[2] = shape_make(1, &x.d[1]);
+	return true;
+}
+
+static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	out[0] = n->in[0]->shape;
+	return true;
+}
+
+static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128];
+	if (x.ndim != 2)
+		FAIL("expects an input [N, C], got %s", shape_str(x, s1, sizeof s1));
+	out[0] = x;
+	return true;
+}
+
+static bool shape_reshape(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	char s1[128], s2[128];
+	Shape x = n->in[0]->shape, y = n->attr.shape;
+	if (y.ndim < 1 || y.ndim > MAX_DIMS || shape_elems(y) != shape_elems(x))
+		FAIL("cannot reshape %s to %s", shape_str(x, s1, sizeof s1), shape_str(y, s2, sizeof s2));
+	out[0] = y;
+	return true;
+}
+
+static bool shape_add(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	char s1[128], s2[128];
+	for (int i = 1; i < n->nin; i++)
+		if (!shape_eq(n->in[i]->shape, n->in[0]->shape))
+			FAIL("input %d has shape %s but input 1 has shape %s", i + 1,
+			     shape_str(n->in[i]->shape, s1, sizeof s1), shape_str(n->in[0]->shape, s2, sizeof s2));
+	out[0] = n->in[0]->shape;
+	return true;
+}
+
+static bool shape_concat(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	char s1[128], s2[128];
+	Shape r = n->in[0]->shape;
+	int ax = n->attr.axis;
+	if (ax < 0 || ax >= r.ndim)
+		FAIL("axis %d is out of range for %s", ax, shape_str(r, s1, sizeof s1));
+	for (int i = 1; i < n->nin; i++) {
+		Shape s = n->in[i]->shape;
+		bool ok = s.ndim == r.ndim;
+		for (int d = 0; ok && d < s.ndim; d++)
+			ok = d == ax || s.d[d] == r.d[d];
+		if (!ok)
+			FAIL("input %d has shape %s, which does not match input 1's %s outside dimension %d", i + 1,
+			     shape_str(s, s1, sizeof s1), shape_str(n->in[0]->shape, s2, sizeof s2), ax);
+		if (__builtin_add_overflow(r.d[ax], s.d[ax], &r.d[ax]))
+			FAIL("concatenated size overflows");
+	}
+	out[0] = r;
+	return true;
+}
+
+static bool shape_xent(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, y = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 2 || !shape_eq(x, y))
+		FAIL("network output %s does not match labels %s", shape_str(x, s1, sizeof s1),
+		     shape_str(y, s2, sizeof s2));
+	out[0] = shape_make(1, (int64_t[]){1});
+	return true;
+}
+
+/* Backward ops whose output shape is not derivable carry it in attr.shape. */
+static bool shape_attr(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	if (n->attr.shape.ndim < 1 || n->attr.shape.ndim > MAX_DIMS || shape_elems(n->attr.shape) < 0)
+		FAIL("missing or invalid output shape attribute");
+	out[0] = n->attr.shape;
+	return true;
+}
+
+static bool shape_conv2d_bwd_filter(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, dy = n->in[1]->shape;
+	const Attrs *a = &n->attr;
+	char s1[128], s2[128];
+	if (x.ndim != 4 || dy.ndim != 4 || x.d[0] != dy.d[0] || a->groups < 1 || x.d[1] % a->groups)
+		FAIL("input %s and output gradient %s do not fit", shape_str(x, s1, sizeof s1), shape_str(dy, s2, sizeof s2));
+	out[0] = shape_make(4, (int64_t[]){dy.d[1], x.d[1] / a->groups, a->kh, a->kw});
+	return true;
+}
+
+static bool shape_bias_grad(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape dy = n->in[0]->shape;
+	char s1[128];
+	if (dy.ndim < 2)
+		FAIL("expects a gradient with a batch dimension, got %s", shape_str(dy, s1, sizeof s1));
+	out[0] = shape_make(1, &dy.d[1]);
+	return true;
+}
+
+static bool shape_dense_bwd_data(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape dy = n->in[0]->shape, w = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (dy.ndim != 2 || w.ndim != 2 || dy.d[1] != w.d[0])
+		FAIL("gradient %s does not fit weight %s", shape_str(dy, s1, sizeof s1), shape_str(w, s2, sizeof s2));
+	out[0] = shape_make(2, (int64_t[]){dy.d[0], w.d[1]});
+	return true;
+}
+
+static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, dy = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 2 || dy.ndim != 2 || x.d[0] != dy.d[0])
+		FAIL("input %s does not fit gradient %s", shape_str(x, s1, sizeof s1), shape_str(dy, s2, sizeof s2));
+	out[0] = shape_make(2, (int64_t[]){dy.d[1], x.d[1]});
+	return true;
+}
+
+static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128], s2[128];
+	if (!shape_eq(x, n->in[4]->shape))
+		FAIL("input %s and gradient %s differ", shape_str(x, s1, sizeof s1),
+		     shape_str(n->in[4]->shape, s2, sizeof s2));
+	for (int i = 1; i < 4; i++)
+		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
+			FAIL("statistic %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
+			     shape_str(x, s2, sizeof s2));
+	out[0] = x;
+	out[1] = out[2] = n->in[1]->shape;
+	return true;
+}
+
+static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, y = n->attr.shape;
+	int ax = n->attr.axis;
+	char s1[128], s2[128];
+	bool ok = y.ndim == x.ndim && ax >= 0 && ax < x.ndim && n->attr.offset >= 0 &&
+	          n->attr.offset + y.d[ax] <= x.d[ax];
+	for (int d = 0; ok && d < x.ndim; d++)
+		ok = d == ax || x.d[d] == y.d[d];
+	if (!ok)
+		FAIL("cannot slice %s from %s at offset %lld", shape_str(y, s1, sizeof s1), shape_str(x, s2, sizeof s2),
+		     (long long)n->attr.offset);
+	out[0] = y;
+	return true;
+}
+
+/* The update ops write their inputs in place and have no outputs. */
+static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	(void)out;
+	for (int i = 1; i < n->nin; i++)
+		if (!shape_eq(n->in[i]->shape, n->in[0]->shape))
+			FAIL("%s does not have the shape of %s", n->in[i]->name, n->in[0]->name);
+	return true;
+}

@@ -1,0 +1,170 @@
+/*
+ * graph.h - the graph IR: nodes (operations) and tensors.
+ *
+ * A Graph is built by the elaborator from the AST (the forward network and
+ * its loss) and grown by later passes (autodiff adds the backward pass and
+ * the update). Nodes are kept in a topological order: every node's inputs
+ * are graph inputs (input, labels, weights) or outputs of earlier nodes.
+ * Shapes are computed, and checked, when a node is built, by the op's
+ * shape rule from ops.def. All memory comes from the graph's arena.
+ */
+#ifndef AUTOTM_GRAPH_H
+#define AUTOTM_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lang/diag.h"
+#include "arena.h"
+
+enum { MAX_DIMS = 4 };
+
+typedef enum Op {
+#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) OP_##id,
+#include "ops.def"
+#undef OP
+	NUM_OPS
+} Op;
+
+typedef enum DType {
+	DT_F32, /* 32-bit IEEE float */
+	DT_F64, /* 64-bit IEEE float (reference interpreter, gradient checks) */
+} DType;
+
+typedef enum TensorKind {
+	TENSOR_INPUT,      /* the network's input */
+	TENSOR_LABELS,     /* training labels (one-hot) */
+	TENSOR_WEIGHT,     /* a trainable parameter */
+	TENSOR_ACTIVATION, /* produced by a forward node (including the loss) */
+	TENSOR_GRADIENT,   /* produced by a backward node */
+	TENSOR_WORKSPACE,  /* scratch memory of a kernel */
+	TENSOR_STATE,      /* optimizer state (momentum) */
+} TensorKind;
+
+typedef struct Shape {
+	int ndim;              /* number of dimensions, 1..MAX_DIMS */
+	int64_t d[MAX_DIMS];   /* sizes, outermost first (row-major) */
+} Shape;
+
+/* Attributes of a node; each op reads the fields its row documents. */
+typedef struct Attrs {
+	int kh, kw;       /* window (conv, pooling) */
+	int sh, sw;       /* stride */
+	int ph, pw;       /* padding, each side */
+	int groups;       /* conv groups */
+	double eps;       /* batchnorm epsilon */
+	double p;         /* dropout probability */
+	int axis;         /* concat axis */
+	uint32_t seed;    /* dropout: which random stream */
+	Shape shape;      /* output shape of reshape, slice and the backward ops
+	                     that cannot derive it (conv2d_bwd_data, ...) */
+	int64_t offset;   /* slice: first index along axis */
+	double lr;        /* sgd: learning rate */
+	double momentum;  /* sgd_momentum: momentum */
+} Attrs;
+
+/* Which part of the training step a node belongs to. */
+typedef enum Phase {
+	PHASE_FORWARD,  /* the network and the loss */
+	PHASE_BACKWARD, /* gradients */
+	PHASE_UPDATE,   /* optimizer steps on the weights */
+} Phase;
+
+typedef struct Node Node;
+typedef struct Tensor Tensor;
+
+struct Tensor {
+	int id;              /* index in Graph.tensors */
+	const char *name;    /* source-derived, e.g. stage3.bottleneck2.conv1.weight */
+	Shape shape;         /* dimensions */
+	DType dtype;         /* element type */
+	int64_t bytes;       /* size in bytes */
+	TensorKind kind;     /* role in the program */
+	Node *producer;      /* node that writes it, NULL for graph inputs */
+	VEC(Node *) users;   /* nodes that read it, in graph order */
+	SrcLoc loc;          /* the layer or declaration it comes from */
+};
+
+struct Node {
+	int id;              /* index in Graph.nodes */
+	Op op;               /* operation */
+	Attrs attr;          /* attributes */
+	Phase phase;         /* forward, backward or update */
+	Tensor **in;         /* inputs, in the order ops.def documents */
+	int nin;             /* number of inputs */
+	Tensor **out;        /* outputs */
+	int nout;            /* number of outputs */
+	const char *name;    /* source-derived name of the layer */
+	SrcLoc loc;          /* the layer in the source */
+};
+
+typedef struct Optimizer {
+	const char *name; /* "sgd" */
+	double lr;        /* learning rate */
+	double momentum;  /* 0 for plain SGD */
+} Optimizer;
+
+typedef struct Graph {
+	Arena *arena;          /* memory of everything in the graph */
+	const char *model;     /* model name */
+	VEC(Node *) nodes;     /* in topological order */
+	VEC(Tensor *) tensors; /* in creation order */
+	Tensor *input;         /* the network input */
+	Tensor *labels;        /* the labels */
+	Tensor *output;        /* the network's output (logits or probabilities) */
+	Tensor *loss;          /* the scalar loss */
+	Tensor *dinput;        /* gradient of the input, when autodiff was asked for it */
+	int nforward;          /* nodes of the forward pass (the first ones) */
+	int nforward_tensors;  /* tensors of the forward graph (the first ones) */
+	bool training;         /* autodiff has added backward and update nodes */
+	Optimizer opt;         /* how weights are updated */
+} Graph;
+
+/* The static description of each op, from ops.def. */
+typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
+typedef struct OpInfo {
+	const char *name; /* printed name */
+	int min_in;       /* fewest inputs */
+	int max_in;       /* most inputs, -1 for any */
+	int nout;         /* outputs */
+	ShapeRule shape;  /* output shapes */
+	bool grad;        /* differentiable */
+	unsigned inplace; /* bit i set: input i is overwritten */
+} OpInfo;
+extern const OpInfo op_info[NUM_OPS];
+
+Graph *graph_new(Arena *a);
+
+/* A tensor without a producer (input, labels, weight). NULL if too large. */
+Tensor *graph_tensor(Graph *g, TensorKind kind, const char *name, Shape shape, SrcLoc loc);
+
+/*
+ * A node applying op to in[0..nin); its outputs are created with the kind
+ * `kind`, the first named `name`, any others name.1, name.2, ... On a
+ * shape error returns NULL and describes it in err.
+ */
+Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, TensorKind kind,
+                 const char *name, SrcLoc loc, char *err, size_t errlen);
+
+/* Rename a tensor (the old name is left to the arena). */
+void tensor_rename(Graph *g, Tensor *t, const char *name);
+
+/* Remove the last node added (it must have no users). */
+void graph_pop_node(Graph *g);
+
+/* Bytes of a shape's elements, or -1 on overflow. */
+int64_t shape_bytes(Shape s, DType dt);
+int64_t shape_elems(Shape s);
+bool shape_eq(Shape a, Shape b);
+Shape shape_make(int ndim, const int64_t *d);
+/* "f32[8, 3, 224, 224]" */
+const char *tensor_type_str(const Tensor *t, char *buf, size_t size);
+const char *shape_str(Shape s, char *buf, size_t size);
+const char *tensor_kind_name(TensorKind k);
+const char *dtype_name(DType dt);
+
+/* Check the graph's invariants; on failure describe the first one broken. */
+bool graph_verify(const Graph *g, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,460 @@
+/*
+ * interp.c - the reference interpreter.
+ *
+ * Naive, obviously-correct C for every op of ops.def, forward and
+ * backward, executing a training graph node by node in schedule order on
+ * host memory. Every tensor has its own buffer of doubles. In float32 mode
+ * each result is rounded to float32 as it is written, which is what a
+ * float32 backend stores; in float64 mode nothing is rounded, for finite
+ * difference checks. Nothing here is tuned: loops are written as the
+ * formula reads. Tensors are row-major: x[n][c][h][w] is
+ * x[((n * C + c) * H + h) * W + w].
+ */
+#include "interp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotm/random.h"
+#include "util.h"
+#include "weights.h"
+
+/* Dimensions of a 4-D (or [N, C] as [N, C, 1, 1]) tensor. */
+typedef struct Dims { int64_t n, c, h, w; } Dims;
+
+static Dims dims4(const Tensor *t)
+{
+	const Shape *s = &t->shape;
+	Dims d = {s->d[0], s->ndim > 1 ? s->d[1] : 1, s->ndim > 2 ? s->d[2] : 1, s->ndim > 3 ? s->d[3] : 1};
+	return d;
+}
+
+#define AT(d, n_, c_, h_, w_) ((((n_) * (d).c + (c_)) * (d).h + (h_)) * (d).w + (w_))
+
+Interp *interp_new(const Graph *g, const Schedule *s, bool f64, uint64_t seed)
+{
+	Interp *ip = xcalloc(1, sizeof *ip);
+	ip->g = g;
+	ip->s = s;
+	ip->f64 = f64;
+	ip->buf = xcalloc((size_t)g->tensors.n, sizeof(double *));
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		ip->buf[i] = xcalloc((size_t)shape_elems(t->shape), sizeof(double));
+		if (t->producer)
+			continue;
+		InitSpec spec = init_spec(t, seed);
+		init_fill(&spec, t, ip->buf[i]);
+		if (!f64)
+			for (int64_t k = 0; k < shape_elems(t->shape); k++)
+				ip->buf[i][k] = (float)ip->buf[i][k];
+	}
+	return ip;
+}
+
+void interp_free(Interp *ip)
+{
+	if (!ip)
+		return;
+	for (int i = 0; i < ip->g->tensors.n; i++)
+		free(ip->buf[i]);
+	free(ip->buf);
+	free(ip);
+}
+
+/* ---- convolution --------------------------------------------------- */
+
+enum ConvMode { CONV_FWD, CONV_BWD_DATA, CONV_BWD_FILTER };
+
+/*
+ * The one loop nest of convolution: for every output element (n, o, i, j)
+ * and every weight element (c, ki, kj) of o's group whose input position is
+ * inside the image, the forward pass accumulates x * w into y, the data
+ * gradient dy * w into dx, the filter gradient x * dy into dw.
+ */
+static void conv_loop(enum ConvMode mode, const Attrs *a, Dims xd, Dims yd, double *x, double *w, double *y)
+{
+	int64_t cpg = xd.c / a->groups, opg = yd.c / a->groups;
+	for (int64_t n = 0; n < yd.n; n++)
+		for (int64_t o = 0; o < yd.c; o++) {
+			int64_t grp = o / opg;
+			for (int64_t i = 0; i < yd.h; i++)
+				for (int64_t j = 0; j < yd.w; j++) {
+					double *yo = &y[AT(yd, n, o, i, j)];
+					for (int64_t c = 0; c < cpg; c++)
+						for (int64_t ki = 0; ki < a->kh; ki++) {
+							int64_t hi = i * a->sh - a->ph + ki;
+							if (hi < 0 || hi >= xd.h)
+								continue;
+							for (int64_t kj = 0; kj < a->kw; kj++) {
+								int64_t wi = j * a->sw - a->pw + kj;
+								if (wi < 0 || wi >= xd.w)
+									continue;
+								double *xv = &x[AT(xd, n, grp * cpg + c, hi, wi)];
+								double *wv = &w[((o * cpg + c) * a->kh + ki) * a->kw + kj];
+								if (mode == CONV_FWD)
+									*yo += *xv * *wv;
+								else if (mode == CONV_BWD_DATA)
+									*xv += *yo * *wv;
+								else
+									*wv += *xv * *yo;
+							}
+						}
+				}
+		}
+}
+
+/* ---- the ops --------------------------------------------------------- */
+
+static void pool_window(const Attrs *a, int64_t i, int64_t j, int64_t *h0, int64_t *w0)
+{
+	*h0 = i * a->sh - a->ph;
+	*w0 = j * a->sw - a->pw;
+}
+
+static void batchnorm_fwd(const Node *nd, double **in, double **out)
+{
+	Dims d = dims4(nd->in[0]);
+	double *x = in[0], *gamma = in[1], *beta = in[2], *y = out[0], *mean = out[1], *invstd = out[2];
+	double m = (double)(d.n * d.h * d.w);
+	for (int64_t c = 0; c < d.c; c++) {
+		double s = 0, v = 0;
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++)
+				s += x[(n * d.c + c) * d.h * d.w + k];
+		double mu = s / m;
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++) {
+				double t = x[(n * d.c + c) * d.h * d.w + k] - mu;
+				v += t * t;
+			}
+		double is = 1.0 / sqrt(v / m + nd->attr.eps);
+		mean[c] = mu;
+		invstd[c] = is;
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++) {
+				int64_t idx = (n * d.c + c) * d.h * d.w + k;
+				y[idx] = (x[idx] - mu) * is * gamma[c] + beta[c];
+			}
+	}
+}
+
+static void batchnorm_bwd(const Node *nd, double **in, double **out)
+{
+	Dims d = dims4(nd->in[0]);
+	double *x = in[0], *gamma = in[1], *mean = in[2], *invstd = in[3], *dy = in[4];
+	double *dx = out[0], *dgamma = out[1], *dbeta = out[2];
+	double m = (double)(d.n * d.h * d.w);
+	for (int64_t c = 0; c < d.c; c++) {
+		double sdy = 0, sdyx = 0;
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++) {
+				int64_t idx = (n * d.c + c) * d.h * d.w + k;
+				sdy += dy[idx];
+				sdyx += dy[idx] * (x[idx] - mean[c]) * invstd[c];
+			}
+		dbeta[c] = sdy;
+		dgamma[c] = sdyx;
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++) {
+				int64_t idx = (n * d.c + c) * d.h * d.w + k;
+				double xhat = (x[idx] - mean[c]) * invstd[c];
+				dx[idx] = gamma[c] * invstd[c] / m * (m * dy[idx] - sdy - xhat * sdyx);
+			}
+	}
+}
+
+static void softmax_rows(const double *z, double *p, int64_t rows, int64_t k)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const double *zr = z + r * k;
+		double mx = zr[0], s = 0;
+		for (int64_t j = 1; j < k; j++)
+			if (zr[j] > mx)
+				mx = zr[j];
+		for (int64_t j = 0; j < k; j++)
+			s += exp(zr[j] - mx);
+		for (int64_t j = 0; j < k; j++)
+			p[r * k + j] = exp(zr[j] - mx) / s;
+	}
+}
+
+void interp_node(Interp *ip, const Node *nd)
+{
+	double *in[8], *out[4];
+	if (nd->nin > (int)countof(in))
+		ICE("%s has too many inputs for the interpreter", nd->name);
+	for (int k = 0; k < nd->nin; k++)
+		in[k] = ip->buf[nd->in[k]->id];
+	for (int k = 0; k < nd->nout; k++) {
+		out[k] = ip->buf[nd->out[k]->id];
+		memset(out[k], 0, sizeof(double) * (size_t)shape_elems(nd->out[k]->shape));
+	}
+	const Attrs *a = &nd->attr;
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t ny = nd->nout ? shape_elems(nd->out[0]->shape) : 0;
+
+	switch (nd->op) {
+	case OP_CONV2D: {
+		Dims yd = dims4(nd->out[0]);
+		conv_loop(CONV_FWD, a, dims4(nd->in[0]), yd, in[0], in[1], out[0]);
+		if (nd->nin == 3)
+			for (int64_t i = 0; i < ny; i++)
+				out[0][i] += in[2][(i / (yd.h * yd.w)) % yd.c];
+		break;
+	}
+	case OP_CONV2D_BWD_DATA:
+		conv_loop(CONV_BWD_DATA, a, dims4(nd->out[0]), dims4(nd->in[0]), out[0], in[1], in[0]);
+		break;
+	case OP_CONV2D_BWD_FILTER:
+		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
+		break;
+	case OP_BIAS_GRAD: {
+		Dims d = dims4(nd->in[0]);
+		for (int64_t i = 0; i < nx; i++)
+			out[0][(i / (d.h * d.w)) % d.c] += in[0][i];
+		break;
+	}
+	case OP_DENSE: {
+		int64_t n = nd->in[0]->shape.d[0], fi = nd->in[0]->shape.d[1], fo = nd->out[0]->shape.d[1];
+		for (int64_t r = 0; r < n; r++)
+			for (int64_t o = 0; o < fo; o++) {
+				double s = nd->nin == 3 ? in[2][o] : 0;
+				for (int64_t i = 0; i < fi; i++)
+					s += in[0][r * fi + i] * in[1][o * fi + i];
+				out[0][r * fo + o] = s;
+			}
+		break;
+	}
+	case OP_DENSE_BWD_DATA: {
+		int64_t n = nd->in[0]->shape.d[0], fo = nd->in[0]->shape.d[1], fi = nd->out[0]->shape.d[1];
+		for (int64_t r = 0; r < n; r++)
+			for (int64_t i = 0; i < fi; i++) {
+				double s = 0;
+				for (int64_t o = 0; o < fo; o++)
+					s += in[0][r * fo + o] * in[1][o * fi + i];
+				out[0][r * fi + i] = s;
+			}
+		break;
+	}
+	case OP_DENSE_BWD_WEIGHT: {
+		int64_t n = nd->in[0]->shape.d[0], fi = nd->in[0]->shape.d[1], fo = nd->in[1]->shape.d[1];
+		for (int64_t o = 0; o < fo; o++)
+			for (int64_t i = 0; i < fi; i++) {
+				double s = 0;
+				for (int64_t r = 0; r < n; r++)
+					s += in[0][r * fi + i] * in[1][r * fo + o];
+				out[0][o * fi + i] = s;
+			}
+		break;
+	}
+	case OP_MAXPOOL:
+	case OP_MAXPOOL_BWD: {
+		/* Both passes find each window's first maximum (padding excluded). */
+		bool bwd = nd->op == OP_MAXPOOL_BWD;
+		Dims xd = dims4(nd->in[0]), yd = bwd ? dims4(nd->in[1]) : dims4(nd->out[0]);
+		for (int64_t n = 0; n < yd.n; n++)
+			for (int64_t c = 0; c < yd.c; c++)
+				for (int64_t i = 0; i < yd.h; i++)
+					for (int64_t j = 0; j < yd.w; j++) {
+						int64_t h0, w0, best = -1;
+						pool_window(a, i, j, &h0, &w0);
+						for (int64_t h = h0; h < h0 + a->kh; h++)
+							for (int64_t w = w0; w < w0 + a->kw; w++)
+								if (h >= 0 && h < xd.h && w >= 0 && w < xd.w &&
+								    (best < 0 || in[0][AT(xd, n, c, h, w)] > in[0][best]))
+									best = AT(xd, n, c, h, w);
+						if (best < 0)
+							ICE("empty pooling window in %s", nd->name);
+						if (bwd)
+							out[0][best] += in[1][AT(yd, n, c, i, j)];
+						else
+							out[0][AT(yd, n, c, i, j)] = in[0][best];
+					}
+		break;
+	}
+	case OP_AVGPOOL:
+	case OP_AVGPOOL_BWD: {
+		/* Padding counts in the average: the divisor is always kh * kw. */
+		bool bwd = nd->op == OP_AVGPOOL_BWD;
+		Dims xd = bwd ? dims4(nd->out[0]) : dims4(nd->in[0]), yd = bwd ? dims4(nd->in[0]) : dims4(nd->out[0]);
+		double *x = bwd ? out[0] : in[0], *y = bwd ? in[0] : out[0];
+		double div = (double)(a->kh * a->kw);
+		for (int64_t n = 0; n < yd.n; n++)
+			for (int64_t c = 0; c < yd.c; c++)
+				for (int64_t i = 0; i < yd.h; i++)
+					for (int64_t j = 0; j < yd.w; j++) {
+						int64_t h0, w0;
+						pool_window(a, i, j, &h0, &w0);
+						for (int64_t h = h0; h < h0 + a->kh; h++)
+							for (int64_t w = w0; w < w0 + a->kw; w++) {
+								if (h < 0 || h >= xd.h || w < 0 || w >= xd.w)
+									continue;
+								if (bwd)
+									x[AT(xd, n, c, h, w)] += y[AT(yd, n, c, i, j)] / div;
+								else
+									y[AT(yd, n, c, i, j)] += x[AT(xd, n, c, h, w)] / div;
+							}
+					}
+		break;
+	}
+	case OP_GLOBALAVGPOOL: {
+		Dims d = dims4(nd->in[0]);
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i / (d.h * d.w)] += in[0][i] / (double)(d.h * d.w);
+		break;
+	}
+	case OP_GLOBALAVGPOOL_BWD: {
+		Dims d = dims4(nd->out[0]);
+		for (int64_t i = 0; i < ny; i++)
+			out[0][i] = in[0][i / (d.h * d.w)] / (double)(d.h * d.w);
+		break;
+	}
+	case OP_BATCHNORM:
+		batchnorm_fwd(nd, in, out);
+		break;
+	case OP_BATCHNORM_BWD:
+		batchnorm_bwd(nd, in, out);
+		break;
+	case OP_RELU:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[0][i] > 0 ? in[0][i] : 0;
+		break;
+	case OP_RELU_BWD:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[0][i] > 0 ? in[1][i] : 0;
+		break;
+	case OP_SIGMOID:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = 1.0 / (1.0 + exp(-in[0][i]));
+		break;
+	case OP_SIGMOID_BWD:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[1][i] * in[0][i] * (1.0 - in[0][i]);
+		break;
+	case OP_TANH:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = tanh(in[0][i]);
+		break;
+	case OP_TANH_BWD:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[1][i] * (1.0 - in[0][i] * in[0][i]);
+		break;
+	case OP_SOFTMAX:
+		softmax_rows(in[0], out[0], nd->in[0]->shape.d[0], nd->in[0]->shape.d[1]);
+		break;
+	case OP_SOFTMAX_BWD: {
+		int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
+		for (int64_t r = 0; r < rows; r++) {
+			double dot = 0;
+			for (int64_t j = 0; j < k; j++)
+				dot += in[0][r * k + j] * in[1][r * k + j];
+			for (int64_t j = 0; j < k; j++)
+				out[0][r * k + j] = in[0][r * k + j] * (in[1][r * k + j] - dot);
+		}
+		break;
+	}
+	case OP_RESHAPE:
+		memcpy(out[0], in[0], sizeof(double) * (size_t)nx);
+		break;
+	case OP_DROPOUT:
+	case OP_DROPOUT_BWD:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = rt_dropout_keep(a->seed, ip->step, (uint64_t)i, a->p) ? in[0][i] / (1.0 - a->p) : 0;
+		break;
+	case OP_ADD:
+		for (int k = 0; k < nd->nin; k++)
+			for (int64_t i = 0; i < ny; i++)
+				out[0][i] += in[k][i];
+		break;
+	case OP_CONCAT:
+	case OP_SLICE: {
+		/* Copy blocks of `inner` elements; along the axis the pieces are side by side. */
+		const Shape *whole = nd->op == OP_CONCAT ? &nd->out[0]->shape : &nd->in[0]->shape;
+		int64_t outer = 1, inner = 1;
+		for (int d = 0; d < a->axis; d++)
+			outer *= whole->d[d];
+		for (int d = a->axis + 1; d < whole->ndim; d++)
+			inner *= whole->d[d];
+		int64_t off = nd->op == OP_SLICE ? a->offset : 0;
+		int npieces = nd->op == OP_CONCAT ? nd->nin : 1;
+		for (int k = 0; k < npieces; k++) {
+			const Shape *piece = nd->op == OP_CONCAT ? &nd->in[k]->shape : &nd->out[0]->shape;
+			int64_t len = piece->d[a->axis] * inner, stride = whole->d[a->axis] * inner;
+			for (int64_t o = 0; o < outer; o++) {
+				double *w = (nd->op == OP_CONCAT ? out[0] : in[0]) + o * stride + off * inner;
+				double *p = (nd->op == OP_CONCAT ? in[k] : out[0]) + o * len;
+				if (nd->op == OP_CONCAT)
+					memcpy(w, p, sizeof(double) * (size_t)len);
+				else
+					memcpy(p, w, sizeof(double) * (size_t)len);
+			}
+			off += piece->d[a->axis];
+		}
+		break;
+	}
+	case OP_SOFTMAX_XENT:
+	case OP_SOFTMAX_XENT_BWD: {
+		/* loss = mean over rows of -sum_j y_j (z_j - logsumexp(z)) */
+		int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
+		double *p = xmalloc(sizeof(double) * (size_t)nx);
+		softmax_rows(in[0], p, rows, k);
+		double loss = 0;
+		for (int64_t r = 0; r < rows; r++) {
+			double ysum = 0;
+			for (int64_t j = 0; j < k; j++)
+				ysum += in[1][r * k + j];
+			for (int64_t j = 0; j < k; j++) {
+				int64_t i = r * k + j;
+				if (nd->op == OP_SOFTMAX_XENT)
+					loss -= in[1][i] * log(p[i] > 0 ? p[i] : 1e-300);
+				else
+					out[0][i] = (p[i] * ysum - in[1][i]) / (double)rows;
+			}
+		}
+		if (nd->op == OP_SOFTMAX_XENT)
+			out[0][0] = loss / (double)rows;
+		free(p);
+		break;
+	}
+	case OP_SGD:
+		for (int64_t i = 0; i < nx; i++)
+			in[0][i] -= a->lr * in[1][i];
+		break;
+	case OP_SGD_MOMENTUM:
+		for (int64_t i = 0; i < nx; i++) {
+			in[2][i] = a->momentum * in[2][i] + in[1][i];
+			in[0][i] -= a->lr * in[2][i];
+		}
+		break;
+	case NUM_OPS:
+		unreachable();
+	}
+	if (ip->f64)
+		return;
+	/* float32 mode: what the node wrote is what a float32 backend stores */
+	for (int k = 0; k < nd->nout; k++)
+		for (int64_t i = 0; i < shape_elems(nd->out[k]->shape); i++)
+			out[k][i] = (float)out[k][i];
+	for (int k = 0; k < nd->nin; k++)
+		if (op_info[nd->op].inplace >> k & 1)
+			for (int64_t i = 0; i < shape_elems(nd->in[k]->shape); i++)
+				in[k][i] = (float)in[k][i];
+}
+
+double interp_step(Interp *ip)
+{
+	for (int i = 0; i < ip->s->n; i++)
+		interp_node(ip, ip->s->order[i]);
+	ip->step++;
+	return ip->buf[ip->g->loss->id][0];
+}
+
+double interp_forward(Interp *ip)
+{
+	for (int i = 0; i < ip->s->n; i++)
+		if (ip->s->order[i]->phase == PHASE_FORWARD)
+			interp_node(ip, ip->s->order[i]);
+	return ip->buf[ip->g->loss->id][0];
+}

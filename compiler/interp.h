@@ -1,0 +1,35 @@
+/*
+ * interp.h - the reference interpreter: the oracle for every backend.
+ */
+#ifndef AUTOTM_INTERP_H
+#define AUTOTM_INTERP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "schedule.h"
+
+typedef struct Interp {
+	const Graph *g;    /* the graph executed */
+	const Schedule *s; /* its order */
+	bool f64;          /* float64; otherwise every result is rounded to float32 */
+	double **buf;      /* tensor id -> its values (every tensor has its own) */
+	uint64_t step;     /* training steps done (dropout masks depend on it) */
+} Interp;
+
+/*
+ * An interpreter with a buffer for every tensor: weights, state, input
+ * and labels initialised from `seed` (weights.h), everything else zero.
+ */
+Interp *interp_new(const Graph *g, const Schedule *s, bool f64, uint64_t seed);
+void interp_free(Interp *ip);
+
+/* One training step (every node in schedule order); returns the loss. */
+double interp_step(Interp *ip);
+/* Only the forward nodes (up to the loss), for finite differences; returns the loss. */
+double interp_forward(Interp *ip);
+/* Execute a single node. */
+void interp_node(Interp *ip, const Node *n);
+
+#endif

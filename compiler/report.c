@@ -1,0 +1,412 @@
+/*
+ * report.c - summaries and printouts of the graph.
+ *
+ * FLOP counts follow the usual convention: a multiply-add is 2 FLOPs
+ * (convolution, dense), elementwise ops count one per element, pooling one
+ * per window element, batchnorm and softmax a few per element.
+ */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int64_t node_flops(const Node *n)
+{
+	const Attrs *a = &n->attr;
+	int64_t in = shape_elems(n->in[0]->shape);
+	int64_t out = n->nout ? shape_elems(n->out[0]->shape) : 0;
+	switch (n->op) {
+	case OP_CONV2D: {
+		const Shape *w = &n->in[1]->shape;
+		return 2 * out * w->d[1] * w->d[2] * w->d[3] + (n->nin == 3 ? out : 0);
+	}
+	case OP_CONV2D_BWD_DATA: {
+		const Shape *w = &n->in[1]->shape; /* dy x weight: as many MACs as the forward */
+		return 2 * in * w->d[1] * w->d[2] * w->d[3];
+	}
+	case OP_CONV2D_BWD_FILTER: {
+		const Shape *dy = &n->in[1]->shape;
+		return 2 * shape_elems(*dy) * out / dy->d[1];
+	}
+	case OP_DENSE:
+		return 2 * out * n->in[1]->shape.d[1] + (n->nin == 3 ? out : 0);
+	case OP_DENSE_BWD_DATA:
+		return 2 * out * n->in[1]->shape.d[0];
+	case OP_DENSE_BWD_WEIGHT:
+		return 2 * out * n->in[0]->shape.d[0];
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+		return out * a->kh * a->kw;
+	case OP_MAXPOOL_BWD:
+	case OP_AVGPOOL_BWD:
+		return in * a->kh * a->kw;
+	case OP_GLOBALAVGPOOL:
+	case OP_BIAS_GRAD:
+		return in;
+	case OP_GLOBALAVGPOOL_BWD:
+		return out;
+	case OP_BATCHNORM:
+		return 8 * in; /* mean, variance, normalise, scale and shift */
+	case OP_BATCHNORM_BWD:
+		return 12 * in;
+	case OP_RELU:
+	case OP_DROPOUT:
+	case OP_RELU_BWD:
+	case OP_DROPOUT_BWD:
+		return out;
+	case OP_SIGMOID:
+	case OP_TANH:
+	case OP_SIGMOID_BWD:
+	case OP_TANH_BWD:
+		return 4 * out;
+	case OP_SOFTMAX:
+	case OP_SOFTMAX_BWD:
+		return 5 * out;
+	case OP_RESHAPE:
+	case OP_CONCAT:
+	case OP_SLICE:
+		return 0;
+	case OP_ADD:
+		return out * (n->nin - 1);
+	case OP_SOFTMAX_XENT:
+	case OP_SOFTMAX_XENT_BWD:
+		return 6 * in;
+	case OP_SGD:
+		return 2 * in;
+	case OP_SGD_MOMENTUM:
+		return 4 * in;
+	case NUM_OPS:
+		break;
+	}
+	unreachable();
+}
+
+int64_t graph_parameters(const Graph *g)
+{
+	int64_t n = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		if (g->tensors.v[i]->kind == TENSOR_WEIGHT)
+			n += shape_elems(g->tensors.v[i]->shape);
+	return n;
+}
+
+int64_t graph_forward_flops(const Graph *g)
+{
+	int64_t f = 0;
+	for (int i = 0; i < g->nforward; i++)
+		f += node_flops(g->nodes.v[i]);
+	return f;
+}
+
+static const char *si(double v, char *buf, size_t size)
+{
+	static const char *unit[] = {"", "k", "M", "G", "T", "P"};
+	size_t u = 0;
+	while (v >= 1000.0 && u + 1 < countof(unit)) {
+		v /= 1000.0;
+		u++;
+	}
+	snprintf(buf, size, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path)
+{
+	char b1[160], b2[64];
+	int64_t weights_bytes = 0, nweights = 0;
+	for (int i = 0; i < g->nforward_tensors; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->kind == TENSOR_WEIGHT) {
+			weights_bytes += t->bytes;
+			nweights++;
+		}
+	}
+	int64_t flops = graph_forward_flops(g);
+	fprintf(f, "model: %s (%s)\n", g->model, path);
+	fprintf(f, "parameters: %" PRId64 "\n", graph_parameters(g));
+	fprintf(f, "parameter tensors: %" PRId64 " (%s)\n", nweights, fmt_bytes(weights_bytes, b2, sizeof b2));
+	fprintf(f, "nodes: %d\n", g->nforward);
+	fprintf(f, "tensors: %d\n", g->nforward_tensors);
+	fprintf(f, "forward FLOPs: %" PRId64 " (%sFLOP)\n", flops, si((double)flops, b2, sizeof b2));
+	fprintf(f, "input: %s %s\n", g->input->name, tensor_type_str(g->input, b1, sizeof b1));
+	fprintf(f, "labels: %s %s\n", g->labels->name, tensor_type_str(g->labels, b1, sizeof b1));
+	fprintf(f, "output: %s\n", tensor_type_str(g->output, b1, sizeof b1));
+	fprintf(f, "loss: softmax cross-entropy, mean over the batch\n");
+	fprintf(f, "optimizer: %s(lr = %g, momentum = %g)\n", g->opt.name, g->opt.lr, g->opt.momentum);
+	if (!s)
+		return;
+	int64_t step_flops = 0;
+	for (int i = 0; i < g->nodes.n; i++)
+		step_flops += node_flops(g->nodes.v[i]);
+	fprintf(f, "training step: %d nodes, %d tensors, %" PRId64 " FLOPs (%sFLOP)\n", g->nodes.n, g->tensors.n,
+	        step_flops, si((double)step_flops, b2, sizeof b2));
+	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),
+	        s->peak_step, s->order[s->peak_step]->name);
+}
+
+static void attrs_str(const Node *n, char *buf, size_t size)
+{
+	const Attrs *a = &n->attr;
+	buf[0] = '\0';
+	switch (n->op) {
+	case OP_CONV2D:
+	case OP_CONV2D_BWD_DATA:
+	case OP_CONV2D_BWD_FILTER:
+		snprintf(buf, size, " kernel=%dx%d stride=%dx%d pad=%dx%d%s", a->kh, a->kw, a->sh, a->sw, a->ph, a->pw,
+		         a->groups > 1 ? " groups" : "");
+		if (a->groups > 1)
+			snprintf(buf + strlen(buf), size - strlen(buf), "=%d", a->groups);
+		break;
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+	case OP_MAXPOOL_BWD:
+	case OP_AVGPOOL_BWD:
+		snprintf(buf, size, " kernel=%dx%d stride=%dx%d pad=%dx%d", a->kh, a->kw, a->sh, a->sw, a->ph, a->pw);
+		break;
+	case OP_BATCHNORM:
+	case OP_BATCHNORM_BWD:
+		snprintf(buf, size, " eps=%g", a->eps);
+		break;
+	case OP_DROPOUT:
+	case OP_DROPOUT_BWD:
+		snprintf(buf, size, " p=%g seed=%u", a->p, a->seed);
+		break;
+	case OP_CONCAT:
+		snprintf(buf, size, " axis=%d", a->axis);
+		break;
+	case OP_SLICE:
+		snprintf(buf, size, " axis=%d offset=%lld", a->axis, (long long)a->offset);
+		break;
+	case OP_SGD:
+		snprintf(buf, size, " lr=%g", a->lr);
+		break;
+	case OP_SGD_MOMENTUM:
+		snprintf(buf, size, " lr=%g momentum=%g", a->lr, a->momentum);
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *phase_name(Phase p)
+{
+	switch (p) {
+	case PHASE_FORWARD: return "forward";
+	case PHASE_BACKWARD: return "backward";
+	case PHASE_UPDATE: return "update";
+	}
+	unreachable();
+}
+
+static void print_interval(FILE *f, const Schedule *s, const Tensor *t)
+{
+	if (s)
+		fprintf(f, " live [%d, %d]", s->live[t->id].first, s->live[t->id].last);
+}
+
+void report_graph(FILE *f, const Graph *g, const Schedule *s)
+{
+	char b1[160], b2[64], at[512];
+	fprintf(f, "graph %s: %d nodes, %d tensors\n\n", g->model, g->nodes.n, g->tensors.n);
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->producer)
+			continue;
+		fprintf(f, "%-8s %%%d %s : %s (%s)", tensor_kind_name(t->kind), t->id, t->name,
+		        tensor_type_str(t, b1, sizeof b1), fmt_bytes(t->bytes, b2, sizeof b2));
+		print_interval(f, s, t);
+		fputc('\n', f);
+	}
+	Phase phase = PHASE_FORWARD;
+	fputc('\n', f);
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = s ? s->order[i] : g->nodes.v[i];
+		if (s && (i == 0 || n->phase != phase)) {
+			phase = n->phase;
+			fprintf(f, "%s# %s\n", i ? "\n" : "", phase_name(phase));
+		}
+		if (s)
+			fprintf(f, "%4d: ", i);
+		for (int k = 0; k < n->nout; k++)
+			fprintf(f, "%s%%%d", k ? ", " : "", n->out[k]->id);
+		fprintf(f, "%s%s(", n->nout ? " = " : "", op_info[n->op].name);
+		for (int k = 0; k < n->nin; k++)
+			fprintf(f, "%s%%%d", k ? ", " : "", n->in[k]->id);
+		attrs_str(n, at, sizeof at);
+		fprintf(f, ")%s", at);
+		for (int k = 0; k < n->nout; k++) {
+			fprintf(f, "%s%s %s", k ? ", " : " : ", n->out[k]->name, tensor_type_str(n->out[k], b1, sizeof b1));
+			print_interval(f, s, n->out[k]);
+		}
+		if (n->nout == 0)
+			fprintf(f, " : updates %s", n->in[0]->name);
+		if (n->loc.file)
+			fprintf(f, "  @ %s:%d:%d", n->loc.file->name, n->loc.first_line, n->loc.first_column);
+		fputc('\n', f);
+	}
+}
+
+static void dot_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+void report_dot(FILE *f, const Graph *g)
+{
+	char b1[160];
+	fprintf(f, "digraph \"");
+	dot_escape(f, g->model);
+	fprintf(f, "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->producer || t->kind == TENSOR_WEIGHT)
+			continue;
+		fprintf(f, "  t%d [shape=ellipse, label=\"", t->id);
+		dot_escape(f, t->name);
+		fprintf(f, "\\n%s\"];\n", tensor_type_str(t, b1, sizeof b1));
+	}
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = g->nodes.v[i];
+		fprintf(f, "  n%d [shape=box, style=rounded, label=\"%s\\n", n->id, op_info[n->op].name);
+		dot_escape(f, n->name);
+		if (n->nout)
+			fprintf(f, "\\n%s", tensor_type_str(n->out[0], b1, sizeof b1));
+		fprintf(f, "\"];\n");
+		for (int k = 0; k < n->nin; k++) {
+			const Tensor *t = n->in[k];
+			if (t->kind == TENSOR_WEIGHT)
+				continue; /* weights would double the drawing; they are in the label's layer */
+			if (t->producer)
+				fprintf(f, "  n%d -> n%d;\n", t->producer->id, n->id);
+			else
+				fprintf(f, "  t%d -> n%d;\n", t->id, n->id);
+		}
+	}
+	fprintf(f, "}\n");
+}
+
+static cJSON *shape_json(Shape s)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < s.ndim; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s.d[i]));
+	return a;
+}
+
+static cJSON *pair_json(int a, int b)
+{
+	cJSON *p = cJSON_CreateArray();
+	cJSON_AddItemToArray(p, cJSON_CreateNumber(a));
+	cJSON_AddItemToArray(p, cJSON_CreateNumber(b));
+	return p;
+}
+
+static cJSON *attrs_json(const Node *n)
+{
+	const Attrs *a = &n->attr;
+	cJSON *o = cJSON_CreateObject();
+	switch (n->op) {
+	case OP_CONV2D:
+	case OP_CONV2D_BWD_DATA:
+	case OP_CONV2D_BWD_FILTER:
+		cJSON_AddNumberToObject(o, "groups", a->groups);
+		/* fall through */
+	case OP_MAXPOOL:
+	case OP_AVGPOOL:
+	case OP_MAXPOOL_BWD:
+	case OP_AVGPOOL_BWD:
+		cJSON_AddItemToObject(o, "kernel", pair_json(a->kh, a->kw));
+		cJSON_AddItemToObject(o, "stride", pair_json(a->sh, a->sw));
+		cJSON_AddItemToObject(o, "pad", pair_json(a->ph, a->pw));
+		break;
+	case OP_BATCHNORM:
+	case OP_BATCHNORM_BWD:
+		cJSON_AddNumberToObject(o, "eps", a->eps);
+		break;
+	case OP_DROPOUT:
+	case OP_DROPOUT_BWD:
+		cJSON_AddNumberToObject(o, "p", a->p);
+		cJSON_AddNumberToObject(o, "seed", a->seed);
+		break;
+	case OP_CONCAT:
+		cJSON_AddNumberToObject(o, "axis", a->axis);
+		break;
+	case OP_SLICE:
+		cJSON_AddNumberToObject(o, "axis", a->axis);
+		cJSON_AddNumberToObject(o, "offset", (double)a->offset);
+		break;
+	case OP_SGD:
+	case OP_SGD_MOMENTUM:
+		cJSON_AddNumberToObject(o, "lr", a->lr);
+		cJSON_AddNumberToObject(o, "momentum", a->momentum);
+		break;
+	default:
+		break;
+	}
+	if (a->shape.ndim)
+		cJSON_AddItemToObject(o, "shape", shape_json(a->shape));
+	return o;
+}
+
+void report_json(FILE *f, const Graph *g, const Schedule *s)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "model", g->model);
+	cJSON_AddBoolToObject(root, "training", g->training);
+	cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", t->id);
+		cJSON_AddStringToObject(o, "name", t->name);
+		cJSON_AddStringToObject(o, "kind", tensor_kind_name(t->kind));
+		cJSON_AddStringToObject(o, "dtype", dtype_name(t->dtype));
+		cJSON_AddItemToObject(o, "shape", shape_json(t->shape));
+		cJSON_AddNumberToObject(o, "bytes", (double)t->bytes);
+		if (s)
+			cJSON_AddItemToObject(o, "live", pair_json(s->live[i].first, s->live[i].last));
+		cJSON_AddItemToArray(ts, o);
+	}
+	cJSON *ns = cJSON_AddArrayToObject(root, "nodes");
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = s ? s->order[i] : g->nodes.v[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", n->id);
+		cJSON_AddStringToObject(o, "op", op_info[n->op].name);
+		cJSON_AddStringToObject(o, "name", n->name);
+		cJSON_AddStringToObject(o, "phase", phase_name(n->phase));
+		cJSON *in = cJSON_AddArrayToObject(o, "inputs"), *out = cJSON_AddArrayToObject(o, "outputs");
+		for (int k = 0; k < n->nin; k++)
+			cJSON_AddItemToArray(in, cJSON_CreateNumber(n->in[k]->id));
+		for (int k = 0; k < n->nout; k++)
+			cJSON_AddItemToArray(out, cJSON_CreateNumber(n->out[k]->id));
+		cJSON_AddItemToObject(o, "attrs", attrs_json(n));
+		cJSON_AddNumberToObject(o, "flops", (double)node_flops(n));
+		cJSON_AddItemToArray(ns, o);
+	}
+	cJSON_AddNumberToObject(root, "input", g->input->id);
+	cJSON_AddNumberToObject(root, "labels", g->labels->id);
+	cJSON_AddNumberToObject(root, "output", g->output->id);
+	cJSON_AddNumberToObject(root, "loss", g->loss->id);
+	cJSON *opt = cJSON_AddObjectToObject(root, "optimizer");
+	cJSON_AddStringToObject(opt, "name", g->opt.name);
+	cJSON_AddNumberToObject(opt, "lr", g->opt.lr);
+	cJSON_AddNumberToObject(opt, "momentum", g->opt.momentum);
+	if (s)
+		cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
+	char *text = cJSON_Print(root);
+	if (!text)
+		fatal_sys("out of memory printing JSON");
+	fputs(text, f);
+	fputc('\n', f);
+	free(text);
+	cJSON_Delete(root);
+}

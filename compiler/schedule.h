@@ -1,0 +1,42 @@
+/*
+ * schedule.h - execution order and liveness of a graph.
+ */
+#ifndef AUTOTM_SCHEDULE_H
+#define AUTOTM_SCHEDULE_H
+
+#include "graph.h"
+
+/* The steps during which a tensor's memory must hold its value. */
+typedef struct Interval {
+	int first; /* step that writes it (0 for tensors filled before the step) */
+	int last;  /* last step that reads it (the final step for persistent tensors) */
+} Interval;
+
+typedef struct Schedule {
+	Node **order;     /* nodes in execution order */
+	int n;            /* number of steps (= nodes) */
+	int *pos;         /* node id -> step */
+	Interval *live;   /* tensor id -> live interval */
+	int64_t *live_bytes; /* step -> bytes of tensors live at that step */
+	int64_t peak;     /* max of live_bytes */
+	int peak_step;    /* first step where the peak is reached */
+} Schedule;
+
+/*
+ * Order the nodes (a deterministic topological order: among ready nodes the
+ * one built first goes first, and a node that overwrites a tensor runs
+ * after every other reader of it) and compute liveness. Weights and
+ * optimizer state persist across steps, so they are live throughout; the
+ * input and labels from the start to their last use; everything else from
+ * its producer to its last user. The loss stays live to the end (it is
+ * reported after the step).
+ */
+Schedule *schedule_graph(const Graph *g, Arena *a);
+
+/* True if t is live at step s. */
+static inline int live_at(const Schedule *s, const Tensor *t, int step)
+{
+	return s->live[t->id].first <= step && step <= s->live[t->id].last;
+}
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * util.h - small helpers shared by the compiler: checked allocation,
+ * internal-error reporting and system-failure reporting.
+ *
+ * Three channels of failure, never mixed (see docs/):
+ *   - errors in the user's model: diagnostics in lang/diag.h, exit 1;
+ *   - internal bugs: ICE()/unreachable(), which print file:line and abort;
+ *   - failures of the system (a file, an allocation): fatal_sys(), exit 1.
+ */
+#ifndef AUTOTM_UTIL_H
+#define AUTOTM_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#define ICE(...) ice_at(__FILE__, __LINE__, __VA_ARGS__)
+#define unreachable() ice_at(__FILE__, __LINE__, "unreachable code reached")
+#define countof(a) (sizeof(a) / sizeof((a)[0]))
+
+noreturn void ice_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+noreturn void fatal_sys(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
+char *read_file(const char *path, size_t *len);
+
+/* Format a byte count as "1.50 GiB" into buf. */
+const char *fmt_bytes(int64_t bytes, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * autotm/random.h - the deterministic random numbers of autotmc.
+ *
+ * Shared, header-only, by the compiler's reference interpreter and the
+ * runtime, so that weights, synthetic data and dropout masks are the same
+ * bits whichever executes the model. Everything derives from splitmix64:
+ *
+ *   - a tensor's stream starts from rt_stream(seed, name), so a weight's
+ *     initial values depend only on the seed and its name;
+ *   - dropout decides each element from a hash of (stream, step, index),
+ *     so the backward pass can recompute the forward pass's mask.
+ */
+#ifndef AUTOTM_RANDOM_H
+#define AUTOTM_RANDOM_H
+
+#include <math.h>
+#include <stdint.h>
+
+/* splitmix64: advances *state and returns 64 well-mixed bits. */
+static inline uint64_t rt_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A uniform double in [0, 1) with 53 random bits. */
+static inline double rt_uniform01(uint64_t *state)
+{
+	return (double)(rt_splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+/* A standard normal sample (Box-Muller; uses two uniforms). */
+static inline double rt_normal(uint64_t *state)
+{
+	double u1 = 1.0 - rt_uniform01(state); /* in (0, 1] */
+	double u2 = rt_uniform01(state);
+	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* The initial state of the stream of the tensor called `name`. */
+static inline uint64_t rt_stream(uint64_t seed, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	uint64_t s = seed ^ h;
+	return rt_splitmix64(&s);
+}
+
+/* Whether dropout keeps element i of stream `seed` at training step `step`. */
+static inline int rt_dropout_keep(uint64_t seed, uint64_t step, uint64_t i, double p)
+{
+	uint64_t s = seed * 0xd1b54a32d192ed03ULL + step * 0x9e3779b97f4a7c15ULL + i;
+	return rt_uniform01(&s) >= p;
+}
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * autotm/tensorio.h - reading and writing tensors: safetensors and .npy.
+ *
+ * safetensors (https://huggingface.co/docs/safetensors): 8 bytes of
+ * little-endian header length N, N bytes of JSON mapping each tensor name
+ * to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to
+ * the end of the header), then the data, row-major, little-endian. We
+ * write F32 and read F32 or F64. Files are written to a temporary file in
+ * the same directory, flushed, and renamed over the destination, so a
+ * failure never leaves a half-written file.
+ *
+ * .npy (NumPy format 1.0-3.0): inputs and labels. Little-endian f4/f8
+ * arrays in C order; labels may also be integer class indices (i4/i8).
+ *
+ * Every function returns 0 on success and -1 with a message in err.
+ */
+#ifndef AUTOTM_TENSORIO_H
+#define AUTOTM_TENSORIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TIO_MAX_DIMS = 8 };
+
+typedef enum TioDtype { TIO_F32, TIO_F64, TIO_I32, TIO_I64 } TioDtype;
+
+typedef struct TioTensor {
+	char *name;                    /* tensor name */
+	TioDtype dtype;                /* element type in the file */
+	int ndim;                      /* dimensions */
+	int64_t shape[TIO_MAX_DIMS];   /* sizes */
+	const unsigned char *data;     /* first byte, inside the mapped file */
+	int64_t nelems;                /* number of elements */
+} TioTensor;
+
+typedef struct TioFile {
+	char *path;          /* as opened */
+	unsigned char *map;  /* the whole file, mapped */
+	size_t size;         /* its size */
+	TioTensor *t;        /* tensors in file order */
+	int n;               /* number of tensors */
+} TioFile;
+
+/* One tensor to write: ndim sizes in shape, data as float or double. */
+typedef struct TioOut {
+	const char *name;
+	int ndim;
+	const int64_t *shape;
+	TioDtype src;        /* TIO_F32: data is float *, TIO_F64: double * */
+	const void *data;
+} TioOut;
+
+int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errlen);
+int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen);
+void tio_close(TioFile *f);
+const TioTensor *tio_find(const TioFile *f, const char *name);
+const char *tio_dtype_name(TioDtype d);
+
+/* Convert the n elements of t into doubles. */
+void tio_to_f64(const TioTensor *t, double *dst);
+
+/* Write n tensors as F32 safetensors, atomically. */
+int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen);
+
+#endif

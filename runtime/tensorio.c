@@ -1,0 +1,428 @@
+/*
+ * tensorio.c - safetensors and .npy files (see autotm/tensorio.h).
+ *
+ * Readers map the file and check everything the header claims against
+ * the file before anything is read: a truncated or oversized file, a
+ * header that is not JSON, a tensor whose byte range is outside the data
+ * or does not match its shape, are all errors naming the file and the
+ * tensor. The safetensors header is parsed with cJSON.
+ */
+#include "autotm/tensorio.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { MAX_HEADER = 100 << 20 };
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *tio_dtype_name(TioDtype d)
+{
+	switch (d) {
+	case TIO_F32: return "F32";
+	case TIO_F64: return "F64";
+	case TIO_I32: return "I32";
+	case TIO_I64: return "I64";
+	}
+	return "?";
+}
+
+static int dtype_size(TioDtype d)
+{
+	return d == TIO_F32 || d == TIO_I32 ? 4 : 8;
+}
+
+void tio_close(TioFile *f)
+{
+	if (!f)
+		return;
+	if (f->map && f->size)
+		munmap(f->map, f->size);
+	for (int i = 0; i < f->n; i++)
+		free(f->t[i].name);
+	free(f->t);
+	free(f->path);
+	free(f);
+}
+
+/* Map a whole file read-only. */
+static TioFile *map_file(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		fail(err, errlen, "'%s' is not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	TioFile *f = calloc(1, sizeof *f);
+	if (!f || !(f->path = strdup(path))) {
+		free(f);
+		close(fd);
+		fail(err, errlen, "out of memory");
+		return NULL;
+	}
+	f->size = (size_t)st.st_size;
+	if (f->size) {
+		f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (f->map == MAP_FAILED) {
+			f->map = NULL;
+			f->size = 0;
+			fail(err, errlen, "cannot map '%s': %s", path, strerror(errno));
+			close(fd);
+			tio_close(f);
+			return NULL;
+		}
+	}
+	close(fd);
+	return f;
+}
+
+static int add_tensor(TioFile *f, const char *name, char *err, size_t errlen)
+{
+	TioTensor *t = realloc(f->t, sizeof(TioTensor) * (size_t)(f->n + 1));
+	if (!t)
+		return fail(err, errlen, "out of memory");
+	f->t = t;
+	memset(&f->t[f->n], 0, sizeof(TioTensor));
+	if (!(f->t[f->n].name = strdup(name)))
+		return fail(err, errlen, "out of memory");
+	f->n++;
+	return 0;
+}
+
+/* Element count of a shape, or -1 if it overflows the file's possible size. */
+static int64_t count(const int64_t *shape, int ndim)
+{
+	int64_t n = 1;
+	for (int i = 0; i < ndim; i++)
+		if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n))
+			return -1;
+	return n;
+}
+
+static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, uint64_t datalen, char *err,
+                       size_t errlen)
+{
+	const char *p = f->path, *name = e->string;
+	if (!cJSON_IsObject(e))
+		return fail(err, errlen, "%s: header entry '%s' is not an object", p, name);
+	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+	const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+	if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
+		return fail(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets", p, name);
+	if (add_tensor(f, name, err, errlen))
+		return -1;
+	TioTensor *t = &f->t[f->n - 1];
+	if (strcmp(dt->valuestring, "F32") == 0)
+		t->dtype = TIO_F32;
+	else if (strcmp(dt->valuestring, "F64") == 0)
+		t->dtype = TIO_F64;
+	else
+		return fail(err, errlen, "%s: tensor '%s' has dtype %s; only F32 and F64 are supported", p, name,
+		            dt->valuestring);
+	t->ndim = cJSON_GetArraySize(sh);
+	if (t->ndim > TIO_MAX_DIMS)
+		return fail(err, errlen, "%s: tensor '%s' has %d dimensions (at most %d)", p, name, t->ndim,
+		            TIO_MAX_DIMS);
+	for (int i = 0; i < t->ndim; i++) {
+		const cJSON *d = cJSON_GetArrayItem(sh, i);
+		if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 9.0e15 ||
+		    d->valuedouble != (double)(int64_t)d->valuedouble)
+			return fail(err, errlen, "%s: tensor '%s' has an invalid shape", p, name);
+		t->shape[i] = (int64_t)d->valuedouble;
+	}
+	double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
+	if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) || b < 0 ||
+	    en < b || en > (double)datalen)
+		return fail(err, errlen, "%s: tensor '%s' has data offsets [%.0f, %.0f] outside the %" PRIu64
+		            " bytes of data (is the file truncated?)", p, name, b, en, datalen);
+	t->nelems = count(t->shape, t->ndim);
+	if (t->nelems < 0 || (double)t->nelems * dtype_size(t->dtype) != en - b)
+		return fail(err, errlen, "%s: tensor '%s' has %.0f bytes of data, which does not match its shape", p,
+		            name, en - b);
+	t->data = data + (uint64_t)b;
+	return 0;
+}
+
+int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	TioFile *f = map_file(path, err, errlen);
+	if (!f)
+		return -1;
+	if (f->size < 8) {
+		size_t size = f->size;
+		tio_close(f);
+		return fail(err, errlen, "%s: truncated: %zu bytes, too short for a safetensors header", path, size);
+	}
+	uint64_t hlen = 0;
+	for (int i = 7; i >= 0; i--)
+		hlen = hlen << 8 | f->map[i];
+	if (hlen > MAX_HEADER || hlen > f->size - 8) {
+		uint64_t size = f->size;
+		tio_close(f);
+		return fail(err, errlen, "%s: header length %" PRIu64 " exceeds the file's %" PRIu64
+		            " bytes (truncated, or not a safetensors file)", path, hlen, size);
+	}
+	cJSON *h = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
+	if (!h || !cJSON_IsObject(h)) {
+		cJSON_Delete(h);
+		tio_close(f);
+		return fail(err, errlen, "%s: the header is not a JSON object; not a safetensors file", path);
+	}
+	const unsigned char *data = f->map + 8 + hlen;
+	uint64_t datalen = f->size - 8 - hlen;
+	for (const cJSON *e = h->child; e; e = e->next) {
+		if (strcmp(e->string, "__metadata__") == 0)
+			continue;
+		if (parse_entry(f, e, data, datalen, err, errlen)) {
+			cJSON_Delete(h);
+			tio_close(f);
+			return -1;
+		}
+	}
+	cJSON_Delete(h);
+	*out = f;
+	return 0;
+}
+
+const TioTensor *tio_find(const TioFile *f, const char *name)
+{
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->t[i].name, name) == 0)
+			return &f->t[i];
+	return NULL;
+}
+
+void tio_to_f64(const TioTensor *t, double *dst)
+{
+	for (int64_t i = 0; i < t->nelems; i++) {
+		const unsigned char *p = t->data + i * dtype_size(t->dtype);
+		switch (t->dtype) {
+		case TIO_F32: { float v; memcpy(&v, p, 4); dst[i] = v; break; }
+		case TIO_F64: { double v; memcpy(&v, p, 8); dst[i] = v; break; }
+		case TIO_I32: { int32_t v; memcpy(&v, p, 4); dst[i] = v; break; }
+		case TIO_I64: { int64_t v; memcpy(&v, p, 8); dst[i] = (double)v; break; }
+		}
+	}
+}
+
+/* ---- .npy ---------------------------------------------------------- */
+
+/* Find 'key': in a NumPy header dict and return the text after the colon. */
+static const char *npy_field(const char *h, const char *key)
+{
+	char pat[32];
+	snprintf(pat, sizeof pat, "'%s'", key);
+	const char *p = strstr(h, pat);
+	if (!p)
+		return NULL;
+	p = strchr(p + strlen(pat), ':');
+	if (!p)
+		return NULL;
+	p++;
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	TioFile *f = map_file(path, err, errlen);
+	if (!f)
+		return -1;
+	const unsigned char *m = f->map;
+	if (f->size < 10 || memcmp(m, "\x93NUMPY", 6) != 0 || m[6] < 1 || m[6] > 3) {
+		tio_close(f);
+		return fail(err, errlen, "%s: not a .npy file (bad magic)", path);
+	}
+	size_t hlen, hstart;
+	if (m[6] == 1) {
+		hlen = (size_t)m[8] | (size_t)m[9] << 8;
+		hstart = 10;
+	} else {
+		if (f->size < 12) {
+			tio_close(f);
+			return fail(err, errlen, "%s: truncated .npy header", path);
+		}
+		hlen = (size_t)m[8] | (size_t)m[9] << 8 | (size_t)m[10] << 16 | (size_t)m[11] << 24;
+		hstart = 12;
+	}
+	if (hlen > f->size - hstart || hlen > 65536) {
+		tio_close(f);
+		return fail(err, errlen, "%s: truncated .npy header", path);
+	}
+	char *h = strndup((const char *)m + hstart, hlen);
+	if (!h) {
+		tio_close(f);
+		return fail(err, errlen, "out of memory");
+	}
+	int rc = -1;
+	const char *descr = npy_field(h, "descr"), *fo = npy_field(h, "fortran_order"), *sh = npy_field(h, "shape");
+	TioDtype dt = TIO_F32;
+	if (!descr || !fo || !sh) {
+		fail(err, errlen, "%s: .npy header lacks descr, fortran_order or shape", path);
+		goto out;
+	}
+	if (strncmp(descr, "'<f4'", 5) == 0)
+		dt = TIO_F32;
+	else if (strncmp(descr, "'<f8'", 5) == 0)
+		dt = TIO_F64;
+	else if (strncmp(descr, "'<i4'", 5) == 0)
+		dt = TIO_I32;
+	else if (strncmp(descr, "'<i8'", 5) == 0)
+		dt = TIO_I64;
+	else {
+		fail(err, errlen, "%s: unsupported element type %.8s (use little-endian float32, float64, int32 or int64)",
+		     path, descr);
+		goto out;
+	}
+	if (strncmp(fo, "False", 5) != 0) {
+		fail(err, errlen, "%s: Fortran-ordered arrays are not supported (save a C-contiguous array)", path);
+		goto out;
+	}
+	if (add_tensor(f, "", err, errlen))
+		goto out;
+	TioTensor *t = &f->t[0];
+	t->dtype = dt;
+	const char *p = sh;
+	if (*p++ != '(') {
+		fail(err, errlen, "%s: cannot read the shape", path);
+		goto out;
+	}
+	for (;;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ')')
+			break;
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || v < 0 || errno || t->ndim == TIO_MAX_DIMS) {
+			fail(err, errlen, "%s: cannot read the shape", path);
+			goto out;
+		}
+		t->shape[t->ndim++] = v;
+		p = end;
+	}
+	t->nelems = count(t->shape, t->ndim);
+	size_t need = t->nelems < 0 ? SIZE_MAX : (size_t)t->nelems * (size_t)dtype_size(dt);
+	if (t->nelems < 0 || need != f->size - hstart - hlen) {
+		fail(err, errlen, "%s: the data is %zu bytes but its shape needs %zu (truncated or corrupt)", path,
+		     f->size - hstart - hlen, need);
+		goto out;
+	}
+	t->data = m + hstart + hlen;
+	rc = 0;
+out:
+	free(h);
+	if (rc)
+		tio_close(f);
+	else
+		*out = f;
+	return rc;
+}
+
+/* ---- writing ------------------------------------------------------- */
+
+int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen)
+{
+	cJSON *h = cJSON_CreateObject();
+	uint64_t off = 0;
+	for (int i = 0; h && i < n; i++) {
+		cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
+		cJSON *shape = e ? cJSON_AddArrayToObject(e, "shape") : NULL;
+		cJSON *offs = e ? cJSON_AddArrayToObject(e, "data_offsets") : NULL;
+		if (!cJSON_AddStringToObject(e, "dtype", "F32") || !shape || !offs) {
+			cJSON_Delete(h);
+			return fail(err, errlen, "out of memory");
+		}
+		int64_t nel = count(t[i].shape, t[i].ndim);
+		for (int d = 0; d < t[i].ndim; d++)
+			cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
+		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+		off += (uint64_t)nel * 4;
+		cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+	}
+	char *js = h ? cJSON_PrintUnformatted(h) : NULL;
+	cJSON_Delete(h);
+	if (!js)
+		return fail(err, errlen, "out of memory");
+	/* Pad the header with spaces to 8 bytes, as the reference writer does. */
+	size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
+
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 16);
+	if (!tmp) {
+		free(js);
+		return fail(err, errlen, "out of memory");
+	}
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		int e = errno;
+		free(js);
+		free(tmp);
+		return fail(err, errlen, "cannot create a temporary file next to '%s': %s", path, strerror(e));
+	}
+	FILE *fp = fdopen(fd, "wb");
+	int ok = fp != NULL;
+	unsigned char len8[8];
+	for (int i = 0; i < 8; i++)
+		len8[i] = (unsigned char)((uint64_t)(hl + pad) >> (8 * i));
+	ok = ok && fwrite(len8, 1, 8, fp) == 8 && fwrite(js, 1, hl, fp) == hl;
+	for (size_t i = 0; ok && i < pad; i++)
+		ok = fputc(' ', fp) != EOF;
+	for (int i = 0; ok && i < n; i++) {
+		int64_t nel = count(t[i].shape, t[i].ndim);
+		float buf[1024];
+		for (int64_t k = 0; ok && k < nel; k += 1024) {
+			int64_t m = nel - k < 1024 ? nel - k : 1024;
+			for (int64_t j = 0; j < m; j++)
+				buf[j] = t[i].src == TIO_F64 ? (float)((const double *)t[i].data)[k + j]
+				                             : ((const float *)t[i].data)[k + j];
+			ok = fwrite(buf, 4, (size_t)m, fp) == (size_t)m;
+		}
+	}
+	int e = errno;
+	ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+	if (!ok)
+		e = errno;
+	if (fp ? fclose(fp) != 0 : close(fd) != 0)
+		ok = 0;
+	if (ok && rename(tmp, path) != 0) {
+		e = errno;
+		ok = 0;
+	}
+	if (!ok)
+		unlink(tmp);
+	free(js);
+	free(tmp);
+	if (!ok)
+		return fail(err, errlen, "cannot write '%s': %s", path, strerror(e));
+	return 0;
+}

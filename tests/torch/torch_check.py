@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Cross-check autotmc's reference interpreter against PyTorch.
+
+For a .net model: autotmc writes its training graph as JSON and its initial
+weights as safetensors; this script builds the same forward computation in
+PyTorch from the graph's forward nodes (torch.nn.functional, one call per
+op), loads the same weights, feeds the same input and labels, trains
+ITERS steps with torch.optim.SGD, and compares the loss of every step and
+every final weight with what `autotmc interpret` printed and saved.
+
+Agreement: every loss, and every weight tensor in max-norm, within RTOL
+relative (||a - b||_inf <= RTOL * ||b||_inf).
+
+usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL]
+Exit status: 0 agreement, 1 disagreement, 77 PyTorch or NumPy missing.
+"""
+import json
+import struct
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # the test is skipped where PyTorch is missing
+    print(f"skipping: {e}")
+    sys.exit(77)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (hlen,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + hlen])
+    body = data[8 + hlen:]
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        assert e["dtype"] == "F32", e["dtype"]
+        b, en = e["data_offsets"]
+        out[name] = np.frombuffer(body[b:en], dtype="<f4").reshape(e["shape"]).copy()
+    return out
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"command failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+    return r.stdout
+
+
+def forward(graph, weights, x, y):
+    """Execute the forward nodes of the graph; returns the loss."""
+    t = {graph["input"]: x, graph["labels"]: y}
+    t.update(weights)
+    for n in graph["nodes"]:
+        if n["phase"] != "forward":
+            continue
+        op, a, ins = n["op"], n["attrs"], [t[i] for i in n["inputs"]]
+        if op == "conv2d":
+            r = F.conv2d(ins[0], ins[1], ins[2] if len(ins) == 3 else None, stride=a["stride"],
+                         padding=a["pad"], groups=a["groups"])
+        elif op == "dense":
+            r = F.linear(ins[0], ins[1], ins[2] if len(ins) == 3 else None)
+        elif op == "maxpool":
+            r = F.max_pool2d(ins[0], a["kernel"], a["stride"], a["pad"])
+        elif op == "avgpool":
+            r = F.avg_pool2d(ins[0], a["kernel"], a["stride"], a["pad"], count_include_pad=True)
+        elif op == "globalavgpool":
+            r = F.adaptive_avg_pool2d(ins[0], 1)
+        elif op == "batchnorm":
+            r = F.batch_norm(ins[0], None, None, ins[1], ins[2], training=True, eps=a["eps"])
+        elif op == "relu":
+            r = F.relu(ins[0])
+        elif op == "sigmoid":
+            r = torch.sigmoid(ins[0])
+        elif op == "tanh":
+            r = torch.tanh(ins[0])
+        elif op == "softmax":
+            r = F.softmax(ins[0], dim=1)
+        elif op == "reshape":
+            r = ins[0].reshape(a["shape"])
+        elif op == "add":
+            r = ins[0]
+            for other in ins[1:]:
+                r = r + other
+        elif op == "concat":
+            r = torch.cat(ins, dim=a["axis"])
+        elif op == "softmax_crossentropy":
+            r = -(ins[1] * F.log_softmax(ins[0], dim=1)).sum(dim=1).mean()
+        else:
+            sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
+        t[n["outputs"][0]] = r
+    return t[graph["loss"]]
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    autotmc, model, work = sys.argv[1:4]
+    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    rtol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-4
+    graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
+    tensors = graph["tensors"]
+    xshape = tensors[graph["input"]]["shape"]
+    nclass = tensors[graph["labels"]]["shape"][1]
+
+    rng = np.random.default_rng(1234)
+    x = rng.standard_normal(xshape).astype(np.float32)
+    cls = rng.integers(0, nclass, size=xshape[0]).astype(np.int64)
+    np.save(f"{work}/x.npy", x)
+    np.save(f"{work}/y.npy", cls)
+
+    run([autotmc, "interpret", model, "--iters", "0", "--save-weights", f"{work}/init.safetensors"])
+    out = run([autotmc, "interpret", model, "--iters", str(iters), "--weights", f"{work}/init.safetensors",
+               "--input", f"{work}/x.npy", "--labels", f"{work}/y.npy",
+               "--save-weights", f"{work}/final.safetensors"])
+    ours = [float(line.split("loss")[1]) for line in out.splitlines() if line.startswith("step")]
+
+    init = read_safetensors(f"{work}/init.safetensors")
+    by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
+    weights = {by_name[k]: torch.tensor(v, requires_grad=True) for k, v in init.items()}
+    opt = graph["optimizer"]
+    sgd = torch.optim.SGD(list(weights.values()), lr=opt["lr"], momentum=opt["momentum"])
+    xt = torch.tensor(x)
+    yt = F.one_hot(torch.tensor(cls), nclass).float()
+    theirs = []
+    for _ in range(iters):
+        sgd.zero_grad()
+        loss = forward(graph, weights, xt, yt)
+        loss.backward()
+        sgd.step()
+        theirs.append(loss.item())
+
+    bad = 0
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        rel = abs(a - b) / abs(b)
+        print(f"step {i + 1}: autotmc {a:.9g}  pytorch {b:.9g}  relative difference {rel:.2e}")
+        bad += rel > rtol
+    if len(ours) != iters:
+        print(f"autotmc printed {len(ours)} losses, expected {iters}")
+        bad += 1
+    final = read_safetensors(f"{work}/final.safetensors")
+    worst = (0.0, "")
+    for name, v in final.items():
+        w = weights[by_name[name]].detach().numpy()
+        rel = float(np.max(np.abs(v - w)) / max(np.max(np.abs(w)), 1e-30))
+        worst = max(worst, (rel, name))
+        bad += rel > rtol
+    print(f"{len(final)} weight tensors after {iters} steps: largest relative difference {worst[0]:.2e} ({worst[1]})")
+    print("agreement" if not bad else f"DISAGREEMENT beyond {rtol:g}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
