@@ -805,20 +805,12 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 	}
 	if (c->depth == MAX_CALL_DEPTH)
 		error_at(e->loc, "layers nested too deeply (more than %d levels)", MAX_CALL_DEPTH);
-	const char *names[MAX_PARAMS];
-	const Param *ps[MAX_PARAMS];
+	const char *names[MAX_PARAMS] = {0};
+	const Param *ps[MAX_PARAMS] = {0};
 	int np = 0;
 	for (const Param *p = d->params; p; p = p->next) {
-		if (np == MAX_PARAMS)
-			error_at(p->loc, "too many parameters (at most %d)", MAX_PARAMS);
-		for (int i = 0; i < np; i++)
-			if (strcmp(names[i], p->name) == 0) {
-				diag_print("error", p->loc, "parameter '%s' is declared twice", p->name);
-				note_at(ps[i]->loc, "first declared here");
-				diag_abort();
-			}
 		ps[np] = p;
-		names[np++] = p->name;
+		names[np++] = p->name; /* declare() checked the count and uniqueness */
 	}
 	Value *args[MAX_PARAMS];
 	bind_args(c, arena_printf(c->arena, "layer '%s'", d->name), names, np, call_args(e), env, args, d->name,
@@ -1035,6 +1027,23 @@ static void load_import(Ctx *c, const Decl *d, const SrcFile *from)
 	diag_abort();
 }
 
+/* Parameters of a layer or model: at most MAX_PARAMS, each named once. */
+static void check_params(const Decl *d)
+{
+	int np = 0;
+	for (const Param *p = d->params; p; p = p->next, np++) {
+		if (np == MAX_PARAMS)
+			error_at(p->loc, "too many parameters (at most %d)", MAX_PARAMS);
+		for (const Param *q = d->params; q != p; q = q->next) {
+			if (strcmp(q->name, p->name) == 0) {
+				diag_print("error", p->loc, "parameter '%s' is declared twice", p->name);
+				note_at(q->loc, "first declared here");
+				diag_abort();
+			}
+		}
+	}
+}
+
 static void declare(Ctx *c, const Decl *d, bool is_main)
 {
 	const Decl **slot = NULL;
@@ -1051,10 +1060,11 @@ static void declare(Ctx *c, const Decl *d, bool is_main)
 		}
 		if (find_builtin(d->name))
 			error_at(d->name_loc, "'%s' is a built-in layer and cannot be redefined", d->name);
+		check_params(d);
 		vec_push(c->arena, &c->layers, d);
 		return;
 	}
-	case DECL_MODEL: slot = &c->model; what = "model"; break;
+	case DECL_MODEL: slot = &c->model; what = "model"; check_params(d); break;
 	case DECL_INPUT: slot = &c->input; what = "input"; break;
 	case DECL_LABELS: slot = &c->labels; what = "labels"; break;
 	case DECL_LOSS: slot = &c->loss; what = "loss"; break;
@@ -1178,9 +1188,6 @@ static void bind_model_params(Ctx *c)
 		}
 	}
 	for (const Param *p = c->model ? c->model->params : NULL; p; p = p->next) {
-		if (find_var(g, p->name)) {
-			error_at(p->loc, "model parameter '%s' is declared twice", p->name);
-		}
 		const Define *def = NULL;
 		for (int i = 0; i < o->ndefines; i++)
 			if (strcmp(o->defines[i].name, p->name) == 0)
