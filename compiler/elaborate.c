@@ -422,7 +422,7 @@ static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	(void)b;
 	Tensor *y = add_node(c, OP_BATCHNORM, in_t, 3, &a, "batchnorm", path, loc);
 	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
-	tensor_rename(c->g, y->producer->out[2], join(c, path, "invstd"));
+	tensor_rename(c->g, y->producer->out[2], join(c, path, "var"));
 	return y;
 }
 

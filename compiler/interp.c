@@ -116,7 +116,7 @@ static void pool_window(const Attrs *a, int64_t i, int64_t j, int64_t *h0, int64
 static void batchnorm_fwd(const Node *nd, double **in, double **out)
 {
 	Dims d = dims4(nd->in[0]);
-	double *x = in[0], *gamma = in[1], *beta = in[2], *y = out[0], *mean = out[1], *invstd = out[2];
+	double *x = in[0], *gamma = in[1], *beta = in[2], *y = out[0], *mean = out[1], *var = out[2];
 	double m = (double)(d.n * d.h * d.w);
 	for (int64_t c = 0; c < d.c; c++) {
 		double s = 0, v = 0;
@@ -131,7 +131,7 @@ static void batchnorm_fwd(const Node *nd, double **in, double **out)
 			}
 		double is = 1.0 / sqrt(v / m + nd->attr.eps);
 		mean[c] = mu;
-		invstd[c] = is;
+		var[c] = v / m;
 		for (int64_t n = 0; n < d.n; n++)
 			for (int64_t k = 0; k < d.h * d.w; k++) {
 				int64_t idx = (n * d.c + c) * d.h * d.w + k;
@@ -143,24 +143,25 @@ static void batchnorm_fwd(const Node *nd, double **in, double **out)
 static void batchnorm_bwd(const Node *nd, double **in, double **out)
 {
 	Dims d = dims4(nd->in[0]);
-	double *x = in[0], *gamma = in[1], *mean = in[2], *invstd = in[3], *dy = in[4];
+	double *x = in[0], *gamma = in[1], *mean = in[2], *var = in[3], *dy = in[4];
 	double *dx = out[0], *dgamma = out[1], *dbeta = out[2];
 	double m = (double)(d.n * d.h * d.w);
 	for (int64_t c = 0; c < d.c; c++) {
+		double invstd = 1.0 / sqrt(var[c] + nd->attr.eps);
 		double sdy = 0, sdyx = 0;
 		for (int64_t n = 0; n < d.n; n++)
 			for (int64_t k = 0; k < d.h * d.w; k++) {
 				int64_t idx = (n * d.c + c) * d.h * d.w + k;
 				sdy += dy[idx];
-				sdyx += dy[idx] * (x[idx] - mean[c]) * invstd[c];
+				sdyx += dy[idx] * (x[idx] - mean[c]) * invstd;
 			}
 		dbeta[c] = sdy;
 		dgamma[c] = sdyx;
 		for (int64_t n = 0; n < d.n; n++)
 			for (int64_t k = 0; k < d.h * d.w; k++) {
 				int64_t idx = (n * d.c + c) * d.h * d.w + k;
-				double xhat = (x[idx] - mean[c]) * invstd[c];
-				dx[idx] = gamma[c] * invstd[c] / m * (m * dy[idx] - sdy - xhat * sdyx);
+				double xhat = (x[idx] - mean[c]) * invstd;
+				dx[idx] = gamma[c] * invstd / m * (m * dy[idx] - sdy - xhat * sdyx);
 			}
 	}
 }

@@ -10,19 +10,10 @@
 
 #include "graph.h"
 
-typedef enum InitKind {
-	INIT_UNIFORM, /* U(lo, hi) */
-	INIT_NORMAL,  /* N(0, 1): synthetic input */
-	INIT_CONST,   /* every element = value */
-	INIT_ONEHOT,  /* one random class per row: synthetic labels */
-} InitKind;
+#include "autotm/random.h"
 
-typedef struct InitSpec {
-	InitKind kind;   /* distribution */
-	double lo, hi;   /* INIT_UNIFORM bounds */
-	double value;    /* INIT_CONST value */
-	uint64_t stream; /* rt_stream(seed, tensor name) */
-} InitSpec;
+/* The generator of a tensor's initial values (RT_INIT_* in autotm/random.h). */
+typedef RtInit InitSpec;
 
 /*
  * The initialisation of a graph input, weight or state tensor:
@@ -33,7 +24,7 @@ typedef struct InitSpec {
  */
 InitSpec init_spec(const Tensor *t, uint64_t seed);
 
-/* Fill n elements (t's shape) as spec says. */
+/* Fill t's elements as spec says (the runtime uses the same generator). */
 void init_fill(const InitSpec *spec, const Tensor *t, double *out);
 
 #endif

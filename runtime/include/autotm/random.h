@@ -49,6 +49,44 @@ static inline uint64_t rt_stream(uint64_t seed, const char *name)
 	return rt_splitmix64(&s);
 }
 
+/* How a tensor starts (the compiler chooses; weights.h says for which tensor). */
+enum {
+	RT_INIT_UNIFORM = 0, /* U(lo, hi) */
+	RT_INIT_NORMAL = 1,  /* N(0, 1) */
+	RT_INIT_CONST = 2,   /* every element = value */
+	RT_INIT_ONEHOT = 3,  /* rows of `cols` elements, one random class per row */
+};
+
+/* A generator of a tensor's initial values, element by element in row-major order. */
+typedef struct RtInit {
+	int kind;        /* RT_INIT_* */
+	double lo, hi;   /* RT_INIT_UNIFORM bounds */
+	double value;    /* RT_INIT_CONST value */
+	uint64_t state;  /* stream state, from rt_stream(seed, name) */
+	int64_t cols;    /* RT_INIT_ONEHOT: classes per row */
+	int64_t col;     /* position in the current row */
+	int64_t cls;     /* the current row's class */
+} RtInit;
+
+/* The next initial value. */
+static inline double rt_init_next(RtInit *s)
+{
+	switch (s->kind) {
+	case RT_INIT_UNIFORM:
+		return s->lo + (s->hi - s->lo) * rt_uniform01(&s->state);
+	case RT_INIT_NORMAL:
+		return rt_normal(&s->state);
+	case RT_INIT_ONEHOT:
+		if (s->col == 0)
+			s->cls = (int64_t)(rt_splitmix64(&s->state) % (uint64_t)s->cols);
+		double v = s->col == s->cls ? 1.0 : 0.0;
+		s->col = s->col + 1 == s->cols ? 0 : s->col + 1;
+		return v;
+	default:
+		return s->value;
+	}
+}
+
 /* Whether dropout keeps element i of stream `seed` at training step `step`. */
 static inline int rt_dropout_keep(uint64_t seed, uint64_t step, uint64_t i, double p)
 {

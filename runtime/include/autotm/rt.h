@@ -1,0 +1,118 @@
+/*
+ * autotm/rt.h - the ABI between generated training programs and
+ * libautotmrt, the autotmc runtime.
+ *
+ * A program emitted by autotmc (compiler/emit_llvm.c) is a `main` and a
+ * `step` function that call these functions and nothing else:
+ *
+ *   main:  ctx = rt_begin(argc, argv, &program)        options, pools
+ *          rt_kernel(ctx, id, desc)        for every kernel: create it once
+ *          rt_tensor(ctx, &tensor)         for every weight, state, input, labels:
+ *                                          initialise, or load from --weights
+ *          repeat rt_iters(ctx) times:
+ *              rt_step_begin(ctx); step(ctx); rt_step_end(ctx, loss)
+ *          return rt_end(ctx)              save weights, report, results record
+ *
+ *   step:  base = rt_pool_base(ctx, RT_POOL_FAST / RT_POOL_SLOW)
+ *          rt_data(ctx, RT_DATA_INPUT, addr)           this step's batch in
+ *          rt_launch(ctx, id, args)                    kernels in schedule order
+ *          rt_move(ctx, dst, src, bytes)               blocking moves
+ *          h = rt_move_async(ctx, dst, src, bytes)     moves overlapping kernels
+ *          rt_move_wait(ctx, h)
+ *
+ * Every tensor address is a pool base plus a constant offset chosen by the
+ * compiler's memory plan. Kernels are described by a flat array of int64
+ * (the layout below) so that the compiler emits one constant per kernel;
+ * floating-point attributes are stored as their IEEE-754 bits.
+ *
+ * Failures (an allocation, a oneDNN or memkind call, a file) are reported
+ * on stderr with what failed and why, and the program exits with status 1;
+ * the slow tier's temporary directory is removed on every exit path.
+ */
+#ifndef AUTOTM_RT_H
+#define AUTOTM_RT_H
+
+#include <stdint.h>
+
+/* Op numbers: the OP_* of compiler/ops.def, in the same order. */
+typedef enum RtOp {
+#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) RT_OP_##id,
+#include "ops.def"
+#undef OP
+	RT_NUM_OPS
+} RtOp;
+
+enum { RT_MAX_ARGS = 16, RT_MAX_DIMS = 4 };
+
+/* Index of each field in a kernel description (int64_t desc[RT_DESC_LEN]). */
+enum RtDescField {
+	RT_D_OP,        /* RtOp */
+	RT_D_NIN,       /* inputs */
+	RT_D_NOUT,      /* outputs */
+	RT_D_KH, RT_D_KW, RT_D_SH, RT_D_SW, RT_D_PH, RT_D_PW, /* window, stride, padding */
+	RT_D_GROUPS,    /* convolution groups */
+	RT_D_AXIS,      /* concat / slice axis */
+	RT_D_OFFSET,    /* slice offset */
+	RT_D_SEED,      /* dropout stream */
+	RT_D_EPS,       /* batchnorm epsilon (double bits) */
+	RT_D_P,         /* dropout probability (double bits) */
+	RT_D_LR,        /* learning rate (double bits) */
+	RT_D_MOMENTUM,  /* momentum (double bits) */
+	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
+	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
+	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
+	RT_DESC_LEN = RT_D_ARGS + (1 + RT_MAX_DIMS) * RT_MAX_ARGS,
+};
+
+/* The dimensions of argument i of a description. */
+#define RT_ARG_NDIM(desc, i) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i)])
+#define RT_ARG_DIM(desc, i, d) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i) + 1 + (d)])
+
+enum { RT_POOL_FAST = 0, RT_POOL_SLOW = 1 };
+enum { RT_DATA_INPUT = 0, RT_DATA_LABELS = 1 };
+
+/* Tensor roles, as compiler/graph.h's TensorKind. */
+enum { RT_TENSOR_INPUT = 0, RT_TENSOR_LABELS = 1, RT_TENSOR_WEIGHT = 2, RT_TENSOR_STATE = 6 };
+
+/* What the compiler knows of the program, emitted as a constant. */
+typedef struct RtProgram {
+	const char *model;         /* model name */
+	int64_t fast_bytes;        /* size of the fast pool */
+	int64_t slow_bytes;        /* size of the slow pool (0: none) */
+	int64_t fast_limit;        /* the limit the placement was made for (0: none) */
+	int32_t nkernels;          /* kernels to create */
+	int32_t ntensors;          /* rt_tensor calls that follow */
+	double predicted_seconds;  /* predicted step time (0: no prediction) */
+	const char *record;        /* the compile-time fields of the results record, a JSON object */
+} RtProgram;
+
+/* A tensor that lives across steps or comes from outside (weight, state, input, labels). */
+typedef struct RtTensor {
+	const char *name;          /* its name in the model and in weight files */
+	int32_t kind;              /* RT_TENSOR_* */
+	int32_t pool;              /* RT_POOL_* where it lives between steps */
+	int64_t offset;            /* byte offset in that pool */
+	int64_t ndim;              /* dimensions */
+	int64_t shape[RT_MAX_DIMS];/* sizes */
+	int32_t init;              /* RT_INIT_* of autotm/random.h; the stream is
+	                              rt_stream(--seed, name) */
+	double lo, hi, value;      /* its parameters */
+} RtTensor;
+
+typedef struct RtCtx RtCtx;
+
+RtCtx *rt_begin(int argc, char **argv, const RtProgram *program);
+void *rt_pool_base(RtCtx *ctx, int32_t pool);
+void rt_kernel(RtCtx *ctx, int32_t id, const int64_t *desc);
+void rt_tensor(RtCtx *ctx, const RtTensor *t);
+int64_t rt_iters(RtCtx *ctx);
+void rt_step_begin(RtCtx *ctx);
+void rt_data(RtCtx *ctx, int32_t which, void *dst);
+void rt_launch(RtCtx *ctx, int32_t id, void *const *args);
+void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes);
+int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes);
+void rt_move_wait(RtCtx *ctx, int32_t handle);
+void rt_step_end(RtCtx *ctx, const float *loss);
+int rt_end(RtCtx *ctx);
+
+#endif
