@@ -23,9 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+#include <sys/wait.h>
+
 #include "autodiff.h"
 #include "elaborate.h"
+#include "emit_llvm.h"
 #include "interp.h"
+#include "link.h"
+#include "memplan.h"
+#include "place.h"
 #include "report.h"
 #include "schedule.h"
 #include "util.h"
@@ -61,6 +68,8 @@ static void usage_main(FILE *f)
 	        "  check FILE      parse and elaborate a model; print its summary\n"
 	        "  graph FILE      print the graph IR (--train: the training step; --dot, --json)\n"
 	        "  interpret FILE  train with the reference interpreter (the correctness oracle)\n"
+	        "  build FILE      compile the training program to an executable\n"
+	        "  run FILE        build (cached) and run the training program\n"
 	        "\n"
 	        "options:\n"
 	        "  -h, --help     show this help (or a command's: autotmc COMMAND --help)\n"
@@ -103,6 +112,49 @@ static void usage_graph(FILE *f)
 	        "                 order, with every tensor's live interval\n"
 	        "  --dot          print Graphviz dot instead (weights omitted)\n"
 	        "  --json         print JSON instead (format in docs/training.md)\n");
+	usage_model_opts(f);
+}
+
+static void usage_build(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotmc build [OPTIONS] FILE -o PROG\n"
+	        "\n"
+	        "Compile FILE's training step to LLVM IR, compile that to an object for this\n"
+	        "machine and link it with the runtime into the executable PROG. PROG --help\n"
+	        "lists the options of the program (iterations, threads, weights, data, ...).\n"
+	        "\n"
+	        "options:\n"
+	        "  -o PROG              the executable to write\n"
+	        "  --emit-llvm          also write the LLVM module as PROG.ll\n"
+	        "  --optimizer O        where tensors live: all-fast (default), or spill-all\n"
+	        "                       (a test placement moving every activation through\n"
+	        "                       the slow tier)\n");
+	usage_model_opts(f);
+}
+
+static void usage_run(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotmc run [OPTIONS] FILE\n"
+	        "\n"
+	        "Build FILE's training program (cached by content under\n"
+	        "$XDG_CACHE_HOME/autotm/programs) and run it: the loss of every step, the\n"
+	        "median step time and the sizes of the fast and slow pools.\n"
+	        "\n"
+	        "options:\n"
+	        "  --optimizer O        all-fast (default) or spill-all (see autotmc build --help)\n"
+	        "  --iters N            training steps (default 10)\n"
+	        "  --threads N          threads (default: all cores)\n"
+	        "  --seed S             seed of weights and synthetic data (default 1)\n"
+	        "  --weights W          load the weights from a safetensors file\n"
+	        "  --save-weights OUT   save the weights after training\n"
+	        "  --input X.npy        the input batch\n"
+	        "  --labels Y.npy       the labels (one-hot floats or class indices)\n"
+	        "  --results R.json     write the results record\n"
+	        "  --slow-dir DIR       directory of the slow tier's file (default: a temporary one)\n"
+	        "  --profile-kernels    print the time of every kernel\n"
+	        "  --emit-llvm          also write the LLVM module next to the cached program\n");
 	usage_model_opts(f);
 }
 
@@ -258,12 +310,14 @@ static void verify_or_die(const Graph *g, const char *after)
 }
 
 /* How far a command runs the pipeline. */
-typedef enum Stage { STAGE_FORWARD, STAGE_TRAINING } Stage;
+typedef enum Stage { STAGE_FORWARD, STAGE_TRAINING, STAGE_PROGRAM } Stage;
 
 /* What the pipeline has built so far. */
 typedef struct Compilation {
-	Graph *g;        /* the graph: forward, then training step */
-	Schedule *sched; /* order and liveness of the training step */
+	Graph *g;            /* the graph: forward, then training step */
+	Schedule *sched;     /* order and liveness of the training step */
+	const char *optimizer; /* which placement to make (STAGE_PROGRAM) */
+	Placement *place;    /* where every tensor lives at every step, with offsets */
 } Compilation;
 
 /*
@@ -285,6 +339,67 @@ static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 	autodiff(c->g, NULL);                                /* -> training step */
 	verify_or_die(c->g, "autodiff");
 	c->sched = schedule_graph(c->g, a);                 /* -> order + liveness */
+	if (stage == STAGE_TRAINING)
+		return true;
+	if (strcmp(c->optimizer, "all-fast") == 0)          /* -> tier of every tensor, moves */
+		c->place = place_all_fast(c->g, c->sched, a);
+	else
+		c->place = place_spill_all(c->g, c->sched, a);
+	memplan(c->place, a);                                /* -> offsets in the pools */
+	char err[512];
+	if (!placement_verify(c->g, c->place, err, sizeof err))
+		ICE("placement %s is inconsistent: %s", c->optimizer, err);
+	return true;
+}
+
+static const char *check_optimizer(const char *cmd, const char *o)
+{
+	if (strcmp(o, "all-fast") != 0 && strcmp(o, "spill-all") != 0)
+		usage_error(cmd, "unknown optimizer '%s' (all-fast or spill-all)", o);
+	return o;
+}
+
+/* The compile-time fields of the results record, as a JSON object (AutoTM's names). */
+static char *program_record(const Compilation *c, const char *source, Arena *a)
+{
+	const Placement *p = c->place;
+	MoveStats ms = placement_stats(p);
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "model", c->g->model);
+	cJSON_AddStringToObject(r, "source", source);
+	cJSON_AddStringToObject(r, "optimizer", p->optimizer);
+	cJSON_AddNumberToObject(r, "num_nodes", c->g->nodes.n);
+	cJSON_AddNumberToObject(r, "peak_live_bytes", (double)c->sched->peak);
+	cJSON_AddNumberToObject(r, "fast_pool_lower_bound", (double)memplan_fast_peak(p, a));
+	cJSON_AddNumberToObject(r, "num_move_nodes", ms.nmoves);
+	cJSON_AddNumberToObject(r, "bytes_moved", (double)ms.bytes);
+	cJSON_AddNumberToObject(r, "bytes_moved_dram", (double)ms.bytes_to_fast);
+	cJSON_AddNumberToObject(r, "bytes_moved_pmem", (double)ms.bytes_to_slow);
+	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
+	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
+	char *text = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	if (!text)
+		fatal_sys("out of memory");
+	char *s = arena_strdup(a, text);
+	free(text);
+	return s;
+}
+
+/* Emit the program of c (IR text only when obj is NULL) and link it into exe. */
+static bool generate(Arena *a, const Compilation *c, const char *source, const char *obj, const char *ll,
+                     char **ir_text, const char *exe)
+{
+	EmitOptions eo = {.obj_path = obj, .ll_path = ll, .record = program_record(c, source, a), .ir_text = ir_text};
+	char err[512];
+	if (!emit_program(c->g, c->sched, c->place, &eo, a, err, sizeof err)) {   /* -> LLVM module, object */
+		error_plain("%s", err);
+		return false;
+	}
+	if (exe && !link_program(obj, exe, err, sizeof err)) {                     /* -> executable */
+		error_plain("%s", err);
+		return false;
+	}
 	return true;
 }
 
@@ -446,6 +561,157 @@ static bool save_weights(const Interp *ip, const char *path)
 	return rc == 0;
 }
 
+/* The memory plan against its lower bound (the fragmentation). */
+static void print_plan(FILE *f, const Compilation *c, Arena *a)
+{
+	const Placement *p = c->place;
+	char b1[64], b2[64], b3[64];
+	int64_t bound = memplan_fast_peak(p, a);
+	MoveStats ms = placement_stats(p);
+	fprintf(f, "placement: %s; %d moves, %s to fast, %s to slow\n", p->optimizer, ms.nmoves,
+	        fmt_bytes(ms.bytes_to_fast, b1, sizeof b1), fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
+	fprintf(f, "fast pool: %s for %s live at once (fragmentation %.1f%%); slow pool: %s\n",
+	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
+	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
+	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
+}
+
+static int cmd_build(int argc, char **argv)
+{
+	Arena a = {0};
+	ModelOpts mo = {0};
+	static int emit_ll;
+	static const char *out, *optimizer = "all-fast";
+	enum { O_OUT = OPT_VALUE, O_OPTIMIZER };
+	const struct option extra[] = {
+		{"output", required_argument, NULL, O_OUT},
+		{"emit-llvm", no_argument, &emit_ll, 1},
+		{"optimizer", required_argument, NULL, O_OPTIMIZER},
+		{0},
+	};
+	const char **const values[] = {&out, &optimizer};
+	/* -o is the short form of --output */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "-o") == 0)
+			argv[i] = "--output";
+	parse_model_opts(&a, "build", argc, argv, &mo, extra, usage_build, values);
+	if (!out)
+		usage_error("build ", "no output given (-o PROG)");
+	Compilation c = {.optimizer = check_optimizer("build ", optimizer)};
+	bool ok = compile(&a, &mo, STAGE_PROGRAM, &c);
+	if (ok) {
+		const char *obj = arena_printf(&a, "%s.o", out);
+		const char *ll = emit_ll ? arena_printf(&a, "%s.ll", out) : NULL;
+		ok = generate(&a, &c, mo.file, obj, ll, NULL, out);
+		unlink(obj);
+		if (ok) {
+			print_plan(stdout, &c, &a);
+			printf("wrote %s%s%s\n", out, ll ? " and " : "", ll ? ll : "");
+		}
+	}
+	arena_free(&a);
+	return ok ? 0 : 1;
+}
+
+/* $XDG_CACHE_HOME/autotm/programs (or ~/.cache/...), created if missing. */
+static const char *cache_dir(Arena *a)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *root = xdg && xdg[0] ? xdg : arena_printf(a, "%s/.cache", home && home[0] ? home : "/tmp");
+	const char *parts[] = {root, "autotm", "programs"};
+	char *dir = arena_strdup(a, parts[0]);
+	for (size_t i = 0; i < countof(parts); i++) {
+		if (i)
+			dir = arena_printf(a, "%s/%s", dir, parts[i]);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			error_plain("cannot create the cache directory %s: %s", dir, strerror(errno));
+			return NULL;
+		}
+	}
+	return dir;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	Arena a = {0};
+	ModelOpts mo = {0};
+	static int emit_ll, profile;
+	static const char *optimizer = "all-fast", *pass[9];
+	enum { O_OPTIMIZER = OPT_VALUE, O_ITERS, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS,
+	       O_SLOWDIR };
+	static const char *const pass_names[] = {"--iters", "--threads", "--seed", "--weights", "--save-weights",
+	                                         "--input", "--labels", "--results", "--slow-dir"};
+	const struct option extra[] = {
+		{"optimizer", required_argument, NULL, O_OPTIMIZER},
+		{"iters", required_argument, NULL, O_ITERS},
+		{"threads", required_argument, NULL, O_THREADS},
+		{"seed", required_argument, NULL, O_SEED},
+		{"weights", required_argument, NULL, O_WEIGHTS},
+		{"save-weights", required_argument, NULL, O_SAVE},
+		{"input", required_argument, NULL, O_INPUT},
+		{"labels", required_argument, NULL, O_LABELS},
+		{"results", required_argument, NULL, O_RESULTS},
+		{"slow-dir", required_argument, NULL, O_SLOWDIR},
+		{"emit-llvm", no_argument, &emit_ll, 1},
+		{"profile-kernels", no_argument, &profile, 1},
+		{0},
+	};
+	const char **const values[] = {&optimizer, &pass[0], &pass[1], &pass[2], &pass[3], &pass[4], &pass[5],
+	                               &pass[6], &pass[7], &pass[8]};
+	parse_model_opts(&a, "run", argc, argv, &mo, extra, usage_run, values);
+	Compilation c = {.optimizer = check_optimizer("run ", optimizer)};
+	const char *dir = NULL;
+	if (!compile(&a, &mo, STAGE_PROGRAM, &c) || !(dir = cache_dir(&a))) {
+		arena_free(&a);
+		return 1;
+	}
+	/* The cache key is the program itself: a hash of its LLVM IR. */
+	char *ir = NULL;
+	if (!generate(&a, &c, mo.file, NULL, NULL, &ir, NULL)) {
+		arena_free(&a);
+		return 1;
+	}
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const unsigned char *s = (const unsigned char *)ir; *s; s++)
+		h = (h ^ *s) * 0x100000001b3ULL;
+	free(ir);
+	const char *exe = arena_printf(&a, "%s/%s-%016llx", dir, c.g->model, (unsigned long long)h);
+	if (access(exe, X_OK) != 0) {
+		const char *tmp = arena_printf(&a, "%s.tmp%d", exe, (int)getpid());
+		const char *obj = arena_printf(&a, "%s.o", tmp);
+		bool ok = generate(&a, &c, mo.file, obj, emit_ll ? arena_printf(&a, "%s.ll", exe) : NULL, NULL, tmp);
+		unlink(obj);
+		if (ok && rename(tmp, exe) != 0) {
+			error_plain("cannot rename %s to %s: %s", tmp, exe, strerror(errno));
+			ok = false;
+		}
+		if (!ok) {
+			unlink(tmp);
+			arena_free(&a);
+			return 1;
+		}
+	}
+	/* Run it: the program prints the losses, times and pool sizes. */
+	const char *args[32];
+	int n = 0;
+	args[n++] = exe;
+	for (size_t i = 0; i < countof(pass); i++)
+		if (pass[i]) {
+			args[n++] = pass_names[i];
+			args[n++] = pass[i];
+		}
+	if (profile)
+		args[n++] = "--profile-kernels";
+	args[n] = NULL;
+	printf("program: %s\n", exe);
+	print_plan(stdout, &c, &a);
+	fflush(stdout);
+	execv(exe, (char *const *)args);
+	error_plain("cannot run %s: %s", exe, strerror(errno));
+	arena_free(&a);
+	return 1;
+}
+
 static long parse_count(const char *cmd, const char *opt, const char *s, long max)
 {
 	char *end;
@@ -524,6 +790,8 @@ int main(int argc, char **argv)
 		{"check", cmd_check},
 		{"graph", cmd_graph},
 		{"interpret", cmd_interpret},
+		{"build", cmd_build},
+		{"run", cmd_run},
 	};
 	for (size_t i = 0; i < countof(cmds); i++) {
 		if (strcmp(cmd, cmds[i].name) == 0) {

@@ -1,0 +1,141 @@
+/*
+ * memplan.c - memory planning: offsets from lifetimes and sizes.
+ *
+ * Each pool is one allocation; every residency placed in it gets a fixed
+ * byte offset. Two residencies may share memory when their lifetimes do
+ * not overlap. Lifetimes are intervals of time points: kernel s runs at
+ * 2s and the boundary before it (where moves run) at 2s-1; a residency
+ * read by a move lives until that boundary, one written by a move from it.
+ *
+ * The packing is greedy best-fit by size, largest first (as TensorFlow's
+ * and most DL compilers' planners): each residency goes at the lowest
+ * offset where it fits beside every already placed residency whose
+ * lifetime overlaps its own. The pool is as large as the highest end.
+ * The lower bound is the peak of simultaneously live bytes; the report
+ * prints both, and their ratio is the fragmentation.
+ */
+#include "memplan.h"
+
+#include <stdlib.h>
+
+#include "util.h"
+
+typedef struct Block {
+	Residency *r;  /* what is placed */
+	int t0, t1;    /* lifetime in time points */
+	int64_t size;  /* bytes, rounded up to MEMPLAN_ALIGN */
+} Block;
+
+static int64_t round_up(int64_t n)
+{
+	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const Block *x = a, *y = b;
+	if (x->size != y->size)
+		return x->size < y->size ? 1 : -1;
+	if (x->t0 != y->t0)
+		return x->t0 - y->t0;
+	return x->r->t->id - y->r->t->id; /* deterministic */
+}
+
+/* Lifetimes in time points, widened by the moves that read and write each residency. */
+static void lifetimes(const Placement *p, Block *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		b[i].r = p->res.v[i];
+		b[i].t0 = 2 * b[i].r->first;
+		b[i].t1 = 2 * b[i].r->last;
+		b[i].size = round_up(b[i].r->t->bytes);
+	}
+	for (int k = 0; k < p->moves.n; k++) {
+		const Move *m = &p->moves.v[k];
+		int issue = 2 * m->start - 1, done = 2 * m->at - 1;
+		Block *from = &b[m->from->id], *to = &b[m->to->id];
+		if (from->t1 < done)
+			from->t1 = done;
+		if (to->t0 > issue)
+			to->t0 = issue;
+	}
+}
+
+static void pack(Block *b, int n, int64_t *pool_size)
+{
+	qsort(b, (size_t)n, sizeof *b, by_size_desc);
+	int64_t top = 0;
+	/* placed blocks, kept sorted by offset for the scan */
+	Block **placed = xmalloc(sizeof(Block *) * (size_t)(n + 1));
+	int np = 0;
+	for (int i = 0; i < n; i++) {
+		/*
+		 * The lowest gap: walk the blocks alive at the same time in order of
+		 * offset; the first that starts at or beyond off + size leaves room.
+		 */
+		int64_t off = 0;
+		for (int j = 0; j < np; j++) {
+			const Block *q = placed[j];
+			if (q->t1 < b[i].t0 || b[i].t1 < q->t0)
+				continue; /* not alive together */
+			if (q->r->offset >= off + b[i].size)
+				break;
+			if (q->r->offset + q->size > off)
+				off = q->r->offset + q->size;
+		}
+		b[i].r->offset = off;
+		if (off + b[i].size > top)
+			top = off + b[i].size;
+		/* insert keeping placed[] sorted by offset */
+		int j = np++;
+		while (j > 0 && placed[j - 1]->r->offset > off) {
+			placed[j] = placed[j - 1];
+			j--;
+		}
+		placed[j] = &b[i];
+	}
+	free(placed);
+	*pool_size = top;
+}
+
+void memplan(Placement *p, Arena *a)
+{
+	int n = p->res.n;
+	Block *all = arena_array(a, (size_t)n + 1, sizeof(Block));
+	lifetimes(p, all, n);
+	/* pack each tier separately */
+	for (int tier = TIER_FAST; tier <= TIER_SLOW; tier++) {
+		Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+		int m = 0;
+		for (int i = 0; i < n; i++)
+			if (all[i].r->tier == (Tier)tier)
+				b[m++] = all[i];
+		int64_t size;
+		pack(b, m, &size);
+		if (tier == TIER_FAST)
+			p->fast_bytes = size;
+		else
+			p->slow_bytes = size;
+	}
+}
+
+int64_t memplan_fast_peak(const Placement *p, Arena *a)
+{
+	int n = p->res.n, npoints = 2 * p->s->n + 2;
+	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	lifetimes(p, b, n);
+	int64_t *delta = arena_array(a, (size_t)npoints + 2, sizeof(int64_t));
+	for (int i = 0; i < n; i++) {
+		if (b[i].r->tier != TIER_FAST)
+			continue;
+		delta[b[i].t0 + 1] += b[i].size; /* +1: time points start at -1 */
+		delta[b[i].t1 + 2] -= b[i].size;
+	}
+	int64_t cur = 0, peak = 0;
+	for (int i = 0; i <= npoints; i++) {
+		cur += delta[i];
+		if (cur > peak)
+			peak = cur;
+	}
+	return peak;
+}

@@ -1,0 +1,21 @@
+/*
+ * memplan.h - byte offsets of every residency in its pool.
+ */
+#ifndef AUTOTM_MEMPLAN_H
+#define AUTOTM_MEMPLAN_H
+
+#include "place.h"
+
+enum { MEMPLAN_ALIGN = 64 }; /* every offset is a multiple: cache lines, AVX-512 loads */
+
+/*
+ * Give every residency of p an offset in its tier's pool so that no two
+ * residencies whose lifetimes overlap share a byte, and set the pools'
+ * sizes (p->fast_bytes, p->slow_bytes).
+ */
+void memplan(Placement *p, Arena *a);
+
+/* Sum over time of the bytes the fast pool must hold at once (its lower bound). */
+int64_t memplan_fast_peak(const Placement *p, Arena *a);
+
+#endif

@@ -1,0 +1,1040 @@
+/*
+ * cpu/kernels.c - the CPU backend: every op of ops.def, forward and
+ * backward, as a oneDNN primitive or as plain C.
+ *
+ * A kernel is made once, from its description (autotm/rt.h), and launched
+ * many times on tensor addresses. For a oneDNN op, making it means
+ * building the op descriptor, the primitive descriptor (with the forward
+ * one as the hint that backward primitives need) and the primitive, and
+ * one dnnl_memory_t per argument without a buffer; a launch points each
+ * memory at the address generated code passes (dnnl_memory_set_data_handle)
+ * and executes. Every tensor is in plain row-major layout - nchw, nc, oihw
+ * (goihw with groups), x - because the memory plan gives each tensor one
+ * contiguous place that other kernels and moves read as such. Only inside
+ * a convolution kernel may oneDNN have its way: it picks blocked layouts
+ * for its fastest implementations, and the kernel reorders its arguments
+ * into and out of a scratch buffer shared by all kernels (see make_conv).
+ *
+ * Plain C where oneDNN has no primitive with our semantics: maxpool
+ * backward (the gradient goes to each window's FIRST maximum, which the
+ * interpreter defines and oneDNN's workspace does not promise), bias
+ * gradient, dropout (its mask is a hash of seed, step and index, shared
+ * with the interpreter), slice, reshape, the loss and its gradient (in
+ * double), and the SGD updates (in place). Those loops are written so
+ * that gcc vectorises them (contiguous inner loops, `omp simd` for the
+ * reductions) and split across the OpenMP threads when large.
+ *
+ * Kernels are deterministic: with the same thread count a kernel gives
+ * the same bits wherever its tensors are (no partial sums combined in the
+ * order threads finish), so placements that differ only in moves train
+ * identically.
+ *
+ * The reference for every kernel is compiler/interp.c; the unit test
+ * tests/unit/test-runtime-ops.c checks each against it.
+ */
+#include "../rt_internal.h"
+
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotm/random.h"
+
+/* Plain-C loops over fewer elements than this run on one thread. */
+enum { PAR_MIN = 1 << 15 };
+/* oneDNN arguments of one kernel at most: tensors plus private buffers. */
+enum { MAX_DNNL_ARGS = RT_MAX_ARGS + 4 };
+
+/*
+ * The backend's state: one engine and one stream for every kernel, and
+ * the scratch memory every kernel's reordered arguments share (kernels run
+ * one at a time, so one buffer the size of the largest need serves all).
+ */
+typedef struct CpuState {
+	dnnl_engine_t engine; /* the CPU */
+	dnnl_stream_t stream; /* in-order stream kernels execute on */
+	void *scratch;        /* reorder buffers of the kernel running */
+	size_t scratch_size;  /* its size: the most any kernel needs */
+} CpuState;
+
+/*
+ * An argument the primitive wants in another layout than the plain one
+ * generated code passes: a private buffer in the primitive's layout and a
+ * reorder between it and the tensor, run before the primitive for an
+ * input and after it for an output.
+ */
+typedef struct Reorder {
+	dnnl_primitive_t prim;  /* the reorder */
+	dnnl_memory_t user;     /* the tensor, plain (its address is set at launch) */
+	dnnl_memory_t inner;    /* the buffer in the primitive's layout (in the shared scratch) */
+	size_t offset;          /* where that buffer starts in the scratch */
+	int from;               /* index of the tensor in rt_launch's args */
+	bool output;            /* reorder after the primitive (inner -> user) */
+} Reorder;
+
+/* A kernel: a oneDNN primitive and its arguments, or a plain-C op. */
+typedef struct CpuKernel {
+	int32_t id;                           /* the id generated code launches it by */
+	RtOp op;                              /* what it computes */
+	int64_t desc[RT_DESC_LEN];            /* its description (plain-C kernels read it at launch) */
+	dnnl_primitive_t prim;                /* the primitive; NULL for a plain-C kernel */
+	int nargs;                            /* entries in args */
+	dnnl_exec_arg_t args[MAX_DNNL_ARGS];  /* the primitive's arguments (DNNL_ARG_*, memory) */
+	int from[MAX_DNNL_ARGS];              /* index in rt_launch's args of each argument's
+	                                         address; -1: a private buffer */
+	Reorder reorders[RT_MAX_ARGS];        /* arguments kept in the primitive's own layout */
+	int nreorders;                        /* entries in reorders */
+	size_t scratch;                       /* bytes of scratch its reorders use */
+	void *priv[RT_MAX_ARGS + 4];          /* private buffers (kernel-owned) */
+	int npriv;                            /* entries in priv */
+	char impl[64];                        /* implementation, for --profile-kernels */
+} CpuKernel;
+
+/* ---- checking oneDNN calls ---------------------------------------------- */
+
+/* The kernel being created, named in error messages. */
+static int32_t creating_id = -1;
+static RtOp creating_op;
+
+static void dnnl_check(dnnl_status_t st, const char *what, const char *file, int line)
+{
+	if (st == dnnl_success)
+		return;
+	if (creating_id >= 0)
+		rt_fatal("%s:%d: %s failed: %s (creating kernel %d, %s)", file, line, what, dnnl_status2str(st),
+		         creating_id, rt_op_name(creating_op));
+	rt_fatal("%s:%d: %s failed: %s", file, line, what, dnnl_status2str(st));
+}
+#define DNNL_CHECK(call) dnnl_check((call), #call, __FILE__, __LINE__)
+
+/* ---- reading descriptions ------------------------------------------------- */
+
+static double attr_f64(const int64_t *desc, int field)
+{
+	double v;
+	memcpy(&v, &desc[field], sizeof v);
+	return v;
+}
+
+static int64_t arg_elems(const int64_t *desc, int i)
+{
+	int64_t n = 1;
+	for (int64_t d = 0; d < RT_ARG_NDIM(desc, i); d++)
+		n *= RT_ARG_DIM(desc, i, d);
+	return n;
+}
+
+/* Dimension d of argument i, 1 past its last dimension. */
+static int64_t dim_or_1(const int64_t *desc, int i, int d)
+{
+	return d < RT_ARG_NDIM(desc, i) ? RT_ARG_DIM(desc, i, d) : 1;
+}
+
+/* Elements after dimension `from` of argument i (H * W for nchw and from = 2). */
+static int64_t inner_elems(const int64_t *desc, int i, int from)
+{
+	int64_t n = 1;
+	for (int64_t d = from; d < RT_ARG_NDIM(desc, i); d++)
+		n *= RT_ARG_DIM(desc, i, d);
+	return n;
+}
+
+/* ---- memory descriptors (all plain row-major f32) ------------------------ */
+
+static dnnl_memory_desc_t md_dims(int ndim, const int64_t *dims)
+{
+	static const dnnl_format_tag_t tag[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd,
+	                                        dnnl_abcde};
+	dnnl_memory_desc_t md;
+	dnnl_dims_t d;
+	if (ndim < 1 || ndim > 5)
+		RT_ICE("a tensor of %d dimensions", ndim);
+	for (int i = 0; i < ndim; i++)
+		d[i] = dims[i];
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, ndim, d, dnnl_f32, tag[ndim]));
+	return md;
+}
+
+/* Argument i as it is. */
+static dnnl_memory_desc_t md_arg(const int64_t *desc, int i)
+{
+	int64_t dims[RT_MAX_DIMS];
+	for (int d = 0; d < RT_ARG_NDIM(desc, i); d++)
+		dims[d] = RT_ARG_DIM(desc, i, d);
+	return md_dims((int)RT_ARG_NDIM(desc, i), dims);
+}
+
+/* Argument i as one dimension (elementwise ops). */
+static dnnl_memory_desc_t md_flat(const int64_t *desc, int i)
+{
+	int64_t n = arg_elems(desc, i);
+	return md_dims(1, &n);
+}
+
+/* Argument i [N, C, ...] as [N, C, rest, 1] (batchnorm on 2-D, 3-D and 4-D data). */
+static dnnl_memory_desc_t md_nc_rest(const int64_t *desc, int i)
+{
+	int64_t dims[4] = {RT_ARG_DIM(desc, i, 0), dim_or_1(desc, i, 1), inner_elems(desc, i, 2), 1};
+	if (RT_ARG_NDIM(desc, i) == 4) {
+		dims[2] = RT_ARG_DIM(desc, i, 2);
+		dims[3] = RT_ARG_DIM(desc, i, 3);
+	}
+	return md_dims(4, dims);
+}
+
+/* Convolution weights [O, C/g, kh, kw] of argument i, as [g, O/g, C/g, kh, kw] with groups. */
+static dnnl_memory_desc_t md_conv_weights(const int64_t *desc, int i)
+{
+	int64_t g = desc[RT_D_GROUPS] > 1 ? desc[RT_D_GROUPS] : 1;
+	if (g == 1)
+		return md_arg(desc, i);
+	int64_t dims[5] = {g, RT_ARG_DIM(desc, i, 0) / g, RT_ARG_DIM(desc, i, 1), RT_ARG_DIM(desc, i, 2),
+	                   RT_ARG_DIM(desc, i, 3)};
+	return md_dims(5, dims);
+}
+
+/* Window geometry: strides, kernel, dilation (none), padding (the same on both sides). */
+typedef struct Window {
+	dnnl_dims_t strides, kernel, dilation, pad_l, pad_r;
+} Window;
+
+static Window window(const int64_t *desc)
+{
+	Window w = {
+		.strides = {desc[RT_D_SH], desc[RT_D_SW]},
+		.kernel = {desc[RT_D_KH], desc[RT_D_KW]},
+		.dilation = {0, 0},
+		.pad_l = {desc[RT_D_PH], desc[RT_D_PW]},
+		.pad_r = {desc[RT_D_PH], desc[RT_D_PW]},
+	};
+	return w;
+}
+
+/* ---- building oneDNN kernels ------------------------------------------------ */
+
+static dnnl_primitive_desc_t make_pd(CpuState *s, const void *op_desc, const_dnnl_primitive_desc_t hint)
+{
+	dnnl_primitive_desc_t pd;
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, op_desc, NULL, s->engine, hint));
+	return pd;
+}
+
+/* A zeroed buffer of `size` bytes owned by the kernel. */
+static void *private_buffer(CpuKernel *k, size_t size)
+{
+	if (k->npriv == (int)(sizeof k->priv / sizeof k->priv[0]))
+		RT_ICE("kernel %d: too many private buffers", k->id);
+	return k->priv[k->npriv++] = rt_xcalloc(size);
+}
+
+/*
+ * Argument `arg` of the primitive is rt_launch's argument `from`, whose
+ * layout is `plain` (NULL: the primitive was made with plain layouts
+ * already). When the primitive chose another layout, it gets a private
+ * buffer in that layout and a reorder from or to the tensor.
+ */
+static void bind_as(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg, int from,
+                    const dnnl_memory_desc_t *plain)
+{
+	if (k->nargs == MAX_DNNL_ARGS)
+		RT_ICE("kernel %d: too many oneDNN arguments", k->id);
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+	if (!md || dnnl_memory_desc_get_size(md) == 0)
+		RT_ICE("kernel %d (%s): the primitive takes no argument %d", k->id, rt_op_name(k->op), arg);
+	dnnl_memory_t m;
+	if (!plain || dnnl_memory_desc_equal(md, plain)) {
+		DNNL_CHECK(dnnl_memory_create(&m, md, s->engine, DNNL_MEMORY_NONE));
+		k->args[k->nargs] = (dnnl_exec_arg_t){arg, m};
+		k->from[k->nargs++] = from;
+		return;
+	}
+	Reorder *r = &k->reorders[k->nreorders++];
+	r->from = from;
+	r->output = arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC || arg == DNNL_ARG_DIFF_WEIGHTS;
+	r->offset = k->scratch;
+	k->scratch += (dnnl_memory_desc_get_size(md) + 63) / 64 * 64;
+	DNNL_CHECK(dnnl_memory_create(&r->user, plain, s->engine, DNNL_MEMORY_NONE));
+	DNNL_CHECK(dnnl_memory_create(&r->inner, md, s->engine, DNNL_MEMORY_NONE));
+	dnnl_primitive_desc_t rpd;
+	DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, r->output ? md : plain, s->engine, r->output ? plain : md,
+	                                              s->engine, NULL));
+	DNNL_CHECK(dnnl_primitive_create(&r->prim, rpd));
+	DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
+	k->args[k->nargs] = (dnnl_exec_arg_t){arg, r->inner};
+	k->from[k->nargs++] = -1;
+}
+
+/* Argument `arg` of the primitive (made with plain layouts) is rt_launch's argument `from`. */
+static void bind(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg, int from)
+{
+	bind_as(s, k, pd, arg, from, NULL);
+}
+
+/* Argument `arg` is a private zeroed buffer, if the primitive has one (workspace, unused shift). */
+static void bind_private(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg)
+{
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+	size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
+	if (size == 0)
+		return;
+	if (k->nargs == MAX_DNNL_ARGS)
+		RT_ICE("kernel %d: too many oneDNN arguments", k->id);
+	void *buf = private_buffer(k, size);
+	dnnl_memory_t m;
+	DNNL_CHECK(dnnl_memory_create(&m, md, s->engine, buf));
+	k->args[k->nargs] = (dnnl_exec_arg_t){arg, m};
+	k->from[k->nargs++] = -1;
+}
+
+/* Create the primitive of pd (which is then released) and name the implementation. */
+static void finish(CpuKernel *k, dnnl_primitive_desc_t pd)
+{
+	const char *impl = NULL;
+	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+		impl = "?";
+	snprintf(k->impl, sizeof k->impl, "oneDNN %s%s", impl, k->nreorders ? " +reorders" : "");
+	DNNL_CHECK(dnnl_primitive_create(&k->prim, pd));
+	DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+}
+
+/*
+ * Convolutions. oneDNN's fastest convolutions work on blocked layouts
+ * (nChw8c, nChw16c, OIhw8i8o ...), so the primitive is first asked for
+ * with every layout left to it (format_tag_any); the tensors it wants in
+ * another layout than their plain one get a private buffer and a reorder
+ * (bind_as). If that choice is only the reference implementation, or
+ * AUTOTM_CONV_LAYOUT=plain is set, the plain layouts are used directly.
+ */
+static dnnl_memory_desc_t md_any(const dnnl_memory_desc_t *plain)
+{
+	dnnl_memory_desc_t md;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, plain->ndims, plain->dims, dnnl_f32, dnnl_format_tag_any));
+	return md;
+}
+
+/* The plain layouts of a convolution's tensors: x, weights, y (dx, dweight, dy for backward ops). */
+typedef struct ConvMds {
+	dnnl_memory_desc_t x, w, b, y; /* plain */
+	bool bias;                     /* forward with a bias */
+} ConvMds;
+
+static ConvMds conv_mds(const int64_t *d)
+{
+	ConvMds m = {0};
+	switch (d[RT_D_OP]) {
+	case RT_OP_CONV2D:
+		m.x = md_arg(d, 0), m.w = md_conv_weights(d, 1), m.y = md_arg(d, (int)d[RT_D_NIN]);
+		m.bias = d[RT_D_NIN] == 3;
+		if (m.bias)
+			m.b = md_arg(d, 2);
+		break;
+	case RT_OP_CONV2D_BWD_DATA: /* dy, weight -> dx */
+		m.x = md_arg(d, 2), m.w = md_conv_weights(d, 1), m.y = md_arg(d, 0);
+		break;
+	default: /* conv2d_bwd_filter: x, dy -> dweight */
+		m.x = md_arg(d, 0), m.w = md_conv_weights(d, 2), m.y = md_arg(d, 1);
+		break;
+	}
+	return m;
+}
+
+/* The primitive descriptor of a convolution op, with free layouts or plain ones. */
+static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, const ConvMds *p, bool any)
+{
+	dnnl_memory_desc_t x = any ? md_any(&p->x) : p->x, w = any ? md_any(&p->w) : p->w;
+	dnnl_memory_desc_t y = any ? md_any(&p->y) : p->y;
+	Window g = window(d);
+	dnnl_convolution_desc_t fd, bd;
+	DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &x, &w,
+	                                              p->bias ? &p->b : NULL, &y, g.strides, g.pad_l, g.pad_r));
+	dnnl_status_t st;
+	dnnl_primitive_desc_t pd, hint;
+	if (d[RT_D_OP] == RT_OP_CONV2D) {
+		st = dnnl_primitive_desc_create(&pd, &fd, NULL, s->engine, NULL);
+	} else {
+		if (d[RT_D_OP] == RT_OP_CONV2D_BWD_DATA)
+			DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x, &w, &y,
+			                                                    g.strides, g.pad_l, g.pad_r));
+		else
+			DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &x, &w, NULL,
+			                                                       &y, g.strides, g.pad_l, g.pad_r));
+		hint = make_pd(s, &fd, NULL);
+		st = dnnl_primitive_desc_create(&pd, &bd, NULL, s->engine, hint);
+		DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	}
+	if (any && st == dnnl_unimplemented)
+		return NULL; /* then plain layouts */
+	DNNL_CHECK(st);
+	return pd;
+}
+
+static bool use_blocked_layouts(void)
+{
+	const char *e = getenv("AUTOTM_CONV_LAYOUT");
+	return !e || strcmp(e, "plain") != 0;
+}
+
+/* conv2d: x, weight[, bias] -> y;  conv2d_bwd_data: dy, weight -> dx;  conv2d_bwd_filter: x, dy -> dweight */
+static void make_conv(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	ConvMds p = conv_mds(d);
+	dnnl_primitive_desc_t pd = use_blocked_layouts() ? conv_pd(s, d, &p, true) : NULL;
+	const char *impl = NULL;
+	if (pd && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+	           strstr(impl, "ref"))) {
+		DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+		pd = NULL;
+	}
+	if (!pd)
+		pd = conv_pd(s, d, &p, false);
+	int nin = (int)d[RT_D_NIN];
+	switch (k->op) {
+	case RT_OP_CONV2D:
+		bind_as(s, k, pd, DNNL_ARG_SRC, 0, &p.x);
+		bind_as(s, k, pd, DNNL_ARG_WEIGHTS, 1, &p.w);
+		if (p.bias)
+			bind_as(s, k, pd, DNNL_ARG_BIAS, 2, &p.b);
+		bind_as(s, k, pd, DNNL_ARG_DST, nin, &p.y);
+		break;
+	case RT_OP_CONV2D_BWD_DATA:
+		bind_as(s, k, pd, DNNL_ARG_DIFF_DST, 0, &p.y);
+		bind_as(s, k, pd, DNNL_ARG_WEIGHTS, 1, &p.w);
+		bind_as(s, k, pd, DNNL_ARG_DIFF_SRC, 2, &p.x);
+		break;
+	default:
+		bind_as(s, k, pd, DNNL_ARG_SRC, 0, &p.x);
+		bind_as(s, k, pd, DNNL_ARG_DIFF_DST, 1, &p.y);
+		bind_as(s, k, pd, DNNL_ARG_DIFF_WEIGHTS, 2, &p.w);
+		break;
+	}
+	finish(k, pd);
+}
+
+/* dense as an inner product: x [N, I], weight [O, I] (oi), bias [O] -> y [N, O] */
+static void dense_fwd_desc(const int64_t *d, dnnl_inner_product_desc_t *ip, int x, int w, int b, int y)
+{
+	dnnl_memory_desc_t xm = md_arg(d, x), wm = md_arg(d, w), ym = md_arg(d, y), bm;
+	if (b >= 0)
+		bm = md_arg(d, b);
+	DNNL_CHECK(dnnl_inner_product_forward_desc_init(ip, dnnl_forward_training, &xm, &wm, b >= 0 ? &bm : NULL, &ym));
+}
+
+static void make_dense(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN];
+	dnnl_inner_product_desc_t ip;
+	dense_fwd_desc(d, &ip, 0, 1, nin == 3 ? 2 : -1, nin);
+	dnnl_primitive_desc_t pd = make_pd(s, &ip, NULL);
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
+	if (nin == 3)
+		bind(s, k, pd, DNNL_ARG_BIAS, 2);
+	bind(s, k, pd, DNNL_ARG_DST, nin);
+	finish(k, pd);
+}
+
+/* dense_bwd_data: dy [N, O], weight [O, I] -> dx [N, I] */
+static void make_dense_bwd_data(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	dnnl_inner_product_desc_t fd, bd;
+	dense_fwd_desc(d, &fd, 2, 1, -1, 0);
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	dnnl_memory_desc_t dx = md_arg(d, 2), w = md_arg(d, 1), dy = md_arg(d, 0);
+	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&bd, &dx, &w, &dy));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 0);
+	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
+	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
+	finish(k, pd);
+}
+
+/* dense_bwd_weight: x [N, I], dy [N, O] -> dweight [O, I] */
+static void make_dense_bwd_weight(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	dnnl_inner_product_desc_t fd, bd;
+	dense_fwd_desc(d, &fd, 0, 2, -1, 1);
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	dnnl_memory_desc_t x = md_arg(d, 0), dw = md_arg(d, 2), dy = md_arg(d, 1);
+	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&bd, &x, &dw, NULL, &dy));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
+	bind(s, k, pd, DNNL_ARG_DIFF_WEIGHTS, 2);
+	finish(k, pd);
+}
+
+/*
+ * Pooling forward of x (argument x) into y. Global average pooling is an
+ * average over a window the size of the image. Max pooling runs as
+ * inference (no workspace: its backward pass is plain C); average pooling
+ * counts the padding, so the divisor is always kh * kw as in the
+ * interpreter.
+ */
+static void pool_fwd_desc(const int64_t *d, dnnl_pooling_v2_desc_t *pd, dnnl_alg_kind_t alg, int x, int y)
+{
+	dnnl_memory_desc_t xm = md_arg(d, x), ym = md_arg(d, y);
+	Window g = window(d);
+	if (d[RT_D_OP] == RT_OP_GLOBALAVGPOOL || d[RT_D_OP] == RT_OP_GLOBALAVGPOOL_BWD) {
+		g = (Window){.strides = {1, 1}, .kernel = {RT_ARG_DIM(d, x, 2), RT_ARG_DIM(d, x, 3)}};
+	}
+	dnnl_prop_kind_t prop = alg == dnnl_pooling_max ? dnnl_forward_inference : dnnl_forward_training;
+	DNNL_CHECK(dnnl_pooling_v2_forward_desc_init(pd, prop, alg, &xm, &ym, g.strides, g.kernel, g.dilation, g.pad_l,
+	                                             g.pad_r));
+}
+
+static void make_pool(CpuState *s, CpuKernel *k)
+{
+	dnnl_alg_kind_t alg = k->op == RT_OP_MAXPOOL ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
+	dnnl_pooling_v2_desc_t pdesc;
+	pool_fwd_desc(k->desc, &pdesc, alg, 0, 1);
+	dnnl_primitive_desc_t pd = make_pd(s, &pdesc, NULL);
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_DST, 1);
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	finish(k, pd);
+}
+
+/* avgpool_bwd, globalavgpool_bwd: dy -> dx */
+static void make_pool_bwd(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	dnnl_pooling_v2_desc_t fd, bd;
+	pool_fwd_desc(d, &fd, dnnl_pooling_avg_include_padding, 1, 0);
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	dnnl_memory_desc_t dx = md_arg(d, 1), dy = md_arg(d, 0);
+	DNNL_CHECK(dnnl_pooling_v2_backward_desc_init(&bd, dnnl_pooling_avg_include_padding, &dx, &dy, fd.strides,
+	                                              fd.kernel, fd.dilation, fd.padding[0], fd.padding[1]));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 0);
+	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 1);
+	finish(k, pd);
+}
+
+/*
+ * Batch normalisation in training mode with separate scale (weight) and
+ * shift (bias) tensors (dnnl_use_scale | dnnl_use_shift; the packed
+ * scale-shift of older oneDNN is not needed). oneDNN stores the batch
+ * mean and the biased batch variance - not 1/sqrt(var + eps) - which is
+ * what ops.def asks for.
+ */
+static const unsigned bn_flags = dnnl_use_scale | dnnl_use_shift;
+
+static void bn_fwd_desc(const int64_t *d, dnnl_batch_normalization_desc_t *bd, int x)
+{
+	dnnl_memory_desc_t xm = md_nc_rest(d, x);
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(bd, dnnl_forward_training, &xm,
+	                                                      (float)attr_f64(d, RT_D_EPS), bn_flags));
+}
+
+/* batchnorm: x, weight, bias -> y, mean, variance */
+static void make_batchnorm(CpuState *s, CpuKernel *k)
+{
+	dnnl_batch_normalization_desc_t bd;
+	bn_fwd_desc(k->desc, &bd, 0);
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, NULL);
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_SCALE, 1);
+	bind(s, k, pd, DNNL_ARG_SHIFT, 2);
+	bind(s, k, pd, DNNL_ARG_DST, 3);
+	bind(s, k, pd, DNNL_ARG_MEAN, 4);
+	bind(s, k, pd, DNNL_ARG_VARIANCE, 5);
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	finish(k, pd);
+}
+
+/* batchnorm_bwd: x, weight, mean, variance, dy -> dx, dweight, dbias */
+static void make_batchnorm_bwd(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	dnnl_batch_normalization_desc_t fd, bd;
+	bn_fwd_desc(d, &fd, 0);
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	dnnl_memory_desc_t x = md_nc_rest(d, 0), dy = md_nc_rest(d, 4);
+	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &dy, &x, (float)attr_f64(d, RT_D_EPS),
+	                                                       bn_flags));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_SCALE, 1);
+	bind(s, k, pd, DNNL_ARG_MEAN, 2);
+	bind(s, k, pd, DNNL_ARG_VARIANCE, 3);
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 4);
+	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 5);
+	bind(s, k, pd, DNNL_ARG_DIFF_SCALE, 6);
+	bind(s, k, pd, DNNL_ARG_DIFF_SHIFT, 7);
+	bind_private(s, k, pd, DNNL_ARG_SHIFT); /* not used by the gradient, but may be asked for */
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	finish(k, pd);
+}
+
+/* relu, sigmoid, tanh: the *_use_dst_for_bwd algorithms, so that backward reads y. */
+static dnnl_alg_kind_t eltwise_alg(RtOp op)
+{
+	switch (op) {
+	case RT_OP_RELU:
+	case RT_OP_RELU_BWD:
+		return dnnl_eltwise_relu_use_dst_for_bwd;
+	case RT_OP_SIGMOID:
+	case RT_OP_SIGMOID_BWD:
+		return dnnl_eltwise_logistic_use_dst_for_bwd;
+	default:
+		return dnnl_eltwise_tanh_use_dst_for_bwd;
+	}
+}
+
+/* relu, sigmoid, tanh: x -> y */
+static void make_eltwise(CpuState *s, CpuKernel *k)
+{
+	dnnl_eltwise_desc_t ed;
+	dnnl_memory_desc_t x = md_flat(k->desc, 0);
+	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, eltwise_alg(k->op), &x, 0.f, 0.f));
+	dnnl_primitive_desc_t pd = make_pd(s, &ed, NULL);
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_DST, 1);
+	finish(k, pd);
+}
+
+/* relu_bwd, sigmoid_bwd, tanh_bwd: y, dy -> dx */
+static void make_eltwise_bwd(CpuState *s, CpuKernel *k)
+{
+	dnnl_eltwise_desc_t fd, bd;
+	dnnl_memory_desc_t y = md_flat(k->desc, 0), dy = md_flat(k->desc, 1);
+	dnnl_alg_kind_t alg = eltwise_alg(k->op);
+	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training, alg, &y, 0.f, 0.f));
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, alg, &dy, &y, 0.f, 0.f));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_DST, 0);
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
+	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
+	finish(k, pd);
+}
+
+/* softmax over axis 1: x [N, C] -> y */
+static void make_softmax(CpuState *s, CpuKernel *k)
+{
+	dnnl_softmax_desc_t sd;
+	dnnl_memory_desc_t x = md_arg(k->desc, 0);
+	DNNL_CHECK(dnnl_softmax_forward_desc_init(&sd, dnnl_forward_training, &x, 1));
+	dnnl_primitive_desc_t pd = make_pd(s, &sd, NULL);
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_DST, 1);
+	finish(k, pd);
+}
+
+/* softmax_bwd: y, dy -> dx */
+static void make_softmax_bwd(CpuState *s, CpuKernel *k)
+{
+	dnnl_softmax_desc_t fd, bd;
+	dnnl_memory_desc_t y = md_arg(k->desc, 0), dy = md_arg(k->desc, 1);
+	DNNL_CHECK(dnnl_softmax_forward_desc_init(&fd, dnnl_forward_training, &y, 1));
+	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
+	DNNL_CHECK(dnnl_softmax_backward_desc_init(&bd, &dy, &y, 1));
+	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
+	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
+	bind(s, k, pd, DNNL_ARG_DST, 0);
+	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
+	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
+	finish(k, pd);
+}
+
+/* add: x1 + x2 + ... -> y (a sum primitive with unit scales) */
+static void make_add(CpuState *s, CpuKernel *k)
+{
+	int n = (int)k->desc[RT_D_NIN];
+	dnnl_memory_desc_t src[RT_MAX_ARGS], dst = md_flat(k->desc, n);
+	float scales[RT_MAX_ARGS];
+	for (int i = 0; i < n; i++) {
+		src[i] = md_flat(k->desc, i);
+		scales[i] = 1.0f;
+	}
+	dnnl_primitive_desc_t pd;
+	DNNL_CHECK(dnnl_sum_primitive_desc_create(&pd, &dst, n, scales, src, NULL, s->engine));
+	for (int i = 0; i < n; i++)
+		bind(s, k, pd, DNNL_ARG_MULTIPLE_SRC + i, i);
+	bind(s, k, pd, DNNL_ARG_DST, n);
+	finish(k, pd);
+}
+
+/* concat: x1, x2, ... -> y along the axis */
+static void make_concat(CpuState *s, CpuKernel *k)
+{
+	int n = (int)k->desc[RT_D_NIN];
+	dnnl_memory_desc_t src[RT_MAX_ARGS], dst = md_arg(k->desc, n);
+	for (int i = 0; i < n; i++)
+		src[i] = md_arg(k->desc, i);
+	dnnl_primitive_desc_t pd;
+	DNNL_CHECK(dnnl_concat_primitive_desc_create(&pd, &dst, n, (int)k->desc[RT_D_AXIS], src, NULL, s->engine));
+	for (int i = 0; i < n; i++)
+		bind(s, k, pd, DNNL_ARG_MULTIPLE_SRC + i, i);
+	bind(s, k, pd, DNNL_ARG_DST, n);
+	finish(k, pd);
+}
+
+/* ---- plain C kernels -------------------------------------------------------- */
+
+/* bias_grad: dy [N, O, ...] -> dbias [O], summed over every dimension but 1 */
+static void run_bias_grad(const int64_t *d, void *const *a)
+{
+	const float *dy = a[0];
+	float *db = a[1];
+	int64_t nb = RT_ARG_DIM(d, 0, 0), c = dim_or_1(d, 0, 1), inner = inner_elems(d, 0, 2);
+#pragma omp parallel for if (nb * c * inner > PAR_MIN)
+	for (int64_t o = 0; o < c; o++) {
+		double s = 0;
+		for (int64_t b = 0; b < nb; b++) {
+			const float *row = dy + (b * c + o) * inner;
+			double rs = 0;
+#pragma omp simd reduction(+ : rs)
+			for (int64_t i = 0; i < inner; i++)
+				rs += row[i];
+			s += rs;
+		}
+		db[o] = (float)s;
+	}
+}
+
+/* maxpool_bwd: x, dy -> dx, each window's gradient to its first maximum (raster order, padding excluded) */
+static void run_maxpool_bwd(const int64_t *d, void *const *a)
+{
+	const float *x = a[0], *dy = a[1];
+	float *dx = a[2];
+	int64_t planes = RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1);
+	int64_t h = RT_ARG_DIM(d, 0, 2), w = RT_ARG_DIM(d, 0, 3), ho = RT_ARG_DIM(d, 1, 2), wo = RT_ARG_DIM(d, 1, 3);
+	int64_t kh = d[RT_D_KH], kw = d[RT_D_KW], sh = d[RT_D_SH], sw = d[RT_D_SW], ph = d[RT_D_PH], pw = d[RT_D_PW];
+#pragma omp parallel for if (planes * h * w > PAR_MIN)
+	for (int64_t p = 0; p < planes; p++) {
+		const float *xp = x + p * h * w, *dyp = dy + p * ho * wo;
+		float *dxp = dx + p * h * w;
+		memset(dxp, 0, sizeof *dxp * (size_t)(h * w));
+		for (int64_t i = 0; i < ho; i++)
+			for (int64_t j = 0; j < wo; j++) {
+				int64_t h0 = i * sh - ph, w0 = j * sw - pw, best = -1;
+				int64_t h1 = h0 + kh < h ? h0 + kh : h, w1 = w0 + kw < w ? w0 + kw : w;
+				for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
+					for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
+						if (best < 0 || xp[r * w + q] > xp[best])
+							best = r * w + q;
+				if (best >= 0)
+					dxp[best] += dyp[i * wo + j];
+			}
+	}
+}
+
+/* dropout, dropout_bwd: x -> y, kept elements scaled by 1 / (1 - p); the mask is (seed, step, index) */
+static void run_dropout(const int64_t *d, void *const *a, uint64_t step)
+{
+	const float *x = a[0];
+	float *y = a[1];
+	int64_t n = arg_elems(d, 0);
+	double p = attr_f64(d, RT_D_P);
+	uint64_t seed = (uint64_t)d[RT_D_SEED];
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		y[i] = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
+}
+
+/* slice: x -> y, elements [offset, offset + y.shape[axis]) along the axis */
+static void run_slice(const int64_t *d, void *const *a)
+{
+	const float *x = a[0];
+	float *y = a[1];
+	int axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, 0, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, 0); i++)
+		inner *= RT_ARG_DIM(d, 0, i);
+	int64_t len = RT_ARG_DIM(d, 1, axis) * inner, stride = RT_ARG_DIM(d, 0, axis) * inner;
+	for (int64_t o = 0; o < outer; o++)
+		memcpy(y + o * len, x + o * stride + d[RT_D_OFFSET] * inner, sizeof *y * (size_t)len);
+}
+
+/* The row's maximum and sum of exp(z - max), in double. */
+static void row_softmax_stats(const float *z, int64_t k, double *mx, double *sum)
+{
+	float m = z[0];
+	for (int64_t j = 1; j < k; j++)
+		m = z[j] > m ? z[j] : m;
+	double s = 0;
+	for (int64_t j = 0; j < k; j++)
+		s += exp((double)z[j] - m);
+	*mx = m;
+	*sum = s;
+}
+
+/*
+ * softmax_crossentropy: logits [N, K], labels [N, K] -> loss [1] = mean of
+ * -sum y * log_softmax(z). Rows in parallel, each row's loss into `rowloss`
+ * (N doubles), then summed in order: the same bits whatever the threads.
+ */
+static void run_xent(const int64_t *d, void *const *a, double *rowloss)
+{
+	const float *z = a[0], *y = a[1];
+	float *loss = a[2];
+	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
+#pragma omp parallel for if (rows * k > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		double mx, s;
+		row_softmax_stats(z + r * k, k, &mx, &s);
+		double lse = mx + log(s), l = 0;
+		for (int64_t j = 0; j < k; j++)
+			if (y[r * k + j] != 0)
+				l -= (double)y[r * k + j] * ((double)z[r * k + j] - lse);
+		rowloss[r] = l;
+	}
+	double total = 0;
+	for (int64_t r = 0; r < rows; r++)
+		total += rowloss[r];
+	loss[0] = (float)(total / (double)rows);
+}
+
+/* softmax_crossentropy_bwd: logits, labels -> dlogits = (softmax(z) * sum(y) - y) / N */
+static void run_xent_bwd(const int64_t *d, void *const *a)
+{
+	const float *z = a[0], *y = a[1];
+	float *dz = a[2];
+	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
+#pragma omp parallel for if (rows * k > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		double mx, s, ysum = 0;
+		row_softmax_stats(z + r * k, k, &mx, &s);
+		for (int64_t j = 0; j < k; j++)
+			ysum += y[r * k + j];
+		for (int64_t j = 0; j < k; j++) {
+			double p = exp((double)z[r * k + j] - mx) / s;
+			dz[r * k + j] = (float)((p * ysum - y[r * k + j]) / (double)rows);
+		}
+	}
+}
+
+/* sgd: weight -= lr * dweight, in place */
+static void run_sgd(const int64_t *d, void *const *a)
+{
+	float *w = a[0];
+	const float *g = a[1];
+	int64_t n = arg_elems(d, 0);
+	double lr = attr_f64(d, RT_D_LR);
+#pragma omp parallel for simd if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		w[i] = (float)((double)w[i] - lr * (double)g[i]);
+}
+
+/* sgd_momentum: velocity = momentum * velocity + dweight; weight -= lr * velocity, in place */
+static void run_sgd_momentum(const int64_t *d, void *const *a)
+{
+	float *w = a[0], *v = a[2];
+	const float *g = a[1];
+	int64_t n = arg_elems(d, 0);
+	double lr = attr_f64(d, RT_D_LR), mom = attr_f64(d, RT_D_MOMENTUM);
+#pragma omp parallel for simd if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++) {
+		double vi = mom * (double)v[i] + (double)g[i];
+		w[i] = (float)((double)w[i] - lr * vi);
+		v[i] = (float)vi;
+	}
+}
+
+static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
+{
+	const int64_t *d = k->desc;
+	switch (k->op) {
+	case RT_OP_RESHAPE:
+		if (a[1] != a[0])
+			rt_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
+		break;
+	case RT_OP_BIAS_GRAD:
+		run_bias_grad(d, a);
+		break;
+	case RT_OP_MAXPOOL_BWD:
+		run_maxpool_bwd(d, a);
+		break;
+	case RT_OP_DROPOUT:
+	case RT_OP_DROPOUT_BWD:
+		run_dropout(d, a, step);
+		break;
+	case RT_OP_SLICE:
+		run_slice(d, a);
+		break;
+	case RT_OP_SOFTMAX_XENT:
+		run_xent(d, a, k->priv[0]);
+		break;
+	case RT_OP_SOFTMAX_XENT_BWD:
+		run_xent_bwd(d, a);
+		break;
+	case RT_OP_SGD:
+		run_sgd(d, a);
+		break;
+	case RT_OP_SGD_MOMENTUM:
+		run_sgd_momentum(d, a);
+		break;
+	default:
+		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, rt_op_name(k->op));
+	}
+}
+
+/* ---- the backend ------------------------------------------------------------ */
+
+static void *cpu_open(int threads)
+{
+	(void)threads; /* OpenMP's thread count, set by rt_begin, is what oneDNN uses */
+	CpuState *s = rt_xcalloc(sizeof *s);
+	DNNL_CHECK(dnnl_engine_create(&s->engine, dnnl_cpu, 0));
+	DNNL_CHECK(dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags));
+	return s;
+}
+
+static void cpu_close(void *state)
+{
+	CpuState *s = state;
+	DNNL_CHECK(dnnl_stream_destroy(s->stream));
+	DNNL_CHECK(dnnl_engine_destroy(s->engine));
+	free(s->scratch);
+	free(s);
+}
+
+static void *cpu_create(void *state, int32_t id, const int64_t *desc)
+{
+	CpuState *s = state;
+	CpuKernel *k = rt_xcalloc(sizeof *k);
+	k->id = id;
+	k->op = (RtOp)desc[RT_D_OP];
+	memcpy(k->desc, desc, sizeof k->desc);
+	snprintf(k->impl, sizeof k->impl, "plain C");
+	creating_id = id;
+	creating_op = k->op;
+	switch (k->op) {
+	case RT_OP_CONV2D:
+	case RT_OP_CONV2D_BWD_DATA:
+	case RT_OP_CONV2D_BWD_FILTER: make_conv(s, k); break;
+	case RT_OP_DENSE: make_dense(s, k); break;
+	case RT_OP_DENSE_BWD_DATA: make_dense_bwd_data(s, k); break;
+	case RT_OP_DENSE_BWD_WEIGHT: make_dense_bwd_weight(s, k); break;
+	case RT_OP_MAXPOOL:
+	case RT_OP_AVGPOOL:
+	case RT_OP_GLOBALAVGPOOL: make_pool(s, k); break;
+	case RT_OP_AVGPOOL_BWD:
+	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k); break;
+	case RT_OP_BATCHNORM: make_batchnorm(s, k); break;
+	case RT_OP_BATCHNORM_BWD: make_batchnorm_bwd(s, k); break;
+	case RT_OP_RELU:
+	case RT_OP_SIGMOID:
+	case RT_OP_TANH: make_eltwise(s, k); break;
+	case RT_OP_RELU_BWD:
+	case RT_OP_SIGMOID_BWD:
+	case RT_OP_TANH_BWD: make_eltwise_bwd(s, k); break;
+	case RT_OP_SOFTMAX: make_softmax(s, k); break;
+	case RT_OP_SOFTMAX_BWD: make_softmax_bwd(s, k); break;
+	case RT_OP_ADD: make_add(s, k); break;
+	case RT_OP_CONCAT: make_concat(s, k); break;
+	case RT_OP_SOFTMAX_XENT:
+		private_buffer(k, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0)); /* the rows' losses */
+		break;
+	case RT_OP_RESHAPE:
+	case RT_OP_BIAS_GRAD:
+	case RT_OP_MAXPOOL_BWD:
+	case RT_OP_DROPOUT:
+	case RT_OP_DROPOUT_BWD:
+	case RT_OP_SLICE:
+	case RT_OP_SOFTMAX_XENT_BWD:
+	case RT_OP_SGD:
+	case RT_OP_SGD_MOMENTUM:
+		break; /* plain C: the description is all it needs */
+	case RT_NUM_OPS:
+		RT_ICE("kernel %d: no op", id);
+	}
+	creating_id = -1;
+	if (k->scratch > s->scratch_size) {
+		void *p;
+		int rc = posix_memalign(&p, 64, k->scratch);
+		if (rc != 0) {
+			char b[32];
+			rt_fatal("cannot allocate the kernels' scratch memory (%s): %s",
+			         rt_fmt_bytes((int64_t)k->scratch, b, sizeof b), strerror(rc));
+		}
+		free(s->scratch);
+		s->scratch = p;
+		s->scratch_size = k->scratch;
+	}
+	return k;
+}
+
+static void reorder(CpuState *s, dnnl_primitive_t prim, dnnl_memory_t from, dnnl_memory_t to)
+{
+	dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+	DNNL_CHECK(dnnl_primitive_execute(prim, s->stream, 2, a));
+}
+
+static void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
+{
+	CpuState *s = state;
+	CpuKernel *k = kernel;
+	if (!k->prim) {
+		run_plain(k, args, step);
+		return;
+	}
+	for (int i = 0; i < k->nargs; i++)
+		if (k->from[i] >= 0)
+			DNNL_CHECK(dnnl_memory_set_data_handle(k->args[i].memory, args[k->from[i]]));
+	for (int i = 0; i < k->nreorders; i++) {
+		Reorder *r = &k->reorders[i];
+		DNNL_CHECK(dnnl_memory_set_data_handle(r->user, args[r->from]));
+		DNNL_CHECK(dnnl_memory_set_data_handle(r->inner, (char *)s->scratch + r->offset));
+		if (!r->output)
+			reorder(s, r->prim, r->user, r->inner);
+	}
+	DNNL_CHECK(dnnl_primitive_execute(k->prim, s->stream, k->nargs, k->args));
+	for (int i = 0; i < k->nreorders; i++)
+		if (k->reorders[i].output)
+			reorder(s, k->reorders[i].prim, k->reorders[i].inner, k->reorders[i].user);
+	DNNL_CHECK(dnnl_stream_wait(s->stream));
+}
+
+static void cpu_destroy(void *state, void *kernel)
+{
+	(void)state;
+	CpuKernel *k = kernel;
+	for (int i = 0; i < k->nreorders; i++) {
+		DNNL_CHECK(dnnl_primitive_destroy(k->reorders[i].prim));
+		DNNL_CHECK(dnnl_memory_destroy(k->reorders[i].user));
+	}
+	for (int i = 0; i < k->nargs; i++)
+		DNNL_CHECK(dnnl_memory_destroy(k->args[i].memory)); /* the inner memories of reorders too */
+	if (k->prim)
+		DNNL_CHECK(dnnl_primitive_destroy(k->prim));
+	for (int i = 0; i < k->npriv; i++)
+		free(k->priv[i]);
+	free(k);
+}
+
+static const char *cpu_impl_name(void *kernel)
+{
+	return ((CpuKernel *)kernel)->impl;
+}
+
+static int64_t cpu_scratch_bytes(void *state)
+{
+	return (int64_t)((CpuState *)state)->scratch_size;
+}
+
+const RtBackend rt_cpu_backend = {
+	.name = "cpu",
+	.open = cpu_open,
+	.close = cpu_close,
+	.create = cpu_create,
+	.launch = cpu_launch,
+	.destroy = cpu_destroy,
+	.impl_name = cpu_impl_name,
+	.scratch_bytes = cpu_scratch_bytes,
+};

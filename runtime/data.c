@@ -1,0 +1,249 @@
+/*
+ * data.c - the tensors that come from outside the training step: initial
+ * weights and optimizer state, the input batch and the labels, and the
+ * weights saved at the end.
+ *
+ * Initial values come from autotm/random.h's generator, element by
+ * element in row-major order from the stream rt_stream(--seed, name), so
+ * that they are the very bits the reference interpreter starts from
+ * (`autotmc interpret` with the same seed). With --weights, every weight
+ * is read from the safetensors file by name instead; --input and
+ * --labels replace the synthetic batch by .npy arrays. The messages for
+ * a missing tensor or a wrong shape are those of `autotmc interpret`.
+ *
+ * Weights and state are written straight to their place in their pool.
+ * The input and labels are kept in a host buffer owned by the runtime and
+ * copied to wherever the memory plan puts them each step (rt_data): the
+ * planner may reuse their memory once they are dead.
+ */
+#include "rt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autotm/random.h"
+
+/* "[2, 3]" */
+static const char *shape_str(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < ndim && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+static const char *kind_name(int32_t kind)
+{
+	switch (kind) {
+	case RT_TENSOR_INPUT: return "input";
+	case RT_TENSOR_LABELS: return "labels";
+	case RT_TENSOR_WEIGHT: return "weight";
+	case RT_TENSOR_STATE: return "state";
+	default: return "tensor";
+	}
+}
+
+/* Fill n floats from the tensor's generator. */
+static void fill_init(RtCtx *ctx, const RtTensor *t, float *dst, int64_t n)
+{
+	RtInit gen = {
+		.kind = t->init, .lo = t->lo, .hi = t->hi, .value = t->value,
+		.state = rt_stream(ctx->opt.seed, t->name),
+		.cols = t->ndim > 1 ? t->shape[1] : 1,
+	};
+	if (t->init < RT_INIT_UNIFORM || t->init > RT_INIT_ONEHOT)
+		RT_ICE("tensor '%s': no initialisation %d", t->name, t->init);
+	for (int64_t i = 0; i < n; i++)
+		dst[i] = (float)rt_init_next(&gen);
+}
+
+/* Convert a file's tensor to floats. */
+static void to_float(const TioTensor *a, float *dst)
+{
+	double *tmp = rt_xmalloc(sizeof *tmp * (size_t)(a->nelems ? a->nelems : 1));
+	tio_to_f64(a, tmp);
+	for (int64_t i = 0; i < a->nelems; i++)
+		dst[i] = (float)tmp[i];
+	free(tmp);
+}
+
+/* A weight from --weights, checked by name and shape. */
+static void load_weight(RtCtx *ctx, const RtTensor *t, float *dst)
+{
+	const char *path = ctx->opt.weights;
+	const TioTensor *w = tio_find(ctx->weights_file, t->name);
+	if (!w)
+		rt_fatal("%s has no tensor '%s' (the model's weights are listed by 'autotmc graph')", path, t->name);
+	bool same = w->ndim == t->ndim;
+	for (int k = 0; same && k < w->ndim; k++)
+		same = w->shape[k] == t->shape[k];
+	if (!same) {
+		char got[256], want[256];
+		shape_str(w->ndim, w->shape, got, sizeof got);
+		rt_fatal("%s: tensor '%s' has shape %s in the file but %s in the model", path, t->name, got,
+		         shape_str((int)t->ndim, t->shape, want, sizeof want));
+	}
+	to_float(w, dst);
+	ctx->weights_used++;
+}
+
+/* The input or labels from a .npy file: the tensor's shape, or labels as [N] class indices. */
+static void load_npy(const RtTensor *t, const char *path, float *dst)
+{
+	TioFile *f;
+	char err[512];
+	if (tio_npy_open(path, &f, err, sizeof err))
+		rt_fatal("%s", err);
+	const TioTensor *a = &f->t[0];
+	bool ok = a->ndim == t->ndim;
+	for (int i = 0; ok && i < a->ndim; i++)
+		ok = a->shape[i] == t->shape[i];
+	bool classes = t->kind == RT_TENSOR_LABELS && t->ndim == 2 && a->ndim == 1 && a->shape[0] == t->shape[0] &&
+	               (a->dtype == TIO_I32 || a->dtype == TIO_I64);
+	if (classes) {
+		double *cls = rt_xmalloc(sizeof *cls * (size_t)a->nelems);
+		tio_to_f64(a, cls);
+		int64_t k = t->shape[1];
+		for (int64_t r = 0; r < t->shape[0]; r++) {
+			int64_t c = (int64_t)cls[r];
+			if (c < 0 || c >= k)
+				rt_fatal("%s: label %lld of row %lld is not a class in [0, %lld)", path, (long long)c,
+				         (long long)r, (long long)k);
+			for (int64_t j = 0; j < k; j++)
+				dst[r * k + j] = j == c ? 1.0f : 0.0f;
+		}
+		free(cls);
+	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
+		to_float(a, dst);
+	} else {
+		char got[256], want[256];
+		shape_str(a->ndim, a->shape, got, sizeof got);
+		rt_fatal("%s: the array is %s%s but %s '%s' is f32%s", path, tio_dtype_name(a->dtype), got,
+		         kind_name(t->kind), t->name, shape_str((int)t->ndim, t->shape, want, sizeof want));
+	}
+	tio_close(f);
+}
+
+static void remember_weight(RtCtx *ctx, const RtTensor *t)
+{
+	if (ctx->nweights == ctx->weights_cap) {
+		int cap = ctx->weights_cap ? 2 * ctx->weights_cap : 32;
+		RtWeight *w = rt_xmalloc(sizeof *w * (size_t)cap);
+		if (ctx->nweights)
+			memcpy(w, ctx->weights, sizeof *w * (size_t)ctx->nweights);
+		free(ctx->weights);
+		ctx->weights = w;
+		ctx->weights_cap = cap;
+	}
+	RtWeight *w = &ctx->weights[ctx->nweights++];
+	*w = (RtWeight){.name = rt_xstrdup(t->name), .pool = t->pool, .offset = t->offset, .ndim = (int)t->ndim};
+	memcpy(w->shape, t->shape, sizeof w->shape);
+}
+
+/* Where a tensor lives, checked against its pool's size. */
+static float *place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name)
+{
+	const RtPool *p = pool == RT_POOL_FAST ? &ctx->fast : pool == RT_POOL_SLOW ? &ctx->slow : NULL;
+	if (!p)
+		RT_ICE("tensor '%s' is in no pool (%d)", name, pool);
+	if (offset < 0 || offset % (int64_t)sizeof(float) || offset + bytes > p->bytes)
+		RT_ICE("tensor '%s' (%lld bytes at offset %lld) lies outside the %s pool (%lld bytes)", name,
+		       (long long)bytes, (long long)offset, p->name, (long long)p->bytes);
+	return (float *)((char *)p->base + offset);
+}
+
+void rt_tensor(RtCtx *ctx, const RtTensor *t)
+{
+	if (!t->name || t->ndim < 1 || t->ndim > RT_MAX_DIMS)
+		RT_ICE("rt_tensor: a tensor with %lld dimensions", (long long)t->ndim);
+	int64_t n = rt_elems(t->ndim, t->shape), bytes = n * (int64_t)sizeof(float);
+	ctx->ntensors++;
+	switch (t->kind) {
+	case RT_TENSOR_WEIGHT:
+	case RT_TENSOR_STATE: {
+		float *dst = place(ctx, t->pool, t->offset, bytes, t->name);
+		if (t->kind == RT_TENSOR_WEIGHT && ctx->weights_file)
+			load_weight(ctx, t, dst);
+		else
+			fill_init(ctx, t, dst, n);
+		if (t->kind == RT_TENSOR_WEIGHT)
+			remember_weight(ctx, t);
+		return;
+	}
+	case RT_TENSOR_INPUT:
+	case RT_TENSOR_LABELS: {
+		RtBatch *b = &ctx->batch[t->kind == RT_TENSOR_INPUT ? RT_DATA_INPUT : RT_DATA_LABELS];
+		if (b->data)
+			RT_ICE("rt_tensor: a second %s tensor '%s'", kind_name(t->kind), t->name);
+		b->data = rt_xmalloc((size_t)bytes);
+		b->bytes = bytes;
+		b->name = t->name;
+		const char *path = t->kind == RT_TENSOR_INPUT ? ctx->opt.input : ctx->opt.labels;
+		if (path)
+			load_npy(t, path, b->data);
+		else
+			fill_init(ctx, t, b->data, n);
+		return;
+	}
+	default:
+		RT_ICE("rt_tensor: tensor '%s' has kind %d", t->name, t->kind);
+	}
+}
+
+void rt_data(RtCtx *ctx, int32_t which, void *dst)
+{
+	if (which != RT_DATA_INPUT && which != RT_DATA_LABELS)
+		RT_ICE("rt_data: no data %d", which);
+	const RtBatch *b = &ctx->batch[which];
+	if (!b->data)
+		RT_ICE("rt_data: no %s tensor was declared with rt_tensor", which == RT_DATA_INPUT ? "input" : "labels");
+	rt_copy(dst, b->data, (size_t)b->bytes);
+}
+
+void rt_data_finish_loading(RtCtx *ctx)
+{
+	if (ctx->weights_file) {
+		int unused = ctx->weights_file->n - ctx->weights_used;
+		if (unused > 0)
+			rt_warn("%s holds %d tensors that the model does not use", ctx->opt.weights, unused);
+		tio_close(ctx->weights_file);
+		ctx->weights_file = NULL;
+	}
+	if (ctx->opt.input && !ctx->batch[RT_DATA_INPUT].data)
+		rt_warn("--input %s: the program has no input tensor", ctx->opt.input);
+	if (ctx->opt.labels && !ctx->batch[RT_DATA_LABELS].data)
+		rt_warn("--labels %s: the program has no labels tensor", ctx->opt.labels);
+	ctx->opt.input = ctx->opt.labels = NULL; /* warned once */
+}
+
+bool rt_data_save_weights(RtCtx *ctx)
+{
+	TioOut *out = rt_xcalloc(sizeof *out * (size_t)(ctx->nweights + 1));
+	for (int i = 0; i < ctx->nweights; i++) {
+		const RtWeight *w = &ctx->weights[i];
+		int64_t bytes = rt_elems(w->ndim, w->shape) * (int64_t)sizeof(float);
+		out[i] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, place(ctx, w->pool, w->offset, bytes, w->name)};
+	}
+	char err[512];
+	int rc = tio_safetensors_write(ctx->opt.save_weights, out, ctx->nweights, err, sizeof err);
+	free(out);
+	if (rc) {
+		fflush(stdout);
+		fprintf(stderr, "%s: error: %s\n", rt_prog_name(), err);
+	}
+	return rc == 0;
+}
+
+void rt_data_free(RtCtx *ctx)
+{
+	for (int i = 0; i < 2; i++)
+		free(ctx->batch[i].data);
+	for (int i = 0; i < ctx->nweights; i++)
+		free(ctx->weights[i].name);
+	free(ctx->weights);
+	if (ctx->weights_file)
+		tio_close(ctx->weights_file);
+}

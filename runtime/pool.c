@@ -1,0 +1,311 @@
+/*
+ * pool.c - the fast and slow memory pools.
+ *
+ * The compiler's memory plan gives every tensor a byte offset in one of
+ * two pools, so the runtime makes exactly one allocation per pool (as
+ * llm.c carves all parameters out of one buffer) and never allocates
+ * tensors afterwards:
+ *
+ *   fast  DRAM: one 2 MiB-aligned allocation (transparent huge pages
+ *         where the kernel gives them), refused when it exceeds the
+ *         limit the placement was made for.
+ *   slow  by default a memkind pmem kind on a fresh temporary directory:
+ *         memkind_create_pmem works on any file system, so the embedded
+ *         default needs no special hardware and behaves like Optane in
+ *         App Direct mode on a DAX file system. `--slow dax-kmem` uses
+ *         persistent memory exposed as a NUMA node (MEMKIND_DAX_KMEM);
+ *         `--slow numa:N` binds anonymous memory to NUMA node N (CXL
+ *         memory, HBM in flat mode, or any CPU-less node).
+ *
+ * Both pools are touched once when they are made, so that page faults do
+ * not land in the first training step and a file system too small for the
+ * slow pool is an error now rather than a SIGBUS later.
+ *
+ * The pmem directory is ours: memkind unlinks its file as soon as it is
+ * created, so removing the (empty) directory is all the cleaning there
+ * is, and it happens on every exit path: rt_pool_close, an atexit handler
+ * (errors exit through rt_fatal), and SIGINT/SIGTERM/SIGHUP handlers that
+ * rmdir (async-signal-safe) before re-raising the signal.
+ */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <memkind.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+enum { POOL_ALIGN = 2 << 20, MAX_TEMP_DIRS = 8 };
+
+/* ---- temporary directories removed on every exit path ------------------ */
+
+/* Directories to rmdir at exit or on a signal; an empty string is a free slot. */
+static char temp_dirs[MAX_TEMP_DIRS][PATH_MAX];
+static bool handlers_installed;
+
+static void remove_temp_dirs(void)
+{
+	for (int i = 0; i < MAX_TEMP_DIRS; i++)
+		if (temp_dirs[i][0])
+			rmdir(temp_dirs[i]);
+}
+
+/* Only async-signal-safe calls here: rmdir, signal, raise. */
+static void on_signal(int sig)
+{
+	remove_temp_dirs();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void register_temp_dir(const char *dir)
+{
+	if (!handlers_installed) {
+		handlers_installed = true;
+		if (atexit(remove_temp_dirs) != 0)
+			rt_fatal("cannot register the slow pool's clean-up (atexit)");
+		const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+			struct sigaction sa = {.sa_handler = on_signal};
+			sigemptyset(&sa.sa_mask);
+			if (sigaction(sigs[i], &sa, NULL) != 0)
+				rt_fatal("cannot install a signal handler: %s", strerror(errno));
+		}
+	}
+	for (int i = 0; i < MAX_TEMP_DIRS; i++)
+		if (!temp_dirs[i][0]) {
+			snprintf(temp_dirs[i], sizeof temp_dirs[i], "%s", dir);
+			return;
+		}
+	RT_ICE("more than %d slow pools at once", MAX_TEMP_DIRS);
+}
+
+static void unregister_temp_dir(const char *dir)
+{
+	for (int i = 0; i < MAX_TEMP_DIRS; i++)
+		if (strcmp(temp_dirs[i], dir) == 0)
+			temp_dirs[i][0] = '\0';
+}
+
+/* ---- touching the pages ------------------------------------------------- */
+
+static sigjmp_buf bus_jump;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(bus_jump, 1);
+}
+
+/*
+ * Zero a pool, page by page in parallel with nothing else (before any
+ * kernel runs). A file-backed pool whose file system runs out of room
+ * raises SIGBUS on the first write to a page it cannot back: report it.
+ */
+static void prefault(RtPool *p)
+{
+	struct sigaction sa = {.sa_handler = on_sigbus}, old;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &old) != 0)
+		rt_fatal("cannot install a SIGBUS handler: %s", strerror(errno));
+	if (sigsetjmp(bus_jump, 1)) {
+		char b[32], w[PATH_MAX + 64];
+		sigaction(SIGBUS, &old, NULL);
+		rt_fatal("the %s pool (%s, %s) could not be backed by memory: its file system is full",
+		         p->name, rt_fmt_bytes(p->bytes, b, sizeof b), rt_pool_where(p, w, sizeof w));
+	}
+	memset(p->base, 0, (size_t)p->mapped);
+	sigaction(SIGBUS, &old, NULL);
+}
+
+static int64_t round_up(int64_t n, int64_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+/* ---- fast -------------------------------------------------------------- */
+
+void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
+{
+	*p = (RtPool){.name = "fast", .bytes = bytes};
+	char b1[32], b2[32];
+	if (bytes < 0)
+		RT_ICE("negative fast pool size %lld", (long long)bytes);
+	if (limit > 0 && bytes > limit)
+		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
+		         rt_fmt_bytes(limit, b2, sizeof b2));
+	if (bytes == 0)
+		return;
+	p->mapped = round_up(bytes, POOL_ALIGN);
+	int rc = posix_memalign(&p->base, POOL_ALIGN, (size_t)p->mapped);
+	if (rc != 0)
+		rt_fatal("cannot allocate the fast pool (%s): %s", rt_fmt_bytes(bytes, b1, sizeof b1), strerror(rc));
+#ifdef MADV_HUGEPAGE
+	madvise(p->base, (size_t)p->mapped, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+	prefault(p);
+}
+
+/* ---- slow -------------------------------------------------------------- */
+
+/* A memkind call returning a memkind error code: fatal with file:line, the call and memkind's reason. */
+static void memkind_check(int err, const char *what, const char *file, int line)
+{
+	if (!err)
+		return;
+	char msg[MEMKIND_ERROR_MESSAGE_SIZE];
+	memkind_error_message(err, msg, sizeof msg);
+	rt_fatal("%s:%d: %s failed: %s (memkind error %d)", file, line, what, msg, err);
+}
+#define MEMKIND_CHECK(call) memkind_check((call), #call, __FILE__, __LINE__)
+
+static void open_pmem(RtPool *p, const char *parent)
+{
+	char b1[32], b2[32];
+	if (!parent || !parent[0])
+		parent = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	char tmpl[PATH_MAX];
+	if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/autotm-slow.XXXXXX", parent) >= sizeof tmpl)
+		rt_fatal("--slow-dir '%s' is too long a path", parent);
+	if (!mkdtemp(tmpl))
+		rt_fatal("cannot create the slow pool's directory in '%s': %s", parent, strerror(errno));
+	p->dir = rt_xstrdup(tmpl);
+	register_temp_dir(p->dir);
+
+	struct statvfs vfs;
+	if (statvfs(p->dir, &vfs) == 0) {
+		int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+		if (avail < p->mapped)
+			rt_fatal("the slow pool needs %s but the file system of '%s' has %s free (choose another with --slow-dir)",
+			         rt_fmt_bytes(p->mapped, b1, sizeof b1), parent, rt_fmt_bytes(avail, b2, sizeof b2));
+	}
+	memkind_t kind;
+	MEMKIND_CHECK(memkind_create_pmem(p->dir, 0, &kind)); /* 0: the file grows as needed */
+	p->mk_kind = kind;
+	p->mk_owned = true;
+	int err = memkind_posix_memalign(kind, &p->base, POOL_ALIGN, (size_t)p->mapped);
+	if (err || !p->base)
+		rt_fatal("cannot allocate the slow pool (%s) in '%s': %s", rt_fmt_bytes(p->bytes, b1, sizeof b1), p->dir,
+		         strerror(err ? err : ENOMEM));
+}
+
+static void open_dax(RtPool *p)
+{
+	char b[32];
+	int err = memkind_check_available(MEMKIND_DAX_KMEM);
+	if (err) {
+		char msg[MEMKIND_ERROR_MESSAGE_SIZE];
+		memkind_error_message(err, msg, sizeof msg);
+		rt_fatal("--slow dax-kmem: this machine has no persistent memory configured as a NUMA node (%s); "
+		         "use the default --slow pmem with --slow-dir on its DAX file system instead",
+		         msg);
+	}
+	p->mk_kind = MEMKIND_DAX_KMEM;
+	err = memkind_posix_memalign(MEMKIND_DAX_KMEM, &p->base, POOL_ALIGN, (size_t)p->mapped);
+	if (err || !p->base)
+		rt_fatal("cannot allocate the slow pool (%s) from MEMKIND_DAX_KMEM: %s", rt_fmt_bytes(p->bytes, b, sizeof b),
+		         strerror(err ? err : ENOMEM));
+}
+
+/* The online NUMA nodes, as /sys lists them ("0-1"), for messages. */
+static const char *online_nodes(char *buf, size_t size)
+{
+	snprintf(buf, size, "unknown");
+	FILE *f = fopen("/sys/devices/system/node/online", "r");
+	if (f) {
+		if (fgets(buf, (int)size, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+static void open_numa(RtPool *p, int node)
+{
+	char path[128], nodes[64], b[32];
+	snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
+	struct stat st;
+	if (node < 0 || node >= 1024 || stat(path, &st) != 0)
+		rt_fatal("--slow numa:%d: this machine has no NUMA node %d (online nodes: %s)", node, node,
+		         online_nodes(nodes, sizeof nodes));
+	p->base = mmap(NULL, (size_t)p->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->base == MAP_FAILED) {
+		p->base = NULL;
+		rt_fatal("cannot map the slow pool (%s): %s", rt_fmt_bytes(p->bytes, b, sizeof b), strerror(errno));
+	}
+	p->anon_map = true;
+	/* mbind(MPOL_BIND) without libnuma: a bit mask of nodes, one bit per node. */
+	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+	mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+	const int mpol_bind = 2, mpol_mf_strict = 1;
+	if (syscall(SYS_mbind, p->base, (unsigned long)p->mapped, mpol_bind, mask, (unsigned long)1024 + 1,
+	            mpol_mf_strict) != 0)
+		rt_fatal("cannot bind the slow pool to NUMA node %d (mbind): %s", node, strerror(errno));
+	p->numa_node = node;
+}
+
+void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *parent, int numa_node)
+{
+	*p = (RtPool){.name = "slow", .bytes = bytes, .kind = kind, .numa_node = numa_node};
+	if (bytes < 0)
+		RT_ICE("negative slow pool size %lld", (long long)bytes);
+	if (bytes == 0)
+		return;
+	p->mapped = round_up(bytes, POOL_ALIGN);
+	switch (kind) {
+	case RT_SLOW_PMEM:
+		open_pmem(p, parent);
+		break;
+	case RT_SLOW_DAX:
+		open_dax(p);
+		break;
+	case RT_SLOW_NUMA:
+		open_numa(p, numa_node);
+		break;
+	}
+	prefault(p);
+}
+
+void rt_pool_close(RtPool *p)
+{
+	if (p->base) {
+		if (p->mk_kind)
+			memkind_free((memkind_t)p->mk_kind, p->base);
+		else if (p->anon_map)
+			munmap(p->base, (size_t)p->mapped);
+		else
+			free(p->base);
+	}
+	if (p->mk_owned)
+		MEMKIND_CHECK(memkind_destroy_kind((memkind_t)p->mk_kind));
+	if (p->dir) {
+		if (rmdir(p->dir) != 0)
+			rt_warn("cannot remove the slow pool's directory '%s': %s", p->dir, strerror(errno));
+		unregister_temp_dir(p->dir);
+		free(p->dir);
+	}
+	*p = (RtPool){.name = p->name};
+}
+
+const char *rt_pool_where(const RtPool *p, char *buf, size_t size)
+{
+	if (strcmp(p->name, "fast") == 0)
+		snprintf(buf, size, "DRAM");
+	else if (p->bytes == 0)
+		snprintf(buf, size, "none");
+	else if (p->kind == RT_SLOW_PMEM)
+		snprintf(buf, size, "pmem file in %s", p->dir ? p->dir : "?");
+	else if (p->kind == RT_SLOW_DAX)
+		snprintf(buf, size, "MEMKIND_DAX_KMEM");
+	else
+		snprintf(buf, size, "NUMA node %d", p->numa_node);
+	return buf;
+}

@@ -1,0 +1,119 @@
+/*
+ * results.c - the results record of a run, as JSON (--results R.json).
+ *
+ * The fields are named as AutoTM's records are (dram = the fast tier,
+ * pmem = the slow tier) so that analyses written for AutoTM carry over.
+ * The compiler's fields (placement, predicted moves, solver times) come
+ * as a JSON object in RtProgram.record and are copied first; the runtime
+ * then adds what it measured, replacing a compile-time field of the same
+ * name. The file is written to a temporary file in the same directory
+ * and renamed over the destination, so a failure never leaves half a
+ * record.
+ */
+#include "rt_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Set key to item, replacing what is there. */
+static void put(cJSON *obj, const char *key, cJSON *item)
+{
+	if (!item)
+		rt_fatal("out of memory building the results record");
+	if (cJSON_GetObjectItemCaseSensitive(obj, key))
+		cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
+	else
+		cJSON_AddItemToObject(obj, key, item);
+}
+
+static cJSON *number_array(const double *v, int64_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int64_t i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+	return a;
+}
+
+static const char *slow_kind_name(RtSlowKind k)
+{
+	return k == RT_SLOW_PMEM ? "pmem" : k == RT_SLOW_DAX ? "dax-kmem" : "numa";
+}
+
+/* Write text to path through a temporary file and rename. */
+static bool write_atomic(const char *path, const char *text)
+{
+	size_t plen = strlen(path);
+	char *tmp = rt_xmalloc(plen + 16);
+	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		int e = errno;
+		fflush(stdout);
+		fprintf(stderr, "%s: error: cannot create a temporary file next to '%s': %s\n", rt_prog_name(), path,
+		        strerror(e));
+		free(tmp);
+		return false;
+	}
+	FILE *f = fdopen(fd, "w");
+	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
+	int e = errno;
+	if (f ? fclose(f) != 0 : close(fd) != 0) {
+		if (ok)
+			e = errno;
+		ok = false;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		e = errno;
+		ok = false;
+	}
+	if (!ok) {
+		unlink(tmp);
+		fflush(stdout);
+		fprintf(stderr, "%s: error: cannot write '%s': %s\n", rt_prog_name(), path, strerror(e));
+	}
+	free(tmp);
+	return ok;
+}
+
+bool rt_results_write(const RtCtx *ctx, const char *path, double median)
+{
+	const RtProgram *p = ctx->program;
+	cJSON *r = NULL;
+	if (p->record && p->record[0]) {
+		r = cJSON_Parse(p->record);
+		if (!r || !cJSON_IsObject(r))
+			RT_ICE("the program's results record is not a JSON object: %.80s", p->record);
+	} else {
+		r = cJSON_CreateObject();
+		if (!r)
+			rt_fatal("out of memory building the results record");
+	}
+	if (!cJSON_GetObjectItemCaseSensitive(r, "model") && p->model)
+		put(r, "model", cJSON_CreateString(p->model));
+	put(r, "actual_runtime", cJSON_CreateNumber(median));
+	if (p->predicted_seconds > 0)
+		put(r, "predicted_runtime", cJSON_CreateNumber(p->predicted_seconds));
+	put(r, "dram_alloc_size", cJSON_CreateNumber((double)ctx->fast.bytes));
+	put(r, "pmem_alloc_size", cJSON_CreateNumber((double)ctx->slow.bytes));
+	put(r, "dram_limit", cJSON_CreateNumber((double)p->fast_limit));
+	put(r, "num_kernels", cJSON_CreateNumber(ctx->nkernels));
+	put(r, "kernel_scratch_size", cJSON_CreateNumber((double)ctx->backend->scratch_bytes(ctx->backend_state)));
+	put(r, "iterations", cJSON_CreateNumber((double)ctx->nsteps));
+	put(r, "losses", number_array(ctx->losses, ctx->nsteps));
+	put(r, "step_times", number_array(ctx->step_times, ctx->nsteps));
+	put(r, "threads", cJSON_CreateNumber(ctx->opt.threads));
+	put(r, "seed", cJSON_CreateNumber((double)ctx->opt.seed));
+	put(r, "slow_tier", cJSON_CreateString(ctx->slow.bytes ? slow_kind_name(ctx->slow.kind) : "none"));
+	put(r, "backend", cJSON_CreateString(ctx->backend->name));
+	char *text = cJSON_Print(r);
+	cJSON_Delete(r);
+	if (!text)
+		rt_fatal("out of memory printing the results record");
+	bool ok = write_atomic(path, text);
+	cJSON_free(text);
+	return ok;
+}

@@ -1,0 +1,547 @@
+/*
+ * rt.c - the life of a generated training program: rt_begin parses the
+ * program's command line and makes the pools, the copy thread and the
+ * backend; rt_kernel / rt_launch create kernels once and launch them by id;
+ * rt_step_begin / rt_step_end time the steps and record the losses; rt_end
+ * saves the weights, reports and writes the results record.
+ *
+ * Generated code is a flat sequence of calls (see autotm/rt.h), so all
+ * the policy lives here: defaults, messages, what is measured. A step's
+ * time runs from rt_step_begin to rt_step_end and includes waiting for
+ * every asynchronous move it started. The program's exit status is what
+ * rt_end returns: 0, or 1 after an error message; failures of the system
+ * exit(1) on the spot through rt_fatal.
+ */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { EXIT_USAGE = 2 };
+
+/* ---- helpers shared by the runtime --------------------------------------- */
+
+static char prog_name[64] = "autotm";
+
+const char *rt_prog_name(void)
+{
+	return prog_name;
+}
+
+void rt_set_prog_name(const char *argv0)
+{
+	if (!argv0 || !argv0[0])
+		return;
+	const char *slash = strrchr(argv0, '/');
+	snprintf(prog_name, sizeof prog_name, "%s", slash ? slash + 1 : argv0);
+}
+
+noreturn void rt_fatal(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "%s: error: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void rt_warn(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "%s: warning: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+noreturn void rt_ice_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "%s: internal error at %s:%d: ", prog_name, file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+void *rt_alloc_at(const char *file, int line, size_t n, bool zero)
+{
+	void *p = zero ? calloc(1, n ? n : 1) : malloc(n ? n : 1);
+	if (!p) {
+		char b[32];
+		rt_fatal("%s:%d: out of memory allocating %s", file, line, rt_fmt_bytes((int64_t)n, b, sizeof b));
+	}
+	return p;
+}
+
+char *rt_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(rt_xmalloc(n), s, n);
+}
+
+const char *rt_fmt_bytes(int64_t bytes, char *buf, size_t size)
+{
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < sizeof unit / sizeof unit[0]) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%lld B", (long long)bytes);
+	else
+		snprintf(buf, size, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+double rt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int64_t rt_elems(int64_t ndim, const int64_t *shape)
+{
+	int64_t n = 1;
+	for (int64_t i = 0; i < ndim; i++)
+		n *= shape[i];
+	return n;
+}
+
+/* The ops' names and arities, from ops.def. */
+static const struct {
+	const char *name; /* printed name */
+	int min_in;       /* fewest inputs */
+	int max_in;       /* most inputs, -1: any */
+	int nout;         /* outputs */
+} op_table[RT_NUM_OPS] = {
+#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) {#name, min_in, max_in, nout},
+#include "ops.def"
+#undef OP
+};
+
+const char *rt_op_name(int64_t op)
+{
+	return op >= 0 && op < RT_NUM_OPS ? op_table[op].name : "?";
+}
+
+/* ---- the command line ----------------------------------------------------- */
+
+static void usage(FILE *f, const RtProgram *p)
+{
+	fprintf(f,
+	        "usage: %s [OPTIONS]\n"
+	        "\n"
+	        "Train the model '%s' (compiled by autotmc): run the training step N times,\n"
+	        "printing each step's loss and time, then the median step time and the sizes\n"
+	        "of the fast and slow memory pools.\n"
+	        "\n"
+	        "options:\n"
+	        "  --iters N            training steps (default 10; 0 only initialises)\n"
+	        "  --threads N          threads for the kernels (default: every core, %d here)\n"
+	        "  --seed S             seed of the initial weights and synthetic data (default 1)\n"
+	        "  --weights W          load the weights from the safetensors file W\n"
+	        "  --save-weights OUT   save the weights after training to OUT (safetensors, F32)\n"
+	        "  --input X.npy        the input batch (default: N(0, 1) from the seed)\n"
+	        "  --labels Y.npy       the labels: one-hot [N, K] floats or [N] class indices\n"
+	        "  --results R.json     write the results record (JSON) to R.json\n"
+	        "  --slow KIND          the slow tier: 'pmem' (default: a memkind file in\n"
+	        "                       --slow-dir), 'dax-kmem' (persistent memory as a NUMA\n"
+	        "                       node), or 'numa:N' (memory of NUMA node N)\n"
+	        "  --slow-dir DIR       where the pmem slow pool's file goes (default: $TMPDIR\n"
+	        "                       or /tmp); a fresh directory is made there and removed\n"
+	        "                       at exit\n"
+	        "  --profile-kernels    time every kernel launch and print a table at the end\n"
+	        "  -q, --quiet          print nothing but errors and warnings\n"
+	        "  -h, --help           show this help\n"
+	        "\n"
+	        "Documentation: docs/runtime.md.\n",
+	        prog_name, p->model ? p->model : "?", omp_get_num_procs());
+}
+
+static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static noreturn void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog_name);
+	exit(EXIT_USAGE);
+}
+
+static long long parse_count(const char *opt, const char *s, long long min, long long max)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < min || v > max)
+		usage_error("%s expects a whole number from %lld to %lld, got '%s'", opt, min, max, s);
+	return v;
+}
+
+static void parse_options(int argc, char **argv, const RtProgram *program, RtOptions *o)
+{
+	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
+	       O_SLOW_DIR, O_PROFILE };
+	static const struct option opts[] = {
+		{"iters", required_argument, NULL, O_ITERS},
+		{"threads", required_argument, NULL, O_THREADS},
+		{"seed", required_argument, NULL, O_SEED},
+		{"weights", required_argument, NULL, O_WEIGHTS},
+		{"save-weights", required_argument, NULL, O_SAVE},
+		{"input", required_argument, NULL, O_INPUT},
+		{"labels", required_argument, NULL, O_LABELS},
+		{"results", required_argument, NULL, O_RESULTS},
+		{"slow", required_argument, NULL, O_SLOW},
+		{"slow-dir", required_argument, NULL, O_SLOW_DIR},
+		{"profile-kernels", no_argument, NULL, O_PROFILE},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	if (argc <= 1 || !argv)
+		return;
+	optind = 1;
+	opterr = 0;
+	int ch;
+	while ((ch = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_ITERS:
+			o->iters = parse_count("--iters", optarg, 0, 1000000000);
+			break;
+		case O_THREADS:
+			o->threads = (int)parse_count("--threads", optarg, 1, 4096);
+			break;
+		case O_SEED:
+			o->seed = (uint64_t)parse_count("--seed", optarg, 0, 0x7fffffff);
+			break;
+		case O_WEIGHTS:
+			o->weights = optarg;
+			break;
+		case O_SAVE:
+			o->save_weights = optarg;
+			break;
+		case O_INPUT:
+			o->input = optarg;
+			break;
+		case O_LABELS:
+			o->labels = optarg;
+			break;
+		case O_RESULTS:
+			o->results = optarg;
+			break;
+		case O_SLOW:
+			if (strcmp(optarg, "pmem") == 0)
+				o->slow_kind = RT_SLOW_PMEM;
+			else if (strcmp(optarg, "dax-kmem") == 0)
+				o->slow_kind = RT_SLOW_DAX;
+			else if (strncmp(optarg, "numa:", 5) == 0) {
+				o->slow_kind = RT_SLOW_NUMA;
+				o->numa_node = (int)parse_count("--slow numa:N", optarg + 5, 0, 1023);
+			} else
+				usage_error("--slow expects pmem, dax-kmem or numa:N, got '%s'", optarg);
+			break;
+		case O_SLOW_DIR:
+			o->slow_dir = optarg;
+			break;
+		case O_PROFILE:
+			o->profile = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout, program);
+			exit(0);
+		case ':':
+			usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->slow_dir && o->slow_kind != RT_SLOW_PMEM)
+		usage_error("--slow-dir applies only to --slow pmem");
+}
+
+/* ---- begin and end -------------------------------------------------------- */
+
+RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
+{
+	if (argc > 0 && argv)
+		rt_set_prog_name(argv[0]);
+	RtCtx *ctx = rt_xcalloc(sizeof *ctx);
+	ctx->program = program;
+	ctx->opt = (RtOptions){.iters = 10, .threads = omp_get_num_procs(), .seed = 1};
+	parse_options(argc, argv, program, &ctx->opt);
+	omp_set_num_threads(ctx->opt.threads);
+
+	rt_pool_fast_open(&ctx->fast, program->fast_bytes, program->fast_limit);
+	rt_pool_slow_open(&ctx->slow, program->slow_bytes, ctx->opt.slow_kind, ctx->opt.slow_dir,
+	                  ctx->opt.numa_node);
+	ctx->mover = rt_mover_new();
+	ctx->backend = &rt_cpu_backend;
+	ctx->backend_state = ctx->backend->open(ctx->opt.threads);
+	if (program->nkernels > 0) {
+		ctx->nkernel_slots = program->nkernels;
+		ctx->kernels = rt_xcalloc(sizeof *ctx->kernels * (size_t)program->nkernels);
+	}
+	if (ctx->opt.weights) {
+		char err[512];
+		if (tio_safetensors_open(ctx->opt.weights, &ctx->weights_file, err, sizeof err))
+			rt_fatal("%s", err);
+	}
+	return ctx;
+}
+
+void *rt_pool_base(RtCtx *ctx, int32_t pool)
+{
+	if (pool == RT_POOL_FAST)
+		return ctx->fast.base;
+	if (pool == RT_POOL_SLOW)
+		return ctx->slow.base;
+	RT_ICE("rt_pool_base: no pool %d", pool);
+}
+
+int64_t rt_iters(RtCtx *ctx)
+{
+	return ctx->opt.iters;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, int64_t n)
+{
+	if (n == 0)
+		return 0;
+	double *s = rt_xmalloc(sizeof *s * (size_t)n);
+	memcpy(s, v, sizeof *s * (size_t)n);
+	qsort(s, (size_t)n, sizeof *s, cmp_double);
+	double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+	free(s);
+	return m;
+}
+
+static int cmp_slot_time(const void *a, const void *b, void *arg)
+{
+	const RtKernelSlot *k = arg;
+	double x = k[*(const int32_t *)a].seconds, y = k[*(const int32_t *)b].seconds;
+	return (x < y) - (x > y);
+}
+
+/* --profile-kernels: one line per kernel, slowest first. */
+static void print_profile(RtCtx *ctx)
+{
+	int32_t *order = rt_xmalloc(sizeof *order * (size_t)(ctx->nkernel_slots + 1));
+	int32_t n = 0;
+	double total = 0;
+	int64_t calls = 0;
+	for (int32_t i = 0; i < ctx->nkernel_slots; i++)
+		if (ctx->kernels[i].impl) {
+			order[n++] = i;
+			total += ctx->kernels[i].seconds;
+			calls += ctx->kernels[i].calls;
+		}
+	/* insertion sort by time: qsort_r is a GNU extension */
+	for (int32_t i = 1; i < n; i++)
+		for (int32_t j = i; j > 0 && cmp_slot_time(&order[j - 1], &order[j], ctx->kernels) > 0; j--) {
+			int32_t t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	printf("kernel profile: %d kernels, %lld launches, %.3f ms in kernels\n", n, (long long)calls, 1e3 * total);
+	printf("%6s  %-26s %-28s %7s %12s %11s %7s\n", "id", "op", "implementation", "calls", "total ms", "mean ms",
+	       "share");
+	for (int32_t i = 0; i < n; i++) {
+		const RtKernelSlot *k = &ctx->kernels[order[i]];
+		printf("%6d  %-26s %-28s %7lld %12.3f %11.4f %6.1f%%\n", order[i], rt_op_name(k->op),
+		       ctx->backend->impl_name(k->impl), (long long)k->calls, 1e3 * k->seconds,
+		       k->calls ? 1e3 * k->seconds / (double)k->calls : 0.0, total > 0 ? 100 * k->seconds / total : 0.0);
+	}
+	free(order);
+}
+
+int rt_end(RtCtx *ctx)
+{
+	int status = 0;
+	if (ctx->in_step)
+		RT_ICE("rt_end inside a step");
+	rt_data_finish_loading(ctx);
+	rt_mover_drain(ctx->mover);
+	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
+		status = 1;
+
+	double med = median(ctx->step_times, ctx->nsteps);
+	const RtProgram *p = ctx->program;
+	if (!ctx->opt.quiet) {
+		char b1[32], b2[32], b3[32], w[512];
+		int64_t nmoves, moved;
+		rt_mover_stats(ctx->mover, &nmoves, &moved);
+		printf("median step time: %.3f ms over %lld steps\n", 1e3 * med, (long long)ctx->nsteps);
+		if (p->predicted_seconds > 0)
+			printf("predicted step time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * p->predicted_seconds,
+			       med / p->predicted_seconds);
+		printf("fast pool: %s (DRAM", rt_fmt_bytes(ctx->fast.bytes, b1, sizeof b1));
+		if (p->fast_limit > 0)
+			printf(", limit %s", rt_fmt_bytes(p->fast_limit, b2, sizeof b2));
+		printf("); slow pool: %s", rt_fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
+		if (ctx->slow.bytes > 0)
+			printf(" (%s)", rt_pool_where(&ctx->slow, w, sizeof w));
+		printf("\nkernels: %d (scratch %s); asynchronous moves: %lld (%s); threads: %d\n", ctx->nkernels,
+		       rt_fmt_bytes(ctx->backend->scratch_bytes(ctx->backend_state), b2, sizeof b2), (long long)nmoves,
+		       rt_fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
+	}
+	if (ctx->opt.profile)
+		print_profile(ctx);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		rt_warn("error writing the output: %s", strerror(errno));
+		status = 1;
+	}
+	if (ctx->opt.results && !rt_results_write(ctx, ctx->opt.results, med))
+		status = 1;
+
+	for (int32_t i = 0; i < ctx->nkernel_slots; i++)
+		if (ctx->kernels[i].impl)
+			ctx->backend->destroy(ctx->backend_state, ctx->kernels[i].impl);
+	free(ctx->kernels);
+	ctx->backend->close(ctx->backend_state);
+	rt_mover_free(ctx->mover);
+	rt_pool_close(&ctx->fast);
+	rt_pool_close(&ctx->slow);
+	rt_data_free(ctx);
+	free(ctx->step_times);
+	free(ctx->losses);
+	free(ctx);
+	return status;
+}
+
+/* ---- kernels -------------------------------------------------------------- */
+
+/* Check a description against ops.def before the backend reads it. */
+static void check_desc(int32_t id, const int64_t *desc)
+{
+	int64_t op = desc[RT_D_OP], nin = desc[RT_D_NIN], nout = desc[RT_D_NOUT];
+	if (op < 0 || op >= RT_NUM_OPS)
+		RT_ICE("kernel %d: no op %lld", id, (long long)op);
+	const char *name = op_table[op].name;
+	if (nin < op_table[op].min_in || (op_table[op].max_in >= 0 && nin > op_table[op].max_in) ||
+	    nout != op_table[op].nout || nin + nout > RT_MAX_ARGS)
+		RT_ICE("kernel %d (%s): %lld inputs and %lld outputs do not match ops.def", id, name, (long long)nin,
+		       (long long)nout);
+	for (int64_t i = 0; i < nin + nout; i++) {
+		int64_t nd = RT_ARG_NDIM(desc, i);
+		if (nd < 1 || nd > RT_MAX_DIMS)
+			RT_ICE("kernel %d (%s): argument %lld has %lld dimensions", id, name, (long long)i, (long long)nd);
+		for (int64_t d = 0; d < nd; d++)
+			if (RT_ARG_DIM(desc, i, d) < 1)
+				RT_ICE("kernel %d (%s): argument %lld has size %lld in dimension %lld", id, name,
+				       (long long)i, (long long)RT_ARG_DIM(desc, i, d), (long long)d);
+	}
+}
+
+void rt_kernel(RtCtx *ctx, int32_t id, const int64_t *desc)
+{
+	if (id < 0)
+		RT_ICE("rt_kernel: negative kernel id %d", id);
+	if (id >= ctx->nkernel_slots) {
+		int32_t n = ctx->nkernel_slots ? ctx->nkernel_slots : 16;
+		while (n <= id)
+			n *= 2;
+		RtKernelSlot *k = rt_xcalloc(sizeof *k * (size_t)n);
+		if (ctx->nkernel_slots)
+			memcpy(k, ctx->kernels, sizeof *k * (size_t)ctx->nkernel_slots);
+		free(ctx->kernels);
+		ctx->kernels = k;
+		ctx->nkernel_slots = n;
+	}
+	if (ctx->kernels[id].impl)
+		RT_ICE("kernel %d created twice", id);
+	check_desc(id, desc);
+	ctx->kernels[id].impl = ctx->backend->create(ctx->backend_state, id, desc);
+	ctx->kernels[id].op = desc[RT_D_OP];
+	ctx->nkernels++;
+}
+
+void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
+{
+	if (id < 0 || id >= ctx->nkernel_slots || !ctx->kernels[id].impl)
+		RT_ICE("rt_launch: kernel %d was never created", id);
+	RtKernelSlot *k = &ctx->kernels[id];
+	if (!ctx->opt.profile) {
+		ctx->backend->launch(ctx->backend_state, k->impl, args, ctx->step);
+		return;
+	}
+	double t0 = rt_now();
+	ctx->backend->launch(ctx->backend_state, k->impl, args, ctx->step);
+	k->seconds += rt_now() - t0;
+	k->calls++;
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+void rt_step_begin(RtCtx *ctx)
+{
+	if (ctx->in_step)
+		RT_ICE("rt_step_begin twice without rt_step_end");
+	if (ctx->step == 0)
+		rt_data_finish_loading(ctx);
+	ctx->in_step = true;
+	ctx->step_start = rt_now();
+}
+
+void rt_step_end(RtCtx *ctx, const float *loss)
+{
+	if (!ctx->in_step)
+		RT_ICE("rt_step_end without rt_step_begin");
+	rt_mover_drain(ctx->mover); /* a step is over when its moves are */
+	double t = rt_now() - ctx->step_start;
+	double l = loss ? (double)*loss : NAN;
+	ctx->in_step = false;
+	if (ctx->nsteps == ctx->steps_cap) {
+		int64_t cap = ctx->steps_cap ? 2 * ctx->steps_cap : 64;
+		double *st = rt_xmalloc(sizeof *st * (size_t)cap), *ls = rt_xmalloc(sizeof *ls * (size_t)cap);
+		if (ctx->nsteps) {
+			memcpy(st, ctx->step_times, sizeof *st * (size_t)ctx->nsteps);
+			memcpy(ls, ctx->losses, sizeof *ls * (size_t)ctx->nsteps);
+		}
+		free(ctx->step_times);
+		free(ctx->losses);
+		ctx->step_times = st;
+		ctx->losses = ls;
+		ctx->steps_cap = cap;
+	}
+	ctx->step_times[ctx->nsteps] = t;
+	ctx->losses[ctx->nsteps] = l;
+	ctx->nsteps++;
+	ctx->step++;
+	if (!ctx->opt.quiet) {
+		printf("step %lld: loss %.9g (%.3f ms)\n", (long long)ctx->step, l, 1e3 * t);
+		fflush(stdout);
+	}
+	if (loss && !isfinite(l))
+		rt_fatal("the loss is not finite at step %lld; lower the learning rate", (long long)ctx->step);
+}

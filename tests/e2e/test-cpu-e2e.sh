@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Generated programs against the reference interpreter, end to end.
+#
+# For each model (small enough for the interpreter: mlp, test_vgg, and
+# resnet50, densenet201 and inception_v3 at batch 2 and reduced resolution),
+# `autotmc build` a program with every tensor in the fast tier and one with
+# the spill-all placement (every activation written to the slow tier after
+# its producer and read back before each user), run 3 steps of each from the
+# same seed, and check:
+#   - the losses of all-fast match the interpreter's to 1e-4 relative;
+#   - the final weights match the interpreter's to 1e-4 relative (max-norm);
+#   - the losses of spill-all are bitwise those of all-fast, and so are the
+#     final weights (moves copy bytes; they must not change a result).
+# The interpreter runs in float32 mode (every result rounded to float32).
+set -uo pipefail
+srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TOP_BUILDDIR:-$srcdir}
+autotmc=${AUTOTMC:-$builddir/autotmc}
+compare=$builddir/tests/e2e/compare-weights
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/e2e.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+fails=0
+
+losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
+
+check_model() { # NAME FILE ARGS...
+    local name=$1 file=$2
+    shift 2
+    local d=$work/$name
+    mkdir -p "$d"
+    if ! "$autotmc" interpret "$file" "$@" --iters 3 --save-weights "$d/ref.st" >"$d/ref.out" 2>&1; then
+        echo "FAIL: $name: interpreter"; cat "$d/ref.out"; fails=$((fails + 1)); return
+    fi
+    for opt in all-fast spill-all; do
+        if ! "$autotmc" build "$file" "$@" --optimizer $opt -o "$d/$opt" >"$d/$opt.build" 2>&1 ||
+           ! "$d/$opt" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/$opt.st" >"$d/$opt.out" 2>&1; then
+            echo "FAIL: $name: $opt program"; cat "$d/$opt.build" "$d/$opt.out" 2>/dev/null | tail -20
+            fails=$((fails + 1)); return
+        fi
+    done
+    local ok=1
+    paste <(losses "$d/ref.out") <(losses "$d/all-fast.out") >"$d/pairs"
+    if [ "$(wc -l <"$d/pairs")" -ne 3 ] || ! awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * ($1 < 0 ? -$1 : $1)) exit 1 }' "$d/pairs"; then
+        echo "FAIL: $name: losses (interpreter, program):"; cat "$d/pairs"; ok=0
+    fi
+    if ! "$compare" "$d/ref.st" "$d/all-fast.st" 1e-4 >"$d/cmp" 2>&1; then
+        echo "FAIL: $name: final weights against the interpreter"; cat "$d/cmp"; ok=0
+    fi
+    if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/spill-all.out")" ] || ! cmp -s "$d/all-fast.st" "$d/spill-all.st"; then
+        echo "FAIL: $name: spill-all differs from all-fast"; paste <(losses "$d/all-fast.out") <(losses "$d/spill-all.out"); ok=0
+    fi
+    if [ $ok = 1 ]; then
+        echo "ok: $name: losses $(losses "$d/all-fast.out" | tr '\n' ' ')match; $(cat "$d/cmp"); spill-all bitwise equal"
+    else
+        fails=$((fails + 1))
+    fi
+}
+
+ex=$srcdir/examples
+check_model mlp "$ex/mlp.net"
+check_model test_vgg "$ex/test_vgg.net"
+check_model resnet50 "$ex/resnet50.net" -D batch=2 -D size=64
+check_model densenet201 "$ex/densenet201.net" -D batch=2 -D size=64
+check_model inception_v3 "$ex/inception_v3.net" -D batch=2 -D size=96
+echo "$fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,541 @@
+/*
+ * test-runtime-ops.c - every kernel of the CPU runtime against the
+ * reference interpreter, and a few training runs through the runtime's
+ * ABI against `autotmc interpret`'s losses.
+ *
+ * Part 1, op by op: each case is a small .net program (as in
+ * test-gradcheck.c) turned into a training step. For every node in
+ * schedule order the interpreter (float32 mode) executes it, and the
+ * runtime executes the same node - rt_kernel from the node's description,
+ * rt_launch - on float copies of the interpreter's inputs to that node, so
+ * that every op is checked in isolation. Every output, and every input an
+ * op updates in place, must agree: max |a - b| <= 1e-4 * max(1, max |ref|).
+ * Every op of ops.def must be covered. The cases with convolutions run
+ * twice: with oneDNN's blocked layouts (and reorders), and with
+ * AUTOTM_CONV_LAYOUT=plain.
+ *
+ * Part 2, whole programs: a naive memory plan (weights and optimizer
+ * state in the slow pool, everything else in the fast pool), then what a
+ * generated program does - rt_begin with a command line, rt_kernel,
+ * rt_tensor, rt_data, rt_launch in schedule order, rt_step_end, rt_end -
+ * and the losses of the results record, and the saved weights, compared
+ * with the interpreter's after the same steps.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "autotm/rt.h"
+#include "autotm/tensorio.h"
+#include "compiler/autodiff.h"
+#include "compiler/elaborate.h"
+#include "compiler/interp.h"
+#include "compiler/schedule.h"
+#include "compiler/util.h"
+#include "compiler/weights.h"
+
+_Static_assert((int)RT_NUM_OPS == (int)NUM_OPS, "rt.h and graph.h number the ops alike");
+
+typedef struct Case {
+	const char *name;   /* what it covers */
+	const char *input;  /* input declaration dims */
+	const char *labels; /* number of classes (labels [batch, K]) */
+	const char *layers; /* the network's chain */
+	const char *opt;    /* optimizer, or NULL for sgd(lr = 0.1) */
+} Case;
+
+static const Case cases[] = {
+	{"conv2d", "2, 3, 6, 6", "36", "conv(3x3, 3 => 4, stride = 2, pad = 1) flatten", NULL},
+	{"conv2d groups, no bias", "2, 4, 5, 5", "54", "conv(3x3, 4 => 6, groups = 2, bias = false) flatten", NULL},
+	{"conv2d asymmetric", "2, 3, 4, 5", "20", "conv((1, 3), 3 => 2, stride = (2, 1), pad = (0, 1)) flatten", NULL},
+	{"dense", "3, 5", "4", "dense(5 => 4)", NULL},
+	{"dense without bias", "3, 5", "4", "dense(5 => 4, bias = false)", NULL},
+	{"maxpool", "2, 2, 5, 5", "18", "maxpool(3x3, stride = 2, pad = 1) flatten", NULL},
+	{"maxpool with ties", "2, 2, 5, 5", "50", "relu maxpool(3x3, stride = 1, pad = 1) flatten", NULL},
+	{"avgpool", "2, 2, 5, 5", "18", "avgpool(3x3, stride = 2, pad = 1) flatten", NULL},
+	{"globalavgpool", "2, 3, 4, 4", "3", "globalavgpool flatten", NULL},
+	{"batchnorm 4d", "3, 2, 3, 3", "18", "batchnorm flatten", NULL},
+	{"batchnorm 2d", "4, 3", "3", "batchnorm(eps = 0.001)", NULL},
+	{"relu", "3, 5", "5", "relu", NULL},
+	{"sigmoid", "3, 5", "5", "sigmoid", NULL},
+	{"tanh", "3, 5", "5", "tanh", NULL},
+	{"softmax", "3, 5", "4", "softmax dense(5 => 4)", NULL},
+	{"reshape", "2, 2, 2, 3", "12", "flatten", NULL},
+	{"dropout", "3, 6", "6", "dropout(0.3)", NULL},
+	{"add of 3", "3, 5", "5", "add { branch { dense(5 => 5) } branch { relu } branch { tanh } }", NULL},
+	{"concat 2d", "3, 5", "8", "concat { branch { dense(5 => 3) } branch { tanh } }", NULL},
+	{"concat 4d", "2, 2, 3, 3", "45",
+	 "concat { branch { conv(1x1, 2 => 3) } branch { maxpool(3x3, stride = 1, pad = 1) } } flatten", NULL},
+	{"softmax_crossentropy", "4, 6", "6", "tanh", NULL},
+	{"sgd_momentum", "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
+	{"conv net", "2, 3, 8, 8", "4",
+	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) "
+	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm relu avgpool(2x2) flatten dense(24 => 4)", NULL},
+	{"residual block", "2, 4, 6, 6", "5",
+	 "residual(shortcut = chain { conv(1x1, 4 => 8, stride = 2, bias = false) batchnorm }) {"
+	 "  conv(3x3, 4 => 8, stride = 2, pad = 1, bias = false) batchnorm relu"
+	 "  conv(3x3, 8 => 8, pad = 1, bias = false) batchnorm"
+	 "} relu globalavgpool flatten dense(8 => 5)", NULL},
+	{"inception block", "2, 4, 5, 5", "5",
+	 "concat {"
+	 "  branch { conv(1x1, 4 => 2) relu }"
+	 "  branch { conv(1x1, 4 => 2) relu conv(3x3, 2 => 3, pad = 1) relu }"
+	 "  branch { conv(1x1, 4 => 1) relu conv((1, 3), 1 => 2, pad = (0, 1)) conv((3, 1), 2 => 2, pad = (1, 0)) }"
+	 "  branch { avgpool(3x3, stride = 1, pad = 1) conv(1x1, 4 => 2) }"
+	 "} globalavgpool flatten dense(9 => 5)", NULL},
+	{"larger conv", "4, 8, 14, 14", "10",
+	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
+	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
+	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+};
+
+/* Cases trained end to end through the ABI (part 2). */
+static const Case programs[] = {
+	{"mlp with dropout and momentum", "4, 8", "3", "dense(8 => 16, relu) dropout(0.25) dense(16 => 16, tanh) dense(16 => 3)",
+	 "optimizer = sgd(lr = 0.1, momentum = 0.9)"},
+	{"conv net", "2, 3, 8, 8", "4",
+	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) "
+	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm relu avgpool(2x2) flatten dense(24 => 4)", NULL},
+	{"inception block", "2, 4, 5, 5", "5",
+	 "concat {"
+	 "  branch { conv(1x1, 4 => 2) relu }"
+	 "  branch { conv(1x1, 4 => 2) sigmoid conv(3x3, 2 => 3, pad = 1) relu }"
+	 "  branch { avgpool(3x3, stride = 1, pad = 1) conv(1x1, 4 => 2) }"
+	 "} globalavgpool flatten dense(7 => 5) softmax", NULL},
+};
+
+static Graph *build(Arena *a, const Case *c)
+{
+	char src[4096], batch[64];
+	snprintf(batch, sizeof batch, "%s", c->input);
+	batch[strcspn(batch, ",")] = '\0';
+	snprintf(src, sizeof src,
+	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : f32[%s]\n"
+	         "labels y : onehot[%s, %s]\nloss = crossentropy(network(x), y)\n%s\n",
+	         c->layers, c->input, batch, c->labels, c->opt ? c->opt : "optimizer = sgd(lr = 0.1)");
+	static const char *dirs[1];
+	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
+	Graph *g = elaborate(c->name, &eo, a);
+	if (!g) {
+		fprintf(stderr, "source was:\n%s", src);
+		return NULL;
+	}
+	AutodiffOptions ao = {.input_grad = true};
+	autodiff(g, &ao);
+	char err[512];
+	if (!graph_verify(g, err, sizeof err)) {
+		fprintf(stderr, "verify: %s\n", err);
+		return NULL;
+	}
+	return g;
+}
+
+static void put_f64(int64_t *desc, int field, double v)
+{
+	memcpy(&desc[field], &v, sizeof v);
+}
+
+/* The kernel description of a node (rt.h's layout; the compiler emits the same). */
+static void node_desc(const Node *n, int64_t *d)
+{
+	memset(d, 0, sizeof(int64_t) * RT_DESC_LEN);
+	const Attrs *a = &n->attr;
+	d[RT_D_OP] = n->op;
+	d[RT_D_NIN] = n->nin;
+	d[RT_D_NOUT] = n->nout;
+	d[RT_D_KH] = a->kh, d[RT_D_KW] = a->kw;
+	d[RT_D_SH] = a->sh, d[RT_D_SW] = a->sw;
+	d[RT_D_PH] = a->ph, d[RT_D_PW] = a->pw;
+	d[RT_D_GROUPS] = a->groups;
+	d[RT_D_AXIS] = a->axis;
+	d[RT_D_OFFSET] = a->offset;
+	d[RT_D_SEED] = a->seed;
+	put_f64(d, RT_D_EPS, a->eps);
+	put_f64(d, RT_D_P, a->p);
+	put_f64(d, RT_D_LR, a->lr);
+	put_f64(d, RT_D_MOMENTUM, a->momentum);
+	d[RT_D_ASHAPE] = a->shape.ndim;
+	for (int i = 0; i < a->shape.ndim; i++)
+		d[RT_D_ASHAPE + 1 + i] = a->shape.d[i];
+	for (int i = 0; i < n->nin + n->nout; i++) {
+		const Tensor *t = i < n->nin ? n->in[i] : n->out[i - n->nin];
+		RT_ARG_NDIM(d, i) = t->shape.ndim;
+		for (int k = 0; k < t->shape.ndim; k++)
+			RT_ARG_DIM(d, i, k) = t->shape.d[k];
+	}
+}
+
+/* The worst error of one op over every case. */
+typedef struct OpStat {
+	int checked;       /* nodes checked */
+	int failed;        /* of which wrong */
+	double worst;      /* max of error / tolerance scale */
+} OpStat;
+
+static OpStat stats[NUM_OPS];
+static int nchecked, nfailed;
+
+static float *to_float(const double *v, int64_t n)
+{
+	float *f = xmalloc(sizeof *f * (size_t)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++)
+		f[i] = (float)v[i];
+	return f;
+}
+
+/* Compare got with ref; returns the error relative to max(1, max |ref|), and the worst element. */
+static double compare(const float *got, const double *ref, int64_t n, int64_t *worst, double *scale)
+{
+	double mx = 0, err = 0;
+	*worst = 0;
+	for (int64_t i = 0; i < n; i++)
+		mx = fmax(mx, fabs(ref[i]));
+	for (int64_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - ref[i]);
+		if (isnan(got[i]) || isnan(e))
+			e = INFINITY;
+		if (e > err) {
+			err = e;
+			*worst = i;
+		}
+	}
+	*scale = fmax(1.0, mx);
+	return err / *scale;
+}
+
+/* Check one node in isolation: interpreter and runtime from the same inputs. */
+static void check_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname)
+{
+	float *in[RT_MAX_ARGS], *out[RT_MAX_ARGS];
+	void *args[RT_MAX_ARGS];
+	for (int k = 0; k < n->nin; k++)
+		in[k] = to_float(ip->buf[n->in[k]->id], shape_elems(n->in[k]->shape));
+	for (int k = 0; k < n->nout; k++) {
+		int64_t m = shape_elems(n->out[k]->shape);
+		out[k] = xmalloc(sizeof(float) * (size_t)m);
+		for (int64_t i = 0; i < m; i++)
+			out[k][i] = NAN; /* an element the kernel does not write shows */
+	}
+	interp_node(ip, n);
+
+	int64_t desc[RT_DESC_LEN];
+	node_desc(n, desc);
+	rt_kernel(ctx, id, desc);
+	for (int k = 0; k < n->nin; k++)
+		args[k] = in[k];
+	for (int k = 0; k < n->nout; k++)
+		args[n->nin + k] = out[k];
+	rt_launch(ctx, id, args);
+
+	double worst_err = 0;
+	const char *worst_what = "";
+	int64_t worst_i = 0;
+	double worst_got = 0, worst_ref = 0, worst_scale = 1;
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		bool is_out = k >= n->nin;
+		if (!is_out && !(op_info[n->op].inplace >> k & 1))
+			continue;
+		const Tensor *t = is_out ? n->out[k - n->nin] : n->in[k];
+		const float *got = is_out ? out[k - n->nin] : in[k];
+		int64_t i;
+		double scale, e = compare(got, ip->buf[t->id], shape_elems(t->shape), &i, &scale);
+		if (e >= worst_err) {
+			worst_err = e;
+			worst_what = t->name;
+			worst_i = i;
+			worst_got = got[i];
+			worst_ref = ip->buf[t->id][i];
+			worst_scale = scale;
+		}
+	}
+	bool ok = worst_err <= 1e-4;
+	OpStat *st = &stats[n->op];
+	st->checked++;
+	st->failed += !ok;
+	st->worst = fmax(st->worst, worst_err);
+	nchecked++;
+	nfailed += !ok;
+	printf("%s %d - %-26s %-22s node %-28s max error %.2e (of %.3g)\n", ok ? "ok" : "not ok", nchecked,
+	       op_info[n->op].name, cname, n->name, worst_err * worst_scale, worst_scale);
+	if (!ok)
+		printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", worst_what, (long long)worst_i, worst_got,
+		       worst_ref);
+	for (int k = 0; k < n->nin; k++)
+		free(in[k]);
+	for (int k = 0; k < n->nout; k++)
+		free(out[k]);
+}
+
+static int run_case(RtCtx *ctx, const Case *c, int32_t *next_id)
+{
+	Arena a = {0};
+	Graph *g = build(&a, c);
+	if (!g) {
+		arena_free(&a);
+		return 1;
+	}
+	Schedule *s = schedule_graph(g, &a);
+	Interp *ip = interp_new(g, s, false, 42);
+	for (int i = 0; i < s->n; i++)
+		check_node(ctx, ip, s->order[i], (*next_id)++, c->name);
+	interp_free(ip);
+	arena_free(&a);
+	return 0;
+}
+
+/* ---- part 2: whole programs through the ABI ---------------------------------- */
+
+static int32_t rt_kind(TensorKind k)
+{
+	switch (k) {
+	case TENSOR_INPUT: return RT_TENSOR_INPUT;
+	case TENSOR_LABELS: return RT_TENSOR_LABELS;
+	case TENSOR_WEIGHT: return RT_TENSOR_WEIGHT;
+	case TENSOR_STATE: return RT_TENSOR_STATE;
+	default: return -1;
+	}
+}
+
+/* Read a whole file (the results record). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = xmalloc((size_t)n + 1);
+	size_t got = fread(s, 1, (size_t)n, f);
+	s[got] = '\0';
+	fclose(f);
+	return s;
+}
+
+/*
+ * Train c for `iters` steps through the ABI, weights and state in the slow
+ * pool if slow_weights; the losses go to losses[]. Returns failures.
+ */
+static int run_program(const Case *c, const char *tmpdir, int iters, bool slow_weights, double *losses_out)
+{
+	Arena a = {0};
+	Graph *g = build(&a, c);
+	if (!g)
+		return 1;
+	Schedule *s = schedule_graph(g, &a);
+	const uint64_t seed = 7;
+
+	/* A naive plan: every tensor its own place; weights and state in the slow pool. */
+	int nt = g->tensors.n;
+	int32_t *pool = xcalloc((size_t)nt, sizeof *pool);
+	int64_t *off = xcalloc((size_t)nt, sizeof *off), size[2] = {0, 0};
+	int ntensors = 0;
+	for (int i = 0; i < nt; i++) {
+		const Tensor *t = g->tensors.v[i];
+		pool[i] = slow_weights && (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) ? RT_POOL_SLOW
+		                                                                                : RT_POOL_FAST;
+		off[i] = size[pool[i]];
+		size[pool[i]] += (t->bytes + 63) / 64 * 64;
+		ntensors += !t->producer;
+	}
+	RtProgram prog = {
+		.model = "t", .fast_bytes = size[RT_POOL_FAST], .slow_bytes = size[RT_POOL_SLOW],
+		.fast_limit = 0, .nkernels = s->n, .ntensors = ntensors, .predicted_seconds = 0.001,
+		.record = "{\"optimizer\": \"test\", \"dram_limit\": 123}",
+	};
+	char results[600], weights[600], iters_s[16], seed_s[16];
+	snprintf(results, sizeof results, "%s/results.json", tmpdir);
+	snprintf(weights, sizeof weights, "%s/weights.safetensors", tmpdir);
+	snprintf(iters_s, sizeof iters_s, "%d", iters);
+	snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)seed);
+	char *argv[] = {"test-program", "--iters", iters_s, "--seed", seed_s, "--results", results,
+	                "--save-weights", weights, "--slow-dir", (char *)tmpdir, "--threads", "2", "--quiet", NULL};
+	int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
+
+	/* what a generated main does */
+	RtCtx *ctx = rt_begin(argc, argv, &prog);
+	for (int i = 0; i < s->n; i++) {
+		int64_t desc[RT_DESC_LEN];
+		node_desc(s->order[i], desc);
+		rt_kernel(ctx, i, desc);
+	}
+	for (int i = 0; i < nt; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->producer)
+			continue;
+		InitSpec spec = init_spec(t, seed);
+		RtTensor rt = {.name = t->name, .kind = rt_kind(t->kind), .pool = pool[i], .offset = off[i],
+		               .ndim = t->shape.ndim, .init = spec.kind, .lo = spec.lo, .hi = spec.hi, .value = spec.value};
+		for (int k = 0; k < t->shape.ndim; k++)
+			rt.shape[k] = t->shape.d[k];
+		rt_tensor(ctx, &rt);
+	}
+	char *base[2] = {rt_pool_base(ctx, RT_POOL_FAST), rt_pool_base(ctx, RT_POOL_SLOW)};
+#define ADDR(t) ((void *)(base[pool[(t)->id]] + off[(t)->id]))
+	for (int64_t it = 0; it < rt_iters(ctx); it++) {
+		rt_step_begin(ctx);
+		rt_data(ctx, RT_DATA_INPUT, ADDR(g->input));
+		rt_data(ctx, RT_DATA_LABELS, ADDR(g->labels));
+		for (int i = 0; i < s->n; i++) {
+			const Node *n = s->order[i];
+			void *args[RT_MAX_ARGS];
+			for (int k = 0; k < n->nin; k++)
+				args[k] = ADDR(n->in[k]);
+			for (int k = 0; k < n->nout; k++)
+				args[n->nin + k] = ADDR(n->out[k]);
+			rt_launch(ctx, i, args);
+		}
+		rt_step_end(ctx, ADDR(g->loss));
+	}
+#undef ADDR
+	int status = rt_end(ctx);
+
+	/* the reference */
+	Interp *ip = interp_new(g, s, false, seed);
+	double ref[16];
+	for (int i = 0; i < iters; i++)
+		ref[i] = interp_step(ip);
+
+	int bad = status != 0;
+	if (status)
+		printf("#   rt_end returned %d\n", status);
+	char *text = slurp(results);
+	cJSON *r = text ? cJSON_Parse(text) : NULL;
+	const cJSON *losses = cJSON_GetObjectItemCaseSensitive(r, "losses");
+	if (!r || cJSON_GetArraySize(losses) != iters) {
+		printf("#   results record %s missing or without %d losses\n", results, iters);
+		bad++;
+	}
+	for (int i = 0; r && i < iters && i < cJSON_GetArraySize(losses); i++) {
+		double l = cJSON_GetArrayItem(losses, i)->valuedouble;
+		losses_out[i] = l;
+		bool ok = fabs(l - ref[i]) <= 1e-4 * fmax(1.0, fabs(ref[i]));
+		printf("#   step %d: loss %.9g, interpreter %.9g%s\n", i + 1, l, ref[i], ok ? "" : "  <- differs");
+		bad += !ok;
+	}
+	const char *fields[] = {"actual_runtime", "predicted_runtime", "dram_alloc_size", "pmem_alloc_size",
+	                        "dram_limit", "num_kernels", "iterations", "step_times", "threads", "optimizer"};
+	for (size_t i = 0; r && i < countof(fields); i++)
+		if (!cJSON_GetObjectItemCaseSensitive(r, fields[i])) {
+			printf("#   results record has no field '%s'\n", fields[i]);
+			bad++;
+		}
+	const cJSON *nk = cJSON_GetObjectItemCaseSensitive(r, "num_kernels");
+	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(r, "pmem_alloc_size");
+	const cJSON *dl = cJSON_GetObjectItemCaseSensitive(r, "dram_limit");
+	if (r && (!cJSON_IsNumber(nk) || nk->valuedouble != s->n || !cJSON_IsNumber(pm) ||
+	          pm->valuedouble != (double)size[RT_POOL_SLOW] || !cJSON_IsNumber(dl) || dl->valuedouble != 0)) {
+		printf("#   results record: wrong num_kernels, pmem_alloc_size or dram_limit\n");
+		bad++;
+	}
+	cJSON_Delete(r);
+	free(text);
+
+	/* the saved weights are the interpreter's after the same steps */
+	TioFile *f;
+	char err[512];
+	if (tio_safetensors_open(weights, &f, err, sizeof err)) {
+		printf("#   %s\n", err);
+		bad++;
+	} else {
+		int nw = 0;
+		for (int i = 0; i < nt; i++) {
+			const Tensor *t = g->tensors.v[i];
+			if (t->kind != TENSOR_WEIGHT)
+				continue;
+			nw++;
+			const TioTensor *w = tio_find(f, t->name);
+			int64_t n = shape_elems(t->shape);
+			double *v = xmalloc(sizeof *v * (size_t)n);
+			if (!w || w->nelems != n) {
+				printf("#   saved weights: '%s' missing or of the wrong size\n", t->name);
+				bad++;
+				free(v);
+				continue;
+			}
+			tio_to_f64(w, v);
+			double mx = 1, e = 0;
+			for (int64_t k = 0; k < n; k++) {
+				mx = fmax(mx, fabs(ip->buf[t->id][k]));
+				e = fmax(e, fabs(v[k] - ip->buf[t->id][k]));
+			}
+			if (e > 1e-4 * mx) {
+				printf("#   saved weight '%s' differs from the interpreter's by %g\n", t->name, e);
+				bad++;
+			}
+			free(v);
+		}
+		if (nw != f->n) {
+			printf("#   saved %d tensors, the model has %d weights\n", f->n, nw);
+			bad++;
+		}
+		tio_close(f);
+	}
+	unlink(results);
+	unlink(weights);
+	interp_free(ip);
+	free(pool);
+	free(off);
+	arena_free(&a);
+	return bad;
+}
+
+int main(void)
+{
+	/* part 1: every op against the interpreter */
+	RtProgram empty = {.model = "ops"};
+	RtCtx *ctx = rt_begin(0, NULL, &empty);
+	int32_t next_id = 0;
+	int build_failures = 0;
+	for (size_t i = 0; i < countof(cases); i++)
+		build_failures += run_case(ctx, &cases[i], &next_id);
+	/* convolutions again with plain layouts (no reorders) */
+	setenv("AUTOTM_CONV_LAYOUT", "plain", 1);
+	for (size_t i = 0; i < countof(cases); i++)
+		if (strstr(cases[i].layers, "conv("))
+			build_failures += run_case(ctx, &cases[i], &next_id);
+	unsetenv("AUTOTM_CONV_LAYOUT");
+	if (rt_end(ctx) != 0) {
+		printf("not ok - rt_end of the op checks\n");
+		nfailed++;
+	}
+	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");
+	int missing = 0;
+	for (int op = 0; op < NUM_OPS; op++) {
+		printf("#   %-26s %3d  %.2e%s\n", op_info[op].name, stats[op].checked, stats[op].worst,
+		       stats[op].checked ? (stats[op].failed ? "  FAILED" : "") : "  NOT COVERED");
+		missing += stats[op].checked == 0;
+	}
+	int passed = nchecked - nfailed, failed = nfailed + build_failures + missing;
+
+	/* part 2: programs through the ABI */
+	const char *tmp = getenv("TEST_TMPDIR");
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s/rtops.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (size_t i = 0; i < countof(programs); i++) {
+		double slow[3] = {0}, fast[3] = {1};
+		int bad = run_program(&programs[i], dir, 3, true, slow);
+		printf("%s - training '%s' through the runtime ABI\n", bad ? "not ok" : "ok", programs[i].name);
+		passed += !bad;
+		failed += bad != 0;
+		bad = run_program(&programs[i], dir, 3, false, fast) || memcmp(slow, fast, sizeof slow) != 0;
+		printf("%s - the same losses, bit for bit, with every tensor in the fast pool\n", bad ? "not ok" : "ok");
+		passed += !bad;
+		failed += bad != 0;
+	}
+	if (rmdir(dir) != 0) {
+		printf("not ok - %s is not empty after the runs (the slow pool's directory was left behind?)\n", dir);
+		failed++;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
