@@ -349,6 +349,8 @@ static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 	char err[512];
 	if (!placement_verify(c->g, c->place, err, sizeof err))
 		ICE("placement %s is inconsistent: %s", c->optimizer, err);
+	if (!memplan_verify(c->place, a, err, sizeof err))
+		ICE("memory plan of %s is inconsistent: %s", c->optimizer, err);
 	return true;
 }
 

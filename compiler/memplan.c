@@ -139,3 +139,27 @@ int64_t memplan_fast_peak(const Placement *p, Arena *a)
 	}
 	return peak;
 }
+
+bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen)
+{
+	int n = p->res.n;
+	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	lifetimes(p, b, n);
+	for (int i = 0; i < n; i++) {
+		if (b[i].r->offset % MEMPLAN_ALIGN ||
+		    b[i].r->offset + b[i].size > (b[i].r->tier == TIER_FAST ? p->fast_bytes : p->slow_bytes)) {
+			snprintf(err, errlen, "%s is placed outside its pool", b[i].r->t->name);
+			return false;
+		}
+		for (int j = i + 1; j < n; j++) {
+			const Block *x = &b[i], *y = &b[j];
+			if (x->r->tier != y->r->tier || x->t1 < y->t0 || y->t1 < x->t0)
+				continue;
+			if (x->r->offset + x->size <= y->r->offset || y->r->offset + y->size <= x->r->offset)
+				continue;
+			snprintf(err, errlen, "%s and %s share memory while both are live", x->r->t->name, y->r->t->name);
+			return false;
+		}
+	}
+	return true;
+}

@@ -15,6 +15,9 @@ enum { MEMPLAN_ALIGN = 64 }; /* every offset is a multiple: cache lines, AVX-512
  */
 void memplan(Placement *p, Arena *a);
 
+/* Check that no two residencies live at once share a byte; describe the first that do. */
+bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen);
+
 /* Sum over time of the bytes the fast pool must hold at once (its lower bound). */
 int64_t memplan_fast_peak(const Placement *p, Arena *a);
 

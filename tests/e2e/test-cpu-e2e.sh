@@ -12,6 +12,15 @@
 #   - the losses of spill-all are bitwise those of all-fast, and so are the
 #     final weights (moves copy bytes; they must not change a result).
 # The interpreter runs in float32 mode (every result rounded to float32).
+#
+# The deep batchnorm networks at batch 2 are chaotic: one ulp of change in
+# the input moves the interpreter's own second-step loss by several percent
+# (docs/runtime.md), so no float32 implementation that sums in another
+# order can follow it for 3 steps. For them the first step's loss is
+# compared at 1e-4, and every kernel of the whole training step is checked
+# in lockstep against the interpreter (tests/unit/test-runtime-ops --model),
+# fed the interpreter's inputs; the 3-step runs must stay finite, and
+# spill-all must still equal all-fast bit for bit.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -23,9 +32,9 @@ fails=0
 
 losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
 
-check_model() { # NAME FILE ARGS...
-    local name=$1 file=$2
-    shift 2
+check_model() { # NAME STEPS-COMPARED FILE ARGS...
+    local name=$1 compared=$2 file=$3
+    shift 3
     local d=$work/$name
     mkdir -p "$d"
     if ! "$autotmc" interpret "$file" "$@" --iters 3 --save-weights "$d/ref.st" >"$d/ref.out" 2>&1; then
@@ -40,27 +49,34 @@ check_model() { # NAME FILE ARGS...
     done
     local ok=1
     paste <(losses "$d/ref.out") <(losses "$d/all-fast.out") >"$d/pairs"
-    if [ "$(wc -l <"$d/pairs")" -ne 3 ] || ! awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * ($1 < 0 ? -$1 : $1)) exit 1 }' "$d/pairs"; then
-        echo "FAIL: $name: losses (interpreter, program):"; cat "$d/pairs"; ok=0
+    if [ "$(wc -l <"$d/pairs")" -ne 3 ] ||
+       ! head -n "$compared" "$d/pairs" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * ($1 < 0 ? -$1 : $1)) exit 1 }'; then
+        echo "FAIL: $name: losses (interpreter, program), the first $compared compared:"; cat "$d/pairs"; ok=0
     fi
-    if ! "$compare" "$d/ref.st" "$d/all-fast.st" 1e-4 >"$d/cmp" 2>&1; then
-        echo "FAIL: $name: final weights against the interpreter"; cat "$d/cmp"; ok=0
+    if [ "$compared" = 3 ]; then
+        if ! "$compare" "$d/ref.st" "$d/all-fast.st" 1e-4 >"$d/cmp" 2>&1; then
+            echo "FAIL: $name: final weights against the interpreter"; cat "$d/cmp"; ok=0
+        fi
+    elif ! "$builddir/tests/unit/test-runtime-ops" --model "$file" "$@" >"$d/cmp.log" 2>&1; then
+        echo "FAIL: $name: kernels in lockstep with the interpreter"; grep -v '^ok' "$d/cmp.log" | tail -20; ok=0
+    else
+        echo "$(grep -c '^ok' "$d/cmp.log") kernels match the interpreter in lockstep" >"$d/cmp"
     fi
     if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/spill-all.out")" ] || ! cmp -s "$d/all-fast.st" "$d/spill-all.st"; then
         echo "FAIL: $name: spill-all differs from all-fast"; paste <(losses "$d/all-fast.out") <(losses "$d/spill-all.out"); ok=0
     fi
     if [ $ok = 1 ]; then
-        echo "ok: $name: losses $(losses "$d/all-fast.out" | tr '\n' ' ')match; $(cat "$d/cmp"); spill-all bitwise equal"
+        echo "ok: $name: losses $(losses "$d/all-fast.out" | tr '\n' ' ')(first $compared compared); $(cat "$d/cmp"); spill-all bitwise equal"
     else
         fails=$((fails + 1))
     fi
 }
 
 ex=$srcdir/examples
-check_model mlp "$ex/mlp.net"
-check_model test_vgg "$ex/test_vgg.net"
-check_model resnet50 "$ex/resnet50.net" -D batch=2 -D size=64
-check_model densenet201 "$ex/densenet201.net" -D batch=2 -D size=64
-check_model inception_v3 "$ex/inception_v3.net" -D batch=2 -D size=96
+check_model mlp 3 "$ex/mlp.net"
+check_model test_vgg 3 "$ex/test_vgg.net"
+check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001
+check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001
+check_model inception_v3 1 "$ex/inception_v3.net" -D batch=2 -D size=96 -D lr=0.001
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -485,8 +485,61 @@ static int run_program(const Case *c, const char *tmpdir, int iters, bool slow_w
 	return bad;
 }
 
-int main(void)
+/*
+ * Part 3 (only with --model FILE [-D NAME=VALUE]...): every node of a whole
+ * model's training step, fed the interpreter's inputs, against the
+ * interpreter. This checks each kernel on the tensors a real network
+ * produces (their sizes, value distributions, ties and zeros), which the
+ * comparison of whole training runs cannot do for deep batchnorm networks:
+ * at batch 2 their training is chaotic, so different float32 summation
+ * orders drift apart within a few steps (docs/runtime.md).
+ */
+static int run_model(const char *path, const Define *defs, int ndefs)
 {
+	Arena a = {0};
+	static const char *dirs[1];
+	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .defines = defs, .ndefines = ndefs};
+	Graph *g = elaborate(path, &eo, &a);
+	if (!g) {
+		arena_free(&a);
+		return 1;
+	}
+	autodiff(g, NULL);
+	Schedule *s = schedule_graph(g, &a);
+	Interp *ip = interp_new(g, s, false, 1);
+	RtProgram empty = {.model = g->model};
+	RtCtx *ctx = rt_begin(0, NULL, &empty);
+	for (int i = 0; i < s->n; i++)
+		check_node(ctx, ip, s->order[i], i, path);
+	int bad = rt_end(ctx) != 0;
+	interp_free(ip);
+	printf("# %s: %d nodes checked, worst error per op relative to max(1, max |ref|):\n", path, s->n);
+	arena_free(&a);
+	for (int op = 0; op < NUM_OPS; op++)
+		if (stats[op].checked)
+			printf("#   %-26s %4d  %.2e%s\n", op_info[op].name, stats[op].checked, stats[op].worst,
+			       stats[op].failed ? "  FAILED" : "");
+	printf("%d passed, %d failed\n", nchecked - nfailed, nfailed + bad);
+	return nfailed + bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && strcmp(argv[1], "--model") == 0) {
+		Define defs[16];
+		int nd = 0;
+		for (int i = 3; i + 1 < argc && nd < 16; i += 2) {
+			char *eq = strchr(argv[i + 1], '=');
+			if (strcmp(argv[i], "-D") != 0 || !eq) {
+				fprintf(stderr, "usage: test-runtime-ops [--model FILE [-D NAME=VALUE]...]\n");
+				return 2;
+			}
+			*eq = '\0';
+			defs[nd++] = (Define){argv[i + 1], eq + 1};
+		}
+		return run_model(argv[2], defs, nd);
+	}
 	/* part 1: every op against the interpreter */
 	RtProgram empty = {.model = "ops"};
 	RtCtx *ctx = rt_begin(0, NULL, &empty);

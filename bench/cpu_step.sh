@@ -1,0 +1,153 @@
+#!/bin/bash
+# bench/cpu_step.sh - the training step time of autotmc's CPU programs against
+# PyTorch on the CPU, same machine, same threads, in one run.
+#
+#   bench/setup.sh                     # once: PyTorch from PyPI in bench/.venv
+#   bench/cpu_step.sh [--threads T] [--iters N] [--warmup W] [--rounds R]
+#                     [--only NAME[,NAME...]] [--no-torch-profile] [--wait-idle S]
+#
+# Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
+# (examples/test_vgg.net), vgg-b64 (-D batch=64).  For each, the autotmc
+# program is built once, then R rounds each run the autotmc program (W + N
+# steps, --results) and bench/torch_step.py (W warm-up + N timed steps),
+# alternating which goes first.  A workload's figure is the median over the
+# R x N timed steps of each side (the first W steps of every run dropped);
+# min and max are over the same steps.  ratio = PyTorch / autotmc: above 1,
+# autotmc is faster.  Then one more autotmc run with --profile-kernels (and a
+# torch.profiler run) gives the per-kernel tables in bench/out/.
+#
+# Defaults: T = nproc, N = 20, W = 5, R = 3.  The load that other processes
+# put on the CPUs during each timed run is logged (busy.txt, the "other"
+# column); --wait-idle S waits, at most S seconds before each run, for the
+# CPUs to be idle.  Outputs in bench/out/ (or $BENCH_OUT): machine.txt,
+# NAME.autotmc.K.json, NAME.torch.K.json, NAME.kernels.txt,
+# NAME.torch-profile.txt, busy.txt, summary.json, summary.md.  Environment:
+# AUTOTMC (default ./autotmc), BENCH_PYTHON (default bench/.venv/bin/python).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+threads=$(nproc)
+iters=20
+warmup=5
+rounds=3
+only=
+torch_profile=1
+idle_wait=0
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--threads) threads=$2; shift 2 ;;
+	--iters) iters=$2; shift 2 ;;
+	--warmup) warmup=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	--only) only=$2; shift 2 ;;
+	--no-torch-profile) torch_profile=0; shift ;;
+	--wait-idle) idle_wait=$2; shift 2 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "cpu_step.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+autotmc=${AUTOTMC:-$root/autotmc}
+py=${BENCH_PYTHON:-$root/bench/.venv/bin/python}
+out=${BENCH_OUT:-$root/bench/out}
+[ -x "$autotmc" ] || { echo "cpu_step.sh: no $autotmc; build autotmc first (make)" >&2; exit 1; }
+[ -x "$py" ] || { echo "cpu_step.sh: no $py; run bench/setup.sh first" >&2; exit 1; }
+mkdir -p "$out/prog"
+
+# name | .net file | autotmc -D options | torch_step.py options
+workloads=(
+	"mlp-b16|examples/mlp.net||--model mlp --batch 16"
+	"mlp-b64|examples/mlp.net|-D batch=64|--model mlp --batch 64"
+	"vgg-b8|examples/test_vgg.net||--model test_vgg --batch 8"
+	"vgg-b64|examples/test_vgg.net|-D batch=64|--model test_vgg --batch 64"
+)
+
+# busy: the share of all CPUs busy over one second, from /proc/stat.
+busy() {
+	local a b t=0 k
+	a=($(head -1 /proc/stat)); sleep 1; b=($(head -1 /proc/stat))
+	for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
+	echo $(( t > 0 ? 100 * (t - (b[4] - a[4]) - (b[5] - a[5])) / t : 0 ))
+}
+
+# With --wait-idle S: wait (at most S seconds) until other processes leave
+# the CPUs alone (busy under 10% for one second).
+wait_idle() {
+	local t0=$SECONDS
+	while [ "$idle_wait" -gt 0 ] && [ $((SECONDS - t0)) -lt "$idle_wait" ] && [ "$(busy)" -ge 10 ]; do
+		sleep 4
+	done
+}
+
+# measured LABEL CMD...: run CMD and log, in busy.txt, the share of all the
+# CPUs that other processes used meanwhile (busy time from /proc/stat less
+# CMD's own user + system time from /usr/bin/time).
+measured() {
+	local label=$1 a b tf t=0 k; shift
+	wait_idle
+	if [ ! -x /usr/bin/time ]; then "$@"; echo "$label other n/a" >> "$busy_log"; return; fi
+	tf=$(mktemp)
+	a=($(head -1 /proc/stat))
+	/usr/bin/time -f '%e %U %S' -o "$tf" "$@"
+	b=($(head -1 /proc/stat))
+	for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
+	awk -v t="$t" -v idle=$((b[4] - a[4] + b[5] - a[5])) -v label="$label" -v hz="$(getconf CLK_TCK)" \
+		'{ o = t > 0 ? 100 * ((t - idle) / hz - $2 - $3) / (t / hz) : 0;
+		   printf "%s other %d%%\n", label, o < 0 ? 0 : o + 0.5 }' "$tf" >> "$busy_log"
+	rm -f "$tf"
+}
+
+# machine and versions
+{
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs ($(lscpu | sed -n 's/^Core(s) per socket: *//p') cores per socket, $(lscpu | sed -n 's/^Thread(s) per core: *//p') threads per core), $(lscpu | sed -n 's/^Hypervisor vendor: *//p' | sed 's/./hypervisor &/')"
+	echo "memory: $(free -g | awk '/^Mem:/ {print $2 " GiB"}')"
+	echo "kernel: $(uname -sr)"
+	echo "autotmc: $(git describe --always --dirty 2>/dev/null || echo unknown), $("$autotmc" --version 2>&1 | head -1)"
+	echo "oneDNN (autotmc): $(dpkg-query -W -f '${Package} ${Version}' libdnnl2 2>/dev/null || echo unknown)"
+	echo "pytorch: $("$py" -c 'import torch; print(torch.__version__, "(", torch.__config__.show().split("\n")[3].strip(" -"), ";", torch.__config__.show().split("\n")[4].strip(" -"), ")")' 2>/dev/null)"
+	echo "threads: $threads; steps per run: $warmup warm-up + $iters timed; rounds: $rounds"
+} > "$out/machine.txt"
+cat "$out/machine.txt"
+echo
+
+selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+busy_log=$out/busy.txt
+: > "$busy_log"
+for w in "${workloads[@]}"; do
+	IFS='|' read -r name net defs targs <<< "$w"
+	selected "$name" || continue
+	prog=$out/prog/$name
+	# shellcheck disable=SC2086
+	"$autotmc" build $defs "$net" -o "$prog" > "$out/$name.build.txt"
+	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json
+	for r in $(seq 1 "$rounds"); do
+		run_autotmc() {
+			measured "$name autotmc $r" "$prog" --iters $((warmup + iters)) --threads "$threads" \
+				--quiet --results "$out/$name.autotmc.$r.json"
+		}
+		run_torch() {
+			# shellcheck disable=SC2086
+			measured "$name torch $r" "$py" bench/torch_step.py $targs --threads "$threads" \
+				--warmup "$warmup" --iters "$iters" > "$out/$name.torch.$r.json"
+		}
+		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
+		echo "$name: round $r of $rounds done" >&2
+	done
+	"$prog" --iters $((warmup + iters)) --threads "$threads" --quiet --profile-kernels \
+		> "$out/$name.kernels.txt"
+	if [ "$torch_profile" = 1 ]; then
+		# shellcheck disable=SC2086
+		"$py" bench/torch_step.py $targs --threads "$threads" --warmup "$warmup" \
+			--iters "$iters" --profile "$out/$name.torch-profile.txt" \
+			> /dev/null 2> "$out/$name.torch-profile.log"
+	fi
+done
+
+echo
+"$py" bench/summarize.py --out "$out" --warmup "$warmup" --iters "$iters" \
+	--names "$(for w in "${workloads[@]}"; do n=${w%%|*}; selected "$n" && printf '%s,' "$n"; done)"

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""torch_step.py - the training step of examples/mlp.net and examples/test_vgg.net
+in PyTorch (CPU), timed the way bench/cpu_step.sh compares it with autotmc.
+
+    bench/.venv/bin/python bench/torch_step.py --model mlp --batch 16 --threads 2
+
+prints one JSON object: the median, min and max step time over --iters timed
+steps after --warmup untimed ones, every step time and every loss (warm-up
+steps included in `losses`), and the versions.
+
+The models are the .net files layer for layer:
+
+  mlp (examples/mlp.net): Linear 4096=>4096 + ReLU three times, Linear 4096=>10
+      + ReLU, softmax; the loss is cross-entropy.  autotmc hands the softmax's
+      input to its fused softmax_crossentropy, so here the last ReLU's output
+      goes to F.cross_entropy (log-softmax + NLL), the same function.
+      SGD lr 0.005, no momentum.
+  test_vgg (examples/test_vgg.net, stdlib/vgg.net): three VGG stages of two
+      3x3 convolutions (pad 1, bias, ReLU) and a 2x2 max pool, 3=>16, 16=>32,
+      32=>64; flatten; Linear 64*(size/8)^2=>128 + ReLU; Linear 128=>classes.
+      SGD lr 0.01, momentum 0.9.
+
+Initial values: PyTorch's defaults for Linear and Conv2d, U(-1/sqrt(fan_in),
+1/sqrt(fan_in)) for weights and biases, which is autotmc's rule
+(compiler/weights.c); not the same numbers.  The batch is N(0, 1) with random
+one-hot labels, the same batch every step, as in an autotmc program.
+
+A step is: optimizer.zero_grad(), forward, loss, backward, optimizer.step(),
+timed with time.perf_counter() (CPU ops are synchronous).
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def build_model(nn, args):
+    if args.model == "mlp":
+        layers = []
+        for _ in range(3):
+            layers += [nn.Linear(4096, 4096), nn.ReLU()]
+        layers += [nn.Linear(4096, 10), nn.ReLU()]
+        return nn.Sequential(*layers), (args.batch, 4096), 10
+    if args.model == "test_vgg":
+        def stage(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(),
+                    nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU(),
+                    nn.MaxPool2d(2)]
+        s = args.size
+        layers = stage(3, 16) + stage(16, 32) + stage(32, 64)
+        layers += [nn.Flatten(),
+                   nn.Linear(64 * (s // 8) * (s // 8), 128), nn.ReLU(),
+                   nn.Linear(128, args.classes)]
+        return nn.Sequential(*layers), (args.batch, 3, s, s), args.classes
+    raise SystemExit(f"torch_step.py: unknown model {args.model!r}")
+
+
+DEFAULTS = {  # the .net files' defaults: batch, lr, momentum
+    "mlp": (16, 0.005, 0.0),
+    "test_vgg": (8, 0.01, 0.9),
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, choices=sorted(DEFAULTS))
+    p.add_argument("--batch", type=int)
+    p.add_argument("--lr", type=float)
+    p.add_argument("--momentum", type=float)
+    p.add_argument("--size", type=int, default=32, help="test_vgg image size")
+    p.add_argument("--classes", type=int, default=10, help="test_vgg classes")
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iters", type=int, default=20, help="timed steps")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timed steps, run --iters more under "
+                        "torch.profiler and write its operator table to FILE")
+    args = p.parse_args()
+    batch, lr, momentum = DEFAULTS[args.model]
+    args.batch = args.batch or batch
+    args.lr = lr if args.lr is None else args.lr
+    args.momentum = momentum if args.momentum is None else args.momentum
+
+    import torch  # after parsing, so that --help is quick
+    from torch import nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model, xshape, classes = build_model(nn, args)
+    model.train()
+    x = torch.randn(*xshape)
+    y = torch.randint(0, classes, (args.batch,))
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses, times = [], []
+    for i in range(args.warmup + args.iters):
+        t0 = time.perf_counter()
+        loss = step()
+        t1 = time.perf_counter()
+        losses.append(loss.item())
+        if i >= args.warmup:
+            times.append(t1 - t0)
+
+    if args.profile:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(args.iters):
+                step()
+        with open(args.profile, "w") as f:
+            f.write(f"# torch {torch.__version__}, {args.model} batch {args.batch}, "
+                    f"{args.threads} threads, {args.iters} steps under torch.profiler\n")
+            f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30))
+            f.write("\n")
+
+    print(json.dumps({
+        "framework": "pytorch",
+        "model": args.model,
+        "batch": args.batch,
+        "lr": args.lr,
+        "momentum": args.momentum,
+        "threads": torch.get_num_threads(),
+        "parameters": sum(q.numel() for q in model.parameters()),
+        "warmup": args.warmup,
+        "iterations": args.iters,
+        "median": statistics.median(times),
+        "min": min(times),
+        "max": max(times),
+        "step_times": times,
+        "losses": losses,
+        "torch": torch.__version__,
+        "torch_mkldnn": torch.backends.mkldnn.is_available(),
+        "python": platform.python_version(),
+    }))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
