@@ -1,0 +1,54 @@
+/*
+ * costmodel.h - predicted times of kernels and moves, for placement.
+ *
+ * The placement optimizers see the machine only through a CostModel:
+ * how long each kernel of the schedule takes with each of its arguments in
+ * the fast or the slow tier, and how long a move of some bytes between the
+ * tiers takes. A cost model comes from the profile database (measured on
+ * this machine) or from a hardware description (hw/*.hw: measured fast-tier
+ * times plus a roofline penalty for the bytes read and written in the slow
+ * tier), in which case everything derived from it is `modeled`.
+ */
+#ifndef AUTOTM_COSTMODEL_H
+#define AUTOTM_COSTMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "place.h"
+
+enum { COST_MAX_ARGS = 16 }; /* arguments of a kernel: inputs, then outputs */
+
+typedef struct CostModel CostModel;
+
+struct CostModel {
+	const char *source; /* what the times come from, for reports ("profile", "modeled: hw/optane-6dimm.hw") */
+	bool modeled;       /* times are modeled, not all measured on this machine */
+	/*
+	 * Seconds node n takes when argument k (inputs first, then outputs) is
+	 * in the slow tier for every bit k set in `slow`.
+	 */
+	double (*kernel_time)(const CostModel *cm, const Node *n, uint32_t slow);
+	/* Seconds to copy `bytes` from one tier to the other (async: on the copy thread, overlapping a kernel). */
+	double (*move_time)(const CostModel *cm, int64_t bytes, Tier from, Tier to, bool async);
+	void *data;         /* the model's own state */
+};
+
+/*
+ * A cost model from first principles, for tests and for machines without
+ * a profile: a kernel takes max(flops / flop_rate, bytes / bandwidth of the
+ * tier each argument is in); moves take bytes / min(read bandwidth of the
+ * source, write bandwidth of the destination). Bandwidths in bytes per
+ * second.
+ */
+typedef struct Roofline {
+	double flop_rate;                 /* FLOP/s of a kernel */
+	double fast_read, fast_write;     /* fast tier bandwidths */
+	double slow_read, slow_write;     /* slow tier bandwidths */
+	double async_factor;              /* async moves run at this fraction of the bandwidth */
+} Roofline;
+
+CostModel *costmodel_roofline(const Roofline *r, Arena *a);
+
+#endif
