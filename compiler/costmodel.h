@@ -5,7 +5,7 @@
  * how long each kernel of the schedule takes with each of its arguments in
  * the fast or the slow tier, and how long a move of some bytes between the
  * tiers takes. A cost model comes from the profile database (measured on
- * this machine) or from a hardware description (hw/*.hw: measured fast-tier
+ * this machine) or from a hardware description (a hw file: measured fast-tier
  * times plus a roofline penalty for the bytes read and written in the slow
  * tier), in which case everything derived from it is `modeled`.
  */

@@ -43,6 +43,20 @@ void rt_set_prog_name(const char *argv0)
 	snprintf(prog_name, sizeof prog_name, "%s", slash ? slash + 1 : argv0);
 }
 
+/*
+ * LeakSanitizer's switch, present only in sanitizer builds. A fatal error
+ * exits without freeing what the run allocated, on purpose; the leak check
+ * is for the paths that end normally.
+ */
+void __lsan_disable(void) __attribute__((weak));
+
+noreturn void rt_exit_error(int status)
+{
+	if (__lsan_disable)
+		__lsan_disable();
+	exit(status);
+}
+
 noreturn void rt_fatal(const char *fmt, ...)
 {
 	va_list ap;
@@ -52,7 +66,7 @@ noreturn void rt_fatal(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	exit(1);
+	rt_exit_error(1);
 }
 
 void rt_warn(const char *fmt, ...)
@@ -185,7 +199,7 @@ static noreturn void usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry '%s --help'.\n", prog_name);
-	exit(EXIT_USAGE);
+	rt_exit_error(EXIT_USAGE);
 }
 
 static long long parse_count(const char *opt, const char *s, long long min, long long max)

@@ -34,6 +34,8 @@
 
 /* "PROG: error: message" on stderr, then exit(1). */
 noreturn void rt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit with an error status (without a leak report in sanitizer builds). */
+noreturn void rt_exit_error(int status);
 /* "PROG: warning: message" on stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A bug in the runtime or in the code calling it: file:line, then abort(). */
