@@ -51,7 +51,7 @@ enum { POOL_ALIGN = 2 << 20, MAX_TEMP_DIRS = 8 };
 static char temp_dirs[MAX_TEMP_DIRS][PATH_MAX];
 static bool handlers_installed;
 
-static void remove_temp_dirs(void)
+void rt_remove_temp_dirs(void)
 {
 	for (int i = 0; i < MAX_TEMP_DIRS; i++)
 		if (temp_dirs[i][0])
@@ -61,7 +61,7 @@ static void remove_temp_dirs(void)
 /* Only async-signal-safe calls here: rmdir, signal, raise. */
 static void on_signal(int sig)
 {
-	remove_temp_dirs();
+	rt_remove_temp_dirs();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -70,7 +70,7 @@ static void register_temp_dir(const char *dir)
 {
 	if (!handlers_installed) {
 		handlers_installed = true;
-		if (atexit(remove_temp_dirs) != 0)
+		if (atexit(rt_remove_temp_dirs) != 0)
 			rt_fatal("cannot register the slow pool's clean-up (atexit)");
 		const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {

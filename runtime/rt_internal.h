@@ -34,8 +34,10 @@
 
 /* "PROG: error: message" on stderr, then exit(1). */
 noreturn void rt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Exit with an error status (without a leak report in sanitizer builds). */
+/* Exit with an error status at once: flush output, remove the slow tier's directory. */
 noreturn void rt_exit_error(int status);
+/* Remove the slow tier's temporary directories (pool.c; also run at exit). */
+void rt_remove_temp_dirs(void);
 /* "PROG: warning: message" on stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A bug in the runtime or in the code calling it: file:line, then abort(). */

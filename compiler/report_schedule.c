@@ -1,0 +1,359 @@
+/*
+ * report_schedule.c - the move schedule, for people and for tools.
+ *
+ * `autotmc schedule` shows what a placement does, step by step: the
+ * kernel, where each of its inputs and outputs lives, the moves before
+ * it; then a summary. The same information goes out as JSON
+ * (docs/schedule.md), as a Chrome Trace Event file (kernels and moves on
+ * separate lanes, for Perfetto), and as a gnuplot plot of the bytes in
+ * each tier over the step.
+ *
+ * Times come from the cost model through a timeline: before kernel s run
+ * the synchronous moves that precede it, one after another; kernel s then
+ * takes max(its time, the asynchronous moves issued with it), as the
+ * placement's objective charges them.
+ */
+#include "report_schedule.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* The tier bitmask of node n's arguments at `step` (bit k: argument k in slow). */
+static uint32_t slow_mask(const Placement *p, const Node *n, int step)
+{
+	uint32_t mask = 0;
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		const Residency *r = placement_at(p, t, step);
+		if (r && r->tier == TIER_SLOW)
+			mask |= 1u << k;
+	}
+	return mask;
+}
+
+Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
+{
+	const Schedule *s = p->s;
+	Timeline *tl = arena_alloc(a, sizeof *tl);
+	tl->kernel_start = arena_array(a, (size_t)s->n + 1, sizeof(double));
+	tl->kernel_time = arena_array(a, (size_t)s->n + 1, sizeof(double));
+	tl->step_time = arena_array(a, (size_t)s->n + 1, sizeof(double));
+	tl->move_start = arena_array(a, (size_t)p->moves.n + 1, sizeof(double));
+	tl->move_time = arena_array(a, (size_t)p->moves.n + 1, sizeof(double));
+	double t = 0;
+	for (int step = 0; step < s->n; step++) {
+		double begin = t;
+		for (int i = 0; i < p->moves.n; i++) {
+			const Move *m = &p->moves.v[i];
+			if (m->async || m->at != step)
+				continue;
+			tl->move_start[i] = t;
+			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, false);
+			t += tl->move_time[i];
+		}
+		const Node *n = s->order[step];
+		double k = cm->kernel_time(cm, n, slow_mask(p, n, step));
+		double async = 0;
+		for (int i = 0; i < p->moves.n; i++) {
+			const Move *m = &p->moves.v[i];
+			if (!m->async || m->start != step)
+				continue;
+			tl->move_start[i] = t + async;
+			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, true);
+			async += tl->move_time[i];
+		}
+		tl->kernel_start[step] = t;
+		tl->kernel_time[step] = k;
+		t += k > async ? k : async;
+		tl->step_time[step] = t - begin;
+	}
+	tl->total = t;
+	return tl;
+}
+
+/* Bytes of each tier's residencies at every step. */
+static void tier_usage(const Placement *p, int64_t *fast, int64_t *slow)
+{
+	for (int i = 0; i < p->s->n; i++)
+		fast[i] = slow[i] = 0;
+	for (int i = 0; i < p->res.n; i++) {
+		const Residency *r = p->res.v[i];
+		for (int step = r->first; step <= r->last; step++)
+			(r->tier == TIER_FAST ? fast : slow)[step] += r->t->bytes;
+	}
+}
+
+static const char *tier_name(Tier t)
+{
+	return t == TIER_FAST ? "fast" : "slow";
+}
+
+void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl)
+{
+	const Schedule *s = p->s;
+	char b[64];
+	(void)g;
+	fprintf(f, "%5s %10s  %-24s %s\n", "step", "time ms", "op", "kernel: arguments (tier)");
+	for (int step = 0; step < s->n; step++) {
+		for (int i = 0; i < p->moves.n; i++) {
+			const Move *m = &p->moves.v[i];
+			bool issue = m->async && m->start == step && m->at != step;
+			if (m->at != step && !issue)
+				continue;
+			char when[48] = "";
+			if (m->async && !issue)
+				snprintf(when, sizeof when, ", issued before step %d", m->start);
+			fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)\n", "", "",
+			        issue ? "start moving" : m->async ? "wait for" : "move", m->t->name, tier_name(m->to->tier),
+			        fmt_bytes(m->t->bytes, b, sizeof b), m->async ? "async" : "sync", when);
+		}
+		const Node *n = s->order[step];
+		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, op_info[n->op].name, n->name);
+		for (int k = 0; k < n->nin + n->nout; k++) {
+			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+			const Residency *r = placement_at(p, t, step);
+			fprintf(f, "%s%s(%c)", k == 0 ? " " : k == n->nin ? " -> " : ", ", t->name,
+			        r && r->tier == TIER_SLOW ? 'S' : 'F');
+		}
+		fputc('\n', f);
+	}
+}
+
+void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm)
+{
+	char b1[64], b2[64], b3[64];
+	MoveStats ms = placement_stats(p);
+	int nsync_fast = 0, nsync_slow = 0, nasync_fast = 0, nasync_slow = 0;
+	for (int i = 0; i < p->moves.n; i++) {
+		const Move *m = &p->moves.v[i];
+		int *count = m->to->tier == TIER_FAST ? (m->async ? &nasync_fast : &nsync_fast)
+		                                      : (m->async ? &nasync_slow : &nsync_slow);
+		(*count)++;
+	}
+	fprintf(f, "\nmodel %s, placement %s\n", g->model, p->optimizer);
+	fprintf(f, "moves to slow: %d sync + %d async, %s\n", nsync_slow, nasync_slow,
+	        fmt_bytes(ms.bytes_to_slow, b1, sizeof b1));
+	fprintf(f, "moves to fast: %d sync + %d async, %s\n", nsync_fast, nasync_fast,
+	        fmt_bytes(ms.bytes_to_fast, b1, sizeof b1));
+	fprintf(f, "fast pool: %s", fmt_bytes(p->fast_bytes, b1, sizeof b1));
+	if (p->limit > 0)
+		fprintf(f, " of a %s limit (%.1f%%)", fmt_bytes(p->limit, b2, sizeof b2),
+		        100.0 * (double)p->fast_bytes / (double)p->limit);
+	fprintf(f, "; slow pool: %s; peak live bytes %s\n", fmt_bytes(p->slow_bytes, b3, sizeof b3),
+	        fmt_bytes(p->s->peak, b2, sizeof b2));
+	fprintf(f, "predicted step time: %.3f ms (%s)\n", tl->total * 1e3, cm->source);
+}
+
+static cJSON *num(double v)
+{
+	return cJSON_CreateNumber(v);
+}
+
+void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
+                   const char *extra)
+{
+	const Schedule *s = p->s;
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "model", g->model);
+	cJSON_AddStringToObject(root, "optimizer", p->optimizer);
+	cJSON_AddStringToObject(root, "times", cm->source);
+	cJSON_AddBoolToObject(root, "modeled", cm->modeled);
+	cJSON_AddNumberToObject(root, "limit", (double)p->limit);
+	cJSON_AddNumberToObject(root, "fast_pool_bytes", (double)p->fast_bytes);
+	cJSON_AddNumberToObject(root, "slow_pool_bytes", (double)p->slow_bytes);
+	cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
+	cJSON_AddNumberToObject(root, "predicted_seconds", tl->total);
+	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
+	for (int step = 0; step < s->n; step++) {
+		const Node *n = s->order[step];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "step", step);
+		cJSON_AddStringToObject(o, "kernel", n->name);
+		cJSON_AddStringToObject(o, "op", op_info[n->op].name);
+		cJSON_AddNumberToObject(o, "start_seconds", tl->kernel_start[step]);
+		cJSON_AddNumberToObject(o, "kernel_seconds", tl->kernel_time[step]);
+		cJSON_AddNumberToObject(o, "step_seconds", tl->step_time[step]);
+		cJSON *args = cJSON_AddArrayToObject(o, "arguments");
+		for (int k = 0; k < n->nin + n->nout; k++) {
+			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+			const Residency *r = placement_at(p, t, step);
+			cJSON *a = cJSON_CreateObject();
+			cJSON_AddStringToObject(a, "tensor", t->name);
+			cJSON_AddStringToObject(a, "role", k < n->nin ? "input" : "output");
+			cJSON_AddStringToObject(a, "tier", tier_name(r->tier));
+			cJSON_AddNumberToObject(a, "bytes", (double)t->bytes);
+			cJSON_AddNumberToObject(a, "offset", (double)r->offset);
+			cJSON_AddItemToArray(args, a);
+		}
+		cJSON_AddItemToArray(steps, o);
+	}
+	cJSON *moves = cJSON_AddArrayToObject(root, "moves");
+	for (int i = 0; i < p->moves.n; i++) {
+		const Move *m = &p->moves.v[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "tensor", m->t->name);
+		cJSON_AddNumberToObject(o, "bytes", (double)m->t->bytes);
+		cJSON_AddStringToObject(o, "from", tier_name(m->from->tier));
+		cJSON_AddStringToObject(o, "to", tier_name(m->to->tier));
+		cJSON_AddStringToObject(o, "kind", m->async ? "async" : "sync");
+		cJSON_AddNumberToObject(o, "before_step", m->at);
+		if (m->async)
+			cJSON_AddNumberToObject(o, "issued_before_step", m->start);
+		cJSON_AddItemToObject(o, "start_seconds", num(tl->move_start[i]));
+		cJSON_AddItemToObject(o, "seconds", num(tl->move_time[i]));
+		cJSON_AddItemToArray(moves, o);
+	}
+	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
+	tier_usage(p, fast, slow);
+	cJSON *usage = cJSON_AddArrayToObject(root, "tier_bytes");
+	for (int step = 0; step < s->n; step++) {
+		cJSON *pair = cJSON_CreateArray();
+		cJSON_AddItemToArray(pair, num((double)fast[step]));
+		cJSON_AddItemToArray(pair, num((double)slow[step]));
+		cJSON_AddItemToArray(usage, pair);
+	}
+	free(fast);
+	free(slow);
+	if (extra) {
+		cJSON *x = cJSON_Parse(extra);
+		if (x)
+			cJSON_AddItemToObject(root, "solver", x);
+	}
+	char *text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		fatal_sys("out of memory");
+	fputs(text, f);
+	fputc('\n', f);
+	free(text);
+}
+
+static void trace_event(cJSON *events, const char *name, const char *cat, double start, double dur, int tid)
+{
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", name);
+	cJSON_AddStringToObject(e, "cat", cat);
+	cJSON_AddStringToObject(e, "ph", "X");
+	cJSON_AddNumberToObject(e, "ts", start * 1e6);
+	cJSON_AddNumberToObject(e, "dur", dur * 1e6);
+	cJSON_AddNumberToObject(e, "pid", 1);
+	cJSON_AddNumberToObject(e, "tid", tid);
+	cJSON_AddItemToArray(events, e);
+}
+
+static void lane_name(cJSON *events, int tid, const char *name)
+{
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", "thread_name");
+	cJSON_AddStringToObject(e, "ph", "M");
+	cJSON_AddNumberToObject(e, "pid", 1);
+	cJSON_AddNumberToObject(e, "tid", tid);
+	cJSON *args = cJSON_AddObjectToObject(e, "args");
+	cJSON_AddStringToObject(args, "name", name);
+	cJSON_AddItemToArray(events, e);
+}
+
+bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl)
+{
+	enum { LANE_KERNELS = 1, LANE_TO_SLOW = 2, LANE_TO_FAST = 3 };
+	cJSON *root = cJSON_CreateObject();
+	cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
+	lane_name(events, LANE_KERNELS, "kernels");
+	lane_name(events, LANE_TO_SLOW, "moves to slow");
+	lane_name(events, LANE_TO_FAST, "moves to fast");
+	for (int step = 0; step < p->s->n; step++) {
+		const Node *n = p->s->order[step];
+		trace_event(events, n->name, op_info[n->op].name, tl->kernel_start[step], tl->kernel_time[step],
+		            LANE_KERNELS);
+	}
+	for (int i = 0; i < p->moves.n; i++) {
+		const Move *m = &p->moves.v[i];
+		trace_event(events, m->t->name, m->async ? "async move" : "sync move", tl->move_start[i], tl->move_time[i],
+		            m->to->tier == TIER_FAST ? LANE_TO_FAST : LANE_TO_SLOW);
+	}
+	cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
+	cJSON *meta = cJSON_AddObjectToObject(root, "otherData");
+	cJSON_AddStringToObject(meta, "model", g->model);
+	cJSON_AddStringToObject(meta, "placement", p->optimizer);
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!text)
+		fatal_sys("out of memory");
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	free(text);
+	if (!ok)
+		error_plain("cannot write %s: %s", path, strerror(errno));
+	return ok;
+}
+
+bool schedule_plot(const char *path, const Graph *g, const Placement *p)
+{
+	const char *ext = strrchr(path, '.');
+	bool svg = ext && strcmp(ext, ".svg") == 0;
+	if (!ext || (!svg && strcmp(ext, ".png") != 0)) {
+		error_plain("%s: the plot is written as .png or .svg", path);
+		return false;
+	}
+	const Schedule *s = p->s;
+	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
+	tier_usage(p, fast, slow);
+	int fds[2];
+	if (pipe(fds) != 0) {
+		error_plain("cannot start gnuplot: %s", strerror(errno));
+		free(fast);
+		free(slow);
+		return false;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[0], 0);
+		close(fds[0]);
+		close(fds[1]);
+		execlp("gnuplot", "gnuplot", (char *)NULL);
+		fprintf(stderr, "autotmc: error: cannot run gnuplot: %s (Debian package: gnuplot-nox)\n", strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	FILE *f = pid > 0 ? fdopen(fds[1], "w") : NULL;
+	if (!f) {
+		error_plain("cannot start gnuplot: %s", strerror(errno));
+		free(fast);
+		free(slow);
+		return false;
+	}
+	fprintf(f, "set terminal %s size 1100,500\n", svg ? "svg" : "png");
+	fprintf(f, "set output '%s'\n", path);
+	fprintf(f, "set title 'tier usage over the training step: %s, placement %s'\n", g->model, p->optimizer);
+	fprintf(f, "set xlabel 'step'\nset ylabel 'MiB'\nset key top left\nset grid\n");
+	if (p->limit > 0)
+		fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'red'\n"
+		           "set label 'fast limit' at graph 0.01, first %g offset 0,0.7 tc rgb 'red'\n",
+		        (double)p->limit / 1048576.0, (double)p->limit / 1048576.0, (double)p->limit / 1048576.0);
+	fprintf(f, "plot '-' using 1:2 with steps lw 2 title 'fast', '-' using 1:2 with steps lw 2 title 'slow'\n");
+	for (int tier = 0; tier < 2; tier++) {
+		for (int step = 0; step < s->n; step++)
+			fprintf(f, "%d %.6f\n", step, (double)(tier ? slow : fast)[step] / 1048576.0);
+		fprintf(f, "e\n");
+	}
+	fclose(f);
+	free(fast);
+	free(slow);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		error_plain("gnuplot failed to write %s", path);
+		return false;
+	}
+	return true;
+}

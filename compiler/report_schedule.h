@@ -1,0 +1,37 @@
+/*
+ * report_schedule.h - `autotmc schedule`: the placement step by step.
+ */
+#ifndef AUTOTM_REPORT_SCHEDULE_H
+#define AUTOTM_REPORT_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "costmodel.h"
+#include "place.h"
+
+/* Predicted times of every kernel and move of a placement. */
+typedef struct Timeline {
+	double *kernel_start; /* step -> when its kernel starts (seconds from the step's start) */
+	double *kernel_time;  /* step -> the kernel's own time */
+	double *step_time;    /* step -> sync moves before it + max(kernel, async moves issued with it) */
+	double *move_start;   /* move -> when it starts */
+	double *move_time;    /* move -> its duration */
+	double total;         /* predicted step time */
+} Timeline;
+
+Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a);
+
+/* One line per step (kernel, each argument's tier) with its moves before it. */
+void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl);
+/* Moves and bytes each way, pools against the limit, predicted time. */
+void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm);
+/* The schedule as JSON (docs/schedule.md); `extra` is a JSON object of solver facts, or NULL. */
+void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
+                   const char *extra);
+/* Chrome Trace Event format: kernels and moves on separate lanes. */
+bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl);
+/* The bytes of each tier over the step, plotted with gnuplot (.png or .svg). */
+bool schedule_plot(const char *path, const Graph *g, const Placement *p);
+
+#endif
