@@ -138,10 +138,11 @@ for w in "${workloads[@]}"; do
 		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
 		echo "$name: round $r of $rounds done" >&2
 	done
-	"$prog" --iters $((warmup + iters)) --threads "$threads" --quiet --profile-kernels \
-		> "$out/$name.kernels.txt"
+	measured "$name profile" "$prog" --iters $((warmup + iters)) --threads "$threads" --quiet \
+		--profile-kernels > "$out/$name.kernels.txt"
 	if [ "$torch_profile" = 1 ]; then
 		# shellcheck disable=SC2086
+		wait_idle
 		"$py" bench/torch_step.py $targs --threads "$threads" --warmup "$warmup" \
 			--iters "$iters" --profile "$out/$name.torch-profile.txt" \
 			> /dev/null 2> "$out/$name.torch-profile.log"

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "autotm/rt.h"
+#include "kdesc.h"
 #include "util.h"
 #include "weights.h"
 
@@ -105,38 +106,11 @@ static LLVMValueRef cstring(Emit *e, const char *s, const char *name)
 	return LLVMConstBitCast(g, e->i8p);
 }
 
-static int64_t dbits(double d)
-{
-	int64_t v;
-	memcpy(&v, &d, sizeof v);
-	return v;
-}
-
-static void put_shape(int64_t *at, Shape s)
-{
-	at[0] = s.ndim;
-	for (int i = 0; i < s.ndim; i++)
-		at[1 + i] = s.d[i];
-}
-
-/* rt.h's description of node n. */
+/* rt.h's description of node n (kdesc.c). */
 static int64_t *describe(Emit *e, const Node *n)
 {
 	int64_t *d = arena_array(e->a, RT_DESC_LEN, sizeof(int64_t));
-	const Attrs *a = &n->attr;
-	if (n->nin + n->nout > RT_MAX_ARGS)
-		ICE("%s has %d arguments; the runtime takes at most %d", n->name, n->nin + n->nout, RT_MAX_ARGS);
-	d[RT_D_OP] = n->op;
-	d[RT_D_NIN] = n->nin;
-	d[RT_D_NOUT] = n->nout;
-	d[RT_D_KH] = a->kh, d[RT_D_KW] = a->kw, d[RT_D_SH] = a->sh, d[RT_D_SW] = a->sw;
-	d[RT_D_PH] = a->ph, d[RT_D_PW] = a->pw, d[RT_D_GROUPS] = a->groups;
-	d[RT_D_AXIS] = a->axis, d[RT_D_OFFSET] = a->offset, d[RT_D_SEED] = a->seed;
-	d[RT_D_EPS] = dbits(a->eps), d[RT_D_P] = dbits(a->p);
-	d[RT_D_LR] = dbits(a->lr), d[RT_D_MOMENTUM] = dbits(a->momentum);
-	put_shape(&d[RT_D_ASHAPE], a->shape);
-	for (int k = 0; k < n->nin + n->nout; k++)
-		put_shape(&RT_ARG_NDIM(d, k), k < n->nin ? n->in[k]->shape : n->out[k - n->nin]->shape);
+	node_describe(n, d);
 	return d;
 }
 

@@ -32,7 +32,11 @@
 #include "interp.h"
 #include "link.h"
 #include "memplan.h"
+#include "hwmodel.h"
 #include "place.h"
+#include "predict.h"
+#include "profile.h"
+#include "report_schedule.h"
 #include "report.h"
 #include "schedule.h"
 #include "util.h"
@@ -56,6 +60,9 @@ typedef struct ModelOpts {
 
 static const char *prog = "autotmc";
 
+static void usage_place_opts(FILE *f);
+static long parse_count(const char *cmd, const char *opt, const char *s, long max);
+
 static void usage_main(FILE *f)
 {
 	fprintf(f,
@@ -68,6 +75,8 @@ static void usage_main(FILE *f)
 	        "  check FILE      parse and elaborate a model; print its summary\n"
 	        "  graph FILE      print the graph IR (--train: the training step; --dot, --json)\n"
 	        "  interpret FILE  train with the reference interpreter (the correctness oracle)\n"
+	        "  profile FILE    time every kernel of the training step in each memory tier\n"
+	        "  schedule FILE   place the tensors and show the move schedule\n"
 	        "  build FILE      compile the training program to an executable\n"
 	        "  run FILE        build (cached) and run the training program\n"
 	        "\n"
@@ -126,10 +135,8 @@ static void usage_build(FILE *f)
 	        "\n"
 	        "options:\n"
 	        "  -o PROG              the executable to write\n"
-	        "  --emit-llvm          also write the LLVM module as PROG.ll\n"
-	        "  --optimizer O        where tensors live: all-fast (default), or spill-all\n"
-	        "                       (a test placement moving every activation through\n"
-	        "                       the slow tier)\n");
+	        "  --emit-llvm          also write the LLVM module as PROG.ll\n");
+	usage_place_opts(f);
 	usage_model_opts(f);
 }
 
@@ -143,9 +150,7 @@ static void usage_run(FILE *f)
 	        "median step time and the sizes of the fast and slow pools.\n"
 	        "\n"
 	        "options:\n"
-	        "  --optimizer O        all-fast (default) or spill-all (see autotmc build --help)\n"
 	        "  --iters N            training steps (default 10)\n"
-	        "  --threads N          threads (default: all cores)\n"
 	        "  --seed S             seed of weights and synthetic data (default 1)\n"
 	        "  --weights W          load the weights from a safetensors file\n"
 	        "  --save-weights OUT   save the weights after training\n"
@@ -155,6 +160,26 @@ static void usage_run(FILE *f)
 	        "  --slow-dir DIR       directory of the slow tier's file (default: a temporary one)\n"
 	        "  --profile-kernels    print the time of every kernel\n"
 	        "  --emit-llvm          also write the LLVM module next to the cached program\n");
+	usage_place_opts(f);
+	usage_model_opts(f);
+}
+
+static void usage_schedule(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotmc schedule [OPTIONS] FILE\n"
+	        "\n"
+	        "Place FILE's training step and show the result: for every step the kernel,\n"
+	        "where each input and output lives and the moves before it; then moves and\n"
+	        "bytes each way, the pools against the limit, the predicted step time and the\n"
+	        "solver's size, time and gap (docs/schedule.md).\n"
+	        "\n"
+	        "options:\n"
+	        "  --json               print the schedule as JSON instead\n"
+	        "  --trace T.json       also write it in Chrome Trace Event format (Perfetto)\n"
+	        "  --plot P.png|P.svg   also plot the bytes in each tier over the step (gnuplot)\n"
+	        "  --summary            print only the summary\n");
+	usage_place_opts(f);
 	usage_model_opts(f);
 }
 
@@ -302,6 +327,9 @@ static void parse_model_opts(Arena *a, const char *cmd, int argc, char **argv, M
 	add_stdlib_dirs(a, mo);
 }
 
+typedef struct Compilation Compilation;
+static bool place_options(Arena *a, Compilation *c, PlaceOptions *po);
+
 static void verify_or_die(const Graph *g, const char *after)
 {
 	char err[512];
@@ -312,13 +340,29 @@ static void verify_or_die(const Graph *g, const char *after)
 /* How far a command runs the pipeline. */
 typedef enum Stage { STAGE_FORWARD, STAGE_TRAINING, STAGE_PROGRAM } Stage;
 
+/* The options of the commands that place tensors (build, run, schedule). */
+typedef struct PlaceArgs {
+	const char *optimizer;   /* --optimizer */
+	const char *limit;       /* --limit BYTES */
+	const char *ratio;       /* --ratio S:F */
+	const char *hw;          /* --hw FILE */
+	const char *db;          /* --profile-db PATH */
+	const char *solver;      /* --solver cbc|lp_solve */
+	const char *solver_time; /* --solver-time SECONDS */
+	const char *threads;     /* --threads N (the profile is per thread count) */
+	const char *slow_dir;    /* --slow-dir DIR of run (its file system is part of the machine's identity) */
+} PlaceArgs;
+
 /* What the pipeline has built so far. */
-typedef struct Compilation {
+struct Compilation {
 	Graph *g;            /* the graph: forward, then training step */
 	Schedule *sched;     /* order and liveness of the training step */
-	const char *optimizer; /* which placement to make (STAGE_PROGRAM) */
+	const PlaceArgs *pa; /* how to place (STAGE_PROGRAM) */
+	const char *file;    /* the model's file */
+	CostModel *cm;       /* kernel and move times (NULL: none needed, none available) */
+	PlaceStats st;       /* what the optimizer did */
 	Placement *place;    /* where every tensor lives at every step, with offsets */
-} Compilation;
+};
 
 /*
  * The pipeline, one pass per line, as far as `stage`. Returns false after
@@ -341,24 +385,169 @@ static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 	c->sched = schedule_graph(c->g, a);                 /* -> order + liveness */
 	if (stage == STAGE_TRAINING)
 		return true;
-	if (strcmp(c->optimizer, "all-fast") == 0)          /* -> tier of every tensor, moves */
-		c->place = place_all_fast(c->g, c->sched, a);
-	else
-		c->place = place_spill_all(c->g, c->sched, a);
-	memplan(c->place, a);                                /* -> offsets in the pools */
-	char err[512];
+	PlaceOptions po;
+	if (!place_options(a, c, &po))
+		return false;
+	char err[1024];
+	c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err); /* -> tiers, moves, offsets */
+	if (!c->place) {
+		error_plain("%s", err);
+		return false;
+	}
 	if (!placement_verify(c->g, c->place, err, sizeof err))
-		ICE("placement %s is inconsistent: %s", c->optimizer, err);
+		ICE("placement %s is inconsistent: %s", c->place->optimizer, err);
 	if (!memplan_verify(c->place, a, err, sizeof err))
-		ICE("memory plan of %s is inconsistent: %s", c->optimizer, err);
+		ICE("memory plan of %s is inconsistent: %s", c->place->optimizer, err);
 	return true;
 }
 
-static const char *check_optimizer(const char *cmd, const char *o)
+static const char *const optimizers[] = {"static", "sync", "async", "first-touch", "all-fast", "all-slow",
+                                          "spill-all"};
+
+static bool is_ilp(const char *o)
 {
-	if (strcmp(o, "all-fast") != 0 && strcmp(o, "spill-all") != 0)
-		usage_error(cmd, "unknown optimizer '%s' (all-fast or spill-all)", o);
-	return o;
+	return strcmp(o, "static") == 0 || strcmp(o, "sync") == 0 || strcmp(o, "async") == 0;
+}
+
+/* "2GiB", "512MiB", "1.5 GiB", "123456" (bytes); -1 if malformed. */
+static int64_t parse_bytes(const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !(v >= 0))
+		return -1;
+	while (*end == ' ')
+		end++;
+	static const struct { const char *unit; double scale; } units[] = {
+		{"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+		{"TiB", 1099511627776.0}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0},
+	};
+	for (size_t i = 0; i < countof(units); i++)
+		if (strcmp(end, units[i].unit) == 0 && v * units[i].scale < 9.0e18)
+			return (int64_t)(v * units[i].scale);
+	return -1;
+}
+
+/* The cost model of a placement with every tensor fast: measured all-fast times only. */
+static double fast_kernel_time(const CostModel *cm, const Node *n, uint32_t slow)
+{
+	if (slow)
+		ICE("an all-fast cost model asked for %s with slow arguments", n->name);
+	return ((const double *)cm->data)[n->id];
+}
+
+static double no_move_time(const CostModel *cm, int64_t bytes, Tier from, Tier to, bool async)
+{
+	(void)cm, (void)bytes, (void)from, (void)to, (void)async;
+	ICE("an all-fast cost model asked for a move");
+}
+
+/*
+ * The kernel and move times: a hw description on measured all-fast times,
+ * or the profile of this machine. Whatever the database lacks is measured
+ * first (autotmc profile does the same on its own).
+ */
+static CostModel *cost_model(Arena *a, Compilation *c, bool fast_only)
+{
+	const PlaceArgs *pa = c->pa;
+	ProfileOptions po = {.db = pa->db, .model = c->file, .fast_only = fast_only || pa->hw, .slow_dir = pa->slow_dir};
+	if (pa->threads)
+		po.threads = (int)strtol(pa->threads, NULL, 10);
+	char err[1024];
+	int missing = profile_missing(c->g, c->sched, &po, err, sizeof err);
+	if (missing < 0) {
+		error_plain("%s", err);
+		return NULL;
+	}
+	if (missing > 0 && !profile_graph(c->g, c->sched, &po, NULL, err, sizeof err)) { /* -> profile database */
+		error_plain("%s", err);
+		return NULL;
+	}
+	if (!pa->hw) {
+		CostModel *cm = fast_only ? NULL : costmodel_from_profile(c->g, c->sched, &po, a, err, sizeof err);
+		if (!fast_only && !cm)
+			error_plain("%s", err);
+		if (fast_only) {
+			double *fast = profile_fast_times(c->g, c->sched, &po, a, err, sizeof err);
+			if (!fast) {
+				error_plain("%s", err);
+				return NULL;
+			}
+			cm = arena_alloc(a, sizeof *cm);
+			cm->source = "profile (all-fast times)";
+			cm->kernel_time = fast_kernel_time;
+			cm->move_time = no_move_time;
+			cm->data = fast;
+		}
+		return cm;
+	}
+	HwModel hw;
+	const char *path = hw_find(pa->hw, a, err, sizeof err);
+	if (!path || !hw_load(path, &hw, err, sizeof err)) {
+		error_plain("%s", err);
+		return NULL;
+	}
+	double *fast = profile_fast_times(c->g, c->sched, &po, a, err, sizeof err);
+	if (!fast) {
+		error_plain("%s", err);
+		return NULL;
+	}
+	return costmodel_from_hw(&hw, c->g, fast, a);
+}
+
+/* Turn the command line into PlaceOptions; the limit from --limit or --ratio. */
+static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
+{
+	const PlaceArgs *pa = c->pa;
+	*po = (PlaceOptions){.optimizer = pa->optimizer, .solver = pa->solver};
+	bool found = false;
+	for (size_t i = 0; i < countof(optimizers); i++)
+		found |= strcmp(pa->optimizer, optimizers[i]) == 0;
+	if (!found) {
+		error_plain("unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow, spill-all)",
+		            pa->optimizer);
+		return false;
+	}
+	if (pa->limit && pa->ratio) {
+		error_plain("give the fast tier's size as --limit or as --ratio, not both");
+		return false;
+	}
+	if (pa->limit) {
+		po->limit = parse_bytes(pa->limit);
+		if (po->limit < 0) {
+			error_plain("--limit %s: expected a size such as 2GiB, 512MiB or 1000000 (bytes)", pa->limit);
+			return false;
+		}
+	} else if (pa->ratio) {
+		double s, f;
+		char tail;
+		if (sscanf(pa->ratio, "%lf:%lf%c", &s, &f, &tail) != 2 || s < 0 || f < 0 || s + f <= 0) {
+			error_plain("--ratio %s: expected SLOW:FAST such as 4:1", pa->ratio);
+			return false;
+		}
+		po->limit = (int64_t)((double)c->sched->peak * f / (s + f));
+	} else if (is_ilp(pa->optimizer) || strcmp(pa->optimizer, "first-touch") == 0) {
+		error_plain("optimizer '%s' needs the fast tier's size: --limit BYTES or --ratio SLOW:FAST", pa->optimizer);
+		return false;
+	}
+	if (pa->solver && strcmp(pa->solver, "cbc") != 0 && strcmp(pa->solver, "lp_solve") != 0) {
+		error_plain("unknown solver '%s' (cbc or lp_solve)", pa->solver);
+		return false;
+	}
+	if (pa->solver_time) {
+		char *end;
+		po->time_limit = strtod(pa->solver_time, &end);
+		if (*end || !(po->time_limit > 0)) {
+			error_plain("--solver-time %s: expected a positive number of seconds", pa->solver_time);
+			return false;
+		}
+	}
+	c->cm = cost_model(a, c, strcmp(pa->optimizer, "all-fast") == 0);
+	if (!c->cm)
+		return false;
+	po->cm = c->cm;
+	return true;
 }
 
 /* The compile-time fields of the results record, as a JSON object (AutoTM's names). */
@@ -379,6 +568,24 @@ static char *program_record(const Compilation *c, const char *source, Arena *a)
 	cJSON_AddNumberToObject(r, "bytes_moved_pmem", (double)ms.bytes_to_slow);
 	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
 	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
+	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
+	cJSON_AddStringToObject(r, "times", c->cm->source);
+	cJSON_AddBoolToObject(r, "modeled", c->cm->modeled);
+	cJSON_AddNumberToObject(r, "predicted_runtime", placement_predict(p, c->cm, NULL));
+	if (c->st.nattempts > 0) {
+		cJSON *ct = cJSON_AddArrayToObject(r, "creation_times"), *ot = cJSON_AddArrayToObject(r, "optimization_times");
+		for (int i = 0; i < c->st.nattempts; i++) {
+			cJSON_AddItemToArray(ct, cJSON_CreateNumber(c->st.creation_times[i]));
+			cJSON_AddItemToArray(ot, cJSON_CreateNumber(c->st.optimization_times[i]));
+		}
+		cJSON_AddNumberToObject(r, "ilp_rows", c->st.rows);
+		cJSON_AddNumberToObject(r, "ilp_columns", c->st.cols);
+		cJSON_AddNumberToObject(r, "ilp_integers", c->st.integers);
+		cJSON_AddNumberToObject(r, "ilp_nonzeros", (double)c->st.nonzeros);
+		cJSON_AddNumberToObject(r, "ilp_objective", c->st.objective);
+		cJSON_AddNumberToObject(r, "ilp_gap", c->st.gap);
+		cJSON_AddStringToObject(r, "ilp_status", c->st.status ? c->st.status : "");
+	}
 	char *text = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
 	if (!text)
@@ -392,7 +599,8 @@ static char *program_record(const Compilation *c, const char *source, Arena *a)
 static bool generate(Arena *a, const Compilation *c, const char *source, const char *obj, const char *ll,
                      char **ir_text, const char *exe)
 {
-	EmitOptions eo = {.obj_path = obj, .ll_path = ll, .record = program_record(c, source, a), .ir_text = ir_text};
+	EmitOptions eo = {.obj_path = obj, .ll_path = ll, .record = program_record(c, source, a), .ir_text = ir_text,
+	                  .predicted_seconds = placement_predict(c->place, c->cm, NULL)};
 	char err[512];
 	if (!emit_program(c->g, c->sched, c->place, &eo, a, err, sizeof err)) {   /* -> LLVM module, object */
 		error_plain("%s", err);
@@ -576,6 +784,46 @@ static void print_plan(FILE *f, const Compilation *c, Arena *a)
 	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
 	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
+	if (p->limit > 0)
+		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes)\n", fmt_bytes(p->limit, b1, sizeof b1),
+		        100.0 * (double)p->limit / (double)c->sched->peak);
+	if (c->st.nattempts > 0)
+		fprintf(f, "ILP: %d rows, %d columns, %d integers, %ld nonzeros; built in %.2f s, solved in %.2f s "
+		           "(%d attempt%s), %s, gap %.2f%%\n",
+		        c->st.rows, c->st.cols, c->st.integers, c->st.nonzeros, c->st.creation_time, c->st.solve_time,
+		        c->st.nattempts, c->st.nattempts == 1 ? "" : "s", c->st.status ? c->st.status : "?",
+		        100.0 * c->st.gap);
+	fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, c->cm, NULL), c->cm->source);
+}
+
+/* The placement options, first among a command's valued options (OPT_VALUE + i). */
+#define PLACE_LONG_OPTIONS                                                     \
+	{"optimizer", required_argument, NULL, OPT_VALUE + 0},                 \
+	{"limit", required_argument, NULL, OPT_VALUE + 1},                     \
+	{"ratio", required_argument, NULL, OPT_VALUE + 2},                     \
+	{"hw", required_argument, NULL, OPT_VALUE + 3},                        \
+	{"profile-db", required_argument, NULL, OPT_VALUE + 4},                \
+	{"solver", required_argument, NULL, OPT_VALUE + 5},                    \
+	{"solver-time", required_argument, NULL, OPT_VALUE + 6},               \
+	{"threads", required_argument, NULL, OPT_VALUE + 7}
+#define PLACE_VALUES(pa) &(pa).optimizer, &(pa).limit, &(pa).ratio, &(pa).hw, &(pa).db, &(pa).solver, \
+	&(pa).solver_time, &(pa).threads
+enum { NPLACE_OPTIONS = 8 };
+
+static void usage_place_opts(FILE *f)
+{
+	fprintf(f,
+	        "  --optimizer O        where tensors live: static, sync, async (the ILP), first-touch,\n"
+	        "                       all-fast, all-slow, or spill-all (a test placement that moves\n"
+	        "                       every activation through the slow tier)\n"
+	        "  --limit BYTES        the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB)\n"
+	        "  --ratio S:F          or slow:fast relative to the peak of live bytes (4:1: a fifth)\n"
+	        "  --hw FILE            model slow-tier times with a hardware description (hw/*.hw);\n"
+	        "                       every prediction then says 'modeled'\n"
+	        "  --profile-db PATH    the profile database (default ~/.cache/autotm/profiles.db)\n"
+	        "  --solver S           cbc (default) or lp_solve\n"
+	        "  --solver-time SEC    the solver's time limit (default 60)\n"
+	        "  --threads N          threads (profiles are per thread count)\n");
 }
 
 static int cmd_build(int argc, char **argv)
@@ -583,15 +831,15 @@ static int cmd_build(int argc, char **argv)
 	Arena a = {0};
 	ModelOpts mo = {0};
 	static int emit_ll;
-	static const char *out, *optimizer = "all-fast";
-	enum { O_OUT = OPT_VALUE, O_OPTIMIZER };
+	static const char *out;
+	static PlaceArgs pa = {.optimizer = "all-fast"};
 	const struct option extra[] = {
-		{"output", required_argument, NULL, O_OUT},
+		PLACE_LONG_OPTIONS,
+		{"output", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS},
 		{"emit-llvm", no_argument, &emit_ll, 1},
-		{"optimizer", required_argument, NULL, O_OPTIMIZER},
 		{0},
 	};
-	const char **const values[] = {&out, &optimizer};
+	const char **const values[] = {PLACE_VALUES(pa), &out};
 	/* -o is the short form of --output */
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "-o") == 0)
@@ -599,7 +847,7 @@ static int cmd_build(int argc, char **argv)
 	parse_model_opts(&a, "build", argc, argv, &mo, extra, usage_build, values);
 	if (!out)
 		usage_error("build ", "no output given (-o PROG)");
-	Compilation c = {.optimizer = check_optimizer("build ", optimizer)};
+	Compilation c = {.pa = &pa, .file = mo.file};
 	bool ok = compile(&a, &mo, STAGE_PROGRAM, &c);
 	if (ok) {
 		const char *obj = arena_printf(&a, "%s.o", out);
@@ -638,30 +886,30 @@ static int cmd_run(int argc, char **argv)
 	Arena a = {0};
 	ModelOpts mo = {0};
 	static int emit_ll, profile;
-	static const char *optimizer = "all-fast", *pass[9];
-	enum { O_OPTIMIZER = OPT_VALUE, O_ITERS, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS,
-	       O_SLOWDIR };
-	static const char *const pass_names[] = {"--iters", "--threads", "--seed", "--weights", "--save-weights",
+	static const char *pass[8];
+	static PlaceArgs pa = {.optimizer = "all-fast"};
+	static const char *const pass_names[] = {"--iters", "--seed", "--weights", "--save-weights",
 	                                         "--input", "--labels", "--results", "--slow-dir"};
+	enum { O_PASS = OPT_VALUE + NPLACE_OPTIONS };
 	const struct option extra[] = {
-		{"optimizer", required_argument, NULL, O_OPTIMIZER},
-		{"iters", required_argument, NULL, O_ITERS},
-		{"threads", required_argument, NULL, O_THREADS},
-		{"seed", required_argument, NULL, O_SEED},
-		{"weights", required_argument, NULL, O_WEIGHTS},
-		{"save-weights", required_argument, NULL, O_SAVE},
-		{"input", required_argument, NULL, O_INPUT},
-		{"labels", required_argument, NULL, O_LABELS},
-		{"results", required_argument, NULL, O_RESULTS},
-		{"slow-dir", required_argument, NULL, O_SLOWDIR},
+		PLACE_LONG_OPTIONS,
+		{"iters", required_argument, NULL, O_PASS + 0},
+		{"seed", required_argument, NULL, O_PASS + 1},
+		{"weights", required_argument, NULL, O_PASS + 2},
+		{"save-weights", required_argument, NULL, O_PASS + 3},
+		{"input", required_argument, NULL, O_PASS + 4},
+		{"labels", required_argument, NULL, O_PASS + 5},
+		{"results", required_argument, NULL, O_PASS + 6},
+		{"slow-dir", required_argument, NULL, O_PASS + 7},
 		{"emit-llvm", no_argument, &emit_ll, 1},
 		{"profile-kernels", no_argument, &profile, 1},
 		{0},
 	};
-	const char **const values[] = {&optimizer, &pass[0], &pass[1], &pass[2], &pass[3], &pass[4], &pass[5],
-	                               &pass[6], &pass[7], &pass[8]};
+	const char **const values[] = {PLACE_VALUES(pa), &pass[0], &pass[1], &pass[2], &pass[3], &pass[4], &pass[5],
+	                               &pass[6], &pass[7]};
 	parse_model_opts(&a, "run", argc, argv, &mo, extra, usage_run, values);
-	Compilation c = {.optimizer = check_optimizer("run ", optimizer)};
+	pa.slow_dir = pass[7];
+	Compilation c = {.pa = &pa, .file = mo.file};
 	const char *dir = NULL;
 	if (!compile(&a, &mo, STAGE_PROGRAM, &c) || !(dir = cache_dir(&a))) {
 		arena_free(&a);
@@ -702,6 +950,10 @@ static int cmd_run(int argc, char **argv)
 			args[n++] = pass_names[i];
 			args[n++] = pass[i];
 		}
+	if (pa.threads) {
+		args[n++] = "--threads";
+		args[n++] = pa.threads;
+	}
 	if (profile)
 		args[n++] = "--profile-kernels";
 	args[n] = NULL;
@@ -712,6 +964,143 @@ static int cmd_run(int argc, char **argv)
 	error_plain("cannot run %s: %s", exe, strerror(errno));
 	arena_free(&a);
 	return 1;
+}
+
+static void usage_profile(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotmc profile [OPTIONS] FILE\n"
+	        "\n"
+	        "Time every distinct kernel of FILE's training step on this machine with its\n"
+	        "inputs and outputs in each tier (the IO configurations the placement chooses\n"
+	        "from), and the copies between the tiers, and store the times in the profile\n"
+	        "database. Only what the database lacks is measured: a second profile of the\n"
+	        "same model measures nothing, and an interrupted one resumes.\n"
+	        "\n"
+	        "options:\n"
+	        "  --profile-db PATH  the database (default: $XDG_CACHE_HOME/autotm/profiles.db,\n"
+	        "                     or ~/.cache/autotm/profiles.db)\n"
+	        "  --threads N        kernel threads (default: every core, as the programs use)\n"
+	        "  --runs N           timed runs per measurement, at most (default 5; the median\n"
+	        "                     is kept; runs stop after 1 s once 3 are done)\n"
+	        "  --slow KIND        the slow tier: pmem (default), dax-kmem or numa:N\n"
+	        "  --slow-dir DIR     where the pmem slow tier's file goes (default: $TMPDIR or /tmp)\n"
+	        "  --fast-only        measure only the all-fast time of each kernel and no moves:\n"
+	        "                     what modeling another machine with --hw needs\n"
+	        "  --quiet            print nothing but errors\n"
+	        "  -D NAME=VALUE      override the model parameter NAME (repeatable)\n"
+	        "  -I DIR             search DIR for imports after the importing file's directory\n"
+	        "  -h, --help         show this help\n"
+	        "\n"
+	        "Documentation: docs/profiling.md.\n");
+}
+
+static int cmd_profile(int argc, char **argv)
+{
+	Arena a = {0};
+	ModelOpts mo = {0};
+	static int fast_only, quiet;
+	static const char *db, *threads, *runs, *slow, *slow_dir;
+	const struct option extra[] = {
+		{"profile-db", required_argument, NULL, OPT_VALUE + 0},
+		{"threads", required_argument, NULL, OPT_VALUE + 1},
+		{"runs", required_argument, NULL, OPT_VALUE + 2},
+		{"slow", required_argument, NULL, OPT_VALUE + 3},
+		{"slow-dir", required_argument, NULL, OPT_VALUE + 4},
+		{"fast-only", no_argument, &fast_only, 1},
+		{"quiet", no_argument, &quiet, 1},
+		{0},
+	};
+	const char **const values[] = {&db, &threads, &runs, &slow, &slow_dir};
+	parse_model_opts(&a, "profile", argc, argv, &mo, extra, usage_profile, values);
+	ProfileOptions po = {.db = db, .slow_dir = slow_dir, .fast_only = fast_only, .quiet = quiet, .model = mo.file};
+	if (threads)
+		po.threads = (int)parse_count("profile ", "--threads", threads, 4096);
+	if (runs)
+		po.runs = (int)parse_count("profile ", "--runs", runs, 1000);
+	if (slow) {
+		if (strcmp(slow, "pmem") == 0) {
+			po.slow_kind = RT_SLOW_TIER_PMEM;
+		} else if (strcmp(slow, "dax-kmem") == 0) {
+			po.slow_kind = RT_SLOW_TIER_DAX;
+		} else if (strncmp(slow, "numa:", 5) == 0) {
+			po.slow_kind = RT_SLOW_TIER_NUMA;
+			po.numa_node = (int)parse_count("profile ", "--slow numa:N", slow + 5, 1023);
+		} else {
+			usage_error("profile ", "--slow expects pmem, dax-kmem or numa:N, got '%s'", slow);
+		}
+	}
+	if (po.slow_dir && po.slow_kind != RT_SLOW_TIER_PMEM)
+		usage_error("profile ", "--slow-dir applies only to --slow pmem");
+	if (po.slow_dir && !is_dir(po.slow_dir)) {
+		error_plain("--slow-dir %s is not a directory", po.slow_dir);
+		arena_free(&a);
+		return 1;
+	}
+	Compilation c = {.file = mo.file};
+	bool ok = compile(&a, &mo, STAGE_TRAINING, &c);
+	char err[1024];
+	if (ok && !profile_graph(c.g, c.sched, &po, NULL, err, sizeof err)) { /* -> profile database */
+		error_plain("%s", err);
+		ok = false;
+	}
+	arena_free(&a);
+	return ok ? 0 : 1;
+}
+
+static int cmd_schedule(int argc, char **argv)
+{
+	Arena a = {0};
+	ModelOpts mo = {0};
+	static int json, summary;
+	static const char *trace, *plot;
+	static PlaceArgs pa = {.optimizer = "sync"};
+	const struct option extra[] = {
+		PLACE_LONG_OPTIONS,
+		{"trace", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS},
+		{"plot", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 1},
+		{"json", no_argument, &json, 1},
+		{"summary", no_argument, &summary, 1},
+		{0},
+	};
+	const char **const values[] = {PLACE_VALUES(pa), &trace, &plot};
+	parse_model_opts(&a, "schedule", argc, argv, &mo, extra, usage_schedule, values);
+	Compilation c = {.pa = &pa, .file = mo.file};
+	bool ok = compile(&a, &mo, STAGE_PROGRAM, &c);
+	if (ok) {
+		Timeline *tl = timeline_make(c.place, c.cm, &a);
+		if (json) {
+			char *solver = NULL;
+			if (c.st.nattempts > 0) {
+				cJSON *s = cJSON_CreateObject();
+				cJSON_AddNumberToObject(s, "rows", c.st.rows);
+				cJSON_AddNumberToObject(s, "columns", c.st.cols);
+				cJSON_AddNumberToObject(s, "integers", c.st.integers);
+				cJSON_AddNumberToObject(s, "nonzeros", (double)c.st.nonzeros);
+				cJSON_AddNumberToObject(s, "creation_seconds", c.st.creation_time);
+				cJSON_AddNumberToObject(s, "solve_seconds", c.st.solve_time);
+				cJSON_AddNumberToObject(s, "objective_seconds", c.st.objective);
+				cJSON_AddNumberToObject(s, "gap", c.st.gap);
+				cJSON_AddNumberToObject(s, "attempts", c.st.nattempts);
+				cJSON_AddStringToObject(s, "status", c.st.status ? c.st.status : "");
+				solver = cJSON_PrintUnformatted(s);
+				cJSON_Delete(s);
+			}
+			schedule_json(stdout, c.g, c.place, tl, c.cm, solver);
+			free(solver);
+		} else {
+			if (!summary)
+				schedule_table(stdout, c.g, c.place, tl);
+			schedule_summary(stdout, c.g, c.place, tl, c.cm);
+			print_plan(stdout, &c, &a);
+		}
+		if (trace)
+			ok = schedule_trace(trace, c.g, c.place, tl) && ok;
+		if (plot)
+			ok = schedule_plot(plot, c.g, c.place) && ok;
+	}
+	arena_free(&a);
+	return ok ? 0 : 1;
 }
 
 static long parse_count(const char *cmd, const char *opt, const char *s, long max)
@@ -792,6 +1181,8 @@ int main(int argc, char **argv)
 		{"check", cmd_check},
 		{"graph", cmd_graph},
 		{"interpret", cmd_interpret},
+		{"profile", cmd_profile},
+		{"schedule", cmd_schedule},
 		{"build", cmd_build},
 		{"run", cmd_run},
 	};

@@ -56,6 +56,9 @@ typedef struct Placement {
 	int64_t slow_bytes;
 } Placement;
 
+/* An empty placement of g (no residencies yet), for the optimizers. */
+Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, const char *optimizer);
+
 /* Every tensor in the fast tier for its whole live interval; no moves. */
 Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a);
 
@@ -65,6 +68,24 @@ Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a);
  * fresh fast copy before each of its users.
  */
 Placement *place_spill_all(const Graph *g, const Schedule *s, Arena *a);
+
+/*
+ * Every tensor in the slow tier for its whole live interval; no moves.
+ * Nothing has to be fast: kernels read and write the slow tier directly
+ * and the host reads the loss from it.
+ */
+Placement *place_all_slow(const Graph *g, const Schedule *s, Arena *a);
+
+/*
+ * The NUMA first-touch baseline: walk the schedule with a page-granular
+ * (4 KiB) count of fast bytes; persistent tensors, input and labels are
+ * placed at step 0 in tensor order, then each kernel's outputs when it
+ * runs: fast if its pages fit under the limit, else slow; a tensor's
+ * pages are freed after its last use; no moves. The memory plan is made
+ * here too (memplan): if packing pushes the fast pool over the limit, the
+ * page budget is lowered by the excess and the walk repeated.
+ */
+Placement *place_first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a);
 
 /* The residency of t that step `step` uses: its fast copy if one covers the step. */
 Residency *placement_at(const Placement *p, const Tensor *t, int step);
@@ -82,5 +103,73 @@ typedef struct MoveStats {
 	int64_t bytes, bytes_to_fast, bytes_to_slow, bytes_async;
 } MoveStats;
 MoveStats placement_stats(const Placement *p);
+
+/* ------------------------------------------------------------ the ILP */
+
+typedef struct CostModel CostModel;
+
+enum {
+	PLACE_WINDOW = 15,             /* async decision points before each user */
+	PLACE_TINY = 64 << 10,         /* tensors up to this many bytes get one decision point */
+	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
+	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
+};
+#define PLACE_TIME_LIMIT 60.0      /* seconds per solve */
+#define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
+
+typedef struct PlaceOptions {
+	const char *optimizer;     /* "static", "sync" or "async"; place_optimize also takes
+	                              "first-touch", "all-fast", "all-slow" and "spill-all" */
+	int64_t limit;             /* fast-tier bytes */
+	const CostModel *cm;       /* kernel and move times */
+	const char *solver;        /* "cbc" (NULL: cbc) or "lp_solve" */
+	double time_limit;         /* seconds per solve; 0: PLACE_TIME_LIMIT */
+	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
+	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
+	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
+	const int64_t *step_limit; /* per-step limits (n entries; the fragmentation loop), NULL: `limit` at every step */
+	bool verbose;              /* let the solver log */
+} PlaceOptions;
+
+typedef struct PlaceStats {
+	int rows, cols, integers;  /* size of the last program solved */
+	long nonzeros;
+	int decision_points;       /* over all tensors */
+	int separable, configured, approximated; /* kernels whose cost is separable, by configuration
+	                                            binaries, or fitted as separable although it is not */
+	double creation_time;      /* seconds to build the last program */
+	double solve_time;         /* seconds the solver took on it */
+	double objective;          /* predicted seconds of a step, as the ILP counts them */
+	double bound;              /* a proved lower bound on it */
+	double gap;                /* relative (objective - bound) / objective */
+	double predicted_time;     /* placement_predict() of the placement returned */
+	const char *status;        /* "optimal", "feasible (time limit)", ... */
+	int64_t min_limit;         /* the smallest feasible limit */
+	int nattempts;             /* solves of the fragmentation loop */
+	double creation_times[PLACE_MAX_ATTEMPTS];     /* per attempt */
+	double optimization_times[PLACE_MAX_ATTEMPTS]; /* per attempt */
+	int64_t attempt_limit[PLACE_MAX_ATTEMPTS];     /* smallest per-step limit of each attempt */
+	int64_t attempt_pool[PLACE_MAX_ATTEMPTS];      /* fast pool memplan made of its result */
+} PlaceStats;
+
+/*
+ * The placement that minimises the predicted step time under the limit
+ * (docs/placement.md has the formulation). Returns NULL with a message in
+ * err when the limit is infeasible (the message gives the smallest
+ * feasible one), when no solution was found within the time limit, or on
+ * a solver error. st may be NULL. No memory plan is made.
+ */
+Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                     char *err, size_t errlen);
+
+/*
+ * The placement of optimizer o->optimizer with its memory plan: for the
+ * ILP optimizers place_ilp, then memplan; while fragmentation puts the
+ * fast pool over the limit, the per-step limits around the overflowing
+ * tensors are tightened and the ILP solved again (every attempt's times
+ * go into st). Baselines are made and planned directly.
+ */
+Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                          char *err, size_t errlen);
 
 #endif

@@ -6,14 +6,18 @@
  * placement that moves every activation through the slow tier, so that
  * the move machinery of code generation and runtime is exercised on every
  * tensor of a model; training results must be bitwise those of all-fast.
+ * all-slow: every tensor in the slow tier (nothing needs to be fast).
+ * first-touch: what a NUMA system's first-touch page policy gives, the
+ * baseline AutoTM compared with (docs/placement.md).
  */
 #include "place.h"
 
 #include <stdio.h>
 
+#include "memplan.h"
 #include "util.h"
 
-static Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, const char *optimizer)
+Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, const char *optimizer)
 {
 	Placement *p = arena_alloc(a, sizeof *p);
 	p->optimizer = optimizer;
@@ -62,6 +66,72 @@ Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a)
 	for (int i = 0; i < g->tensors.n; i++)
 		placement_add(p, a, g->tensors.v[i], TIER_FAST, s->live[i].first, s->live[i].last);
 	return p;
+}
+
+Placement *place_all_slow(const Graph *g, const Schedule *s, Arena *a)
+{
+	Placement *p = placement_new(g, s, a, "all-slow");
+	for (int i = 0; i < g->tensors.n; i++)
+		placement_add(p, a, g->tensors.v[i], TIER_SLOW, s->live[i].first, s->live[i].last);
+	return p;
+}
+
+enum { PAGE = 4096 };
+
+static int64_t pages(int64_t bytes)
+{
+	return (bytes + PAGE - 1) / PAGE * PAGE;
+}
+
+/* One first-touch walk with `budget` bytes of fast pages. */
+static Placement *first_touch_walk(const Graph *g, const Schedule *s, int64_t budget, int64_t limit, Arena *a)
+{
+	Placement *p = placement_new(g, s, a, "first-touch");
+	p->limit = limit;
+	Tier *tier = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Tier));
+	int64_t used = 0;
+	/* what lives before the first kernel: weights, optimizer state, input, labels */
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->producer)
+			continue;
+		tier[i] = used + pages(t->bytes) <= budget ? TIER_FAST : TIER_SLOW;
+		if (tier[i] == TIER_FAST)
+			used += pages(t->bytes);
+	}
+	for (int step = 0; step < s->n; step++) {
+		/* pages of tensors whose last use was the previous step are free again */
+		for (int i = 0; step > 0 && i < g->tensors.n; i++)
+			if (s->live[i].last == step - 1 && tier[i] == TIER_FAST)
+				used -= pages(g->tensors.v[i]->bytes);
+		const Node *n = s->order[step];
+		for (int k = 0; k < n->nout; k++) {
+			const Tensor *t = n->out[k];
+			tier[t->id] = used + pages(t->bytes) <= budget ? TIER_FAST : TIER_SLOW;
+			if (tier[t->id] == TIER_FAST)
+				used += pages(t->bytes);
+		}
+	}
+	for (int i = 0; i < g->tensors.n; i++)
+		placement_add(p, a, g->tensors.v[i], tier[i], s->live[i].first, s->live[i].last);
+	return p;
+}
+
+Placement *place_first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
+{
+	/*
+	 * Pages do not fragment; our pool is packed (memplan) and can. If the
+	 * packing goes over the limit, lower the page budget by the excess and
+	 * walk again; an empty budget always fits.
+	 */
+	int64_t budget = limit;
+	for (;;) {
+		Placement *p = first_touch_walk(g, s, budget, limit, a);
+		memplan(p, a);
+		if (p->fast_bytes <= limit || budget <= 0)
+			return p;
+		budget -= pages(p->fast_bytes - limit);
+	}
 }
 
 Placement *place_spill_all(const Graph *g, const Schedule *s, Arena *a)

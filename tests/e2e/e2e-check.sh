@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Generated programs against the reference interpreter, end to end.
 #
+#   bash tests/e2e/e2e-check.sh MODEL
+#
+# (run by the tests tests/e2e/test-e2e-MODEL.sh, one per model, so that they
+# run in parallel).
+#
 # For each model (small enough for the interpreter: mlp, test_vgg, and
 # resnet50, densenet201 and inception_v3 at batch 2 and reduced resolution),
 # `autotmc build` a program with every tensor in the fast tier and one with
@@ -73,10 +78,13 @@ check_model() { # NAME STEPS-COMPARED FILE ARGS...
 }
 
 ex=$srcdir/examples
-check_model mlp 3 "$ex/mlp.net"
-check_model test_vgg 3 "$ex/test_vgg.net"
-check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001
-check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001
-check_model inception_v3 1 "$ex/inception_v3.net" -D batch=2 -D size=96 -D lr=0.001
+case ${1:-} in
+    mlp) check_model mlp 3 "$ex/mlp.net" ;;
+    test_vgg) check_model test_vgg 3 "$ex/test_vgg.net" ;;
+    resnet50) check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 ;;
+    densenet201) check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001 ;;
+    inception_v3) check_model inception_v3 1 "$ex/inception_v3.net" -D batch=2 -D size=96 -D lr=0.001 ;;
+    *) echo "usage: e2e-check.sh mlp|test_vgg|resnet50|densenet201|inception_v3" >&2; exit 2 ;;
+esac
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -1,0 +1,84 @@
+/*
+ * hwmodel.h - hardware descriptions (hw/NAME.hw) and the cost model they give.
+ *
+ * A hw file describes the two tiers of a machine that is not this one
+ * (Optane DC PMM, a CXL memory expander, a GPU with host memory over
+ * PCIe): read and write bandwidth, latency and capacity of each tier, and
+ * optionally the link a move between them crosses. The format
+ * (docs/profiling.md):
+ *
+ *   # comment                      (to the end of the line)
+ *   name = Optane DC PMM, 6 DIMMs  (before any section: the machine)
+ *   [fast]                         the fast tier; [slow]: the slow one
+ *   name = DDR4-2666, 6 channels
+ *   read_bandwidth = 105 GB/s      B/s KB/s MB/s GB/s TB/s, KiB/s ... TiB/s
+ *   write_bandwidth = 80 GB/s
+ *   latency = 81 ns                s ms us ns
+ *   capacity = 192 GiB             B KB MB GB TB, KiB MiB GiB TiB
+ *   [link]                         optional
+ *   fast_to_slow = 14 GB/s         bandwidth of a move each way (default:
+ *   slow_to_fast = 39 GB/s           bounded by the tiers only)
+ *   latency = 1 us                 added to each move
+ *   async_fraction = 0.5           async moves get this fraction of the bandwidth
+ *
+ * Every tier needs read_bandwidth and write_bandwidth; the rest is
+ * optional. Errors are "file:line: error: message".
+ */
+#ifndef AUTOTM_HWMODEL_H
+#define AUTOTM_HWMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "costmodel.h"
+
+/* One memory tier. */
+typedef struct HwTier {
+	char name[128];      /* what it is ("DDR4-2666, 6 channels"), or "" */
+	double read_bw;      /* bytes per second */
+	double write_bw;     /* bytes per second */
+	double latency;      /* seconds (0: not given) */
+	int64_t capacity;    /* bytes (0: not given) */
+} HwTier;
+
+typedef struct HwModel {
+	char path[512];          /* the file it was read from */
+	char name[128];          /* the machine ("" if not given) */
+	HwTier fast, slow;       /* the tiers */
+	double to_slow_bw;       /* link bandwidth of a fast -> slow move (0: no separate link) */
+	double to_fast_bw;       /* link bandwidth of a slow -> fast move (0: no separate link) */
+	double link_latency;     /* seconds added to each move */
+	double async_fraction;   /* async moves run at this fraction of the bandwidth (default 1) */
+} HwModel;
+
+/* Parse the text of a hw file named path. False with "path:line: error: ..." in err. */
+bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t errlen);
+/* Read and parse a hw file. */
+bool hw_load(const char *path, HwModel *hw, char *err, size_t errlen);
+/*
+ * The file a --hw argument names: a path as given if it has a '/' or ends
+ * in .hw; else NAME.hw in $AUTOTM_HW, beside the executable (hw/ in a
+ * build tree, ../share/autotm/hw in an install) or in the installed hw
+ * directory. NULL with err if none exists.
+ */
+const char *hw_find(const char *name, Arena *a, char *err, size_t errlen);
+
+/*
+ * The cost model of a hw file, from the measured all-fast time of every
+ * node (fast_seconds, by node id: profile_fast_times). A kernel with some
+ * arguments in the slow tier takes its all-fast time plus, for each such
+ * argument, the extra time its bytes take at the slow tier's bandwidth:
+ *
+ *   t(config) = t_fast + sum over slow arguments of
+ *                 bytes_read    * max(0, 1/slow.read_bw  - 1/fast.read_bw)
+ *               + bytes_written * max(0, 1/slow.write_bw - 1/fast.write_bw)
+ *
+ * (an input is read; an output is written; an input the op overwrites is
+ * both). A move takes bytes / min(source read, destination write, link)
+ * (times async_fraction when asynchronous) plus the slow tier's and the
+ * link's latency. Its source is "modeled: hw/NAME.hw".
+ */
+CostModel *costmodel_from_hw(const HwModel *hw, const Graph *g, const double *fast_seconds, Arena *a);
+
+#endif

@@ -1,0 +1,842 @@
+/*
+ * place_ilp.c - where every tensor lives at every step, by an integer
+ * linear program (AutoTM's formulation, rewritten to solve fast).
+ *
+ * Each tensor gets a small flow network over its decision points: the
+ * step it appears (its producer; step 0 for weights, optimizer state,
+ * input and labels), every step that uses it (sync and async), and for
+ * async every kernel up to `window` steps before a user. At each point
+ * the tensor is in one of three vertices:
+ *
+ *   PRE   fast, no slow copy yet
+ *   COPY  fast, and a valid slow copy exists
+ *   SLOW  slow only
+ *
+ * One unit of binary flow runs from the source through the points to the
+ * sink; the path it takes is the tensor's life story. Edges:
+ *
+ *   source -> PRE or SLOW at the first point (produced or filled there)
+ *   keep     a vertex to the same vertex of the next point
+ *   write    PRE -> SLOW of the next point: a copy to slow, synchronous
+ *            right after this point's kernel, or asynchronous overlapping
+ *            it (not at the producer: the value does not exist yet)
+ *   read     SLOW -> COPY at this point: a copy to fast, synchronous right
+ *            before this point's kernel, or asynchronous overlapping it
+ *            (only at a kernel that does not use the tensor)
+ *   drop     COPY -> SLOW of the next point: free, the slow copy is valid
+ *
+ * Nothing returns to PRE, so a tensor is written to slow at most once and
+ * read back any number of times. Weights and optimizer state persist
+ * across steps: they have no write edges, so they stay in the tier the
+ * source edge picks (their home, for the whole step), and from a slow
+ * home they may be read into fast copies that are dropped again; no fast
+ * copy exists at a kernel that overwrites its tensor (the SGD updates),
+ * so the update writes the home. No tensor is read at its first point
+ * (the runtime fills input, labels and weights in the residency of step
+ * 0). The loss stays fast (the host reads it after the step).
+ *
+ * Three rewrites make it solve in seconds where AutoTM's literal form
+ * takes minutes (the measurements are in docs/placement.md):
+ *
+ *   1. a kernel's time is all-fast time + sum over its tensors of a
+ *      penalty x (1 - inFast) when the cost model is separable for it
+ *      (checked: the all-slow time must equal the sum within 1%); else
+ *      one binary per IO configuration, linked by marginal rows
+ *      (sum_c y_c = 1; for each tensor, sum of the y_c with it fast =
+ *      inFast), not AutoTM's 2^n (n+1) forcing rows;
+ *   2. the write cost is the sum of the write edges (at most one is
+ *      taken), not a binary "written" variable the LP can undercut;
+ *   3. capacity is telescoped: D_s = D_{s-1} + sum of size x (inFast at s
+ *      - inFast at s-1), 0 <= D_s <= limit, so a step's row holds only the
+ *      tensors whose state changes there.
+ *
+ * Capacity counts exactly what memplan.c will have live in the fast pool:
+ * D_s at kernel s, and at the boundary before it the tensors fast at s
+ * that are not outputs of kernel s, plus the fast copies being written
+ * out there. Sizes are rounded up to MEMPLAN_ALIGN as memplan rounds
+ * them. So the optimum fits under the limit except for fragmentation,
+ * which place_optimize handles by tightening the limit and solving again.
+ *
+ * Async: an async move is charged to the kernel it overlaps; that step
+ * costs T_k + e_k with e_k >= 0 and e_k >= (async transfers charged to k)
+ * - T_k, i.e. max(T_k, transfers). The objective is the predicted step
+ * time in microseconds, its constant carried by an integer column fixed
+ * at 1 (lp_solve mis-solves a constant on a fixed continuous column); it
+ * equals placement_predict() of the extracted placement.
+ */
+#include "place.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "costmodel.h"
+#include "memplan.h"
+#include "predict.h"
+#include "solver.h"
+#include "util.h"
+
+enum { V_PRE, V_COPY, V_SLOW, NV };   /* vertices of a decision point */
+enum { MAX_CONFIG_TENSORS = 10 };     /* at most 2^10 configuration binaries per kernel */
+#define US 1e6                        /* objective unit: microseconds */
+#define MIB (1024.0 * 1024.0)         /* capacity unit: MiB */
+#define SEPARABLE_TOL 0.01            /* relative misfit allowed for a separable kernel */
+
+/* One decision point of a tensor's flow network; edge fields are MIP columns, -1 if absent. */
+typedef struct Point {
+	int step;          /* the kernel at this point */
+	bool user;         /* that kernel reads or writes the tensor */
+	bool copy;         /* the COPY vertex exists here */
+	int keep[NV];      /* each vertex to itself at the next point (after the last: the sink) */
+	int write, awrite; /* PRE -> SLOW of the next point: sync after this kernel, async overlapping it */
+	int drop;          /* COPY -> SLOW of the next point */
+	int read, aread;   /* SLOW -> COPY here: sync before this kernel, async overlapping it */
+} Point;
+
+/* The flow network of one tensor. */
+typedef struct Flow {
+	const Tensor *t;
+	int first, last;   /* live interval (steps) */
+	double mib;        /* size rounded to MEMPLAN_ALIGN, in MiB */
+	int64_t size;      /* the same in bytes */
+	bool persistent;   /* weight or optimizer state: same residency at the start and end of a step */
+	bool forced;       /* must stay fast (the loss) */
+	int src[NV];       /* source -> PRE / SLOW of point 0 */
+	Point *pt;         /* decision points in step order */
+	int m;             /* their number */
+} Flow;
+
+typedef struct Term {
+	int col;      /* MIP column */
+	double coef;  /* its coefficient */
+} Term;
+typedef VEC(Term) TermVec;
+
+/* A short linear expression: a tensor's inFast at one step. */
+typedef struct Expr {
+	int n;
+	int col[4];
+} Expr;
+
+typedef struct Ilp {
+	const Graph *g;
+	const Schedule *s;
+	const CostModel *cm;
+	Arena *a;
+	Mip *mip;
+	Flow *flow;         /* tensor id -> its network */
+	TermVec *async;     /* step -> async edges charged to its kernel (coef: microseconds) */
+	TermVec *cap;       /* step -> terms of D_s - D_{s-1} (coef: MiB) */
+	TermVec *writeout;  /* step -> write edges whose fast copy is freed at the boundary before it */
+	double constant;    /* objective constant, microseconds */
+	int one;            /* the integer column fixed at 1 carrying it */
+	bool is_async;      /* optimizer async */
+	bool is_static;     /* optimizer static */
+	int window;         /* async window */
+	int64_t tiny;       /* bytes up to which a tensor gets one point; <= 0: none */
+	int npoints;        /* decision points in all */
+	int separable, configured, approximated; /* kernels by cost form */
+} Ilp;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t align_up(int64_t n)
+{
+	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+}
+
+static bool uses(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == t)
+			return true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] == t)
+			return true;
+	return false;
+}
+
+static bool overwrites(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == t && (op_info[n->op].inplace >> k & 1))
+			return true;
+	return false;
+}
+
+static int binary(Ilp *ip, double cost_us)
+{
+	return mip_add_col(ip->mip, 0, 1, cost_us, true);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* ---------------------------------------------------- decision points */
+
+/* The steps of t's decision points, sorted and distinct; returns how many. */
+static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
+{
+	const Schedule *s = ip->s;
+	bool single = ip->is_static || (ip->tiny > 0 && t->bytes <= ip->tiny);
+	int cap = 1 + (single ? 0 : t->users.n * (1 + (ip->is_async ? ip->window : 0)));
+	int *v = arena_array(ip->a, (size_t)cap, sizeof(int));
+	int n = 0;
+	v[n++] = first;
+	for (int u = 0; u < t->users.n && !single; u++) {
+		int step = s->pos[t->users.v[u]->id];
+		v[n++] = step;
+		if (!ip->is_async)
+			continue;
+		int lo = step - ip->window > first + 1 ? step - ip->window : first + 1;
+		for (int k = lo; k < step; k++)
+			v[n++] = k;
+	}
+	qsort(v, (size_t)n, sizeof(int), cmp_int);
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if ((m == 0 || v[i] != v[m - 1]) && v[i] >= first && v[i] <= last)
+			v[m++] = v[i];
+	*out = v;
+	return m;
+}
+
+/* Build t's network: its points, its edges (columns) and flow conservation. */
+static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
+{
+	const Schedule *s = ip->s;
+	const CostModel *cm = ip->cm;
+	Mip *mip = ip->mip;
+	f->t = t;
+	f->first = s->live[t->id].first;
+	f->last = s->live[t->id].last;
+	f->size = align_up(t->bytes);
+	f->mib = (double)f->size / MIB;
+	f->persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	f->forced = t == ip->g->loss;
+	bool produced = t->producer != NULL;
+
+	int *steps;
+	f->m = point_steps(ip, t, f->first, f->last, &steps);
+	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
+	ip->npoints += f->m;
+	double read_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, false) * US;
+	double write_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, false) * US;
+	double aread_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+	double awrite_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+
+	for (int j = 0; j < f->m; j++) {
+		Point *p = &f->pt[j];
+		const Node *n = s->order[steps[j]];
+		p->step = steps[j];
+		p->user = uses(n, t);
+		p->copy = j > 0 && !f->forced && !overwrites(n, t);
+	}
+	for (int j = 0; j < f->m; j++) {
+		Point *p = &f->pt[j];
+		bool last = j == f->m - 1;
+		bool may_write = !last && !f->persistent && !f->forced;
+		p->keep[V_PRE] = binary(ip, 0);
+		p->keep[V_COPY] = p->copy && (last || f->pt[j + 1].copy) ? binary(ip, 0) : -1;
+		p->keep[V_SLOW] = f->forced ? -1 : binary(ip, 0);
+		p->write = may_write ? binary(ip, write_us) : -1;
+		p->awrite = may_write && ip->is_async && !(produced && j == 0) ? binary(ip, 0) : -1;
+		p->drop = p->copy && !last ? binary(ip, 0) : -1;
+		p->read = p->copy ? binary(ip, read_us) : -1;
+		p->aread = p->copy && ip->is_async && !p->user && !last && p->keep[V_COPY] >= 0 ? binary(ip, 0) : -1;
+		if (p->awrite >= 0) {
+			vec_push(ip->a, &ip->async[p->step], ((Term){p->awrite, awrite_us}));
+			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->awrite, f->mib}));
+		}
+		if (p->aread >= 0)
+			vec_push(ip->a, &ip->async[p->step], ((Term){p->aread, aread_us}));
+		if (p->write >= 0)
+			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->write, f->mib}));
+	}
+	f->src[V_PRE] = binary(ip, 0);
+	f->src[V_COPY] = -1;
+	f->src[V_SLOW] = f->forced ? -1 : binary(ip, 0);
+
+	/* an async read's copy is still there after its kernel: aread <= keep COPY */
+	for (int j = 0; j < f->m; j++) {
+		const Point *p = &f->pt[j];
+		if (p->aread >= 0)
+			mip_add_row(mip, 2, (int[]){p->aread, p->keep[V_COPY]}, (double[]){1, -1}, -MIP_INF, 0);
+	}
+
+	/* one unit from the source; inflow = outflow at every vertex */
+	int cols[8];
+	double vals[8];
+	int n = 0;
+	cols[n] = f->src[V_PRE], vals[n++] = 1;
+	if (f->src[V_SLOW] >= 0)
+		cols[n] = f->src[V_SLOW], vals[n++] = 1;
+	mip_add_row(mip, n, cols, vals, 1, 1);
+#define TERM(c, v) do { if ((c) >= 0) { cols[n] = (c); vals[n++] = (v); } } while (0)
+	for (int j = 0; j < f->m; j++) {
+		const Point *p = &f->pt[j], *q = j ? &f->pt[j - 1] : NULL;
+		/* PRE */
+		n = 0;
+		TERM(q ? q->keep[V_PRE] : f->src[V_PRE], 1);
+		TERM(p->keep[V_PRE], -1);
+		TERM(p->write, -1);
+		TERM(p->awrite, -1);
+		mip_add_row(mip, n, cols, vals, 0, 0);
+		/* COPY */
+		if (p->copy) {
+			n = 0;
+			TERM(q->keep[V_COPY], 1);
+			TERM(p->read, 1);
+			TERM(p->aread, 1);
+			TERM(p->keep[V_COPY], -1);
+			TERM(p->drop, -1);
+			mip_add_row(mip, n, cols, vals, 0, 0);
+		}
+		/* SLOW */
+		if (!f->forced) {
+			n = 0;
+			if (q) {
+				TERM(q->keep[V_SLOW], 1);
+				TERM(q->write, 1);
+				TERM(q->awrite, 1);
+				TERM(q->drop, 1);
+			} else {
+				TERM(f->src[V_SLOW], 1);
+			}
+			TERM(p->keep[V_SLOW], -1);
+			TERM(p->read, -1);
+			TERM(p->aread, -1);
+			mip_add_row(mip, n, cols, vals, 0, 0);
+		}
+	}
+#undef TERM
+}
+
+/*
+ * inFast of f's tensor at kernel `step`: at a decision point, the flow
+ * entering PRE or COPY there (reads included: a read at a point makes the
+ * tensor fast for, or during, its kernel); between points, the keep edges
+ * of PRE and COPY out of the last point before (writes and drops free the
+ * fast copy right after a point's kernel).
+ */
+static Expr fast_at(const Flow *f, int step)
+{
+	Expr e = {0};
+	if (step < f->first || step > f->last)
+		return e;
+	int lo = 0, hi = f->m - 1; /* the last point at or before step */
+	while (lo < hi) {
+		int mid = (lo + hi + 1) / 2;
+		if (f->pt[mid].step <= step)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	const Point *p = &f->pt[lo];
+	int c[4] = {-1, -1, -1, -1};
+	if (p->step != step) {
+		c[0] = p->keep[V_PRE], c[1] = p->keep[V_COPY];
+	} else if (lo == 0) {
+		c[0] = f->src[V_PRE];
+	} else {
+		const Point *q = &f->pt[lo - 1];
+		c[0] = q->keep[V_PRE], c[1] = q->keep[V_COPY], c[2] = p->read, c[3] = p->aread;
+	}
+	for (int i = 0; i < 4; i++)
+		if (c[i] >= 0)
+			e.col[e.n++] = c[i];
+	return e;
+}
+
+static void add_expr(Ilp *ip, TermVec *v, Expr e, double coef)
+{
+	for (int i = 0; i < e.n; i++)
+		vec_push(ip->a, v, ((Term){e.col[i], coef}));
+}
+
+/* ------------------------------------------------------------ kernels */
+
+/*
+ * The time of the kernel at `step` as a linear expression: constant plus
+ * terms (microseconds), put into the objective; the same expression goes
+ * into the async row of the step when transfers are charged to it.
+ */
+static void build_kernel(Ilp *ip, int step)
+{
+	const Node *n = ip->s->order[step];
+	const CostModel *cm = ip->cm;
+	int nargs = n->nin + n->nout < 32 ? n->nin + n->nout : 32;
+	const Tensor *ts[32];
+	uint32_t mask[32];
+	int d = 0;
+	/* distinct tensors whose tier is a decision; their argument positions */
+	for (int k = 0; k < nargs; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		if (ip->flow[t->id].forced)
+			continue;
+		int i = 0;
+		while (i < d && ts[i] != t)
+			i++;
+		if (i == d) {
+			ts[d] = t;
+			mask[d++] = 0;
+		}
+		mask[i] |= 1u << k;
+	}
+	double t0 = cm->kernel_time(cm, n, 0), pen[32], sum = t0;
+	uint32_t all = 0;
+	for (int i = 0; i < d; i++) {
+		pen[i] = cm->kernel_time(cm, n, mask[i]) - t0;
+		sum += pen[i];
+		all |= mask[i];
+	}
+	double tall = cm->kernel_time(cm, n, all);
+	bool sep = fabs(tall - sum) <= SEPARABLE_TOL * fmax(fabs(tall), 1e-15);
+
+	TermVec expr = {0};
+	double konst = 0;
+	if (sep || d > MAX_CONFIG_TENSORS) {
+		/* T = sum - sum_i pen_i * inFast_i */
+		if (sep)
+			ip->separable++;
+		else
+			ip->approximated++;
+		konst = sum * US;
+		for (int i = 0; i < d; i++)
+			add_expr(ip, &expr, fast_at(&ip->flow[ts[i]->id], step), -pen[i] * US);
+	} else {
+		/* T = sum_c time_c y_c; sum_c y_c = 1; sum_{c: i fast} y_c = inFast_i */
+		ip->configured++;
+		int nc = 1 << d;
+		int *y = arena_array(ip->a, (size_t)nc, sizeof(int));
+		int *cols = arena_array(ip->a, (size_t)nc + 8, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)nc + 8, sizeof(double));
+		for (int c = 0; c < nc; c++) {
+			uint32_t slow = 0;
+			for (int i = 0; i < d; i++)
+				if (c >> i & 1)
+					slow |= mask[i];
+			double tc = cm->kernel_time(cm, n, slow) * US;
+			y[c] = binary(ip, 0);
+			vec_push(ip->a, &expr, ((Term){y[c], tc}));
+			cols[c] = y[c];
+			vals[c] = 1;
+		}
+		mip_add_row(ip->mip, nc, cols, vals, 1, 1);
+		for (int i = 0; i < d; i++) {
+			int m = 0;
+			for (int c = 0; c < nc; c++)
+				if (!(c >> i & 1)) {
+					cols[m] = y[c];
+					vals[m++] = 1;
+				}
+			Expr e = fast_at(&ip->flow[ts[i]->id], step);
+			for (int k = 0; k < e.n; k++) {
+				cols[m] = e.col[k];
+				vals[m++] = -1;
+			}
+			mip_add_row(ip->mip, m, cols, vals, 0, 0);
+		}
+	}
+	ip->constant += konst;
+	for (int i = 0; i < expr.n; i++)
+		mip_add_obj(ip->mip, expr.v[i].col, expr.v[i].coef);
+
+	/* e >= transfers - T:  e - transfers + terms(T) >= -konst */
+	const TermVec *as = &ip->async[step];
+	if (as->n == 0)
+		return;
+	int nt = 1 + as->n + expr.n;
+	int *cols = arena_array(ip->a, (size_t)nt, sizeof(int));
+	double *vals = arena_array(ip->a, (size_t)nt, sizeof(double));
+	int m = 0;
+	cols[m] = mip_add_col(ip->mip, 0, MIP_INF, 1, false);
+	vals[m++] = 1;
+	for (int i = 0; i < as->n; i++) {
+		cols[m] = as->v[i].col;
+		vals[m++] = -as->v[i].coef;
+	}
+	for (int i = 0; i < expr.n; i++) {
+		cols[m] = expr.v[i].col;
+		vals[m++] = expr.v[i].coef;
+	}
+	mip_add_row(ip->mip, m, cols, vals, -konst, MIP_INF);
+}
+
+/* ----------------------------------------------------------- capacity */
+
+/*
+ * D_s = D_{s-1} + sum_t size_t (inFast(t, s) - inFast(t, s-1)) with
+ * 0 <= D_s <= L_s, and at the boundary before s:
+ * D_s - (outputs of kernel s that are fast) + (fast copies written out
+ * there) <= L_s. A tensor's inFast changes only at its first and last
+ * step and at and after its decision points, so only there does it put
+ * terms into a row.
+ */
+static void build_capacity(Ilp *ip, const double *limit_mib)
+{
+	const Schedule *s = ip->s;
+	int n = s->n;
+	for (int id = 0; id < ip->g->tensors.n; id++) {
+		const Flow *f = &ip->flow[id];
+		int *ev = arena_array(ip->a, (size_t)(2 * f->m + 2), sizeof(int));
+		int ne = 0;
+		ev[ne++] = f->first;
+		ev[ne++] = f->last + 1;
+		for (int j = 0; j < f->m; j++) {
+			ev[ne++] = f->pt[j].step;
+			ev[ne++] = f->pt[j].step + 1;
+		}
+		qsort(ev, (size_t)ne, sizeof(int), cmp_int);
+		for (int i = 0; i < ne; i++) {
+			int st = ev[i];
+			if ((i && st == ev[i - 1]) || st < 0 || st >= n)
+				continue;
+			add_expr(ip, &ip->cap[st], fast_at(f, st), f->mib);
+			add_expr(ip, &ip->cap[st], fast_at(f, st - 1), -f->mib);
+		}
+	}
+	int prev = -1;
+	for (int st = 0; st < n; st++) {
+		int D = mip_add_col(ip->mip, 0, limit_mib[st], 0, false);
+		const TermVec *c = &ip->cap[st];
+		int *cols = arena_array(ip->a, (size_t)c->n + 2, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)c->n + 2, sizeof(double));
+		int m = 0;
+		cols[m] = D, vals[m++] = 1;
+		if (prev >= 0)
+			cols[m] = prev, vals[m++] = -1;
+		for (int i = 0; i < c->n; i++)
+			cols[m] = c->v[i].col, vals[m++] = -c->v[i].coef;
+		mip_add_row(ip->mip, m, cols, vals, 0, 0);
+		prev = D;
+
+		const TermVec *w = &ip->writeout[st];
+		if (w->n == 0)
+			continue;
+		const Node *nd = s->order[st];
+		cols = arena_array(ip->a, (size_t)(w->n + nd->nout + 1), sizeof(int));
+		vals = arena_array(ip->a, (size_t)(w->n + nd->nout + 1), sizeof(double));
+		m = 0;
+		cols[m] = D, vals[m++] = 1;
+		for (int i = 0; i < w->n; i++)
+			cols[m] = w->v[i].col, vals[m++] = w->v[i].coef;
+		for (int k = 0; k < nd->nout; k++) {
+			const Flow *f = &ip->flow[nd->out[k]->id];
+			cols[m] = f->src[V_PRE], vals[m++] = -f->mib;
+		}
+		mip_add_row(ip->mip, m, cols, vals, -MIP_INF, limit_mib[st]);
+	}
+}
+
+/* --------------------------------------------------------- extraction */
+
+static bool on(const double *x, int col)
+{
+	return col >= 0 && x[col] > 0.5;
+}
+
+static void add_move(Placement *p, Arena *a, Residency *from, Residency *to, int at, bool async, int start)
+{
+	placement_move(p, a, from, to, at);
+	p->moves.v[p->moves.n - 1].async = async;
+	p->moves.v[p->moves.n - 1].start = async ? start : at;
+}
+
+/*
+ * Follow the tensor's path: the source edge makes its first copy; a read
+ * makes a fast copy from the point's step on; a write ends the fast copy
+ * after the point's kernel and starts the slow one (sync: after the
+ * kernel; async: overlapping it); a drop ends the fast copy after the
+ * kernel. Copies still open live to the end of the tensor's interval.
+ */
+static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
+{
+	const Tensor *t = f->t;
+	int cur = on(x, f->src[V_PRE]) ? V_PRE : V_SLOW;
+	Residency *fast = NULL, *slow = NULL;
+	if (cur == V_PRE)
+		fast = placement_add(p, a, t, TIER_FAST, f->first, f->last);
+	else
+		slow = placement_add(p, a, t, TIER_SLOW, f->first, f->last);
+	for (int j = 0; j < f->m; j++) {
+		const Point *pt = &f->pt[j];
+		int st = pt->step;
+		if (cur == V_SLOW && (on(x, pt->read) || on(x, pt->aread))) {
+			fast = placement_add(p, a, t, TIER_FAST, st, f->last);
+			add_move(p, a, slow, fast, on(x, pt->read) ? st : st + 1, !on(x, pt->read), st);
+			cur = V_COPY;
+		}
+		if (on(x, pt->keep[cur]))
+			continue;
+		if (cur == V_PRE && on(x, pt->write)) {
+			fast->last = st;
+			slow = placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
+			add_move(p, a, fast, slow, st + 1, false, st + 1);
+		} else if (cur == V_PRE && on(x, pt->awrite)) {
+			fast->last = st;
+			slow = placement_add(p, a, t, TIER_SLOW, st, f->last);
+			add_move(p, a, fast, slow, st + 1, true, st);
+		} else if (cur == V_COPY && on(x, pt->drop)) {
+			fast->last = st;
+		} else {
+			ICE("the flow of %s breaks at step %d", t->name, st);
+		}
+		fast = NULL;
+		cur = V_SLOW;
+	}
+}
+
+/* Moves by the boundary they finish at; there, copies to slow before copies to fast. */
+static int cmp_move(const void *a, const void *b)
+{
+	const Move *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at - y->at;
+	if (x->to->tier != y->to->tier)
+		return x->to->tier == TIER_SLOW ? -1 : 1;
+	if (x->start != y->start)
+		return x->start - y->start;
+	return x->to->id - y->to->id;
+}
+
+/* ----------------------------------------------------------- the pass */
+
+/* Bytes that must stay fast at each step (the loss), into forced[]; returns their maximum. */
+static int64_t forced_bytes(const Graph *g, const Schedule *s, int64_t *forced)
+{
+	int64_t worst = 0;
+	for (int st = 0; st < s->n; st++) {
+		forced[st] = 0;
+		if (g->loss && live_at(s, g->loss, st))
+			forced[st] = align_up(g->loss->bytes);
+		if (forced[st] > worst)
+			worst = forced[st];
+	}
+	return worst;
+}
+
+static bool known_optimizer(const char *o)
+{
+	return !strcmp(o, "static") || !strcmp(o, "sync") || !strcmp(o, "async");
+}
+
+Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                     char *err, size_t errlen)
+{
+	PlaceStats local;
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	const char *opt = o->optimizer ? o->optimizer : "sync";
+	if (!known_optimizer(opt)) {
+		snprintf(err, errlen, "unknown optimizer '%s' (static, sync or async)", opt);
+		return NULL;
+	}
+	char b1[64], b2[64];
+	int n = s->n;
+	int64_t *forced = arena_array(a, (size_t)n + 1, sizeof(int64_t));
+	st->min_limit = forced_bytes(g, s, forced);
+	if (st->min_limit < MEMPLAN_ALIGN)
+		st->min_limit = MEMPLAN_ALIGN;
+	if (o->limit < st->min_limit) {
+		snprintf(err, errlen,
+		         "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
+		         " bytes (%s), the loss, which stays fast; everything else may live in the slow tier",
+		         fmt_bytes(o->limit, b1, sizeof b1), st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
+		return NULL;
+	}
+	/* per-step limits in MiB: the sums are multiples of MEMPLAN_ALIGN, half an alignment of slack absorbs rounding */
+	double *limit_mib = arena_array(a, (size_t)n + 1, sizeof(double));
+	for (int i = 0; i < n; i++) {
+		int64_t l = o->step_limit ? o->step_limit[i] : o->limit;
+		if (l > o->limit)
+			l = o->limit;
+		if (l < forced[i])
+			l = forced[i];
+		limit_mib[i] = ((double)(l / MEMPLAN_ALIGN * MEMPLAN_ALIGN) + MEMPLAN_ALIGN / 2.0) / MIB;
+	}
+
+	double t0 = now();
+	Ilp ip = {
+		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
+		.is_async = !strcmp(opt, "async"), .is_static = !strcmp(opt, "static"),
+		.window = o->window > 0 ? o->window : PLACE_WINDOW,
+		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
+	};
+	ip.flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
+	ip.async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip.cap = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip.writeout = arena_array(a, (size_t)n + 2, sizeof(TermVec));
+	for (int i = 0; i < g->tensors.n; i++)
+		build_flow(&ip, &ip.flow[i], g->tensors.v[i]);
+	for (int k = 0; k < n; k++)
+		build_kernel(&ip, k);
+	build_capacity(&ip, limit_mib);
+	ip.one = mip_add_col(ip.mip, 1, 1, ip.constant, true);
+	st->creation_time = now() - t0;
+	st->rows = mip_nrows(ip.mip);
+	st->cols = mip_ncols(ip.mip);
+	st->integers = mip_nintegers(ip.mip);
+	st->nonzeros = mip_nnz(ip.mip);
+	st->decision_points = ip.npoints;
+	st->separable = ip.separable;
+	st->configured = ip.configured;
+	st->approximated = ip.approximated;
+
+	MipOptions mo = {
+		.backend = o->solver,
+		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
+		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
+		.verbose = o->verbose,
+	};
+	MipResult r;
+	bool ran = mip_solve(ip.mip, &mo, &r, err, errlen);
+	mip_free(ip.mip);
+	st->solve_time = r.time;
+	st->status = mip_status_name(r.status);
+	if (!ran)
+		return NULL;
+	switch (r.status) {
+	case MIP_OPTIMAL:
+	case MIP_FEASIBLE:
+		break;
+	case MIP_INFEASIBLE:
+		snprintf(err, errlen,
+		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %" PRId64 " bytes (%s)",
+		         fmt_bytes(o->limit, b1, sizeof b1), o->step_limit ? " after tightening for fragmentation" : "",
+		         st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
+		mip_result_free(&r);
+		return NULL;
+	case MIP_NO_SOLUTION:
+		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
+		         o->solver ? o->solver : "cbc", mo.time_limit);
+		mip_result_free(&r);
+		return NULL;
+	case MIP_ERROR:
+		snprintf(err, errlen, "the %s solver failed on the placement problem", o->solver ? o->solver : "cbc");
+		mip_result_free(&r);
+		return NULL;
+	}
+	st->objective = r.objective / US;
+	st->bound = r.bound / US;
+	st->gap = r.gap;
+
+	Placement *p = placement_new(g, s, a, arena_strdup(a, opt));
+	p->limit = o->limit;
+	for (int i = 0; i < g->tensors.n; i++)
+		extract(&ip.flow[i], r.x, p, a);
+	mip_result_free(&r);
+	qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
+	if (!placement_verify(g, p, err, errlen))
+		ICE("the ILP's placement is inconsistent: %s", err);
+	st->predicted_time = placement_predict(p, o->cm, NULL);
+	return p;
+}
+
+/* ------------------------------------------------ the fragmentation loop */
+
+static Placement *baseline(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a)
+{
+	if (!strcmp(o->optimizer, "first-touch"))
+		return place_first_touch(g, s, o->limit, a);
+	if (!strcmp(o->optimizer, "all-fast"))
+		return place_all_fast(g, s, a);
+	if (!strcmp(o->optimizer, "all-slow"))
+		return place_all_slow(g, s, a);
+	if (!strcmp(o->optimizer, "spill-all"))
+		return place_spill_all(g, s, a);
+	return NULL;
+}
+
+/*
+ * AutoTM's rule: when the packed fast pool (worst) exceeds the limit, the
+ * limits of the steps within PLACE_FRAG_RADIUS of every fast residency
+ * that reaches beyond the limit are scaled by
+ * max(0.90, 1 - (worst / limit - 1) / 2), and the ILP is solved again.
+ */
+Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                          char *err, size_t errlen)
+{
+	PlaceStats local;
+	if (!st)
+		st = &local;
+	if (o->optimizer && !known_optimizer(o->optimizer)) {
+		Placement *p = baseline(g, s, o, a);
+		if (!p) {
+			snprintf(err, errlen, "unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow)",
+			         o->optimizer);
+			return NULL;
+		}
+		memset(st, 0, sizeof *st);
+		memplan(p, a);
+		st->status = "baseline";
+		st->predicted_time = st->objective = st->bound = o->cm ? placement_predict(p, o->cm, NULL) : 0;
+		return p;
+	}
+	int n = s->n;
+	int64_t *limits = arena_array(a, (size_t)n + 1, sizeof(int64_t));
+	for (int i = 0; i < n; i++)
+		limits[i] = o->step_limit ? o->step_limit[i] : o->limit;
+	PlaceOptions opt = *o;
+	opt.step_limit = limits;
+	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
+	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
+	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS; attempt++) {
+		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
+		ctimes[attempt] = st->creation_time;
+		otimes[attempt] = st->solve_time;
+		alimit[attempt] = o->limit;
+		for (int i = 0; i < n; i++)
+			if (limits[i] < alimit[attempt])
+				alimit[attempt] = limits[i];
+		apool[attempt] = p ? 0 : -1;
+		if (p) {
+			memplan(p, a);
+			apool[attempt] = p->fast_bytes;
+		}
+		st->nattempts = attempt + 1;
+		memcpy(st->creation_times, ctimes, sizeof(double) * (size_t)(attempt + 1));
+		memcpy(st->optimization_times, otimes, sizeof(double) * (size_t)(attempt + 1));
+		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
+		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
+		if (!p)
+			return NULL;
+		if (p->fast_bytes <= o->limit)
+			return p;
+		double worst = (double)p->fast_bytes, lim = (double)o->limit;
+		double scale = 1 - (worst / lim - 1) / 2;
+		if (scale < 0.90)
+			scale = 0.90;
+		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
+		for (int i = 0; i < p->res.n; i++) {
+			const Residency *r = p->res.v[i];
+			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) <= o->limit)
+				continue;
+			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
+			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)
+				mark[k] = true;
+		}
+		for (int k = 0; k < n; k++)
+			if (mark[k])
+				limits[k] = (int64_t)((double)limits[k] * scale);
+	}
+	char b1[64], b2[64];
+	snprintf(err, errlen,
+	         "fragmentation: the fast pool stays above the limit %s after %d attempts (last: %s); "
+	         "give a larger limit",
+	         fmt_bytes(o->limit, b1, sizeof b1), PLACE_MAX_ATTEMPTS,
+	         fmt_bytes(apool[PLACE_MAX_ATTEMPTS - 1], b2, sizeof b2));
+	return NULL;
+}

@@ -1,0 +1,29 @@
+/*
+ * predict.h - the step time a placement is predicted to take.
+ */
+#ifndef AUTOTM_PREDICT_H
+#define AUTOTM_PREDICT_H
+
+#include "costmodel.h"
+#include "place.h"
+
+/*
+ * Predicted seconds of one training step under placement p:
+ *
+ *   sum over steps s of   (synchronous moves before kernel s)
+ *                       + max(kernel s with each argument in the tier of
+ *                             placement_at(p, t, s),
+ *                             asynchronous moves issued before kernel s)
+ *
+ * An asynchronous move overlaps kernels start..at-1; all of its time is
+ * charged to kernel `start` (the one it is issued before), which is how
+ * the ILP charges it. If per_step is not NULL it receives each step's
+ * time (p->s->n entries). place_ilp's objective equals this value for the
+ * placement it returns.
+ */
+double placement_predict(const Placement *p, const CostModel *cm, double *per_step);
+
+/* Seconds of kernel `step` under p (the cost model's time for its arguments' tiers). */
+double placement_kernel_time(const Placement *p, const CostModel *cm, int step);
+
+#endif

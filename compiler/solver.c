@@ -1,0 +1,399 @@
+/*
+ * solver.c - the MIP of solver.h, solved by CBC or lp_solve.
+ *
+ * The program is kept in our own arrays (columns; rows in compressed
+ * sparse row form) and loaded into a solver only by mip_solve(), so
+ * that one program can be solved by either backend and measured the same
+ * way.
+ *
+ * CBC: loaded as a compressed sparse column matrix through its C API
+ * (coin/Cbc_C_Interface.h), log level 0, the time limit and the relative
+ * gap as parameters. Its best possible objective is the bound.
+ *
+ * lp_solve: rows added in row mode, floor branch first (the notes in
+ * docs/placement.md: ceiling-first wanders), a timeout in whole seconds.
+ * lp_solve reports no bound for an unfinished search; the bound given
+ * here is its own root LP relaxation (the lprec field real_solution), so
+ * its gap is honest but pessimistic. When it finishes it has proved
+ * optimality and the gap is 0.
+ */
+#include "solver.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <coin/Cbc_C_Interface.h>
+#include <lpsolve/lp_lib.h>
+
+#include "util.h"
+
+struct Mip {
+	int ncols, capcols;  /* columns and allocated room */
+	double *lo, *hi;     /* column bounds */
+	double *obj;         /* objective coefficients */
+	char *isint;         /* 1: integer column */
+	int nint;            /* integer columns */
+	int nrows, caprows;  /* rows and allocated room */
+	long *start;         /* row i's terms: start[i] .. start[i+1] */
+	double *rlo, *rhi;   /* row bounds */
+	long nnz, capnnz;    /* terms and allocated room */
+	int *col;            /* column of each term */
+	double *val;         /* coefficient of each term */
+	int *slot;           /* column -> index of its term in the row being added, -1 */
+};
+
+Mip *mip_new(void)
+{
+	Mip *m = xcalloc(1, sizeof *m);
+	m->start = xcalloc(1, sizeof(long));
+	return m;
+}
+
+void mip_free(Mip *m)
+{
+	if (!m)
+		return;
+	free(m->lo);
+	free(m->hi);
+	free(m->obj);
+	free(m->isint);
+	free(m->start);
+	free(m->rlo);
+	free(m->rhi);
+	free(m->col);
+	free(m->val);
+	free(m->slot);
+	free(m);
+}
+
+int mip_add_col(Mip *m, double lo, double hi, double obj, bool integer)
+{
+	if (m->ncols == m->capcols) {
+		m->capcols = m->capcols ? 2 * m->capcols : 1024;
+		m->lo = xrealloc(m->lo, sizeof(double) * (size_t)m->capcols);
+		m->hi = xrealloc(m->hi, sizeof(double) * (size_t)m->capcols);
+		m->obj = xrealloc(m->obj, sizeof(double) * (size_t)m->capcols);
+		m->isint = xrealloc(m->isint, (size_t)m->capcols);
+		m->slot = xrealloc(m->slot, sizeof(int) * (size_t)m->capcols);
+	}
+	int j = m->ncols++;
+	m->lo[j] = lo;
+	m->hi[j] = hi;
+	m->obj[j] = obj;
+	m->isint[j] = integer;
+	m->slot[j] = -1;
+	m->nint += integer;
+	return j;
+}
+
+void mip_add_obj(Mip *m, int col, double coef)
+{
+	m->obj[col] += coef;
+}
+
+void mip_set_bounds(Mip *m, int col, double lo, double hi)
+{
+	m->lo[col] = lo;
+	m->hi[col] = hi;
+}
+
+int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi)
+{
+	if (m->nrows == m->caprows) {
+		m->caprows = m->caprows ? 2 * m->caprows : 1024;
+		m->start = xrealloc(m->start, sizeof(long) * (size_t)(m->caprows + 1));
+		m->rlo = xrealloc(m->rlo, sizeof(double) * (size_t)m->caprows);
+		m->rhi = xrealloc(m->rhi, sizeof(double) * (size_t)m->caprows);
+	}
+	if (m->nnz + n > m->capnnz) {
+		while (m->nnz + n > m->capnnz)
+			m->capnnz = m->capnnz ? 2 * m->capnnz : 4096;
+		m->col = xrealloc(m->col, sizeof(int) * (size_t)m->capnnz);
+		m->val = xrealloc(m->val, sizeof(double) * (size_t)m->capnnz);
+	}
+	long first = m->nnz;
+	for (int k = 0; k < n; k++) {
+		int c = cols[k];
+		if (c < 0 || c >= m->ncols)
+			ICE("row term on column %d of %d", c, m->ncols);
+		if (m->slot[c] >= 0) {
+			m->val[first + m->slot[c]] += vals[k];
+			continue;
+		}
+		m->slot[c] = (int)(m->nnz - first);
+		m->col[m->nnz] = c;
+		m->val[m->nnz++] = vals[k];
+	}
+	/* forget the slots; drop terms that cancelled */
+	long w = first;
+	for (long k = first; k < m->nnz; k++) {
+		m->slot[m->col[k]] = -1;
+		if (m->val[k] != 0.0) {
+			m->col[w] = m->col[k];
+			m->val[w++] = m->val[k];
+		}
+	}
+	m->nnz = w;
+	int i = m->nrows++;
+	m->rlo[i] = lo;
+	m->rhi[i] = hi;
+	m->start[i + 1] = m->nnz;
+	return i;
+}
+
+int mip_ncols(const Mip *m) { return m->ncols; }
+int mip_nrows(const Mip *m) { return m->nrows; }
+int mip_nintegers(const Mip *m) { return m->nint; }
+long mip_nnz(const Mip *m) { return m->nnz; }
+
+const char *mip_status_name(MipStatus s)
+{
+	switch (s) {
+	case MIP_OPTIMAL: return "optimal";
+	case MIP_FEASIBLE: return "feasible (time limit)";
+	case MIP_NO_SOLUTION: return "no solution (time limit)";
+	case MIP_INFEASIBLE: return "infeasible";
+	case MIP_ERROR: return "solver error";
+	}
+	unreachable();
+}
+
+void mip_result_free(MipResult *r)
+{
+	free(r->x);
+	r->x = NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double relgap(double obj, double bound)
+{
+	double g = (obj - bound) / fmax(fabs(obj), 1e-9);
+	return g > 0 ? g : 0;
+}
+
+/* ------------------------------------------------------------------ CBC */
+
+static double cbc_bound(double v)
+{
+	if (v >= MIP_INF)
+		return DBL_MAX;
+	if (v <= -MIP_INF)
+		return -DBL_MAX;
+	return v;
+}
+
+static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
+{
+	/* rows -> columns */
+	CoinBigIndex *cstart = xcalloc((size_t)m->ncols + 1, sizeof *cstart);
+	int *rowidx = xmalloc(sizeof(int) * (size_t)(m->nnz + 1));
+	double *val = xmalloc(sizeof(double) * (size_t)(m->nnz + 1));
+	for (long k = 0; k < m->nnz; k++)
+		cstart[m->col[k] + 1]++;
+	for (int j = 0; j < m->ncols; j++)
+		cstart[j + 1] += cstart[j];
+	CoinBigIndex *fill = xcalloc((size_t)m->ncols + 1, sizeof *fill);
+	for (int i = 0; i < m->nrows; i++)
+		for (long k = m->start[i]; k < m->start[i + 1]; k++) {
+			CoinBigIndex at = cstart[m->col[k]] + fill[m->col[k]]++;
+			rowidx[at] = i;
+			val[at] = m->val[k];
+		}
+	double *clo = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+	double *chi = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+	double *rlo = xmalloc(sizeof(double) * (size_t)(m->nrows + 1));
+	double *rhi = xmalloc(sizeof(double) * (size_t)(m->nrows + 1));
+	for (int j = 0; j < m->ncols; j++) {
+		clo[j] = cbc_bound(m->lo[j]);
+		chi[j] = cbc_bound(m->hi[j]);
+	}
+	for (int i = 0; i < m->nrows; i++) {
+		rlo[i] = cbc_bound(m->rlo[i]);
+		rhi[i] = cbc_bound(m->rhi[i]);
+	}
+
+	Cbc_Model *cbc = Cbc_newModel();
+	Cbc_loadProblem(cbc, m->ncols, m->nrows, cstart, rowidx, val, clo, chi, m->obj, rlo, rhi);
+	for (int j = 0; j < m->ncols; j++)
+		if (m->isint[j])
+			Cbc_setInteger(cbc, j);
+	Cbc_setObjSense(cbc, 1.0);
+	Cbc_setLogLevel(cbc, o->verbose ? 1 : 0);
+	if (o->time_limit > 0)
+		Cbc_setMaximumSeconds(cbc, o->time_limit);
+	if (o->gap > 0)
+		Cbc_setAllowableFractionGap(cbc, o->gap);
+
+	/* a debugging aid: AUTOTM_MIP_WRITE=prefix writes prefix.lp and prefix.mps before solving */
+	const char *dump = getenv("AUTOTM_MIP_WRITE");
+	if (dump && *dump) {
+		Cbc_writeLp(cbc, dump);
+		Cbc_writeMps(cbc, dump);
+	}
+
+	double t0 = now();
+	Cbc_solve(cbc);
+	r->time = now() - t0;
+
+	const double *x = Cbc_bestSolution(cbc);
+	if (Cbc_isProvenInfeasible(cbc)) {
+		r->status = MIP_INFEASIBLE;
+	} else if (Cbc_isAbandoned(cbc)) {
+		r->status = MIP_ERROR;
+	} else if (!x) {
+		r->status = Cbc_isProvenOptimal(cbc) && m->ncols == 0 ? MIP_OPTIMAL : MIP_NO_SOLUTION;
+	} else {
+		r->objective = Cbc_getObjValue(cbc);
+		r->bound = Cbc_getBestPossibleObjValue(cbc);
+		r->x = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+		memcpy(r->x, x, sizeof(double) * (size_t)m->ncols);
+		if (Cbc_isProvenOptimal(cbc)) {
+			r->status = MIP_OPTIMAL;
+			/* proved within the requested gap: the bound stands as CBC reports it */
+			if (r->bound > r->objective)
+				r->bound = r->objective;
+		} else {
+			r->status = MIP_FEASIBLE;
+		}
+		r->gap = relgap(r->objective, r->bound);
+	}
+	Cbc_deleteModel(cbc);
+	free(cstart);
+	free(fill);
+	free(rowidx);
+	free(val);
+	free(clo);
+	free(chi);
+	free(rlo);
+	free(rhi);
+}
+
+/* ------------------------------------------------------------- lp_solve */
+
+static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
+{
+	lprec *lp = make_lp(0, m->ncols);
+	if (!lp) {
+		r->status = MIP_ERROR;
+		return;
+	}
+	set_verbose(lp, o->verbose ? NORMAL : NEUTRAL);
+	double inf = get_infinite(lp);
+	int *idx = xmalloc(sizeof(int) * (size_t)(m->ncols + 1));
+	double *v = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+	/* objective, bounds and integrality (lp_solve counts columns from 1) */
+	for (int j = 0; j < m->ncols; j++) {
+		idx[j] = j + 1;
+		v[j] = m->obj[j];
+	}
+	set_obj_fnex(lp, m->ncols, v, idx);
+	set_minim(lp);
+	for (int j = 0; j < m->ncols; j++) {
+		double lo = m->lo[j] <= -MIP_INF ? -inf : m->lo[j];
+		double hi = m->hi[j] >= MIP_INF ? inf : m->hi[j];
+		if (lo <= -inf)
+			set_unbounded(lp, j + 1);
+		set_bounds(lp, j + 1, lo, hi);
+		if (m->isint[j])
+			set_int(lp, j + 1, TRUE);
+	}
+	set_add_rowmode(lp, TRUE);
+	bool ok = true;
+	for (int i = 0; i < m->nrows && ok; i++) {
+		int n = 0;
+		for (long k = m->start[i]; k < m->start[i + 1]; k++) {
+			idx[n] = m->col[k] + 1;
+			v[n++] = m->val[k];
+		}
+		double lo = m->rlo[i], hi = m->rhi[i];
+		if (lo == hi)
+			ok = add_constraintex(lp, n, v, idx, EQ, lo);
+		else if (lo <= -MIP_INF)
+			ok = add_constraintex(lp, n, v, idx, LE, hi);
+		else if (hi >= MIP_INF)
+			ok = add_constraintex(lp, n, v, idx, GE, lo);
+		else
+			ok = add_constraintex(lp, n, v, idx, GE, lo) && add_constraintex(lp, n, v, idx, LE, hi);
+	}
+	set_add_rowmode(lp, FALSE);
+	free(idx);
+	free(v);
+	if (!ok) {
+		r->status = MIP_ERROR;
+		delete_lp(lp);
+		return;
+	}
+	set_bb_floorfirst(lp, BRANCH_FLOOR);
+	if (getenv("XX_RULE")) set_bb_rule(lp, atoi(getenv("XX_RULE")));
+	if (getenv("XX_BREAK")) set_break_at_first(lp, atoi(getenv("XX_BREAK")));
+	if (getenv("XX_FLOOR")) set_bb_floorfirst(lp, atoi(getenv("XX_FLOOR")));
+	if (getenv("XX_IMPROVE")) set_improve(lp, atoi(getenv("XX_IMPROVE")));
+	if (getenv("XX_DEPTH")) set_bb_depthlimit(lp, atoi(getenv("XX_DEPTH")));
+	if (o->time_limit > 0)
+		set_timeout(lp, (long)ceil(o->time_limit));
+	if (o->gap > 0)
+		set_mip_gap(lp, FALSE, o->gap);
+	else
+		set_mip_gap(lp, FALSE, 1e-9);
+	set_mip_gap(lp, TRUE, 1e-11);
+
+	double t0 = now();
+	int ret = solve(lp);
+	r->time = now() - t0;
+	switch (ret) {
+	case OPTIMAL:
+	case PRESOLVED:
+	case SUBOPTIMAL:
+		r->objective = get_objective(lp);
+		r->x = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+		get_variables(lp, r->x);
+		if (ret == SUBOPTIMAL) {
+			r->status = MIP_FEASIBLE;
+			r->bound = lp->real_solution; /* the root LP relaxation */
+			if (r->bound > r->objective)
+				r->bound = r->objective;
+			r->gap = relgap(r->objective, r->bound);
+		} else {
+			r->status = MIP_OPTIMAL;
+			r->bound = r->objective;
+		}
+		break;
+	case INFEASIBLE:
+		r->status = MIP_INFEASIBLE;
+		break;
+	case TIMEOUT:
+	case NOFEASFOUND:
+		r->status = ret == NOFEASFOUND ? MIP_INFEASIBLE : MIP_NO_SOLUTION;
+		break;
+	default:
+		r->status = MIP_ERROR;
+		break;
+	}
+	delete_lp(lp);
+}
+
+bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	r->status = MIP_ERROR;
+	const char *backend = o->backend ? o->backend : "cbc";
+	if (!strcmp(backend, "cbc"))
+		solve_cbc(m, o, r);
+	else if (!strcmp(backend, "lp_solve") || !strcmp(backend, "lpsolve"))
+		solve_lpsolve(m, o, r);
+	else {
+		snprintf(err, errlen, "unknown solver '%s' (cbc or lp_solve)", backend);
+		return false;
+	}
+	return true;
+}

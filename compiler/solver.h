@@ -1,0 +1,77 @@
+/*
+ * solver.h - a small mixed-integer linear program and two solvers for it.
+ *
+ * The placement optimizer (place_ilp.c) states its problem here once:
+ * columns with bounds, integrality and an objective coefficient, and
+ * sparse rows with lower and upper bounds. mip_solve() hands it to CBC
+ * (the default) or lp_solve and returns the best solution found within
+ * the time limit, with the best bound the solver proved and the gap
+ * between them. The objective is always minimised; a constant term is
+ * the caller's to add (lp_solve 5.5.2.5 mis-solves an objective constant
+ * carried by a fixed continuous column: none is ever passed).
+ */
+#ifndef AUTOTM_SOLVER_H
+#define AUTOTM_SOLVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MIP_INF 1e30 /* a bound at or beyond this is infinite */
+
+typedef struct Mip Mip;
+
+typedef enum MipStatus {
+	MIP_OPTIMAL,     /* proved optimal (within the requested gap) */
+	MIP_FEASIBLE,    /* a solution, not proved optimal (time limit) */
+	MIP_NO_SOLUTION, /* the time limit came before any solution */
+	MIP_INFEASIBLE,  /* proved to have no solution */
+	MIP_ERROR,       /* the solver failed (numerics, memory, unknown backend) */
+} MipStatus;
+
+typedef struct MipOptions {
+	const char *backend; /* "cbc" (NULL: cbc) or "lp_solve" */
+	double time_limit;   /* seconds; <= 0: none */
+	double gap;          /* stop at this relative gap; <= 0: the solver's own tolerance */
+	bool verbose;        /* let the solver log on stdout */
+} MipOptions;
+
+typedef struct MipResult {
+	MipStatus status;   /* outcome */
+	double objective;   /* objective of the solution (no constant) */
+	double bound;       /* a proved lower bound: CBC's best bound, lp_solve's root LP relaxation */
+	double gap;         /* (objective - bound) / max(|objective|, 1e-9), 0 if optimal */
+	double *x;          /* column values, NULL without a solution; freed by mip_result_free */
+	double time;        /* seconds spent in the solver */
+} MipResult;
+
+Mip *mip_new(void);
+void mip_free(Mip *m);
+
+/* A column lo <= x <= hi with objective coefficient obj; returns its index. */
+int mip_add_col(Mip *m, double lo, double hi, double obj, bool integer);
+
+/* A row lo <= sum vals[i] * x[cols[i]] <= hi; duplicate columns are summed, zeros dropped. Returns its index. */
+int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi);
+
+/* Add coef to a column's objective coefficient. */
+void mip_add_obj(Mip *m, int col, double coef);
+
+/* Change a column's bounds (after it was added). */
+void mip_set_bounds(Mip *m, int col, double lo, double hi);
+
+/* Size of the program. */
+int mip_ncols(const Mip *m);
+int mip_nrows(const Mip *m);
+int mip_nintegers(const Mip *m);
+long mip_nnz(const Mip *m);
+
+/*
+ * Solve; fills r (status always set). Returns false only when the solver
+ * could not be run at all (unknown backend), with a message in err.
+ */
+bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen);
+void mip_result_free(MipResult *r);
+
+const char *mip_status_name(MipStatus s);
+
+#endif

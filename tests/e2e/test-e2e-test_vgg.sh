@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# test_vgg: the generated program against the reference interpreter (see e2e-check.sh).
+exec bash "$(dirname "$0")/e2e-check.sh" test_vgg

@@ -1,0 +1,452 @@
+/*
+ * test-ilp.c - the placement ILP against brute force, on tiny training graphs.
+ *
+ * Each case is a small .net program, elaborated from memory, trained
+ * (autodiff) and scheduled, with the roofline cost model (slow reads 3x
+ * and slow writes 6x slower than fast). For several fast-tier limits:
+ *
+ *   - static and sync: the optimum of the ILP, with CBC and with lp_solve,
+ *     equals the best of a brute-force search over every placement the
+ *     formulation can express (static: every tier for every tensor;
+ *     sync: every path of every tensor's flow network, built here into
+ *     residencies and moves without the ILP's code), each evaluated by
+ *     placement_predict() and memplan_fast_peak() <= limit;
+ *   - the placement the ILP returns passes placement_verify and
+ *     memplan_verify, its predicted time equals the ILP's objective, and
+ *     its live fast bytes stay within the limit; place_optimize's packed
+ *     fast pool fits the limit;
+ *   - async is no slower than sync, sync no slower than static;
+ *   - an infeasible limit names the smallest feasible one, which is then
+ *     feasible; the baselines verify and fit.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/autodiff.h"
+#include "compiler/costmodel.h"
+#include "compiler/elaborate.h"
+#include "compiler/memplan.h"
+#include "compiler/place.h"
+#include "compiler/predict.h"
+#include "compiler/report.h"
+#include "compiler/schedule.h"
+#include "compiler/util.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                      \
+	do {                                                  \
+		if (cond) {                                   \
+			passed++;                             \
+		} else {                                      \
+			failed++;                             \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                  \
+			printf("\n");                         \
+		}                                             \
+	} while (0)
+
+typedef struct Case {
+	const char *name;   /* what it is */
+	const char *layers; /* the network's chain */
+	const char *input;  /* input dims after the batch */
+	int classes;        /* labels [batch, classes] */
+	const char *opt;    /* optimizer */
+	int64_t tiny;       /* PlaceOptions.tiny: tensors up to this get one decision point (-1: none) */
+	bool sync_brute;    /* brute-force the sync optimum too (small path products only) */
+	bool rereads;       /* cost model: kernels read each input 4 times (moves pay off) */
+	const int64_t *limits; /* limits to try, 0-terminated; NULL: fractions of the peak */
+} Case;
+
+/* limits where the optimum moves tensors (sync and async beat static) */
+static const int64_t moving_limits[] = {9600, 9088, 8576, 5504, 4480, 1408, 960, 0};
+
+static const Case cases[] = {
+	{"dense", "dense(64 => 16)", "64", 16, "sgd(lr = 0.1)", -1, true, false, NULL},
+	{"dense with momentum", "dense(32 => 16)", "32", 16, "sgd(lr = 0.1, momentum = 0.9)", 200, true, false, NULL},
+	{"two layers", "dense(32 => 16, relu) dense(16 => 8)", "32", 8, "sgd(lr = 0.1)", 100000, false, false, NULL},
+	{"dense, kernels re-reading inputs", "dense(64 => 16)", "64", 16, "sgd(lr = 0.1)", -1, true, true,
+	 moving_limits},
+	{"two layers, kernels re-reading inputs", "dense(16 => 64, relu) dense(64 => 8)", "16", 8, "sgd(lr = 0.1)",
+	 -1, false, true},
+};
+
+/*
+ * A cost model in which moves pay off, as they do on Optane, where
+ * kernels run far slower from the slow tier than a copy costs: the
+ * roofline with every input read 4 times (a kernel without cache
+ * blocking), so that reading a tensor back before its user beats leaving
+ * it slow.
+ */
+static double reread_kernel(const CostModel *cm, const Node *n, uint32_t slow)
+{
+	const Roofline *r = cm->data;
+	double mem = 0;
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		bool s = slow >> k & 1;
+		if (k < n->nin)
+			mem += 4.0 * (double)t->bytes / (s ? r->slow_read : r->fast_read);
+		if (k >= n->nin || (op_info[n->op].inplace >> k & 1))
+			mem += (double)t->bytes / (s ? r->slow_write : r->fast_write);
+	}
+	double compute = (double)node_flops(n) / r->flop_rate;
+	return compute > mem ? compute : mem;
+}
+
+static Graph *build(Arena *a, const Case *c)
+{
+	char src[1024];
+	snprintf(src, sizeof src,
+	         "model t(batch = 4)\nnetwork = chain { %s }\ninput x : f32[batch, %s]\n"
+	         "labels y : onehot[batch, %d]\nloss = crossentropy(network(x), y)\noptimizer = %s\n",
+	         c->layers, c->input, c->classes, c->opt);
+	static const char *dirs[1];
+	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
+	Graph *g = elaborate(c->name, &eo, a);
+	if (!g) {
+		fprintf(stderr, "source was:\n%s", src);
+		return NULL;
+	}
+	autodiff(g, NULL);
+	return g;
+}
+
+/* ------------------------------------------------------- brute force */
+
+enum { MAXP = 12 };
+enum { ST_F, ST_C, ST_S };             /* fast (no slow copy), fast with a slow copy, slow */
+enum { KEEP, WRITE, WRITE_READ, DROP, DROP_READ, READ }; /* how a path goes from one point to the next */
+
+typedef struct Path {
+	int state[MAXP]; /* state at each decision point (for its kernel) */
+	int how[MAXP];   /* how[j]: the way from point j-1 to j */
+} Path;
+
+typedef struct Paths {
+	int npts;        /* decision points */
+	int step[MAXP];  /* their steps */
+	Path *v;         /* every path */
+	int n, cap;
+} Paths;
+
+static bool overwrites(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == t && (op_info[n->op].inplace >> k & 1))
+			return true;
+	return false;
+}
+
+static void push_path(Paths *ps, const Path *p)
+{
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? 2 * ps->cap : 16;
+		ps->v = xrealloc(ps->v, sizeof(Path) * (size_t)ps->cap);
+	}
+	ps->v[ps->n++] = *p;
+}
+
+/*
+ * The formulation's rules, restated: a tensor starts fast or slow (the
+ * loss only fast); a fast copy without a slow one may be written to slow
+ * once (never weights or optimizer state), then read back any number of
+ * times; a fast copy with a slow one may be dropped; no fast copy with a
+ * slow one at the first point or at a kernel that overwrites the tensor.
+ */
+static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_write)
+{
+	if (j == ps->npts) {
+		push_path(ps, p);
+		return;
+	}
+	int prev = p->state[j - 1];
+	static const int to[] = {[KEEP] = -1, [WRITE] = ST_S, [WRITE_READ] = ST_C, [DROP] = ST_S,
+	                         [DROP_READ] = ST_C, [READ] = ST_C};
+	for (int how = KEEP; how <= READ; how++) {
+		int st = how == KEEP ? prev : to[how];
+		if ((how == WRITE || how == WRITE_READ) && (prev != ST_F || !may_write))
+			continue;
+		if ((how == DROP || how == DROP_READ) && prev != ST_C)
+			continue;
+		if (how == READ && prev != ST_S)
+			continue;
+		if (st == ST_C && !copy_ok[j])
+			continue;
+		p->state[j] = st;
+		p->how[j] = how;
+		paths_from(ps, p, j + 1, copy_ok, may_write);
+	}
+}
+
+static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny)
+{
+	Paths ps = {0};
+	Interval iv = s->live[t->id];
+	ps.step[ps.npts++] = iv.first;
+	bool single = is_static || (tiny > 0 && t->bytes <= tiny);
+	for (int u = 0; u < t->users.n && !single; u++) {
+		int step = s->pos[t->users.v[u]->id];
+		int i = 0;
+		while (i < ps.npts && ps.step[i] != step)
+			i++;
+		if (i == ps.npts && ps.npts < MAXP)
+			ps.step[ps.npts++] = step;
+	}
+	for (int i = 1; i < ps.npts; i++) /* sort */
+		for (int k = i; k > 0 && ps.step[k - 1] > ps.step[k]; k--) {
+			int x = ps.step[k];
+			ps.step[k] = ps.step[k - 1];
+			ps.step[k - 1] = x;
+		}
+	bool forced = t == g->loss;
+	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	bool copy_ok[MAXP];
+	for (int j = 0; j < ps.npts; j++)
+		copy_ok[j] = j > 0 && !forced && !overwrites(s->order[ps.step[j]], t);
+	Path p = {0};
+	for (int st = ST_F; st <= ST_S; st += 2) {
+		if (forced && st == ST_S)
+			continue;
+		p.state[0] = st;
+		paths_from(&ps, &p, 1, copy_ok, !forced && !persistent);
+	}
+	return ps;
+}
+
+/* The residencies and moves of one path per tensor. */
+static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, const int *choice, Arena *a)
+{
+	Placement *p = placement_new(g, s, a, "brute");
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		const Paths *ps = &tp[i];
+		const Path *path = &ps->v[choice[i]];
+		int first = s->live[i].first, last = s->live[i].last;
+		Residency *F = NULL, *S = NULL;
+		if (path->state[0] == ST_F)
+			F = placement_add(p, a, t, TIER_FAST, first, last);
+		else
+			S = placement_add(p, a, t, TIER_SLOW, first, last);
+		for (int j = 1; j < ps->npts; j++) {
+			int prev = ps->step[j - 1], cur = ps->step[j];
+			switch (path->how[j]) {
+			case KEEP:
+				break;
+			case WRITE:
+			case WRITE_READ:
+				F->last = prev;
+				S = placement_add(p, a, t, TIER_SLOW, prev + 1, last);
+				placement_move(p, a, F, S, prev + 1);
+				F = NULL;
+				break;
+			case DROP:
+			case DROP_READ:
+				F->last = prev;
+				F = NULL;
+				break;
+			}
+			if (path->how[j] == WRITE_READ || path->how[j] == DROP_READ || path->how[j] == READ) {
+				F = placement_add(p, a, t, TIER_FAST, cur, last);
+				placement_move(p, a, S, F, cur);
+			}
+		}
+	}
+	return p;
+}
+
+typedef struct Best {
+	double time;   /* best predicted step time, INFINITY if none fits */
+	long tried;    /* placements evaluated */
+	long fitting;  /* of which within the limit */
+} Best;
+
+static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
+                        int64_t limit)
+{
+	int nt = g->tensors.n;
+	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
+	int *choice = xcalloc((size_t)nt, sizeof(int));
+	for (int i = 0; i < nt; i++)
+		tp[i] = tensor_paths(g, s, g->tensors.v[i], is_static, tiny);
+	Best b = {INFINITY, 0, 0};
+	Arena a = {0};
+	for (;;) {
+		Placement *p = realize(g, s, tp, choice, &a);
+		b.tried++;
+		if (memplan_fast_peak(p, &a) <= limit) {
+			b.fitting++;
+			double t = placement_predict(p, cm, NULL);
+			if (t < b.time)
+				b.time = t;
+		}
+		if (b.tried % 512 == 0) {
+			arena_free(&a);
+			a = (Arena){0};
+		}
+		int i = 0; /* next combination */
+		while (i < nt && ++choice[i] == tp[i].n)
+			choice[i++] = 0;
+		if (i == nt)
+			break;
+	}
+	arena_free(&a);
+	for (int i = 0; i < nt; i++)
+		free(tp[i].v);
+	free(tp);
+	free(choice);
+	return b;
+}
+
+static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny)
+{
+	double n = 1;
+	for (int i = 0; i < g->tensors.n; i++) {
+		Paths ps = tensor_paths(g, s, g->tensors.v[i], is_static, tiny);
+		n *= ps.n;
+		free(ps.v);
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static bool close_to(double a, double b)
+{
+	return fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b)) + 1e-12;
+}
+
+/* Solve, and check what every solution must satisfy; returns the objective (NAN on failure). */
+static double solve_and_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c,
+                              const char *optimizer, const char *solver, int64_t limit, Arena *a)
+{
+	PlaceOptions o = {.optimizer = optimizer, .limit = limit, .cm = cm, .solver = solver,
+	                  .time_limit = 20, .tiny = c->tiny, .gap = -1};
+	PlaceStats st;
+	char err[512];
+	Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
+	CHECK(p, "%s %s/%s limit %" PRId64 ": %s", c->name, optimizer, solver, limit, err);
+	if (!p)
+		return NAN;
+	CHECK(!strcmp(st.status, "optimal"), "%s %s/%s limit %" PRId64 ": status %s", c->name, optimizer, solver,
+	      limit, st.status);
+	CHECK(placement_verify(g, p, err, sizeof err), "%s %s/%s: placement_verify: %s", c->name, optimizer,
+	      solver, err);
+	memplan(p, a);
+	CHECK(memplan_verify(p, a, err, sizeof err), "%s %s/%s: memplan_verify: %s", c->name, optimizer, solver,
+	      err);
+	int64_t peak = memplan_fast_peak(p, a);
+	CHECK(peak <= limit, "%s %s/%s: live fast bytes %" PRId64 " over the limit %" PRId64, c->name, optimizer,
+	      solver, peak, limit);
+	double pred = placement_predict(p, cm, NULL);
+	CHECK(close_to(pred, st.objective), "%s %s/%s limit %" PRId64 ": predicted %.9g s, ILP objective %.9g s",
+	      c->name, optimizer, solver, limit, pred, st.objective);
+	CHECK(close_to(pred, st.predicted_time), "%s: stats.predicted_time", c->name);
+
+	/* place_optimize: the packed pool fits */
+	PlaceStats st2;
+	Placement *q = place_optimize(g, s, &o, a, &st2, err, sizeof err);
+	CHECK(q && q->fast_bytes <= limit, "%s %s/%s: place_optimize: %s (pool %" PRId64 ", limit %" PRId64 ")",
+	      c->name, optimizer, solver, q ? "over" : err, q ? q->fast_bytes : 0, limit);
+	if (q)
+		CHECK(memplan_verify(q, a, err, sizeof err), "%s: place_optimize memplan_verify: %s", c->name, err);
+	printf("  %-6s %-8s limit %6" PRId64 ": %.6f us, %d rows, %d cols (%d int), %ld nz, "
+	       "kernels %d separable/%d configured, solve %.3f s, %d attempt(s)\n",
+	       optimizer, solver, limit, st.objective * 1e6, st.rows, st.cols, st.integers, st.nonzeros,
+	       st.separable, st.configured, st.solve_time, q ? st2.nattempts : 0);
+	return st.objective;
+}
+
+static void run_case(const Case *c, const CostModel *cm)
+{
+	Arena a = {0};
+	Graph *g = build(&a, c);
+	CHECK(g, "%s: builds", c->name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	Placement *fast = place_all_fast(g, s, &a);
+	int64_t peak = memplan_fast_peak(fast, &a);
+	printf("%s: %d steps, %d tensors, peak %" PRId64 " B; sync combinations %.0f\n", c->name, s->n,
+	       g->tensors.n, peak, combinations(g, s, false, c->tiny));
+
+	static const double fractions[] = {1.0, 0.7, 0.45, 0.25, 0.1};
+	int nlimits = countof(fractions);
+	if (c->limits)
+		for (nlimits = 0; c->limits[nlimits]; nlimits++)
+			;
+	for (int f = 0; f < nlimits; f++) {
+		int64_t limit = c->limits ? c->limits[f] : (int64_t)(fractions[f] * (double)peak) / 64 * 64;
+		if (limit < 64)
+			limit = 64;
+		double obj[3][2];
+		static const char *opts[] = {"static", "sync", "async"};
+		static const char *solvers[] = {"cbc", "lp_solve"};
+		for (int oi = 0; oi < 3; oi++)
+			for (int si = 0; si < 2; si++)
+				obj[oi][si] = solve_and_check(g, s, cm, c, opts[oi], solvers[si], limit, &a);
+		for (int oi = 0; oi < 3; oi++)
+			CHECK(close_to(obj[oi][0], obj[oi][1]), "%s %s limit %" PRId64 ": cbc %.9g, lp_solve %.9g", c->name,
+			      opts[oi], limit, obj[oi][0], obj[oi][1]);
+		CHECK(obj[1][0] <= obj[0][0] * (1 + 1e-9), "%s limit %" PRId64 ": sync above static", c->name, limit);
+		CHECK(obj[2][0] <= obj[1][0] * (1 + 1e-9), "%s limit %" PRId64 ": async above sync", c->name, limit);
+
+		Best b = brute_force(g, s, cm, true, c->tiny, limit);
+		CHECK(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name,
+		      limit, b.time, obj[0][0]);
+		printf("  static brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting, b.time * 1e6);
+		if (c->sync_brute) {
+			b = brute_force(g, s, cm, false, c->tiny, limit);
+			CHECK(close_to(b.time, obj[1][0]), "%s sync limit %" PRId64 ": brute force %.9g, ILP %.9g",
+			      c->name, limit, b.time, obj[1][0]);
+			printf("  sync brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting,
+			       b.time * 1e6);
+		}
+	}
+
+	/* an infeasible limit names the smallest feasible one, which works */
+	PlaceOptions o = {.optimizer = "sync", .limit = 32, .cm = cm, .tiny = c->tiny};
+	char err[512];
+	Placement *p = place_ilp(g, s, &o, &a, NULL, err, sizeof err);
+	CHECK(!p, "%s: limit 32 accepted", c->name);
+	const char *at = strstr(err, "smallest feasible limit is ");
+	CHECK(at, "%s: message without the smallest limit: %s", c->name, err);
+	if (at) {
+		o.limit = strtoll(at + strlen("smallest feasible limit is "), NULL, 10);
+		p = place_optimize(g, s, &o, &a, NULL, err, sizeof err);
+		CHECK(p && p->fast_bytes <= o.limit, "%s: the smallest feasible limit %" PRId64 " fails: %s", c->name,
+		      o.limit, p ? "pool over it" : err);
+	}
+
+	/* baselines */
+	Placement *ft = place_first_touch(g, s, peak / 2, &a);
+	CHECK(placement_verify(g, ft, err, sizeof err), "%s: first-touch: %s", c->name, err);
+	CHECK(ft->fast_bytes <= peak / 2 && memplan_verify(ft, &a, err, sizeof err), "%s: first-touch pool", c->name);
+	Placement *sl = place_all_slow(g, s, &a);
+	memplan(sl, &a);
+	CHECK(placement_verify(g, sl, err, sizeof err) && sl->fast_bytes == 0, "%s: all-slow", c->name);
+	CHECK(placement_predict(sl, cm, NULL) >= placement_predict(fast, cm, NULL), "%s: all-slow faster than all-fast",
+	      c->name);
+	arena_free(&a);
+}
+
+int main(void)
+{
+	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
+	   are compute-bound in fast and memory-bound in slow (not separable) */
+	Roofline r = {.flop_rate = 10e9, .fast_read = 10e9, .fast_write = 10e9,
+	              .slow_read = 10e9 / 3, .slow_write = 10e9 / 6, .async_factor = 0.5};
+	Arena a = {0};
+	CostModel *cm = costmodel_roofline(&r, &a);
+	CostModel reread = *cm;
+	reread.kernel_time = reread_kernel;
+	for (size_t i = 0; i < countof(cases); i++)
+		run_case(&cases[i], cases[i].rereads ? &reread : cm);
+	arena_free(&a);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
