@@ -4,7 +4,8 @@
 #
 #   bench/setup.sh                     # once: PyTorch from PyPI in bench/.venv
 #   bench/cpu_step.sh [--threads T] [--iters N] [--warmup W] [--rounds R]
-#                     [--only NAME[,NAME...]] [--no-torch-profile] [--wait-idle S]
+#                     [--only NAME[,NAME...]] [--no-torch-profile]
+#                     [--wait-idle S] [--retry K]
 #
 # Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
 # (examples/test_vgg.net), vgg-b64 (-D batch=64).  For each, the autotmc
@@ -19,10 +20,12 @@
 # Defaults: T = nproc, N = 20, W = 5, R = 3.  The load that other processes
 # put on the CPUs during each timed run is logged (busy.txt, the "other"
 # column); --wait-idle S waits, at most S seconds before each run, for the
-# CPUs to be idle.  Outputs in bench/out/ (or $BENCH_OUT): machine.txt,
-# NAME.autotmc.K.json, NAME.torch.K.json, NAME.kernels.txt,
-# NAME.torch-profile.txt, busy.txt, summary.json, summary.md.  Environment:
-# AUTOTMC (default ./autotmc), BENCH_PYTHON (default bench/.venv/bin/python).
+# CPUs to be idle; --retry K runs a timed run again (up to K times) when
+# other processes took more than 10% of the CPUs during it.  Outputs in
+# bench/out/ (or $BENCH_OUT): machine.txt, NAME.autotmc.K.json,
+# NAME.torch.K.json, NAME.kernels.txt, NAME.torch-profile.txt, busy.txt,
+# summary.json, summary.md.  Environment: AUTOTMC (default ./autotmc),
+# BENCH_PYTHON (default bench/.venv/bin/python).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,7 +38,8 @@ rounds=3
 only=
 torch_profile=1
 idle_wait=0
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+retry=0
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--threads) threads=$2; shift 2 ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--only) only=$2; shift 2 ;;
 	--no-torch-profile) torch_profile=0; shift ;;
 	--wait-idle) idle_wait=$2; shift 2 ;;
+	--retry) retry=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "cpu_step.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -82,21 +87,36 @@ wait_idle() {
 	done
 }
 
-# measured LABEL CMD...: run CMD and log, in busy.txt, the share of all the
+# measured LABEL OUT CMD...: run CMD, its output to the file OUT (- for none), and log, in busy.txt, the share of all the
 # CPUs that other processes used meanwhile (busy time from /proc/stat less
-# CMD's own user + system time from /usr/bin/time).
+# CMD's own user + system time from /usr/bin/time).  With --retry K, a run
+# during which others took more than 10% is run again, up to K times (the
+# discarded runs are logged in busy-discarded.txt).
 measured() {
-	local label=$1 a b tf t=0 k; shift
-	wait_idle
-	if [ ! -x /usr/bin/time ]; then "$@"; echo "$label other n/a" >> "$busy_log"; return; fi
+	local label=$1 o=$2 a b tf t k other try=0; shift 2
+	[ "$o" != - ] || o=/dev/stdout
+	if [ ! -x /usr/bin/time ]; then
+		wait_idle; "$@" > "$o"; echo "$label other n/a" >> "$busy_log"; return
+	fi
 	tf=$(mktemp)
-	a=($(head -1 /proc/stat))
-	/usr/bin/time -f '%e %U %S' -o "$tf" "$@"
-	b=($(head -1 /proc/stat))
-	for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
-	awk -v t="$t" -v idle=$((b[4] - a[4] + b[5] - a[5])) -v label="$label" -v hz="$(getconf CLK_TCK)" \
-		'{ o = t > 0 ? 100 * ((t - idle) / hz - $2 - $3) / (t / hz) : 0;
-		   printf "%s other %d%%\n", label, o < 0 ? 0 : o + 0.5 }' "$tf" >> "$busy_log"
+	while :; do
+		wait_idle
+		a=($(head -1 /proc/stat))
+		/usr/bin/time -f '%e %U %S' -o "$tf" "$@" > "$o"
+		b=($(head -1 /proc/stat))
+		t=0
+		for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
+		other=$(awk -v t="$t" -v idle=$((b[4] - a[4] + b[5] - a[5])) -v hz="$(getconf CLK_TCK)" \
+			'{ o = t > 0 ? 100 * ((t - idle) / hz - $2 - $3) / (t / hz) : 0;
+			   printf "%d", o < 0 ? 0 : o + 0.5 }' "$tf")
+		try=$((try + 1))
+		if [ "$other" -gt 10 ] && [ "$try" -le "$retry" ]; then
+			echo "$label other $other%" >> "$out/busy-discarded.txt"
+			continue
+		fi
+		echo "$label other $other%" >> "$busy_log"
+		break
+	done
 	rm -f "$tf"
 }
 
@@ -118,6 +138,7 @@ selected() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 
 busy_log=$out/busy.txt
 : > "$busy_log"
+: > "$out/busy-discarded.txt"
 for w in "${workloads[@]}"; do
 	IFS='|' read -r name net defs targs <<< "$w"
 	selected "$name" || continue
@@ -127,19 +148,19 @@ for w in "${workloads[@]}"; do
 	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json
 	for r in $(seq 1 "$rounds"); do
 		run_autotmc() {
-			measured "$name autotmc $r" "$prog" --iters $((warmup + iters)) --threads "$threads" \
+			measured "$name autotmc $r" - "$prog" --iters $((warmup + iters)) --threads "$threads" \
 				--quiet --results "$out/$name.autotmc.$r.json"
 		}
 		run_torch() {
 			# shellcheck disable=SC2086
-			measured "$name torch $r" "$py" bench/torch_step.py $targs --threads "$threads" \
-				--warmup "$warmup" --iters "$iters" > "$out/$name.torch.$r.json"
+			measured "$name torch $r" "$out/$name.torch.$r.json" "$py" bench/torch_step.py $targs \
+				--threads "$threads" --warmup "$warmup" --iters "$iters"
 		}
 		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
 		echo "$name: round $r of $rounds done" >&2
 	done
-	measured "$name profile" "$prog" --iters $((warmup + iters)) --threads "$threads" --quiet \
-		--profile-kernels > "$out/$name.kernels.txt"
+	measured "$name profile" "$out/$name.kernels.txt" "$prog" --iters $((warmup + iters)) \
+		--threads "$threads" --quiet --profile-kernels
 	if [ "$torch_profile" = 1 ]; then
 		# shellcheck disable=SC2086
 		wait_idle

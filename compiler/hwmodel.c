@@ -326,16 +326,10 @@ const char *hw_find(const char *name, Arena *a, char *err, size_t errlen)
 	const char *env = getenv("AUTOTM_HW");
 	if (env && env[0])
 		dirs[nd++] = env;
-	char exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (len > 0) {
-		exe[len] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			dirs[nd++] = arena_printf(a, "%s/hw", exe);
-			dirs[nd++] = arena_printf(a, "%s/../share/autotm/hw", exe);
-		}
+	const char *exe = exe_dir();
+	if (exe) {
+		dirs[nd++] = arena_printf(a, "%s/hw", exe);
+		dirs[nd++] = arena_printf(a, "%s/../share/autotm/hw", exe);
 	}
 	dirs[nd++] = AUTOTM_HWDIR;
 	for (int i = 0; i < nd; i++) {

@@ -33,20 +33,12 @@ const char *runtime_library(void)
 	const char *env = getenv("AUTOTM_RUNTIME_LIB");
 	if (env && env[0])
 		return access(env, R_OK) == 0 ? env : NULL;
-	char exe[PATH_MAX - 32];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			const char *cands[] = {"%s/libautotmrt.a", "%s/../lib/libautotmrt.a"};
-			for (size_t i = 0; i < countof(cands); i++) {
-				snprintf(found, sizeof found, cands[i], exe);
-				if (access(found, R_OK) == 0)
-					return found;
-			}
-		}
+	const char *exe = exe_dir();
+	const char *cands[] = {"%s/libautotmrt.a", "%s/../lib/libautotmrt.a"};
+	for (size_t i = 0; exe && i < countof(cands); i++) {
+		snprintf(found, sizeof found, cands[i], exe);
+		if (access(found, R_OK) == 0)
+			return found;
 	}
 	snprintf(found, sizeof found, "%s/libautotmrt.a", AUTOTM_LIBDIR);
 	return access(found, R_OK) == 0 ? found : NULL;

@@ -248,21 +248,13 @@ static void add_stdlib_dirs(Arena *a, ModelOpts *mo)
 	const char *env = getenv("AUTOTM_STDLIB");
 	if (env && env[0])
 		add_dir(a, mo, env);
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			const char *cands[] = {"%s/stdlib", "%s/../stdlib", "%s/../share/autotm/stdlib"};
-			for (size_t i = 0; i < countof(cands); i++) {
-				char *d = arena_printf(a, cands[i], exe);
-				if (is_dir(d) && access(arena_printf(a, "%s/nn.net", d), R_OK) == 0) {
-					add_dir(a, mo, d);
-					break;
-				}
-			}
+	const char *exe = exe_dir();
+	const char *cands[] = {"%s/stdlib", "%s/../stdlib", "%s/../share/autotm/stdlib"};
+	for (size_t i = 0; exe && i < countof(cands); i++) {
+		char *d = arena_printf(a, cands[i], exe);
+		if (is_dir(d) && access(arena_printf(a, "%s/nn.net", d), R_OK) == 0) {
+			add_dir(a, mo, d);
+			break;
 		}
 	}
 	add_dir(a, mo, AUTOTM_STDLIBDIR);
@@ -1014,10 +1006,10 @@ static int cmd_profile(int argc, char **argv)
 	const char **const values[] = {&db, &threads, &runs, &slow, &slow_dir};
 	parse_model_opts(&a, "profile", argc, argv, &mo, extra, usage_profile, values);
 	ProfileOptions po = {.db = db, .slow_dir = slow_dir, .fast_only = fast_only, .quiet = quiet, .model = mo.file};
-	if (threads)
-		po.threads = (int)parse_count("profile ", "--threads", threads, 4096);
-	if (runs)
-		po.runs = (int)parse_count("profile ", "--runs", runs, 1000);
+	if (threads && (po.threads = (int)parse_count("profile ", "--threads", threads, 4096)) < 1)
+		usage_error("profile ", "--threads expects at least 1");
+	if (runs && (po.runs = (int)parse_count("profile ", "--runs", runs, 1000)) < 1)
+		usage_error("profile ", "--runs expects at least 1");
 	if (slow) {
 		if (strcmp(slow, "pmem") == 0) {
 			po.slow_kind = RT_SLOW_TIER_PMEM;

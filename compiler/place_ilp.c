@@ -405,16 +405,19 @@ static void build_kernel(Ilp *ip, int step)
 	bool sep = fabs(tall - sum) <= SEPARABLE_TOL * fmax(fabs(tall), 1e-15);
 
 	TermVec expr = {0};
-	double konst = 0;
+	double konst = 0, tmax = 0; /* constant term; the longest the kernel can take (us) */
 	if (sep || d > MAX_CONFIG_TENSORS) {
 		/* T = sum - sum_i pen_i * inFast_i */
 		if (sep)
 			ip->separable++;
 		else
 			ip->approximated++;
-		konst = sum * US;
-		for (int i = 0; i < d; i++)
+		konst = tmax = sum * US;
+		for (int i = 0; i < d; i++) {
 			add_expr(ip, &expr, fast_at(&ip->flow[ts[i]->id], step), -pen[i] * US);
+			if (pen[i] < 0)
+				tmax -= pen[i] * US;
+		}
 	} else {
 		/* T = sum_c time_c y_c; sum_c y_c = 1; sum_{c: i fast} y_c = inFast_i */
 		ip->configured++;
@@ -428,6 +431,8 @@ static void build_kernel(Ilp *ip, int step)
 				if (c >> i & 1)
 					slow |= mask[i];
 			double tc = cm->kernel_time(cm, n, slow) * US;
+			if (tc > tmax)
+				tmax = tc;
 			y[c] = binary(ip, 0);
 			vec_push(ip->a, &expr, ((Term){y[c], tc}));
 			cols[c] = y[c];
@@ -472,6 +477,17 @@ static void build_kernel(Ilp *ip, int step)
 		vals[m++] = expr.v[i].coef;
 	}
 	mip_add_row(ip->mip, m, cols, vals, -konst, MIP_INF);
+	/*
+	 * Valid inequalities that close most of the LP gap: a transfer longer
+	 * than the kernel can ever take costs its excess on its own,
+	 * e >= (c_a - tmax) x_a. Without them the LP spreads a long prefetch
+	 * in fractions over the kernels of its window, each fraction hidden.
+	 */
+	int e = cols[0];
+	for (int i = 0; i < as->n; i++)
+		if (as->v[i].coef > tmax)
+			mip_add_row(ip->mip, 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
+			            MIP_INF);
 }
 
 /* ----------------------------------------------------------- capacity */
@@ -819,8 +835,10 @@ Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions 
 		double scale = 1 - (worst / lim - 1) / 2;
 		if (scale < 0.90)
 			scale = 0.90;
+		/* around the tensors above the limit; everywhere if that did not shrink the pool last time */
+		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
 		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
-		for (int i = 0; i < p->res.n; i++) {
+		for (int i = 0; i < p->res.n && !everywhere; i++) {
 			const Residency *r = p->res.v[i];
 			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) <= o->limit)
 				continue;
@@ -829,7 +847,7 @@ Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions 
 				mark[k] = true;
 		}
 		for (int k = 0; k < n; k++)
-			if (mark[k])
+			if (mark[k] || everywhere)
 				limits[k] = (int64_t)((double)limits[k] * scale);
 	}
 	char b1[64], b2[64];

@@ -333,51 +333,70 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 		delete_lp(lp);
 		return;
 	}
+	/*
+	 * Floor branch first. With a gap to stop at, lp_solve's own search
+	 * (exhaustive depth-first) is hopeless on large programs, so it dives:
+	 * stop at the first solution (break at first), then solve again
+	 * demanding an objective better than the best by half the gap (the
+	 * objective bound), until the best is within the gap of the root LP
+	 * relaxation, a dive finds nothing better (which proves the best is
+	 * within half the gap of the optimum) or the time runs out. Without a
+	 * gap, one exhaustive search proves optimality.
+	 */
 	set_bb_floorfirst(lp, BRANCH_FLOOR);
-	if (getenv("XX_RULE")) set_bb_rule(lp, atoi(getenv("XX_RULE")));
-	if (getenv("XX_BREAK")) set_break_at_first(lp, atoi(getenv("XX_BREAK")));
-	if (getenv("XX_FLOOR")) set_bb_floorfirst(lp, atoi(getenv("XX_FLOOR")));
-	if (getenv("XX_IMPROVE")) set_improve(lp, atoi(getenv("XX_IMPROVE")));
-	if (getenv("XX_DEPTH")) set_bb_depthlimit(lp, atoi(getenv("XX_DEPTH")));
-	if (o->time_limit > 0)
-		set_timeout(lp, (long)ceil(o->time_limit));
-	if (o->gap > 0)
-		set_mip_gap(lp, FALSE, o->gap);
-	else
-		set_mip_gap(lp, FALSE, 1e-9);
 	set_mip_gap(lp, TRUE, 1e-11);
-
-	double t0 = now();
-	int ret = solve(lp);
-	r->time = now() - t0;
-	switch (ret) {
-	case OPTIMAL:
-	case PRESOLVED:
-	case SUBOPTIMAL:
-		r->objective = get_objective(lp);
-		r->x = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
-		get_variables(lp, r->x);
-		if (ret == SUBOPTIMAL) {
-			r->status = MIP_FEASIBLE;
-			r->bound = lp->real_solution; /* the root LP relaxation */
-			if (r->bound > r->objective)
-				r->bound = r->objective;
-			r->gap = relgap(r->objective, r->bound);
-		} else {
-			r->status = MIP_OPTIMAL;
-			r->bound = r->objective;
+	set_mip_gap(lp, FALSE, 1e-9);
+	bool dive = o->gap > 0;
+	set_break_at_first(lp, dive);
+	double t0 = now(), limit = o->time_limit > 0 ? o->time_limit : 1e9;
+	double best = INFINITY, root = -INFINITY, cutoff = -INFINITY;
+	bool proved = false, failed = false, infeasible = false;
+	for (int round = 0;; round++) {
+		double left = limit - (now() - t0);
+		if (left <= 0)
+			break;
+		set_timeout(lp, (long)ceil(left));
+		if (round > 0) {
+			cutoff = best - fabs(best) * o->gap / 2;
+			set_obj_bound(lp, cutoff);
 		}
+		int ret = solve(lp);
+		if (round == 0)
+			root = lp->real_solution;
+		if (ret == OPTIMAL || ret == PRESOLVED || ret == SUBOPTIMAL) {
+			double obj = get_objective(lp);
+			if (obj < best) {
+				best = obj;
+				if (!r->x)
+					r->x = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+				get_variables(lp, r->x);
+			}
+			if (!dive) {
+				proved = ret != SUBOPTIMAL;
+				break;
+			}
+			if (relgap(best, root) <= o->gap)
+				break;
+			continue;
+		}
+		if ((ret == INFEASIBLE || ret == NOFEASFOUND) && round == 0)
+			infeasible = true;
+		else if (ret == INFEASIBLE || ret == NOFEASFOUND)
+			proved = true; /* nothing better than the cutoff */
+		else if (ret != TIMEOUT && ret != SUBOPTIMAL)
+			failed = !r->x;
 		break;
-	case INFEASIBLE:
-		r->status = MIP_INFEASIBLE;
-		break;
-	case TIMEOUT:
-	case NOFEASFOUND:
-		r->status = ret == NOFEASFOUND ? MIP_INFEASIBLE : MIP_NO_SOLUTION;
-		break;
-	default:
-		r->status = MIP_ERROR;
-		break;
+	}
+	r->time = now() - t0;
+	if (r->x) {
+		r->objective = best;
+		r->bound = proved && cutoff > -INFINITY ? cutoff : proved ? best : root;
+		if (r->bound > best)
+			r->bound = best;
+		r->gap = relgap(best, r->bound);
+		r->status = proved || r->gap <= o->gap ? MIP_OPTIMAL : MIP_FEASIBLE;
+	} else {
+		r->status = infeasible ? MIP_INFEASIBLE : failed ? MIP_ERROR : MIP_NO_SOLUTION;
 	}
 	delete_lp(lp);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void ice_at(const char *file, int line, const char *fmt, ...)
 {
@@ -103,4 +104,20 @@ const char *fmt_bytes(int64_t bytes, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%.2f %s", v, unit[u]);
 	return buf;
+}
+
+const char *exe_dir(void)
+{
+	static char dir[4096];
+	static int done;
+	if (!done) {
+		done = 1;
+		ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+		char *slash = n > 0 ? (dir[n] = '\0', strrchr(dir, '/')) : NULL;
+		if (slash)
+			*slash = '\0';
+		else
+			dir[0] = '\0';
+	}
+	return dir[0] ? dir : NULL;
 }

@@ -30,6 +30,9 @@ char *xstrdup(const char *s);
 /* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
 char *read_file(const char *path, size_t *len);
 
+/* The directory of the running executable (for files installed beside it), or NULL. */
+const char *exe_dir(void);
+
 /* Format a byte count as "1.50 GiB" into buf. */
 const char *fmt_bytes(int64_t bytes, char *buf, size_t size);
 

@@ -15,10 +15,8 @@
  *     a time no smaller than all-fast and moves that grow with their size,
  *     and the hw cost model adds exactly the roofline penalty.
  *
- * For tests/unit/test-profile.sh: `test-profile --cli ARGS...` runs
- * `autotmc profile ARGS...` (cmd_profile), whatever autotmc's command
- * table holds; `test-profile --hw FILE` reads a hw file and prints it, or
- * the error (exit 1).
+ * For tests/unit/test-profile.sh: `test-profile --hw FILE` reads a hw file
+ * and prints it, or the error (exit 1).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -344,8 +342,6 @@ static void test_profile_and_models(const Graph *g, const Schedule *s, Arena *a)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--cli") == 0)
-		return cmd_profile(argc - 1, argv + 1);
 	if (argc == 3 && strcmp(argv[1], "--hw") == 0) {
 		HwModel hw;
 		char err[1024];

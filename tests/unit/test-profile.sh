@@ -12,7 +12,7 @@
 #   - hw files: the shipped ones parse; malformed ones are file:line errors;
 #   - bad options are usage errors (exit 2).
 # Runs `autotmc profile` when autotmc has the command, else the same code
-# through tests/unit/test-profile --cli.
+# through autotmc profile.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -33,13 +33,7 @@ if [ ! -x "$helper" ]; then
     echo "test-profile.sh: $helper is not built (make check builds it)"
     exit 77
 fi
-if "$autotmc" profile --help >/dev/null 2>&1; then
-    profile() { "$autotmc" profile "$@"; }
-    echo "# using $autotmc profile"
-else
-    profile() { "$helper" --cli "$@"; }
-    echo "# autotmc has no profile command yet: using $helper --cli"
-fi
+profile() { "$autotmc" profile "$@"; }
 
 # SQL on a database: the sqlite3 shell, or Python's sqlite3 module.
 q() {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Placements under a limit, end to end: for every optimizer and several
+# limits, the program built for test_vgg (times modeled for an Optane
+# machine, so that the slow tier is worth avoiding and moves are made) keeps
+# its fast pool within the limit (the runtime refuses a pool over the limit
+# it was built for) and trains bitwise like the all-fast program: the same
+# losses and the same final weights.
+set -uo pipefail
+srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TOP_BUILDDIR:-$srcdir}
+autotmc=${AUTOTMC:-$builddir/autotmc}
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/place.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+model=$srcdir/examples/test_vgg.net
+hw=$srcdir/hw/optane-6dimm.hw
+fails=0
+losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
+
+"$autotmc" build "$model" -o "$work/fast" >"$work/fast.build" 2>&1 &&
+    "$work/fast" --iters 3 --slow-dir "$work" --save-weights "$work/fast.st" >"$work/fast.out" 2>&1 ||
+    { echo "FAIL: the all-fast program"; cat "$work/fast.build" "$work/fast.out"; exit 1; }
+
+for opt in static sync async first-touch all-slow; do
+    for ratio in 1:1 4:1 8:1; do
+        name=$opt-${ratio/:/-}
+        if ! "$autotmc" build "$model" --optimizer $opt --ratio $ratio --hw "$hw" --solver-time 20 \
+                -o "$work/$name" >"$work/$name.build" 2>&1; then
+            echo "FAIL: $name: build"; tail -5 "$work/$name.build"; fails=$((fails + 1)); continue
+        fi
+        if ! "$work/$name" --iters 3 --slow-dir "$work" --save-weights "$work/$name.st" \
+                --results "$work/$name.json" >"$work/$name.out" 2>&1; then
+            echo "FAIL: $name: run"; tail -5 "$work/$name.out"; fails=$((fails + 1)); continue
+        fi
+        if [ "$(losses "$work/fast.out")" != "$(losses "$work/$name.out")" ] ||
+           ! cmp -s "$work/fast.st" "$work/$name.st"; then
+            echo "FAIL: $name: training differs from all-fast"
+            paste <(losses "$work/fast.out") <(losses "$work/$name.out"); fails=$((fails + 1)); continue
+        fi
+        summary=$(grep -E '^(placement|fast pool|limit):' "$work/$name.build" | tr '\n' ' ')
+        echo "ok: $name: bitwise equal to all-fast; $summary"
+    done
+done
+echo "$fails failed"
+[ $fails -eq 0 ]
