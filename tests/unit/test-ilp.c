@@ -73,7 +73,7 @@ static const Case cases[] = {
 	{"dense, kernels re-reading inputs", "dense(64 => 16)", "64", 16, "sgd(lr = 0.1)", -1, true, true,
 	 moving_limits},
 	{"two layers, kernels re-reading inputs", "dense(16 => 64, relu) dense(64 => 8)", "16", 8, "sgd(lr = 0.1)",
-	 -1, false, true},
+	 -1, false, true, NULL},
 };
 
 /*
