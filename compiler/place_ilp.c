@@ -754,7 +754,8 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	for (int i = 0; i < g->tensors.n; i++)
 		extract(&ip.flow[i], r.x, p, a);
 	mip_result_free(&r);
-	qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
+	if (p->moves.n > 1)
+		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
 	if (!placement_verify(g, p, err, errlen))
 		ICE("the ILP's placement is inconsistent: %s", err);
 	st->predicted_time = placement_predict(p, o->cm, NULL);
