@@ -116,6 +116,9 @@ enum {
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per solve */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
+#define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
+#define PLACE_FIT_MEASURED 0.01    /* a kernel whose all-slow time is the sum of its penalties within this is */
+#define PLACE_FIT_MODELED 1e-6     /* separable: for measured times (noise) and for modeled ones (exact) */
 
 typedef struct PlaceOptions {
 	const char *optimizer;     /* "static", "sync" or "async"; place_optimize also takes
@@ -127,6 +130,7 @@ typedef struct PlaceOptions {
 	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
 	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
+	double fit;                /* separable-kernel tolerance; 0: PLACE_FIT_MEASURED or PLACE_FIT_MODELED */
 	const int64_t *step_limit; /* per-step limits (n entries; the fragmentation loop), NULL: `limit` at every step */
 	bool verbose;              /* let the solver log */
 } PlaceOptions;

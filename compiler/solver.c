@@ -10,12 +10,12 @@
  * (coin/Cbc_C_Interface.h), log level 0, the time limit and the relative
  * gap as parameters. Its best possible objective is the bound.
  *
- * lp_solve: rows added in row mode, floor branch first (the notes in
- * docs/placement.md: ceiling-first wanders), a timeout in whole seconds.
- * lp_solve reports no bound for an unfinished search; the bound given
- * here is its own root LP relaxation (the lprec field real_solution), so
- * its gap is honest but pessimistic. When it finishes it has proved
- * optimality and the gap is 0.
+ * lp_solve: rows added in row mode, floor branch first, a timeout in
+ * whole seconds; with a gap to stop at, a sequence of dives (see
+ * solve_lpsolve). lp_solve reports no bound for an unfinished search; the
+ * bound given here is its own root LP relaxation (the lprec field
+ * real_solution), or the objective bound of a dive that proved nothing
+ * better exists, so its gap is honest but pessimistic.
  */
 #include "solver.h"
 

@@ -6,9 +6,9 @@
  * sparse rows with lower and upper bounds. mip_solve() hands it to CBC
  * (the default) or lp_solve and returns the best solution found within
  * the time limit, with the best bound the solver proved and the gap
- * between them. The objective is always minimised; a constant term is
- * the caller's to add (lp_solve 5.5.2.5 mis-solves an objective constant
- * carried by a fixed continuous column: none is ever passed).
+ * between them. The objective is always minimised. Carry a constant term
+ * by an integer column fixed at 1, never by a fixed continuous column:
+ * lp_solve 5.5.2.5 returns a wrong "optimal" value for the latter.
  */
 #ifndef AUTOTM_SOLVER_H
 #define AUTOTM_SOLVER_H

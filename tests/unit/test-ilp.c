@@ -3,7 +3,10 @@
  *
  * Each case is a small .net program, elaborated from memory, trained
  * (autodiff) and scheduled, with the roofline cost model (slow reads 3x
- * and slow writes 6x slower than fast). For several fast-tier limits:
+ * and slow writes 6x slower than fast; compute comparable with memory, so
+ * that some kernels are not separable and get configuration binaries), or
+ * a variant in which kernels read every input 4 times, so that moves pay
+ * off and the optima move tensors. For several fast-tier limits:
  *
  *   - static and sync: the optimum of the ILP, with CBC and with lp_solve,
  *     equals the best of a brute-force search over every placement the
