@@ -73,7 +73,7 @@ workloads=(
 # busy: the share of all CPUs busy over one second, from /proc/stat.
 busy() {
 	local a b t=0 k
-	a=($(head -1 /proc/stat)); sleep 1; b=($(head -1 /proc/stat))
+	read -ra a < /proc/stat; sleep 1; read -ra b < /proc/stat
 	for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
 	echo $(( t > 0 ? 100 * (t - (b[4] - a[4]) - (b[5] - a[5])) / t : 0 ))
 }
@@ -101,9 +101,9 @@ measured() {
 	tf=$(mktemp)
 	while :; do
 		wait_idle
-		a=($(head -1 /proc/stat))
+		read -ra a < /proc/stat
 		/usr/bin/time -f '%e %U %S' -o "$tf" "$@" > "$o"
-		b=($(head -1 /proc/stat))
+		read -ra b < /proc/stat
 		t=0
 		for k in 1 2 3 4 5 6 7 8; do t=$((t + b[k] - a[k])); done
 		other=$(awk -v t="$t" -v idle=$((b[4] - a[4] + b[5] - a[5])) -v hz="$(getconf CLK_TCK)" \
@@ -164,8 +164,8 @@ for w in "${workloads[@]}"; do
 	measured "$name profile" "$out/$name.kernels.txt" "$prog" --iters $((warmup + iters)) \
 		--threads "$threads" --quiet --profile-kernels
 	if [ "$torch_profile" = 1 ]; then
-		# shellcheck disable=SC2086
 		wait_idle
+		# shellcheck disable=SC2086
 		"$py" bench/torch_step.py $targs --threads "$threads" --warmup "$warmup" \
 			--iters "$iters" --profile "$out/$name.torch-profile.txt" \
 			> /dev/null 2> "$out/$name.torch-profile.log"
