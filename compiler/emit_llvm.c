@@ -270,6 +270,7 @@ static void emit_main(Emit *e, LLVMValueRef step_fn, const EmitOptions *o)
 		ci32(e, outside.n),
 		LLVMConstReal(e->f64, o->predicted_seconds),
 		cstring(e, o->record ? o->record : "{}", "program.record"),
+		ci64(e, o->program_flags),
 	};
 	LLVMValueRef pinit = LLVMConstNamedStruct(e->program_t, pf, countof(pf));
 	LLVMValueRef program = LLVMAddGlobal(e->m, e->program_t, "program");
@@ -331,7 +332,7 @@ bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const E
 	                  (LLVMTypeRef[]){e.i8p, e.i32, e.i32, e.i64, e.i64, LLVMArrayType(e.i64, RT_MAX_DIMS), e.i32,
 	                                  e.f64, e.f64, e.f64}, 10, 0);
 	e.program_t = LLVMStructCreateNamed(e.cx, "RtProgram");
-	LLVMStructSetBody(e.program_t, (LLVMTypeRef[]){e.i8p, e.i64, e.i64, e.i64, e.i32, e.i32, e.f64, e.i8p}, 8, 0);
+	LLVMStructSetBody(e.program_t, (LLVMTypeRef[]){e.i8p, e.i64, e.i64, e.i64, e.i32, e.i32, e.f64, e.i8p, e.i64}, 9, 0);
 
 	LLVMInitializeNativeTarget();
 	LLVMInitializeNativeAsmPrinter();

@@ -16,6 +16,7 @@ typedef struct EmitOptions {
 	double predicted_seconds; /* predicted step time, 0 if none */
 	const char *record;       /* compile-time fields of the results record (JSON object) */
 	char **ir_text;           /* if set, receives the module as text (free() it) */
+	int64_t program_flags;    /* RtProgram.flags (RT_PROGRAM_*) */
 } EmitOptions;
 
 /*

@@ -84,7 +84,18 @@ typedef struct RtProgram {
 	int32_t ntensors;          /* rt_tensor calls that follow */
 	double predicted_seconds;  /* predicted step time (0: no prediction) */
 	const char *record;        /* the compile-time fields of the results record, a JSON object */
+	int64_t flags;             /* RT_PROGRAM_* */
 } RtProgram;
+
+/* RtProgram.flags */
+enum {
+	/*
+	 * Unified-memory baseline (GPU): the fast pool is managed memory
+	 * (cudaMallocManaged) and the device is capped at fast_limit by
+	 * occupying the rest of its memory; there is no slow pool and no move.
+	 */
+	RT_PROGRAM_MANAGED = 1,
+};
 
 /* A tensor that lives across steps or comes from outside (weight, state, input, labels). */
 typedef struct RtTensor {
