@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "autodiff.h"
+#include "driver.h"
 #include "elaborate.h"
 #include "emit_llvm.h"
 #include "interp.h"
@@ -51,17 +52,9 @@
 
 enum { EXIT_USAGE = 2 };
 
-/* Options shared by the commands that read a model. */
-typedef struct ModelOpts {
-	VEC(const char *) dirs; /* -I and the stdlib, in search order */
-	VEC(Define) defines;    /* -D name=value */
-	const char *file;       /* the model */
-} ModelOpts;
 
 static const char *prog = "autotmc";
 
-static void usage_place_opts(FILE *f);
-static long parse_count(const char *cmd, const char *opt, const char *s, long max);
 
 static void usage_main(FILE *f)
 {
@@ -79,6 +72,7 @@ static void usage_main(FILE *f)
 	        "  schedule FILE   place the tensors and show the move schedule\n"
 	        "  build FILE      compile the training program to an executable\n"
 	        "  run FILE        build (cached) and run the training program\n"
+	        "  sweep FILE      run every optimizer at every fast-tier size (and thread count)\n"
 	        "\n"
 	        "options:\n"
 	        "  -h, --help     show this help (or a command's: autotmc COMMAND --help)\n"
@@ -87,7 +81,7 @@ static void usage_main(FILE *f)
 	        "Documentation: docs/language.md and docs/cli.md.\n");
 }
 
-static void usage_model_opts(FILE *f)
+void usage_model_opts(FILE *f)
 {
 	fprintf(f,
 	        "  -D NAME=VALUE  override the model parameter NAME (repeatable)\n"
@@ -203,8 +197,7 @@ static void usage_interpret(FILE *f)
 	usage_model_opts(f);
 }
 
-static noreturn void usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static noreturn void usage_error(const char *cmd, const char *fmt, ...)
+noreturn void usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "%s: ", prog);
@@ -260,14 +253,13 @@ static void add_stdlib_dirs(Arena *a, ModelOpts *mo)
 	add_dir(a, mo, AUTOTM_STDLIBDIR);
 }
 
-enum { OPT_VALUE = 256 }; /* first getopt value of a command's own valued option */
 
 /*
  * Parse the options of a model command. `extra` lists the command's own
  * long options (zero-terminated): flags set their flag pointers; an option
  * whose value is OPT_VALUE + i stores its argument in *values[i].
  */
-static void parse_model_opts(Arena *a, const char *cmd, int argc, char **argv, ModelOpts *mo,
+void parse_model_opts(Arena *a, const char *cmd, int argc, char **argv, ModelOpts *mo,
                              const struct option *extra, void (*usage)(FILE *), const char **const *values)
 {
 	struct option opts[32];
@@ -319,7 +311,6 @@ static void parse_model_opts(Arena *a, const char *cmd, int argc, char **argv, M
 	add_stdlib_dirs(a, mo);
 }
 
-typedef struct Compilation Compilation;
 static bool place_options(Arena *a, Compilation *c, PlaceOptions *po);
 
 static void verify_or_die(const Graph *g, const char *after)
@@ -329,38 +320,14 @@ static void verify_or_die(const Graph *g, const char *after)
 		ICE("graph verification failed after %s: %s", after, err);
 }
 
-/* How far a command runs the pipeline. */
-typedef enum Stage { STAGE_FORWARD, STAGE_TRAINING, STAGE_PROGRAM } Stage;
 
-/* The options of the commands that place tensors (build, run, schedule). */
-typedef struct PlaceArgs {
-	const char *optimizer;   /* --optimizer */
-	const char *limit;       /* --limit BYTES */
-	const char *ratio;       /* --ratio S:F */
-	const char *hw;          /* --hw FILE */
-	const char *db;          /* --profile-db PATH */
-	const char *solver;      /* --solver cbc|lp_solve */
-	const char *solver_time; /* --solver-time SECONDS */
-	const char *threads;     /* --threads N (the profile is per thread count) */
-	const char *slow_dir;    /* --slow-dir DIR of run (its file system is part of the machine's identity) */
-} PlaceArgs;
 
-/* What the pipeline has built so far. */
-struct Compilation {
-	Graph *g;            /* the graph: forward, then training step */
-	Schedule *sched;     /* order and liveness of the training step */
-	const PlaceArgs *pa; /* how to place (STAGE_PROGRAM) */
-	const char *file;    /* the model's file */
-	CostModel *cm;       /* kernel and move times (NULL: none needed, none available) */
-	PlaceStats st;       /* what the optimizer did */
-	Placement *place;    /* where every tensor lives at every step, with offsets */
-};
 
 /*
  * The pipeline, one pass per line, as far as `stage`. Returns false after
  * printing a diagnostic if the model is wrong.
  */
-static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
+bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 {
 	ElabOptions eo = {
 		.dirs = mo->dirs.v, .ndirs = mo->dirs.n,
@@ -382,6 +349,16 @@ static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 		return false;
 	char err[1024];
 	c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err); /* -> tiers, moves, offsets */
+	if (!c->place && c->pa->ratio && c->st.min_limit > po.limit) {
+		/* A ratio is relative: below what can work, it means as little as can work. */
+		char b1[64], b2[64];
+		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible "
+		                "limit; placing for %s\n", c->pa->ratio, fmt_bytes(po.limit, b1, sizeof b1),
+		        fmt_bytes(c->st.min_limit, b2, sizeof b2));
+		po.limit = c->st.min_limit;
+		c->st = (PlaceStats){0};
+		c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err);
+	}
 	if (!c->place) {
 		error_plain("%s", err);
 		return false;
@@ -395,6 +372,14 @@ static bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 
 static const char *const optimizers[] = {"static", "sync", "async", "first-touch", "all-fast", "all-slow",
                                           "spill-all"};
+
+bool optimizer_known(const char *o)
+{
+	for (size_t i = 0; i < countof(optimizers); i++)
+		if (strcmp(o, optimizers[i]) == 0)
+			return true;
+	return false;
+}
 
 static bool is_ilp(const char *o)
 {
@@ -493,10 +478,7 @@ static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
 {
 	const PlaceArgs *pa = c->pa;
 	*po = (PlaceOptions){.optimizer = pa->optimizer, .solver = pa->solver};
-	bool found = false;
-	for (size_t i = 0; i < countof(optimizers); i++)
-		found |= strcmp(pa->optimizer, optimizers[i]) == 0;
-	if (!found) {
+	if (!optimizer_known(pa->optimizer)) {
 		error_plain("unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow, spill-all)",
 		            pa->optimizer);
 		return false;
@@ -764,7 +746,7 @@ static bool save_weights(const Interp *ip, const char *path)
 }
 
 /* The memory plan against its lower bound (the fragmentation). */
-static void print_plan(FILE *f, const Compilation *c, Arena *a)
+void print_plan(FILE *f, const Compilation *c, Arena *a)
 {
 	const Placement *p = c->place;
 	char b1[64], b2[64], b3[64];
@@ -788,21 +770,8 @@ static void print_plan(FILE *f, const Compilation *c, Arena *a)
 	fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, c->cm, NULL), c->cm->source);
 }
 
-/* The placement options, first among a command's valued options (OPT_VALUE + i). */
-#define PLACE_LONG_OPTIONS                                                     \
-	{"optimizer", required_argument, NULL, OPT_VALUE + 0},                 \
-	{"limit", required_argument, NULL, OPT_VALUE + 1},                     \
-	{"ratio", required_argument, NULL, OPT_VALUE + 2},                     \
-	{"hw", required_argument, NULL, OPT_VALUE + 3},                        \
-	{"profile-db", required_argument, NULL, OPT_VALUE + 4},                \
-	{"solver", required_argument, NULL, OPT_VALUE + 5},                    \
-	{"solver-time", required_argument, NULL, OPT_VALUE + 6},               \
-	{"threads", required_argument, NULL, OPT_VALUE + 7}
-#define PLACE_VALUES(pa) &(pa).optimizer, &(pa).limit, &(pa).ratio, &(pa).hw, &(pa).db, &(pa).solver, \
-	&(pa).solver_time, &(pa).threads
-enum { NPLACE_OPTIONS = 8 };
 
-static void usage_place_opts(FILE *f)
+void usage_place_opts(FILE *f)
 {
 	fprintf(f,
 	        "  --optimizer O        where tensors live: static, sync, async (the ILP), first-touch,\n"
@@ -873,6 +842,37 @@ static const char *cache_dir(Arena *a)
 	return dir;
 }
 
+/*
+ * The executable of c's program, built unless the cache already holds it:
+ * the cache key is the program itself, a hash of its LLVM IR. NULL after
+ * an error message.
+ */
+const char *program_cached(Arena *a, const Compilation *c, const char *source, bool emit_ll)
+{
+	const char *dir = cache_dir(a);
+	char *ir = NULL;
+	if (!dir || !generate(a, c, source, NULL, NULL, &ir, NULL))
+		return NULL;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const unsigned char *s = (const unsigned char *)ir; *s; s++)
+		h = (h ^ *s) * 0x100000001b3ULL;
+	free(ir);
+	const char *exe = arena_printf(a, "%s/%s-%016llx", dir, c->g->model, (unsigned long long)h);
+	if (access(exe, X_OK) == 0)
+		return exe;
+	const char *tmp = arena_printf(a, "%s.tmp%d", exe, (int)getpid());
+	const char *obj = arena_printf(a, "%s.o", tmp);
+	bool ok = generate(a, c, source, obj, emit_ll ? arena_printf(a, "%s.ll", exe) : NULL, NULL, tmp);
+	unlink(obj);
+	if (ok && rename(tmp, exe) != 0) {
+		error_plain("cannot rename %s to %s: %s", tmp, exe, strerror(errno));
+		ok = false;
+	}
+	if (!ok)
+		unlink(tmp);
+	return ok ? exe : NULL;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	Arena a = {0};
@@ -902,36 +902,14 @@ static int cmd_run(int argc, char **argv)
 	parse_model_opts(&a, "run", argc, argv, &mo, extra, usage_run, values);
 	pa.slow_dir = pass[7];
 	Compilation c = {.pa = &pa, .file = mo.file};
-	const char *dir = NULL;
-	if (!compile(&a, &mo, STAGE_PROGRAM, &c) || !(dir = cache_dir(&a))) {
+	if (!compile(&a, &mo, STAGE_PROGRAM, &c)) {
 		arena_free(&a);
 		return 1;
 	}
-	/* The cache key is the program itself: a hash of its LLVM IR. */
-	char *ir = NULL;
-	if (!generate(&a, &c, mo.file, NULL, NULL, &ir, NULL)) {
+	const char *exe = program_cached(&a, &c, mo.file, emit_ll);
+	if (!exe) {
 		arena_free(&a);
 		return 1;
-	}
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (const unsigned char *s = (const unsigned char *)ir; *s; s++)
-		h = (h ^ *s) * 0x100000001b3ULL;
-	free(ir);
-	const char *exe = arena_printf(&a, "%s/%s-%016llx", dir, c.g->model, (unsigned long long)h);
-	if (access(exe, X_OK) != 0) {
-		const char *tmp = arena_printf(&a, "%s.tmp%d", exe, (int)getpid());
-		const char *obj = arena_printf(&a, "%s.o", tmp);
-		bool ok = generate(&a, &c, mo.file, obj, emit_ll ? arena_printf(&a, "%s.ll", exe) : NULL, NULL, tmp);
-		unlink(obj);
-		if (ok && rename(tmp, exe) != 0) {
-			error_plain("cannot rename %s to %s: %s", tmp, exe, strerror(errno));
-			ok = false;
-		}
-		if (!ok) {
-			unlink(tmp);
-			arena_free(&a);
-			return 1;
-		}
 	}
 	/* Run it: the program prints the losses, times and pool sizes. */
 	const char *args[32];
@@ -1095,7 +1073,7 @@ static int cmd_schedule(int argc, char **argv)
 	return ok ? 0 : 1;
 }
 
-static long parse_count(const char *cmd, const char *opt, const char *s, long max)
+long parse_count(const char *cmd, const char *opt, const char *s, long max)
 {
 	char *end;
 	errno = 0;
@@ -1177,6 +1155,7 @@ int main(int argc, char **argv)
 		{"schedule", cmd_schedule},
 		{"build", cmd_build},
 		{"run", cmd_run},
+		{"sweep", cmd_sweep},
 	};
 	for (size_t i = 0; i < countof(cmds); i++) {
 		if (strcmp(cmd, cmds[i].name) == 0) {

@@ -13,6 +13,7 @@
  * takes max(its time, the asynchronous moves issued with it), as the
  * placement's objective charges them.
  */
+#include "plot.h"
 #include "report_schedule.h"
 
 #include <errno.h>
@@ -298,41 +299,13 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 
 bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 {
-	const char *ext = strrchr(path, '.');
-	bool svg = ext && strcmp(ext, ".svg") == 0;
-	if (!ext || (!svg && strcmp(ext, ".png") != 0)) {
-		error_plain("%s: the plot is written as .png or .svg", path);
+	Plot pl;
+	if (!plot_open(&pl, path, 1100, 500))
 		return false;
-	}
 	const Schedule *s = p->s;
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
 	tier_usage(p, fast, slow);
-	int fds[2];
-	if (pipe(fds) != 0) {
-		error_plain("cannot start gnuplot: %s", strerror(errno));
-		free(fast);
-		free(slow);
-		return false;
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fds[0], 0);
-		close(fds[0]);
-		close(fds[1]);
-		execlp("gnuplot", "gnuplot", (char *)NULL);
-		fprintf(stderr, "autotmc: error: cannot run gnuplot: %s (Debian package: gnuplot-nox)\n", strerror(errno));
-		_exit(127);
-	}
-	close(fds[0]);
-	FILE *f = pid > 0 ? fdopen(fds[1], "w") : NULL;
-	if (!f) {
-		error_plain("cannot start gnuplot: %s", strerror(errno));
-		free(fast);
-		free(slow);
-		return false;
-	}
-	fprintf(f, "set terminal %s size 1100,500\n", svg ? "svg" : "png");
-	fprintf(f, "set output '%s'\n", path);
+	FILE *f = pl.f;
 	fprintf(f, "set title 'tier usage over the training step: %s, placement %s'\n", g->model, p->optimizer);
 	fprintf(f, "set xlabel 'step'\nset ylabel 'MiB'\nset key top left\nset grid\n");
 	if (p->limit > 0)
@@ -345,15 +318,7 @@ bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 			fprintf(f, "%d %.6f\n", step, (double)(tier ? slow : fast)[step] / 1048576.0);
 		fprintf(f, "e\n");
 	}
-	fclose(f);
 	free(fast);
 	free(slow);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		error_plain("gnuplot failed to write %s", path);
-		return false;
-	}
-	return true;
+	return plot_close(&pl);
 }

@@ -1,0 +1,25 @@
+/*
+ * plot.h - drawing with gnuplot: a child process fed a script on a pipe.
+ */
+#ifndef AUTOTM_PLOT_H
+#define AUTOTM_PLOT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+typedef struct Plot {
+	FILE *f;          /* the script: write gnuplot commands and inline data here */
+	pid_t pid;        /* gnuplot */
+	const char *path; /* the image it writes */
+} Plot;
+
+/*
+ * Start gnuplot writing path (.png or .svg, width x height pixels): the
+ * terminal and output are set. False after an error message.
+ */
+bool plot_open(Plot *p, const char *path, int width, int height);
+/* End the script and wait for gnuplot; false after an error message if it failed. */
+bool plot_close(Plot *p);
+
+#endif

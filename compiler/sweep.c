@@ -1,0 +1,466 @@
+/*
+ * sweep.c - autotmc sweep: build and run a model under every combination
+ * of optimizer, fast-tier ratio and (optionally) thread count, and collect
+ * the results records into one JSON file with plots.
+ *
+ * For each thread count the sweep runs the two baselines first (all-slow,
+ * against which every speedup is taken, and all-fast, whose step time
+ * steers --threads auto), then every optimizer at every ratio. The
+ * results file is rewritten (atomically) after every run, so an
+ * interrupted sweep keeps what it finished. docs/cli.md describes the
+ * file; docs/placement.md the optimizers.
+ *
+ * --threads auto starts at every core and goes down: to half the count
+ * while the all-fast step time stays within 10% of the time on every core,
+ * by one otherwise, down to one thread. The runs form the matrix
+ * (threads x fast-tier bytes -> step time) a scheduler packing jobs on a
+ * machine needs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "diag.h"
+#include "driver.h"
+#include "plot.h"
+#include "util.h"
+
+void usage_sweep(FILE *f)
+{
+	fprintf(f,
+	        "usage: autotmc sweep [OPTIONS] FILE -o RESULTS.json\n"
+	        "\n"
+	        "Build and run FILE's training program for every optimizer at every ratio of\n"
+	        "slow to fast memory (and, with --threads auto, every thread count tried), and\n"
+	        "write every run's results record to one JSON file, with plots of the speedup\n"
+	        "over all-slow and of predicted against measured step time.\n"
+	        "\n"
+	        "options:\n"
+	        "  -o, --output R.json  the results (default: MODEL-sweep.json); rewritten after\n"
+	        "                       every run, so an interrupted sweep keeps its runs\n"
+	        "  --optimizers LIST    comma-separated (default static,sync,first-touch)\n"
+	        "  --ratios LIST        slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives\n"
+	        "                       the fast tier nothing, 0:1 the whole peak of live bytes)\n"
+	        "  --threads auto|N     auto: from every core down, halving while the all-fast\n"
+	        "                       step stays within 10%% of its time on every core, by one\n"
+	        "                       otherwise; N: that many only (default: every core)\n"
+	        "  --iters N            training steps per run (default 5; the median is kept)\n"
+	        "  --plots png|svg|none the plots' format (default svg): R-speedup.svg and\n"
+	        "                       R-predicted.svg beside R.json\n"
+	        "  --hw FILE            model slow-tier times with a hardware description\n"
+	        "  --profile-db PATH    the profile database\n"
+	        "  --solver S           cbc (default) or lp_solve\n"
+	        "  --solver-time SEC    the solver's time limit per placement (default 60)\n"
+	        "  --slow-dir DIR       directory of the slow tier's file (default: a temporary one)\n");
+	usage_model_opts(f);
+}
+
+/* Split a comma-separated list; entries may not be empty. */
+static int split_list(Arena *a, const char *s, const char ***out)
+{
+	int n = 1;
+	for (const char *p = s; *p; p++)
+		n += *p == ',';
+	const char **v = arena_alloc(a, (size_t)n * sizeof *v);
+	int k = 0;
+	for (const char *p = s;;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == 0)
+			return -1;
+		v[k++] = arena_strndup(a, p, len);
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	*out = v;
+	return k;
+}
+
+typedef struct Sweep {
+	const ModelOpts *mo;
+	PlaceArgs base;        /* --hw, --profile-db, --solver, ... */
+	const char *iters;     /* --iters */
+	const char *out;       /* the results file */
+	const char *tmpdir;    /* the runs' results records */
+	cJSON *doc;            /* the results file's contents */
+	cJSON *runs;           /* its "runs" */
+	int nrun;              /* runs done */
+	int total;             /* runs expected (0: not known in advance) */
+	int failed;            /* runs without a result */
+} Sweep;
+
+/* Write the results document through a temporary file. */
+static bool save(const Sweep *sw)
+{
+	char *text = cJSON_Print(sw->doc);
+	if (!text)
+		fatal_sys("out of memory printing %s", sw->out);
+	size_t len = strlen(sw->out) + 16;
+	char *tmp = xmalloc(len);
+	snprintf(tmp, len, "%s.tmp%d", sw->out, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (ok && rename(tmp, sw->out) != 0)
+		ok = false;
+	if (!ok) {
+		error_plain("cannot write %s: %s", sw->out, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	free(text);
+	return ok;
+}
+
+/* Run exe, its output discarded; its results record (parsed) or NULL after an error message. */
+static cJSON *execute(const Sweep *sw, const char *exe, const char *threads, const char *record)
+{
+	const char *args[16];
+	int n = 0;
+	args[n++] = exe;
+	args[n++] = "--iters";
+	args[n++] = sw->iters;
+	args[n++] = "--threads";
+	args[n++] = threads;
+	args[n++] = "--results";
+	args[n++] = record;
+	if (sw->base.slow_dir) {
+		args[n++] = "--slow-dir";
+		args[n++] = sw->base.slow_dir;
+	}
+	args[n] = NULL;
+	unlink(record);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 1);
+		execv(exe, (char *const *)args);
+		fprintf(stderr, "autotmc: error: cannot run %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	int status = 0;
+	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+		error_plain("cannot run %s: %s", exe, strerror(errno));
+		return NULL;
+	}
+	if (WIFSIGNALED(status)) {
+		error_plain("%s was killed by signal %d", exe, WTERMSIG(status));
+		return NULL;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		error_plain("%s exited with status %d", exe, WEXITSTATUS(status));
+		return NULL;
+	}
+	char *text = read_file(record, NULL);
+	cJSON *r = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	if (!r || !cJSON_IsObject(r)) {
+		error_plain("%s wrote no results record to %s", exe, record);
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+static double number(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *string(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*
+ * Place, build and run one combination; append its record (or its failure)
+ * to the runs. Returns the measured step time, or NAN.
+ */
+static double run_one(Sweep *sw, const char *optimizer, const char *ratio, int threads, double all_slow)
+{
+	Arena a = {0};
+	char th[16];
+	snprintf(th, sizeof th, "%d", threads);
+	PlaceArgs pa = sw->base;
+	pa.optimizer = optimizer;
+	pa.ratio = ratio;
+	pa.threads = th;
+	Compilation c = {.pa = &pa, .file = sw->mo->file};
+	sw->nrun++;
+	if (sw->total)
+		printf("[%d/%d] ", sw->nrun, sw->total);
+	else
+		printf("[%d] ", sw->nrun);
+	printf("threads %d, %s%s%s: ", threads, optimizer, ratio ? " at " : "", ratio ? ratio : "");
+	fflush(stdout);
+	const char *record = arena_printf(&a, "%s/run.json", sw->tmpdir);
+	const char *exe = NULL;
+	cJSON *r = NULL;
+	if (compile(&a, sw->mo, STAGE_PROGRAM, &c) && (exe = program_cached(&a, &c, sw->mo->file, false)))
+		r = execute(sw, exe, th, record);
+	double measured = NAN;
+	if (!r) {
+		printf("failed (see the message above)\n");
+		r = cJSON_CreateObject();
+		cJSON_AddStringToObject(r, "optimizer", optimizer);
+		cJSON_AddNumberToObject(r, "threads", threads);
+		cJSON_AddStringToObject(r, "error", exe ? "the program failed" : "no program: placement or build failed");
+		sw->failed++;
+	} else {
+		measured = number(r, "actual_runtime");
+		double predicted = number(r, "predicted_runtime");
+		printf("predicted %.1f ms, measured %.1f ms", 1e3 * predicted, 1e3 * measured);
+		if (all_slow > 0) {
+			cJSON_AddNumberToObject(r, "speedup_over_all_slow", all_slow / measured);
+			printf(" (%.2fx over all-slow)", all_slow / measured);
+		}
+		printf("\n");
+		if (!cJSON_GetObjectItemCaseSensitive(sw->doc, "peak_live_bytes")) {
+			cJSON_AddNumberToObject(sw->doc, "peak_live_bytes", (double)c.sched->peak);
+			cJSON_AddStringToObject(sw->doc, "times", c.cm ? c.cm->source : "");
+		}
+	}
+	cJSON_AddStringToObject(r, "ratio", ratio ? ratio : "");
+	cJSON_AddItemToArray(sw->runs, r);
+	save(sw);
+	fflush(stdout);
+	arena_free(&a);
+	return measured;
+}
+
+/* The best measured run of each (threads, ratio): the performance matrix. */
+static void add_matrix(Sweep *sw)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(sw->doc, "matrix");
+	cJSON *m = cJSON_AddArrayToObject(sw->doc, "matrix");
+	const cJSON *r;
+	cJSON_ArrayForEach(r, sw->runs) {
+		const char *ratio = string(r, "ratio");
+		double t = number(r, "actual_runtime");
+		if (!ratio[0] || isnan(t))
+			continue;
+		int at = -1, k = 0;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, m) {
+			if (number(c, "threads") == number(r, "threads") && strcmp(string(c, "ratio"), ratio) == 0)
+				at = k;
+			k++;
+		}
+		if (at >= 0 && number(cJSON_GetArrayItem(m, at), "actual_runtime") <= t)
+			continue;
+		cJSON *cell = cJSON_CreateObject();
+		cJSON_AddNumberToObject(cell, "threads", number(r, "threads"));
+		cJSON_AddStringToObject(cell, "ratio", ratio);
+		cJSON_AddNumberToObject(cell, "dram_limit", number(r, "dram_limit"));
+		cJSON_AddStringToObject(cell, "optimizer", string(r, "optimizer"));
+		cJSON_AddNumberToObject(cell, "actual_runtime", t);
+		if (at >= 0)
+			cJSON_ReplaceItemInArray(m, at, cell);
+		else
+			cJSON_AddItemToArray(m, cell);
+	}
+}
+
+/* "results.json" + "-speedup" + ".svg" -> "results-speedup.svg" */
+static const char *plot_path(Arena *a, const char *out, const char *what, const char *ext)
+{
+	const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+	size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
+	return arena_printf(a, "%.*s-%s.%s", (int)stem, out, what, ext);
+}
+
+/*
+ * Speedup over all-slow against the ratio, one line per optimizer, at the
+ * largest thread count; and predicted against measured step time for every
+ * run, with the diagonal.
+ */
+static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, const char *const *opts, int nopt,
+                 const char *const *ratios, int nratio, int threads)
+{
+	Plot p;
+	bool ok = plot_open(&p, plot_path(a, sw->out, "speedup", ext), 900, 520);
+	if (ok) {
+		FILE *f = p.f;
+		fprintf(f, "set title 'speedup over all-slow: %s, %d thread%s'\n", model, threads, threads == 1 ? "" : "s");
+		fprintf(f, "set xlabel 'slow : fast'\nset ylabel 'speedup over all-slow'\nset grid\nset key top left\n"
+		           "set yrange [0:*]\nset xtics (");
+		for (int i = 0; i < nratio; i++)
+			fprintf(f, "%s'%s' %d", i ? ", " : "", ratios[i], i);
+		fprintf(f, ")\nset xrange [-0.3:%g]\nplot ", nratio - 0.7);
+		for (int o = 0; o < nopt; o++)
+			fprintf(f, "%s'-' using 1:2 with linespoints lw 2 pt 7 title '%s'", o ? ", " : "", opts[o]);
+		fprintf(f, "\n");
+		for (int o = 0; o < nopt; o++) {
+			for (int i = 0; i < nratio; i++) {
+				const cJSON *r;
+				cJSON_ArrayForEach(r, sw->runs) {
+					if (number(r, "threads") == threads && strcmp(string(r, "optimizer"), opts[o]) == 0 &&
+					    strcmp(string(r, "ratio"), ratios[i]) == 0 && !isnan(number(r, "speedup_over_all_slow")))
+						fprintf(f, "%d %g\n", i, number(r, "speedup_over_all_slow"));
+				}
+			}
+			fprintf(f, "e\n");
+		}
+		ok = plot_close(&p);
+	}
+	if (!plot_open(&p, plot_path(a, sw->out, "predicted", ext), 700, 600))
+		return false;
+	FILE *f = p.f;
+	fprintf(f, "set title 'predicted against measured step time: %s'\n", model);
+	fprintf(f, "set xlabel 'predicted (ms)'\nset ylabel 'measured (ms)'\nset grid\nset key top left\n"
+	           "set size ratio -1\nset xrange [0:*]\nset yrange [0:*]\n");
+	fprintf(f, "plot x with lines dt 2 lc rgb 'gray' title 'measured = predicted'");
+	const char *names[] = {"all-slow", "all-fast"};
+	for (int o = 0; o < nopt + 2; o++)
+		fprintf(f, ", '-' using 1:2 with points pt 7 ps 1.2 title '%s'", o < nopt ? opts[o] : names[o - nopt]);
+	fprintf(f, "\n");
+	for (int o = 0; o < nopt + 2; o++) {
+		const char *name = o < nopt ? opts[o] : names[o - nopt];
+		const cJSON *r;
+		cJSON_ArrayForEach(r, sw->runs) {
+			if (strcmp(string(r, "optimizer"), name) == 0 && !isnan(number(r, "predicted_runtime")) &&
+			    !isnan(number(r, "actual_runtime")))
+				fprintf(f, "%g %g\n", 1e3 * number(r, "predicted_runtime"), 1e3 * number(r, "actual_runtime"));
+		}
+		fprintf(f, "e\n");
+	}
+	return plot_close(&p) && ok;
+}
+
+/* The next thread count of --threads auto after `cur`, or 0 when done. */
+static int next_threads(int cur, double t_cur, double t_all)
+{
+	if (cur <= 1)
+		return 0;
+	if (!isnan(t_cur) && !isnan(t_all) && t_cur <= 1.1 * t_all)
+		return cur / 2;
+	return cur - 1;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	Arena a = {0};
+	ModelOpts mo = {0};
+	static const char *out, *opts_s = "static,sync,first-touch", *ratios_s = "1:0,8:1,4:1,1:1,0:1", *threads_s,
+	                  *iters = "5", *plots = "svg";
+	static PlaceArgs pa;
+	const struct option extra[] = {
+		PLACE_LONG_OPTIONS,
+		{"output", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS},
+		{"optimizers", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 1},
+		{"ratios", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 2},
+		{"iters", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 3},
+		{"plots", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 4},
+		{"slow-dir", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 5},
+		{0},
+	};
+	const char **const values[] = {PLACE_VALUES(pa), &out, &opts_s, &ratios_s, &iters, &plots, &pa.slow_dir};
+	for (int i = 1; i < argc; i++) /* -o is the short form of --output */
+		if (strcmp(argv[i], "-o") == 0)
+			argv[i] = "--output";
+	parse_model_opts(&a, "sweep", argc, argv, &mo, extra, usage_sweep, values);
+	threads_s = pa.threads;
+	if (pa.optimizer)
+		usage_error("sweep ", "the optimizers of a sweep are given with --optimizers LIST");
+	if (pa.limit || pa.ratio)
+		usage_error("sweep ", "the fast tier's sizes of a sweep are given with --ratios LIST");
+	const char **opts, **ratios;
+	int nopt = split_list(&a, opts_s, &opts), nratio = split_list(&a, ratios_s, &ratios);
+	if (nopt < 0)
+		usage_error("sweep ", "--optimizers %s: expected a comma-separated list such as static,sync", opts_s);
+	if (nratio < 0)
+		usage_error("sweep ", "--ratios %s: expected a comma-separated list such as 8:1,4:1,1:1", ratios_s);
+	for (int i = 0; i < nopt; i++)
+		if (!optimizer_known(opts[i]) || strcmp(opts[i], "all-slow") == 0 || strcmp(opts[i], "all-fast") == 0)
+			usage_error("sweep ", "--optimizers: '%s' is not an optimizer a sweep varies (static, sync, async, "
+			            "first-touch; all-slow and all-fast always run)", opts[i]);
+	for (int i = 0; i < nratio; i++) {
+		double s, f;
+		char tail;
+		if (sscanf(ratios[i], "%lf:%lf%c", &s, &f, &tail) != 2 || s < 0 || f < 0 || s + f <= 0)
+			usage_error("sweep ", "--ratios: '%s' is not a ratio SLOW:FAST such as 4:1", ratios[i]);
+	}
+	parse_count("sweep ", "--iters", iters, 1000000);
+	if (strcmp(iters, "0") == 0)
+		usage_error("sweep ", "--iters must be at least 1");
+	if (strcmp(plots, "svg") != 0 && strcmp(plots, "png") != 0 && strcmp(plots, "none") != 0)
+		usage_error("sweep ", "--plots %s: expected png, svg or none", plots);
+	long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncores < 1)
+		ncores = 1;
+	bool autothreads = threads_s && strcmp(threads_s, "auto") == 0;
+	int threads = autothreads || !threads_s ? (int)ncores : (int)parse_count("sweep ", "--threads", threads_s, 4096);
+	if (threads < 1)
+		usage_error("sweep ", "--threads must be at least 1");
+
+	/* The model must compile before anything runs. */
+	Compilation probe = {.file = mo.file};
+	if (!compile(&a, &mo, STAGE_TRAINING, &probe)) {
+		arena_free(&a);
+		return 1;
+	}
+	const char *model = probe.g->model;
+	if (!out)
+		out = arena_printf(&a, "%s-sweep.json", model);
+	char tmpl[] = "/tmp/autotm-sweep.XXXXXX";
+	Sweep sw = {.mo = &mo, .base = pa, .iters = iters, .out = out, .tmpdir = mkdtemp(tmpl),
+	            .total = autothreads ? 0 : 2 + nopt * nratio};
+	if (!sw.tmpdir)
+		fatal_sys("cannot create a temporary directory in /tmp: %s", strerror(errno));
+	sw.doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(sw.doc, "model", model);
+	cJSON_AddStringToObject(sw.doc, "file", mo.file);
+	cJSON_AddStringToObject(sw.doc, "hw", pa.hw ? pa.hw : "");
+	cJSON_AddNumberToObject(sw.doc, "iterations", strtod(iters, NULL));
+	cJSON *topts = cJSON_AddArrayToObject(sw.doc, "optimizers"), *tratios = cJSON_AddArrayToObject(sw.doc, "ratios");
+	for (int i = 0; i < nopt; i++)
+		cJSON_AddItemToArray(topts, cJSON_CreateString(opts[i]));
+	for (int i = 0; i < nratio; i++)
+		cJSON_AddItemToArray(tratios, cJSON_CreateString(ratios[i]));
+	cJSON *tthreads = cJSON_AddArrayToObject(sw.doc, "threads");
+	sw.runs = cJSON_AddArrayToObject(sw.doc, "runs");
+	printf("sweep: %s, %d optimizer%s x %d ratio%s, threads %s; results in %s\n", model, nopt,
+	       nopt == 1 ? "" : "s", nratio, nratio == 1 ? "" : "s", autothreads ? "auto" : arena_printf(&a, "%d", threads),
+	       out);
+
+	double t_all = NAN; /* all-fast on the first thread count */
+	int first = threads;
+	for (int t = threads; t > 0;) {
+		cJSON_AddItemToArray(tthreads, cJSON_CreateNumber(t));
+		double slow = run_one(&sw, "all-slow", NULL, t, NAN);
+		double fast = run_one(&sw, "all-fast", NULL, t, isnan(slow) ? 0 : slow);
+		if (t == first)
+			t_all = fast;
+		for (int i = 0; i < nratio; i++)
+			for (int o = 0; o < nopt; o++)
+				run_one(&sw, opts[o], ratios[i], t, isnan(slow) ? 0 : slow);
+		if (!autothreads)
+			break;
+		t = next_threads(t, fast, t_all);
+	}
+	add_matrix(&sw);
+	bool ok = save(&sw);
+	if (strcmp(plots, "none") != 0)
+		ok = draw(&a, &sw, plots, model, opts, nopt, ratios, nratio, first) && ok;
+	printf("sweep: %d run%s, %d failed; wrote %s", sw.nrun, sw.nrun == 1 ? "" : "s", sw.failed, out);
+	if (strcmp(plots, "none") != 0)
+		printf(", %s and %s", plot_path(&a, out, "speedup", plots), plot_path(&a, out, "predicted", plots));
+	printf("\n");
+	unlink(arena_printf(&a, "%s/run.json", sw.tmpdir));
+	rmdir(sw.tmpdir);
+	cJSON_Delete(sw.doc);
+	arena_free(&a);
+	return ok && sw.failed == 0 ? 0 : 1;
+}
