@@ -41,6 +41,7 @@ typedef struct PlaceArgs {
 	const char *solver;      /* --solver cbc|lp_solve */
 	const char *solver_time; /* --solver-time SECONDS */
 	const char *threads;     /* --threads N (the profile is per thread count) */
+	const char *backend;     /* --backend cpu|gpu (NULL: cpu) */
 	const char *slow_dir;    /* --slow-dir DIR of run (its file system is part of the machine's identity) */
 } PlaceArgs;
 
@@ -65,10 +66,11 @@ struct Compilation {
 	{"profile-db", required_argument, NULL, OPT_VALUE + 4},                \
 	{"solver", required_argument, NULL, OPT_VALUE + 5},                    \
 	{"solver-time", required_argument, NULL, OPT_VALUE + 6},               \
-	{"threads", required_argument, NULL, OPT_VALUE + 7}
+	{"threads", required_argument, NULL, OPT_VALUE + 7},                   \
+	{"backend", required_argument, NULL, OPT_VALUE + 8}
 #define PLACE_VALUES(pa) &(pa).optimizer, &(pa).limit, &(pa).ratio, &(pa).hw, &(pa).db, &(pa).solver, \
-	&(pa).solver_time, &(pa).threads
-enum { NPLACE_OPTIONS = 8 };
+	&(pa).solver_time, &(pa).threads, &(pa).backend
+enum { NPLACE_OPTIONS = 9 };
 
 /*
  * Parse the options of a model command. `extra` lists the command's own
@@ -98,7 +100,7 @@ void print_plan(FILE *f, const Compilation *c, Arena *a);
  */
 const char *program_cached(Arena *a, const Compilation *c, const char *source, bool emit_ll);
 
-/* static, sync, async, first-touch, all-fast, all-slow or spill-all */
+/* static, sync, async, first-touch, all-fast, all-slow, spill-all or um */
 bool optimizer_known(const char *o);
 
 /* autotmc sweep (sweep.c) */

@@ -26,11 +26,11 @@
 #define AUTOTM_HWDIR "/usr/local/share/autotm/hw"
 #endif
 
-typedef enum ValKind { V_TEXT, V_BANDWIDTH, V_TIME, V_SIZE, V_FRACTION } ValKind;
+typedef enum ValKind { V_TEXT, V_BANDWIDTH, V_TIME, V_SIZE, V_FRACTION, V_RATE } ValKind;
 
-typedef enum Section { SEC_TOP, SEC_FAST, SEC_SLOW, SEC_LINK, NSECTIONS } Section;
+typedef enum Section { SEC_TOP, SEC_FAST, SEC_SLOW, SEC_LINK, SEC_COMPUTE, NSECTIONS } Section;
 
-static const char *const section_names[NSECTIONS] = {"top", "fast", "slow", "link"};
+static const char *const section_names[NSECTIONS] = {"top", "fast", "slow", "link", "compute"};
 
 /* A key: where it may appear, what it takes, where it goes. */
 typedef struct Key {
@@ -56,6 +56,8 @@ static const Key keys[] = {
 	{SEC_LINK, "slow_to_fast", V_BANDWIDTH, false},
 	{SEC_LINK, "latency", V_TIME, false},
 	{SEC_LINK, "async_fraction", V_FRACTION, false},
+	{SEC_COMPUTE, "flops", V_RATE, true},
+	{SEC_COMPUTE, "launch", V_TIME, false},
 };
 
 /* Units of each kind of value, with their factor to bytes/s, seconds or bytes. */
@@ -74,6 +76,7 @@ static const Unit units[] = {
 	{V_SIZE, "B", 1},             {V_SIZE, "KB", 1e3},          {V_SIZE, "MB", 1e6},
 	{V_SIZE, "GB", 1e9},          {V_SIZE, "TB", 1e12},         {V_SIZE, "KiB", 0x1p10},
 	{V_SIZE, "MiB", 0x1p20},      {V_SIZE, "GiB", 0x1p30},      {V_SIZE, "TiB", 0x1p40},
+	{V_RATE, "FLOP/s", 1},        {V_RATE, "GFLOP/s", 1e9},     {V_RATE, "TFLOP/s", 1e12},
 };
 
 /* "GB/s, MB/s, ..." : the units of a kind, for messages. */
@@ -94,6 +97,7 @@ static const char *kind_name(ValKind k)
 	case V_TIME: return "a time";
 	case V_SIZE: return "a size";
 	case V_FRACTION: return "a fraction in (0, 1]";
+	case V_RATE: return "a rate of floating-point operations";
 	case V_TEXT: return "text";
 	}
 	unreachable();
@@ -170,7 +174,7 @@ static bool parse_quantity(const char *path, int line, const char *key, const ch
 			if (units[i].kind != kind)
 				return fail(err, errlen, path, line, "%s expects %s (%s), got the unit '%s'", key, kind_name(kind),
 				            unit_list(kind, list, sizeof list), u);
-			if (kind == V_BANDWIDTH && x <= 0)
+			if ((kind == V_BANDWIDTH || kind == V_RATE) && x <= 0)
 				return fail(err, errlen, path, line, "%s must be positive, got '%s'", key, v);
 			*out = x * units[i].factor;
 			if (kind == V_SIZE && *out > 0x1p62)
@@ -215,7 +219,7 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 		if (*l == '[') {
 			char *close = strchr(l, ']');
 			if (!close || *trim(close + 1))
-				return fail(err, errlen, path, lineno, "a section header is [fast], [slow] or [link]");
+				return fail(err, errlen, path, lineno, "a section header is [fast], [slow], [link] or [compute]");
 			*close = '\0';
 			char *name = trim(l + 1);
 			Section s = NSECTIONS;
@@ -223,7 +227,7 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 				if (strcmp(name, section_names[i]) == 0)
 					s = (Section)i;
 			if (s == NSECTIONS)
-				return fail(err, errlen, path, lineno, "unknown section [%s] (fast, slow or link)", name);
+				return fail(err, errlen, path, lineno, "unknown section [%s] (fast, slow, link or compute)", name);
 			if (section_line[s])
 				return fail(err, errlen, path, lineno, "a second [%s] section (the first is on line %d)", name,
 				            section_line[s]);
@@ -280,14 +284,20 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 			hw->to_slow_bw = x;
 		else if (strcmp(key, "slow_to_fast") == 0)
 			hw->to_fast_bw = x;
-		else if (strcmp(key, "latency") == 0)
+		else if (sec == SEC_LINK && strcmp(key, "latency") == 0)
 			hw->link_latency = x;
 		else if (strcmp(key, "async_fraction") == 0)
 			hw->async_fraction = x;
+		else if (strcmp(key, "flops") == 0)
+			hw->flop_rate = x;
+		else if (sec == SEC_COMPUTE && strcmp(key, "launch") == 0)
+			hw->launch = x;
 		else
 			unreachable();
 	}
-	for (int s = SEC_FAST; s <= SEC_SLOW; s++) {
+	for (int s = SEC_FAST; s < NSECTIONS; s++) {
+		if (!section_line[s] && s > SEC_SLOW)
+			continue;
 		if (!section_line[s])
 			return fail(err, errlen, path, 0, "no [%s] section (a hw file describes a fast and a slow tier)",
 			            section_names[s]);
@@ -340,4 +350,17 @@ const char *hw_find(const char *name, Arena *a, char *err, size_t errlen)
 	snprintf(err, errlen, "no hw file '%s': neither %s.hw in $AUTOTM_HW, next to autotmc, nor in %s", name, name,
 	         AUTOTM_HWDIR);
 	return NULL;
+}
+
+double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a)
+{
+	if (!(hw->flop_rate > 0))
+		ICE("%s has no [compute] section", hw->path);
+	Roofline r = {.flop_rate = hw->flop_rate, .fast_read = hw->fast.read_bw, .fast_write = hw->fast.write_bw,
+	              .slow_read = hw->slow.read_bw, .slow_write = hw->slow.write_bw, .async_factor = 1};
+	CostModel *roof = costmodel_roofline(&r, a);
+	double *t = arena_array(a, (size_t)g->nodes.n + 1, sizeof(double));
+	for (int i = 0; i < g->nodes.n; i++)
+		t[g->nodes.v[i]->id] = hw->launch + roof->kernel_time(roof, g->nodes.v[i], 0);
+	return t;
 }

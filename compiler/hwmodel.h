@@ -20,6 +20,9 @@
  *   slow_to_fast = 39 GB/s           bounded by the tiers only)
  *   latency = 1 us                 added to each move
  *   async_fraction = 0.5           async moves get this fraction of the bandwidth
+ *   [compute]                      optional: kernel times without a profile
+ *   flops = 51 TFLOP/s             FLOP/s, GFLOP/s, TFLOP/s (required in [compute])
+ *   launch = 4 us                  added to every kernel
  *
  * Every tier needs read_bandwidth and write_bandwidth; the rest is
  * optional. Errors are "file:line: error: message".
@@ -50,6 +53,8 @@ typedef struct HwModel {
 	double to_fast_bw;       /* link bandwidth of a slow -> fast move (0: no separate link) */
 	double link_latency;     /* seconds added to each move */
 	double async_fraction;   /* async moves run at this fraction of the bandwidth (default 1) */
+	double flop_rate;        /* [compute] flops: FLOP/s of a kernel (0: no [compute] section) */
+	double launch;           /* [compute] launch: seconds added to every kernel */
 } HwModel;
 
 /* Parse the text of a hw file named path. False with "path:line: error: ..." in err. */
@@ -80,5 +85,14 @@ const char *hw_find(const char *name, Arena *a, char *err, size_t errlen);
  * link's latency. Its source is "modeled: hw/NAME.hw".
  */
 CostModel *costmodel_from_hw(const HwModel *hw, const Graph *g, const double *fast_seconds, Arena *a);
+
+/*
+ * All-fast kernel times from the [compute] section alone, for a machine
+ * without a profile (a GPU planned for on a CPU): by node id,
+ *   launch + max(flops / flop_rate, bytes read / fast read bandwidth
+ *                                   + bytes written / fast write bandwidth).
+ * hw->flop_rate must be set.
+ */
+double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a);
 
 #endif

@@ -7,7 +7,23 @@
  * configure time. The libraries the runtime needs (oneDNN, memkind,
  * cJSON, ...) were found by configure and are compiled in. The compiler
  * driver runs without a shell, so no path needs quoting.
+ *
+ * A GPU program links libautotmrt-cuda.a (found the same way; the
+ * environment variable is AUTOTM_RUNTIME_CUDA_LIB) with CUDA, cuDNN and
+ * cuBLAS. It is meant to run on another machine, one that has the CUDA
+ * libraries but maybe nothing else of ours: the copy of libcjson this
+ * compiler runs with is put beside it and found there through an
+ * $ORIGIN run path.
  */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <libgen.h>
+
+#include <cjson/cJSON.h>
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
 #include "link.h"
 
 #include <errno.h>
@@ -27,34 +43,66 @@
 #define AUTOTM_RT_LIBS "-ldnnl -lmemkind -lcjson -lpthread -lm"
 #endif
 
-const char *runtime_library(void)
+const char *runtime_library(bool gpu)
 {
 	static char found[PATH_MAX + 32];
-	const char *env = getenv("AUTOTM_RUNTIME_LIB");
+	const char *name = gpu ? "libautotmrt-cuda.a" : "libautotmrt.a";
+	const char *env = getenv(gpu ? "AUTOTM_RUNTIME_CUDA_LIB" : "AUTOTM_RUNTIME_LIB");
 	if (env && env[0])
 		return access(env, R_OK) == 0 ? env : NULL;
 	const char *exe = exe_dir();
-	const char *cands[] = {"%s/libautotmrt.a", "%s/../lib/libautotmrt.a"};
+	const char *cands[] = {"%s/%s", "%s/../lib/%s"};
 	for (size_t i = 0; exe && i < countof(cands); i++) {
-		snprintf(found, sizeof found, cands[i], exe);
+		snprintf(found, sizeof found, cands[i], exe, name);
 		if (access(found, R_OK) == 0)
 			return found;
 	}
-	snprintf(found, sizeof found, "%s/libautotmrt.a", AUTOTM_LIBDIR);
+	snprintf(found, sizeof found, "%s/%s", AUTOTM_LIBDIR, name);
 	return access(found, R_OK) == 0 ? found : NULL;
 }
 
-bool link_program(const char *obj, const char *out, char *err, size_t errlen)
+/* Copy the shared cJSON library this process uses next to out, under its soname. */
+static bool copy_cjson_beside(const char *out, char *err, size_t errlen)
 {
-	const char *lib = runtime_library();
+	Dl_info info;
+	if (!dladdr((void *)cJSON_Parse, &info) || !info.dli_fname || !strchr(info.dli_fname, '/'))
+		return true; /* linked statically: nothing to carry */
+	char *outc = xstrdup(out);
+	char dst[PATH_MAX];
+	snprintf(dst, sizeof dst, "%s/libcjson.so.1", dirname(outc));
+	free(outc);
+	size_t len = 0;
+	char *data = read_file(info.dli_fname, &len);
+	int fd = data ? open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+	bool ok = fd >= 0 && write(fd, data, len) == (ssize_t)len;
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	free(data);
+	if (!ok)
+		snprintf(err, errlen, "cannot copy %s to %s: %s", info.dli_fname, dst, strerror(errno));
+	return ok;
+}
+
+bool link_program(const char *obj, const char *out, bool gpu, char *err, size_t errlen)
+{
+#ifndef AUTOTM_RT_CUDA_LIBS
+	if (gpu) {
+		snprintf(err, errlen, "this autotmc was built without the CUDA backend (configure found no CUDA toolkit "
+		         "with cuDNN and cuBLAS; see docs/gpu.md)");
+		return false;
+	}
+#define AUTOTM_RT_CUDA_LIBS ""
+#endif
+	const char *lib = runtime_library(gpu);
 	if (!lib) {
-		snprintf(err, errlen, "cannot find the runtime library libautotmrt.a (set AUTOTM_RUNTIME_LIB)");
+		snprintf(err, errlen, "cannot find the runtime library %s (set %s)",
+		         gpu ? "libautotmrt-cuda.a" : "libautotmrt.a", gpu ? "AUTOTM_RUNTIME_CUDA_LIB" : "AUTOTM_RUNTIME_LIB");
 		return false;
 	}
 	const char *cc = getenv("CC");
 	if (!cc || !cc[0])
 		cc = "cc";
-	char *libs = xstrdup(AUTOTM_RT_LIBS);
+	char *libs = xstrdup(gpu ? AUTOTM_RT_CUDA_LIBS " -Wl,-rpath,$ORIGIN" : AUTOTM_RT_LIBS);
 	const char *argv[64];
 	int argc = 0;
 	argv[argc++] = cc;
@@ -90,5 +138,5 @@ bool link_program(const char *obj, const char *out, char *err, size_t errlen)
 		         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		return false;
 	}
-	return true;
+	return !gpu || copy_cjson_beside(out, err, errlen);
 }

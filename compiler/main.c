@@ -41,6 +41,7 @@
 #include "report.h"
 #include "schedule.h"
 #include "util.h"
+#include "autotm/rt.h"
 #include "autotm/tensorio.h"
 
 #ifndef AUTOTM_VERSION
@@ -348,7 +349,14 @@ bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 	if (!place_options(a, c, &po))
 		return false;
 	char err[1024];
+	bool um = strcmp(po.optimizer, "um") == 0;
+	if (um)
+		po.optimizer = "all-fast"; /* every tensor in managed memory; the driver pages it */
 	c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err); /* -> tiers, moves, offsets */
+	if (um && c->place) {
+		c->place->optimizer = "um";
+		c->place->limit = po.limit;
+	}
 	if (!c->place && c->pa->ratio && c->st.min_limit > po.limit) {
 		/* A ratio is relative: below what can work, it means as little as can work. */
 		char b1[64], b2[64];
@@ -371,7 +379,13 @@ bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 }
 
 static const char *const optimizers[] = {"static", "sync", "async", "first-touch", "all-fast", "all-slow",
-                                          "spill-all"};
+                                          "spill-all", "um"};
+
+/* The placement is for the GPU backend. */
+static bool on_gpu(const PlaceArgs *pa)
+{
+	return pa->backend && strcmp(pa->backend, "gpu") == 0;
+}
 
 bool optimizer_known(const char *o)
 {
@@ -473,13 +487,58 @@ static CostModel *cost_model(Arena *a, Compilation *c, bool fast_only)
 	return costmodel_from_hw(&hw, c->g, fast, a);
 }
 
+/*
+ * The kernel and move times of the GPU backend: this machine's profile
+ * says nothing of a GPU, so kernel times come from the [compute] section
+ * of the hw description (a roofline: modeled) and moves from its link.
+ */
+static CostModel *gpu_cost_model(Arena *a, Compilation *c)
+{
+	const PlaceArgs *pa = c->pa;
+	if (!pa->hw) {
+		error_plain("the GPU backend plans with a hardware description that has a [compute] section: "
+		            "--hw h100-pcie5 (docs/gpu.md)");
+		return NULL;
+	}
+	HwModel hw;
+	char err[1024];
+	const char *path = hw_find(pa->hw, a, err, sizeof err);
+	if (!path || !hw_load(path, &hw, err, sizeof err)) {
+		error_plain("%s", err);
+		return NULL;
+	}
+	if (!(hw.flop_rate > 0)) {
+		error_plain("%s has no [compute] section: the GPU backend needs its flops to model kernel times "
+		            "(docs/profiling.md)", path);
+		return NULL;
+	}
+	CostModel *cm = costmodel_from_hw(&hw, c->g, hw_roofline_times(&hw, c->g, a), a);
+	cm->source = arena_printf(a, "%s, kernels by roofline", cm->source);
+	return cm;
+}
+
 /* Turn the command line into PlaceOptions; the limit from --limit or --ratio. */
 static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
 {
 	const PlaceArgs *pa = c->pa;
 	*po = (PlaceOptions){.optimizer = pa->optimizer, .solver = pa->solver};
+	if (pa->backend && !on_gpu(pa) && strcmp(pa->backend, "cpu") != 0) {
+		error_plain("unknown backend '%s' (cpu or gpu)", pa->backend);
+		return false;
+	}
+	if (on_gpu(pa) && strcmp(pa->optimizer, "sync") && strcmp(pa->optimizer, "async") &&
+	    strcmp(pa->optimizer, "all-fast") && strcmp(pa->optimizer, "um")) {
+		error_plain("optimizer '%s' does not run on the GPU backend, whose kernels read device memory only "
+		            "(sync, async, all-fast or um)", pa->optimizer);
+		return false;
+	}
+	if (!on_gpu(pa) && strcmp(pa->optimizer, "um") == 0) {
+		error_plain("optimizer 'um' (unified memory) is a baseline of the GPU backend (--backend gpu)");
+		return false;
+	}
+	po->kernels_fast = on_gpu(pa);
 	if (!optimizer_known(pa->optimizer)) {
-		error_plain("unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow, spill-all)",
+		error_plain("unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow, spill-all, um)",
 		            pa->optimizer);
 		return false;
 	}
@@ -501,7 +560,8 @@ static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
 			return false;
 		}
 		po->limit = (int64_t)((double)c->sched->peak * f / (s + f));
-	} else if (is_ilp(pa->optimizer) || strcmp(pa->optimizer, "first-touch") == 0) {
+	} else if (is_ilp(pa->optimizer) || strcmp(pa->optimizer, "first-touch") == 0 ||
+	           strcmp(pa->optimizer, "um") == 0) {
 		error_plain("optimizer '%s' needs the fast tier's size: --limit BYTES or --ratio SLOW:FAST", pa->optimizer);
 		return false;
 	}
@@ -517,7 +577,7 @@ static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
 			return false;
 		}
 	}
-	c->cm = cost_model(a, c, strcmp(pa->optimizer, "all-fast") == 0);
+	c->cm = on_gpu(pa) ? gpu_cost_model(a, c) : cost_model(a, c, strcmp(pa->optimizer, "all-fast") == 0);
 	if (!c->cm)
 		return false;
 	po->cm = c->cm;
@@ -545,7 +605,9 @@ static char *program_record(const Compilation *c, const char *source, Arena *a)
 	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
 	cJSON_AddStringToObject(r, "times", c->cm->source);
 	cJSON_AddBoolToObject(r, "modeled", c->cm->modeled);
-	cJSON_AddNumberToObject(r, "predicted_runtime", placement_predict(p, c->cm, NULL));
+	if (strcmp(p->optimizer, "um") != 0) /* the driver's paging is not modeled */
+		cJSON_AddNumberToObject(r, "predicted_runtime", placement_predict(p, c->cm, NULL));
+	cJSON_AddStringToObject(r, "compiled_for", on_gpu(c->pa) ? "gpu" : "cpu");
 	if (c->st.nattempts > 0) {
 		cJSON *ct = cJSON_AddArrayToObject(r, "creation_times"), *ot = cJSON_AddArrayToObject(r, "optimization_times");
 		for (int i = 0; i < c->st.nattempts; i++) {
@@ -573,14 +635,16 @@ static char *program_record(const Compilation *c, const char *source, Arena *a)
 static bool generate(Arena *a, const Compilation *c, const char *source, const char *obj, const char *ll,
                      char **ir_text, const char *exe)
 {
+	bool um = strcmp(c->place->optimizer, "um") == 0;
 	EmitOptions eo = {.obj_path = obj, .ll_path = ll, .record = program_record(c, source, a), .ir_text = ir_text,
-	                  .predicted_seconds = placement_predict(c->place, c->cm, NULL)};
+	                  .predicted_seconds = um ? 0 : placement_predict(c->place, c->cm, NULL),
+	                  .program_flags = um ? RT_PROGRAM_MANAGED : 0};
 	char err[512];
 	if (!emit_program(c->g, c->sched, c->place, &eo, a, err, sizeof err)) {   /* -> LLVM module, object */
 		error_plain("%s", err);
 		return false;
 	}
-	if (exe && !link_program(obj, exe, err, sizeof err)) {                     /* -> executable */
+	if (exe && !link_program(obj, exe, on_gpu(c->pa), err, sizeof err)) {                     /* -> executable */
 		error_plain("%s", err);
 		return false;
 	}
@@ -767,7 +831,11 @@ void print_plan(FILE *f, const Compilation *c, Arena *a)
 		        c->st.rows, c->st.cols, c->st.integers, c->st.nonzeros, c->st.creation_time, c->st.solve_time,
 		        c->st.nattempts, c->st.nattempts == 1 ? "" : "s", c->st.status ? c->st.status : "?",
 		        100.0 * c->st.gap);
-	fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, c->cm, NULL), c->cm->source);
+	if (strcmp(p->optimizer, "um") == 0)
+		fprintf(f, "predicted step time: none (unified memory: the driver pages on demand)\n");
+	else
+		fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, c->cm, NULL),
+		        c->cm->source);
 }
 
 
@@ -784,7 +852,10 @@ void usage_place_opts(FILE *f)
 	        "  --profile-db PATH    the profile database (default ~/.cache/autotm/profiles.db)\n"
 	        "  --solver S           cbc (default) or lp_solve\n"
 	        "  --solver-time SEC    the solver's time limit (default 60)\n"
-	        "  --threads N          threads (profiles are per thread count)\n");
+	        "  --threads N          threads (profiles are per thread count)\n"
+	        "  --backend cpu|gpu    where the program runs (default cpu); gpu: device memory\n"
+	        "                       and pinned host memory, optimizers sync, async, all-fast\n"
+	        "                       and um (unified memory), times from --hw (docs/gpu.md)\n");
 }
 
 static int cmd_build(int argc, char **argv)

@@ -132,6 +132,8 @@ typedef struct PlaceOptions {
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
 	double fit;                /* separable-kernel tolerance; 0: PLACE_FIT_MEASURED or PLACE_FIT_MODELED */
 	const int64_t *step_limit; /* per-step limits (n entries; the fragmentation loop), NULL: `limit` at every step */
+	bool kernels_fast;         /* every kernel reads and writes the fast tier only (a GPU): tensors move, never
+	                              stay slow across a kernel that uses them */
 	bool verbose;              /* let the solver log */
 } PlaceOptions;
 

@@ -142,6 +142,7 @@ typedef struct Ilp {
 	int one;            /* the integer column fixed at 1 carrying it */
 	bool is_async;      /* optimizer async */
 	bool is_static;     /* optimizer static */
+	bool kernels_fast;  /* every kernel argument must be fast (a GPU) */
 	int window;         /* async window */
 	int64_t tiny;       /* bytes up to which a tensor gets one point; <= 0: none */
 	double fit;         /* relative misfit of all-slow time and the sum of penalties taken as separable */
@@ -403,6 +404,17 @@ static void build_kernel(Ilp *ip, int step)
 		mask[i] |= 1u << k;
 	}
 	double t0 = cm->kernel_time(cm, n, 0), pen[32], sum = t0;
+	if (ip->kernels_fast) {
+		/* inFast = 1 for every argument; the time is the all-fast time */
+		for (int i = 0; i < d; i++) {
+			Expr e = fast_at(&ip->flow[ts[i]->id], step);
+			double one[4] = {1, 1, 1, 1};
+			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
+		}
+		ip->constant += t0 * US;
+		ip->separable++;
+		d = 0; /* the async row below: T is the constant */
+	}
 	uint32_t all = 0;
 	for (int i = 0; i < d; i++) {
 		pen[i] = cm->kernel_time(cm, n, mask[i]) - t0;
@@ -414,7 +426,9 @@ static void build_kernel(Ilp *ip, int step)
 
 	TermVec expr = {0};
 	double konst = 0, tmax = 0; /* constant term; the longest the kernel can take (us) */
-	if (sep || d > MAX_CONFIG_TENSORS) {
+	if (ip->kernels_fast) {
+		tmax = t0 * US; /* already in the objective's constant */
+	} else if (sep || d > MAX_CONFIG_TENSORS) {
 		/* T = sum - sum_i pen_i * inFast_i */
 		if (sep)
 			ip->separable++;
@@ -463,6 +477,8 @@ static void build_kernel(Ilp *ip, int step)
 		}
 	}
 	ip->constant += konst;
+	if (ip->kernels_fast)
+		konst = tmax; /* for the async row */
 	for (int i = 0; i < expr.n; i++)
 		mip_add_obj(ip->mip, expr.v[i].col, expr.v[i].coef);
 
@@ -637,14 +653,36 @@ static int cmp_move(const void *a, const void *b)
 
 /* ----------------------------------------------------------- the pass */
 
-/* Bytes that must stay fast at each step (the loss), into forced[]; returns their maximum. */
-static int64_t forced_bytes(const Graph *g, const Schedule *s, int64_t *forced)
+/*
+ * Bytes that must be fast at each step, into forced[]; returns their
+ * maximum. The loss; with kernels_fast also the arguments of the kernel
+ * and the weights and optimizer state (an update writes its tensor's home,
+ * which must therefore be fast), so that the maximum is a lower bound.
+ */
+static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast, int64_t *forced)
 {
-	int64_t worst = 0;
+	int64_t worst = 0, persistent = 0;
+	for (int i = 0; kernels_fast && i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
+			persistent += align_up(t->bytes);
+	}
 	for (int st = 0; st < s->n; st++) {
 		forced[st] = 0;
 		if (g->loss && live_at(s, g->loss, st))
 			forced[st] = align_up(g->loss->bytes);
+		if (kernels_fast) {
+			const Node *n = s->order[st];
+			forced[st] += persistent;
+			for (int k = 0; k < n->nin + n->nout; k++) {
+				const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+				bool seen = t == g->loss || t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+				for (int j = 0; j < k && !seen; j++)
+					seen = (j < n->nin ? n->in[j] : n->out[j - n->nin]) == t;
+				if (!seen)
+					forced[st] += align_up(t->bytes);
+			}
+		}
 		if (forced[st] > worst)
 			worst = forced[st];
 	}
@@ -675,9 +713,17 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	char b1[64], b2[64];
 	int n = s->n;
 	int64_t *forced = arena_array(a, (size_t)n + 1, sizeof(int64_t));
-	st->min_limit = forced_bytes(g, s, forced);
+	st->min_limit = forced_bytes(g, s, o->kernels_fast, forced);
 	if (st->min_limit < MEMPLAN_ALIGN)
 		st->min_limit = MEMPLAN_ALIGN;
+	if (o->limit < st->min_limit && o->kernels_fast) {
+		snprintf(err, errlen,
+		         "the fast-tier limit %s is infeasible: kernels read and write fast memory only, so the limit "
+		         "must hold the weights, the optimizer state and the largest kernel's arguments: at least %"
+		         PRId64 " bytes (%s)",
+		         fmt_bytes(o->limit, b1, sizeof b1), st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
+		return NULL;
+	}
 	if (o->limit < st->min_limit) {
 		snprintf(err, errlen,
 		         "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
@@ -699,7 +745,7 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	double t0 = now();
 	Ilp ip = {
 		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
-		.is_async = !strcmp(opt, "async"), .is_static = !strcmp(opt, "static"),
+		.is_async = !strcmp(opt, "async"), .is_static = !strcmp(opt, "static"), .kernels_fast = o->kernels_fast,
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
 		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
@@ -799,6 +845,9 @@ static Placement *baseline(const Graph *g, const Schedule *s, const PlaceOptions
  * least PLACE_FRAG_MIN_CUT, doubled for every attempt in a row that did
  * not shrink the pool, and such attempts tighten every step.
  */
+static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                     PlaceStats *st, char *err, size_t errlen);
+
 Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                           char *err, size_t errlen)
 {
@@ -818,6 +867,31 @@ Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions 
 		st->predicted_time = st->objective = st->bound = o->cm ? placement_predict(p, o->cm, NULL) : 0;
 		return p;
 	}
+	Placement *p = fragmentation_loop(g, s, o, a, st, err, errlen);
+	if (p || !o->optimizer || strcmp(o->optimizer, "async") != 0 || st->nattempts < 2)
+		return p;
+	/*
+	 * Re-solves with tightened limits can leave async without a solution
+	 * where sync has one (near the smallest limit, where every byte is
+	 * spoken for); sync's placement is one async may choose.
+	 */
+	PlaceOptions so = *o;
+	so.optimizer = "sync";
+	PlaceStats sst;
+	char serr[512];
+	p = fragmentation_loop(g, s, &so, a, &sst, serr, sizeof serr);
+	if (!p)
+		return NULL; /* async's message stands */
+	*st = sst;
+	st->status = "sync's placement (async's re-solves for fragmentation found none)";
+	p->optimizer = "async";
+	return p;
+}
+
+/* place_ilp, then memplan; re-solve with tighter limits around what overflows until the pool fits. */
+static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                     PlaceStats *st, char *err, size_t errlen)
+{
 	int n = s->n;
 	int64_t *limits = arena_array(a, (size_t)n + 1, sizeof(int64_t));
 	for (int i = 0; i < n; i++)

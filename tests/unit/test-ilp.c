@@ -20,7 +20,12 @@
  *     fast pool fits the limit;
  *   - async is no slower than sync, sync no slower than static;
  *   - an infeasible limit names the smallest feasible one, which is then
- *     feasible; the baselines verify and fit.
+ *     feasible; the baselines verify and fit;
+ *   - with kernels_fast (a GPU: kernels read and write fast memory only)
+ *     sync's optimum equals the brute force over the placements whose
+ *     kernels find every argument fast, every argument of the placement
+ *     returned is fast at its kernel, async is no slower, and a limit
+ *     below the stated lower bound is refused.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -77,6 +82,9 @@ static const Case cases[] = {
 	 moving_limits},
 	{"two layers, kernels re-reading inputs", "dense(16 => 64, relu) dense(64 => 8)", "16", 8, "sgd(lr = 0.1)",
 	 -1, false, true, NULL},
+	/* activations far larger than the weights, as on a GPU at large batch: kernels_fast has room below the peak */
+	{"activations, kernels re-reading inputs", "tanh tanh tanh dense(256 => 2)", "256", 2, "sgd(lr = 0.1)", -1, false,
+	 true, NULL},
 };
 
 /*
@@ -188,7 +196,18 @@ static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_
 	}
 }
 
-static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny)
+/* The kernel n reads or writes t. */
+static bool uses(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin + n->nout; k++)
+		if ((k < n->nin ? n->in[k] : n->out[k - n->nin]) == t)
+			return true;
+	return false;
+}
+
+/* Every path of t's flow network; kernels_fast: only those in which t is fast at every kernel using it. */
+static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
+                          bool kernels_fast)
 {
 	Paths ps = {0};
 	Interval iv = s->live[t->id];
@@ -220,6 +239,15 @@ static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bo
 		p.state[0] = st;
 		paths_from(&ps, &p, 1, copy_ok, !forced && !persistent);
 	}
+	int kept = 0;
+	for (int i = 0; i < ps.n; i++) {
+		bool ok = true;
+		for (int j = 0; kernels_fast && j < ps.npts; j++)
+			ok &= ps.v[i].state[j] != ST_S || !uses(s->order[ps.step[j]], t);
+		if (ok)
+			ps.v[kept++] = ps.v[i];
+	}
+	ps.n = kept;
 	return ps;
 }
 
@@ -264,6 +292,21 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 	return p;
 }
 
+/* Every argument of every kernel is in the fast tier at that kernel. */
+static bool args_fast(const Graph *g, const Schedule *s, const Placement *p)
+{
+	(void)g;
+	for (int st = 0; st < s->n; st++) {
+		const Node *n = s->order[st];
+		for (int k = 0; k < n->nin + n->nout; k++) {
+			const Residency *r = placement_at(p, k < n->nin ? n->in[k] : n->out[k - n->nin], st);
+			if (!r || r->tier != TIER_FAST)
+				return false;
+		}
+	}
+	return true;
+}
+
 typedef struct Best {
 	double time;   /* best predicted step time, INFINITY if none fits */
 	long tried;    /* placements evaluated */
@@ -271,13 +314,13 @@ typedef struct Best {
 } Best;
 
 static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
-                        int64_t limit)
+                        int64_t limit, bool kernels_fast)
 {
 	int nt = g->tensors.n;
 	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
 	int *choice = xcalloc((size_t)nt, sizeof(int));
 	for (int i = 0; i < nt; i++)
-		tp[i] = tensor_paths(g, s, g->tensors.v[i], is_static, tiny);
+		tp[i] = tensor_paths(g, s, g->tensors.v[i], is_static, tiny, kernels_fast);
 	Best b = {INFINITY, 0, 0};
 	Arena a = {0};
 	for (;;) {
@@ -307,11 +350,11 @@ static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, 
 	return b;
 }
 
-static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny)
+static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny, bool kernels_fast)
 {
 	double n = 1;
 	for (int i = 0; i < g->tensors.n; i++) {
-		Paths ps = tensor_paths(g, s, g->tensors.v[i], is_static, tiny);
+		Paths ps = tensor_paths(g, s, g->tensors.v[i], is_static, tiny, kernels_fast);
 		n *= ps.n;
 		free(ps.v);
 	}
@@ -370,6 +413,58 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	return st.objective;
 }
 
+/* kernels_fast (the GPU's placement) against brute force, at limits from the lower bound to the peak. */
+static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c, int64_t peak,
+                              Arena *a)
+{
+	PlaceOptions o = {.optimizer = "sync", .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
+	char err[512];
+	CHECK(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
+	      "%s: kernels_fast accepts a 64-byte limit or does not state a bound: %s", c->name, err);
+	const char *at = strstr(err, "at least ");
+	int64_t bound = at ? strtoll(at + strlen("at least "), NULL, 10) : peak;
+	for (int f = 0; f <= 4; f++) {
+		int64_t limit = (bound + (peak - bound) * f / 4) / 64 * 64;
+		Best b = brute_force(g, s, cm, false, c->tiny, limit, true);
+		double obj[2] = {NAN, NAN};
+		static const char *opts[] = {"sync", "async"};
+		for (int oi = 0; oi < 2; oi++)
+			for (int si = 0; si < 2; si++) {
+				o.optimizer = opts[oi];
+				o.solver = si ? "lp_solve" : "cbc";
+				o.limit = limit;
+				o.time_limit = 20;
+				PlaceStats st;
+				Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
+				if (!p) {
+					CHECK(b.fitting == 0 || (oi == 1 && si == 1),
+					      "%s kernels_fast %s/%s limit %" PRId64 ": %s, but %ld placements fit", c->name,
+					      opts[oi], o.solver, limit, err, b.fitting);
+					continue;
+				}
+				CHECK(args_fast(g, s, p), "%s kernels_fast %s/%s limit %" PRId64 ": a kernel argument is slow",
+				      c->name, opts[oi], o.solver, limit);
+				memplan(p, a);
+				CHECK(memplan_fast_peak(p, a) <= limit, "%s kernels_fast %s: over the limit", c->name,
+				      opts[oi]);
+				CHECK(close_to(placement_predict(p, cm, NULL), st.objective),
+				      "%s kernels_fast %s/%s: predicted %.9g, objective %.9g", c->name, opts[oi], o.solver,
+				      placement_predict(p, cm, NULL), st.objective);
+				if (si == 0)
+					obj[oi] = st.objective;
+				if (oi == 0)
+					CHECK(close_to(b.time, st.objective),
+					      "%s kernels_fast sync/%s limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name,
+					      o.solver, limit, b.time, st.objective);
+			}
+		if (!isnan(obj[0]))
+			CHECK(obj[1] <= obj[0] * (1 + 1e-9), "%s kernels_fast limit %" PRId64 ": async above sync", c->name,
+			      limit);
+		printf("  kernels fast (bound %" PRId64 "), limit %6" PRId64 ": brute force %ld fit, best %.6f us; ILP sync %.6f, async "
+		       "%.6f us\n", bound, limit, b.fitting, b.time * 1e6, obj[0] * 1e6, obj[1] * 1e6);
+	}
+}
+
 static void run_case(const Case *c, const CostModel *cm)
 {
 	Arena a = {0};
@@ -381,7 +476,7 @@ static void run_case(const Case *c, const CostModel *cm)
 	Placement *fast = place_all_fast(g, s, &a);
 	int64_t peak = memplan_fast_peak(fast, &a);
 	printf("%s: %d steps, %d tensors, peak %" PRId64 " B; sync combinations %.0f\n", c->name, s->n,
-	       g->tensors.n, peak, combinations(g, s, false, c->tiny));
+	       g->tensors.n, peak, combinations(g, s, false, c->tiny, false));
 
 	static const double fractions[] = {1.0, 0.7, 0.45, 0.25, 0.1};
 	int nlimits = countof(fractions);
@@ -411,18 +506,21 @@ static void run_case(const Case *c, const CostModel *cm)
 		CHECK(obj[1][0] <= obj[0][0] * (1 + 1e-9), "%s limit %" PRId64 ": sync above static", c->name, limit);
 		CHECK(obj[2][0] <= obj[1][0] * (1 + 1e-9), "%s limit %" PRId64 ": async above sync", c->name, limit);
 
-		Best b = brute_force(g, s, cm, true, c->tiny, limit);
+		Best b = brute_force(g, s, cm, true, c->tiny, limit, false);
 		CHECK(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name,
 		      limit, b.time, obj[0][0]);
 		printf("  static brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting, b.time * 1e6);
 		if (c->sync_brute) {
-			b = brute_force(g, s, cm, false, c->tiny, limit);
+			b = brute_force(g, s, cm, false, c->tiny, limit, false);
 			CHECK(close_to(b.time, obj[1][0]), "%s sync limit %" PRId64 ": brute force %.9g, ILP %.9g",
 			      c->name, limit, b.time, obj[1][0]);
 			printf("  sync brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting,
 			       b.time * 1e6);
 		}
 	}
+
+	if (combinations(g, s, false, c->tiny, true) <= 2e6)
+		kernels_fast_case(g, s, cm, c, peak, &a);
 
 	/* an infeasible limit names the smallest feasible one, which works */
 	PlaceOptions o = {.optimizer = "sync", .limit = 32, .cm = cm, .tiny = c->tiny};
