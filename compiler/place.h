@@ -114,7 +114,7 @@ enum {
 	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 };
-#define PLACE_TIME_LIMIT 60.0      /* seconds per solve */
+#define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
 #define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
 #define PLACE_FIT_MEASURED 0.01    /* a kernel whose all-slow time is the sum of its penalties within this is */
@@ -126,7 +126,7 @@ typedef struct PlaceOptions {
 	int64_t limit;             /* fast-tier bytes */
 	const CostModel *cm;       /* kernel and move times */
 	const char *solver;        /* "cbc" (NULL: cbc) or "lp_solve" */
-	double time_limit;         /* seconds per solve; 0: PLACE_TIME_LIMIT */
+	double time_limit;         /* seconds per solve (place_optimize: for all its attempts); 0: PLACE_TIME_LIMIT */
 	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
 	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
@@ -152,6 +152,7 @@ typedef struct PlaceStats {
 	const char *status;        /* "optimal", "feasible (time limit)", ... */
 	int64_t min_limit;         /* the smallest feasible limit */
 	int nattempts;             /* solves of the fragmentation loop */
+	double total_time;         /* seconds building and solving, all attempts (place_optimize) */
 	double creation_times[PLACE_MAX_ATTEMPTS];     /* per attempt */
 	double optimization_times[PLACE_MAX_ATTEMPTS]; /* per attempt */
 	int64_t attempt_limit[PLACE_MAX_ATTEMPTS];     /* smallest per-step limit of each attempt */

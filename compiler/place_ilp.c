@@ -882,7 +882,9 @@ Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions 
 	p = fragmentation_loop(g, s, &so, a, &sst, serr, sizeof serr);
 	if (!p)
 		return NULL; /* async's message stands */
+	double async_time = st->total_time;
 	*st = sst;
+	st->total_time += async_time;
 	st->status = "sync's placement (async's re-solves for fragmentation found none)";
 	p->optimizer = "async";
 	return p;
@@ -898,13 +900,17 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		limits[i] = o->step_limit ? o->step_limit[i] : o->limit;
 	PlaceOptions opt = *o;
 	opt.step_limit = limits;
+	/* the time limit is the budget of all attempts; a re-solve gets what is left, at least a tenth */
+	double budget = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT, spent = 0;
 	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
 	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
 	int stuck = 0; /* attempts in a row that did not shrink the pool */
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS; attempt++) {
+		opt.time_limit = budget - spent > budget / 10 ? budget - spent : budget / 10;
 		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
 		ctimes[attempt] = st->creation_time;
 		otimes[attempt] = st->solve_time;
+		spent += st->creation_time + st->solve_time;
 		alimit[attempt] = o->limit;
 		for (int i = 0; i < n; i++)
 			if (limits[i] < alimit[attempt])
@@ -919,6 +925,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		memcpy(st->optimization_times, otimes, sizeof(double) * (size_t)(attempt + 1));
 		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
 		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
+		st->total_time = spent;
 		if (!p)
 			return NULL;
 		if (p->fast_bytes <= o->limit)
