@@ -11,10 +11,11 @@
  * --labels replace the synthetic batch by .npy arrays. The messages for
  * a missing tensor or a wrong shape are those of `autotmc interpret`.
  *
- * Weights and state are written straight to their place in their pool.
- * The input and labels are kept in a host buffer owned by the runtime and
- * copied to wherever the memory plan puts them each step (rt_data): the
- * planner may reuse their memory once they are dead.
+ * Weights and state are made in host memory and stored to their place in
+ * their pool (rt_store: the pool may be a GPU's). The input and labels are
+ * kept in a host buffer owned by the runtime and stored to wherever the
+ * memory plan puts them each step (rt_data): the planner may reuse their
+ * memory once they are dead.
  */
 #include "rt_internal.h"
 
@@ -165,10 +166,13 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 	case RT_TENSOR_WEIGHT:
 	case RT_TENSOR_STATE: {
 		float *dst = place(ctx, t->pool, t->offset, bytes, t->name);
+		float *host = rt_xmalloc((size_t)bytes);
 		if (t->kind == RT_TENSOR_WEIGHT && ctx->weights_file)
-			load_weight(ctx, t, dst);
+			load_weight(ctx, t, host);
 		else
-			fill_init(ctx, t, dst, n);
+			fill_init(ctx, t, host, n);
+		rt_store(dst, host, (size_t)bytes);
+		free(host);
 		if (t->kind == RT_TENSOR_WEIGHT)
 			remember_weight(ctx, t);
 		return;
@@ -200,7 +204,7 @@ void rt_data(RtCtx *ctx, int32_t which, void *dst)
 	const RtBatch *b = &ctx->batch[which];
 	if (!b->data)
 		RT_ICE("rt_data: no %s tensor was declared with rt_tensor", which == RT_DATA_INPUT ? "input" : "labels");
-	rt_copy(dst, b->data, (size_t)b->bytes);
+	rt_store(dst, b->data, (size_t)b->bytes);
 }
 
 void rt_data_finish_loading(RtCtx *ctx)
@@ -222,13 +226,19 @@ void rt_data_finish_loading(RtCtx *ctx)
 bool rt_data_save_weights(RtCtx *ctx)
 {
 	TioOut *out = rt_xcalloc(sizeof *out * (size_t)(ctx->nweights + 1));
+	float **host = rt_xcalloc(sizeof *host * (size_t)(ctx->nweights + 1)); /* the weights, loaded */
 	for (int i = 0; i < ctx->nweights; i++) {
 		const RtWeight *w = &ctx->weights[i];
 		int64_t bytes = rt_elems(w->ndim, w->shape) * (int64_t)sizeof(float);
-		out[i] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, place(ctx, w->pool, w->offset, bytes, w->name)};
+		host[i] = rt_xmalloc((size_t)bytes);
+		rt_load(host[i], place(ctx, w->pool, w->offset, bytes, w->name), (size_t)bytes);
+		out[i] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, host[i]};
 	}
 	char err[512];
 	int rc = tio_safetensors_write(ctx->opt.save_weights, out, ctx->nweights, err, sizeof err);
+	for (int i = 0; i < ctx->nweights; i++)
+		free(host[i]);
+	free(host);
 	free(out);
 	if (rc) {
 		fflush(stdout);

@@ -70,6 +70,17 @@ void rt_copy(void *dst, const void *src, size_t bytes)
 		copy_nt(dst, src, bytes);
 }
 
+/* Host memory and the pools are the same memory here. */
+void rt_store(void *dst, const void *src, size_t bytes)
+{
+	rt_copy(dst, src, bytes);
+}
+
+void rt_load(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
 /* A blocking copy: large ones in CHUNK pieces on every thread. */
 static void copy_parallel(void *dst, const void *src, size_t bytes)
 {

@@ -154,6 +154,12 @@ void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 	prefault(p);
 }
 
+void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
+{
+	(void)p, (void)bytes, (void)limit;
+	rt_fatal("this program was compiled for unified memory on a GPU (managed); link it with libautotmrt-cuda.a");
+}
+
 /* ---- slow -------------------------------------------------------------- */
 
 /* A memkind call returning a memkind error code: fatal with file:line, the call and memkind's reason. */

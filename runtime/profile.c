@@ -117,7 +117,6 @@ RtProfiler *rt_profiler_new(const RtProfilerOptions *o)
 		p->o.min_runs = p->o.runs < 3 ? p->o.runs : 3;
 	if (p->o.warmup < 0)
 		p->o.warmup = 0;
-	omp_set_num_threads(p->o.threads);
 	p->fast = (RtPool){.name = "fast"};
 	p->slow = (RtPool){.name = "slow"};
 	p->backend = &rt_cpu_backend;

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,7 +186,7 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  -h, --help           show this help\n"
 	        "\n"
 	        "Documentation: docs/runtime.md.\n",
-	        prog_name, p->model ? p->model : "?", omp_get_num_procs());
+	        prog_name, p->model ? p->model : "?", rt_backend->cores());
 }
 
 static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -300,41 +299,24 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 
 /* ---- begin and end -------------------------------------------------------- */
 
-/*
- * OpenMP threads that spin while they wait for work take the cores from the
- * threads that have some: on a machine with few cores, oneDNN's kernels then
- * run several times slower than when profiled alone (measured: the mlp step
- * 356 ms spinning, 137 ms passive, on 2 cores). libgomp reads its wait
- * policy only when it loads, so a program started without an explicit
- * OMP_WAIT_POLICY sets a passive one and starts itself again.
- */
-static void passive_openmp(int argc, char **argv)
-{
-	if (argc <= 0 || !argv || getenv("OMP_WAIT_POLICY"))
-		return;
-	if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
-		return;
-	fflush(NULL);
-	execv("/proc/self/exe", argv);
-	/* no /proc: keep going with the default policy */
-}
-
 RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 {
-	passive_openmp(argc, argv);
+	rt_backend->prepare(argc, argv);
 	if (argc > 0 && argv)
 		rt_set_prog_name(argv[0]);
 	RtCtx *ctx = rt_xcalloc(sizeof *ctx);
 	ctx->program = program;
-	ctx->opt = (RtOptions){.iters = 10, .threads = omp_get_num_procs(), .seed = 1};
+	ctx->opt = (RtOptions){.iters = 10, .threads = rt_backend->cores(), .seed = 1};
 	parse_options(argc, argv, program, &ctx->opt);
-	omp_set_num_threads(ctx->opt.threads);
 
-	rt_pool_fast_open(&ctx->fast, program->fast_bytes, program->fast_limit);
+	if (program->flags & RT_PROGRAM_MANAGED)
+		rt_pool_managed_open(&ctx->fast, program->fast_bytes, program->fast_limit);
+	else
+		rt_pool_fast_open(&ctx->fast, program->fast_bytes, program->fast_limit);
 	rt_pool_slow_open(&ctx->slow, program->slow_bytes, ctx->opt.slow_kind, ctx->opt.slow_dir,
 	                  ctx->opt.numa_node);
 	ctx->mover = rt_mover_new();
-	ctx->backend = &rt_cpu_backend;
+	ctx->backend = rt_backend;
 	ctx->backend_state = ctx->backend->open(ctx->opt.threads);
 	if (program->nkernels > 0) {
 		ctx->nkernel_slots = program->nkernels;
@@ -432,14 +414,15 @@ int rt_end(RtCtx *ctx)
 	double med = median(ctx->step_times, ctx->nsteps);
 	const RtProgram *p = ctx->program;
 	if (!ctx->opt.quiet) {
-		char b1[32], b2[32], b3[32], w[512];
+		char b1[32], b2[32], b3[32], w[512], fw[64];
 		int64_t nmoves, moved;
 		rt_mover_stats(ctx->mover, &nmoves, &moved);
 		printf("median step time: %.3f ms over %lld steps\n", 1e3 * med, (long long)ctx->nsteps);
 		if (p->predicted_seconds > 0)
 			printf("predicted step time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * p->predicted_seconds,
 			       med / p->predicted_seconds);
-		printf("fast pool: %s (DRAM", rt_fmt_bytes(ctx->fast.bytes, b1, sizeof b1));
+		printf("fast pool: %s (%s", rt_fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
+		       rt_pool_where(&ctx->fast, fw, sizeof fw));
 		if (p->fast_limit > 0)
 			printf(", limit %s", rt_fmt_bytes(p->fast_limit, b2, sizeof b2));
 		printf("); slow pool: %s", rt_fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
@@ -531,6 +514,7 @@ void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
 	}
 	double t0 = rt_now();
 	ctx->backend->launch(ctx->backend_state, k->impl, args, ctx->step);
+	ctx->backend->sync(ctx->backend_state);
 	k->seconds += rt_now() - t0;
 	k->calls++;
 }
@@ -551,9 +535,13 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 {
 	if (!ctx->in_step)
 		RT_ICE("rt_step_end without rt_step_begin");
-	rt_mover_drain(ctx->mover); /* a step is over when its moves are */
+	rt_mover_drain(ctx->mover); /* a step is over when its moves and kernels are */
+	ctx->backend->sync(ctx->backend_state);
 	double t = rt_now() - ctx->step_start;
-	double l = loss ? (double)*loss : NAN;
+	float lv = NAN;
+	if (loss)
+		rt_load(&lv, loss, sizeof lv);
+	double l = lv;
 	ctx->in_step = false;
 	if (ctx->nsteps == ctx->steps_cap) {
 		int64_t cap = ctx->steps_cap ? 2 * ctx->steps_cap : 64;

@@ -11,12 +11,27 @@
  *               --labels, --save-weights
  *   results.c   the results record (JSON, AutoTM's field names)
  *   pool.c      the fast and slow pools and the slow tier's directory
- *   move.c      synchronous copies and the copy thread
+ *   move.c      synchronous copies, the copy thread, host staging
  *   cpu/kernels.c  the CPU backend: oneDNN primitives and plain C
  *
- * Every failure of the system (an allocation, a oneDNN or memkind call, a
- * file) goes through rt_fatal(): a message naming what failed and why,
- * then exit(1); the atexit handler of pool.c removes the slow tier's
+ * Two libraries are built from these files. rt.c, data.c, results.c and
+ * tensorio.c are the same in both; the memory tiers and the kernels are
+ * chosen by which files are linked, each set defining the functions of
+ * the "pools", "moves" and "backends" sections below:
+ *
+ *   libautotmrt.a       pool.c, move.c, cpu/kernels.c, profile.c:
+ *                       DRAM and memkind, a copy thread, oneDNN
+ *   libautotmrt-cuda.a  cuda/memory.c, cuda/kernels.c, cuda/elementwise.cu:
+ *                       device and pinned host memory, copy streams,
+ *                       cuDNN, cuBLAS and CUDA kernels (cuda/gpu.h)
+ *
+ * The shared files never touch a pool's memory themselves: they read and
+ * write it through rt_store / rt_load, which are a memcpy on the CPU and a
+ * staged copy on a GPU.
+ *
+ * Every failure of the system (an allocation, a oneDNN, memkind or CUDA
+ * call, a file) goes through rt_fatal(): a message naming what failed and
+ * why, then exit(1); the atexit handler of pool.c removes the slow tier's
  * temporary directory on that path too.
  */
 #ifndef AUTOTM_RT_INTERNAL_H
@@ -81,10 +96,17 @@ typedef struct RtPool {
 	bool anon_map;        /* base came from mmap (munmap it) */
 	char *dir;            /* pmem: the temporary directory holding its file */
 	int numa_node;        /* numa: the node it is bound to */
+	bool managed;         /* cuda: the fast pool is managed memory */
+	void *balloon;        /* cuda, managed: device memory held so that only the limit is left */
 } RtPool;
 
 /* The fast pool: one 2 MiB-aligned allocation; fatal if over a non-zero limit. */
 void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit);
+/*
+ * The fast pool of an RT_PROGRAM_MANAGED program: managed memory on a
+ * device capped at a non-zero limit (cuda/memory.c); fatal on the CPU.
+ */
+void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit);
 /*
  * The slow pool. kind RT_SLOW_PMEM: a fresh directory made with mkdtemp
  * inside `parent` (NULL: $TMPDIR or /tmp), removed at exit, on error and
@@ -100,6 +122,14 @@ const char *rt_pool_where(const RtPool *p, char *buf, size_t size);
 /* Copy bytes; non-temporal stores from RT_NT_THRESHOLD bytes on. */
 enum { RT_NT_THRESHOLD = 1 << 20 };
 void rt_copy(void *dst, const void *src, size_t bytes);
+
+/*
+ * Host memory into a pool and back: the only way the shared files touch
+ * tensors. They return when the copy is done, ordered after every kernel
+ * and move launched before them.
+ */
+void rt_store(void *dst, const void *src, size_t bytes);
+void rt_load(void *dst, const void *src, size_t bytes);
 
 typedef struct RtMover RtMover;
 RtMover *rt_mover_new(void);
@@ -123,6 +153,8 @@ void rt_mover_stats(RtMover *m, int64_t *count, int64_t *bytes);
  */
 typedef struct RtBackend {
 	const char *name;                                          /* "cpu" */
+	void (*prepare)(int argc, char **argv);                    /* first thing rt_begin does */
+	int (*cores)(void);                                        /* the default --threads */
 	void *(*open)(int threads);                                /* engine, stream */
 	void (*close)(void *state);                                /* release them */
 	void *(*create)(void *state, int32_t id, const int64_t *desc); /* one kernel */
@@ -130,9 +162,13 @@ typedef struct RtBackend {
 	void (*destroy)(void *state, void *kernel);                /* free one kernel */
 	const char *(*impl_name)(void *kernel);                    /* "oneDNN gemm:jit" or "plain C" */
 	int64_t (*scratch_bytes)(void *state);                     /* memory kernels use outside the pools */
+	void (*sync)(void *state);                                 /* wait for every kernel launched */
 } RtBackend;
 
-extern const RtBackend rt_cpu_backend;
+extern const RtBackend rt_cpu_backend;  /* cpu/kernels.c */
+extern const RtBackend rt_cuda_backend; /* cuda/kernels.c */
+/* The backend of the library linked: &rt_cpu_backend or &rt_cuda_backend. */
+extern const RtBackend *const rt_backend;
 
 /* The printed name of an op (ops.def's second column). */
 const char *rt_op_name(int64_t op);

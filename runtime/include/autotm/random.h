@@ -16,8 +16,15 @@
 #include <math.h>
 #include <stdint.h>
 
+/* The mask of dropout is also computed in CUDA kernels (runtime/cuda/elementwise.cu). */
+#ifdef __CUDACC__
+#define RT_HOST_DEVICE __host__ __device__
+#else
+#define RT_HOST_DEVICE
+#endif
+
 /* splitmix64: advances *state and returns 64 well-mixed bits. */
-static inline uint64_t rt_splitmix64(uint64_t *state)
+static inline RT_HOST_DEVICE uint64_t rt_splitmix64(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -26,7 +33,7 @@ static inline uint64_t rt_splitmix64(uint64_t *state)
 }
 
 /* A uniform double in [0, 1) with 53 random bits. */
-static inline double rt_uniform01(uint64_t *state)
+static inline RT_HOST_DEVICE double rt_uniform01(uint64_t *state)
 {
 	return (double)(rt_splitmix64(state) >> 11) * 0x1.0p-53;
 }
@@ -76,19 +83,20 @@ static inline double rt_init_next(RtInit *s)
 		return s->lo + (s->hi - s->lo) * rt_uniform01(&s->state);
 	case RT_INIT_NORMAL:
 		return rt_normal(&s->state);
-	case RT_INIT_ONEHOT:
+	case RT_INIT_ONEHOT: {
 		if (s->col == 0)
 			s->cls = (int64_t)(rt_splitmix64(&s->state) % (uint64_t)s->cols);
 		double v = s->col == s->cls ? 1.0 : 0.0;
 		s->col = s->col + 1 == s->cols ? 0 : s->col + 1;
 		return v;
+	}
 	default:
 		return s->value;
 	}
 }
 
 /* Whether dropout keeps element i of stream `seed` at training step `step`. */
-static inline int rt_dropout_keep(uint64_t seed, uint64_t step, uint64_t i, double p)
+static inline RT_HOST_DEVICE int rt_dropout_keep(uint64_t seed, uint64_t step, uint64_t i, double p)
 {
 	uint64_t s = seed * 0xd1b54a32d192ed03ULL + step * 0x9e3779b97f4a7c15ULL + i;
 	return rt_uniform01(&s) >= p;

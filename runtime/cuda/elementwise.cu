@@ -1,0 +1,411 @@
+/*
+ * cuda/elementwise.cu - the CUDA kernels of the ops that cuDNN and cuBLAS
+ * do not compute with our semantics (cuda/elementwise.h lists them).
+ *
+ * Each kernel is the CPU backend's loop (runtime/cpu/kernels.c) with one
+ * thread per output element, or one block per reduction:
+ *
+ *   - elementwise ops use grid-stride loops over a 1-D grid;
+ *   - reductions (batchnorm's statistics, bias_grad, the loss) give one
+ *     block to each channel or row; its threads sum strided partial
+ *     sums in double and combine them by a tree in shared memory, so the
+ *     result has the same bits at every run;
+ *   - the pooling gradients gather: each input element sums the windows
+ *     that contain it, in the raster order in which the CPU backend
+ *     scatters them, so nothing is summed with atomics;
+ *   - dropout calls autotm/random.h's rt_dropout_keep, the very function
+ *     the interpreter and the CPU backend use.
+ */
+#include "elementwise.h"
+
+#include "autotm/random.h"
+
+namespace {
+
+const int THREADS = 256;   /* threads of every block (a power of 2 for the tree sums) */
+const int64_t MAX_BLOCKS = 1 << 20;
+
+unsigned grid(int64_t n)
+{
+	int64_t b = (n + THREADS - 1) / THREADS;
+	return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
+}
+
+#define FOR_EACH(i, n) \
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* The sum of v over the block; every thread gets it. */
+__device__ double block_sum(double v)
+{
+	__shared__ double sh[THREADS];
+	sh[threadIdx.x] = v;
+	__syncthreads();
+	for (int s = THREADS / 2; s > 0; s >>= 1) {
+		if ((int)threadIdx.x < s)
+			sh[threadIdx.x] += sh[threadIdx.x + s];
+		__syncthreads();
+	}
+	double r = sh[0];
+	__syncthreads();
+	return r;
+}
+
+/* The maximum of v over the block; every thread gets it. */
+__device__ float block_max(float v)
+{
+	__shared__ float sh[THREADS];
+	sh[threadIdx.x] = v;
+	__syncthreads();
+	for (int s = THREADS / 2; s > 0; s >>= 1) {
+		if ((int)threadIdx.x < s)
+			sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+		__syncthreads();
+	}
+	float r = sh[0];
+	__syncthreads();
+	return r;
+}
+
+__global__ void fill_rows(float *y, const float *b, int64_t n, int64_t cols)
+{
+	FOR_EACH(i, n)
+		y[i] = b[i % cols];
+}
+
+__global__ void eltwise(int act, const float *x, float *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y[i] = act == GPU_RELU ? (v > 0 ? v : 0.0f) : act == GPU_SIGMOID ? 1.0f / (1.0f + expf(-v)) : tanhf(v);
+	}
+}
+
+__global__ void eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float v = y[i];
+		dx[i] = act == GPU_RELU ? (v > 0 ? dy[i] : 0.0f) : act == GPU_SIGMOID ? dy[i] * v * (1.0f - v)
+		                                                                         : dy[i] * (1.0f - v * v);
+	}
+}
+
+/* The inputs of an add, passed by value. */
+struct AddArgs {
+	const float *x[GPU_MAX_ADD];
+};
+
+__global__ void add(AddArgs a, int nin, float *y, int64_t n)
+{
+	FOR_EACH(i, n) {
+		float s = a.x[0][i];
+		for (int k = 1; k < nin; k++)
+			s += a.x[k][i];
+		y[i] = s;
+	}
+}
+
+__global__ void dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p)
+{
+	FOR_EACH(i, n)
+		y[i] = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
+}
+
+/* The first and last window along one dimension that contain position r. */
+__device__ void windows_of(int64_t r, int64_t k, int64_t s, int64_t p, int64_t nout, int64_t *first, int64_t *last)
+{
+	int64_t lo = r + p - k + 1;
+	*first = lo <= 0 ? 0 : (lo + s - 1) / s;
+	*last = (r + p) / s < nout - 1 ? (r + p) / s : nout - 1;
+}
+
+__global__ void maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+                            int64_t ho, int64_t wo, GpuWindow g)
+{
+	FOR_EACH(e, planes * h * w) {
+		int64_t pl = e / (h * w), r = e / w % h, q = e % w, i0, i1, j0, j1;
+		const float *xp = x + pl * h * w, *dyp = dy + pl * ho * wo;
+		windows_of(r, g.kh, g.sh, g.ph, ho, &i0, &i1);
+		windows_of(q, g.kw, g.sw, g.pw, wo, &j0, &j1);
+		float acc = 0;
+		for (int64_t i = i0; i <= i1; i++)
+			for (int64_t j = j0; j <= j1; j++) {
+				int64_t h0 = i * g.sh - g.ph, w0 = j * g.sw - g.pw, best = -1;
+				int64_t h1 = h0 + g.kh < h ? h0 + g.kh : h, w1 = w0 + g.kw < w ? w0 + g.kw : w;
+				for (int64_t rr = h0 < 0 ? 0 : h0; rr < h1; rr++)
+					for (int64_t qq = w0 < 0 ? 0 : w0; qq < w1; qq++)
+						if (best < 0 || xp[rr * w + qq] > xp[best])
+							best = rr * w + qq;
+				if (best == r * w + q)
+					acc += dyp[i * wo + j];
+			}
+		dx[e] = acc;
+	}
+}
+
+__global__ void avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho,
+                            int64_t wo, GpuWindow g)
+{
+	float div = (float)(g.kh * g.kw);
+	FOR_EACH(e, planes * h * w) {
+		int64_t pl = e / (h * w), r = e / w % h, q = e % w, i0, i1, j0, j1;
+		windows_of(r, g.kh, g.sh, g.ph, ho, &i0, &i1);
+		windows_of(q, g.kw, g.sw, g.pw, wo, &j0, &j1);
+		float acc = 0;
+		for (int64_t i = i0; i <= i1; i++)
+			for (int64_t j = j0; j <= j1; j++)
+				acc += dy[(pl * ho + i) * wo + j] / div;
+		dx[e] = acc;
+	}
+}
+
+__global__ void globalavgpool_bwd(const float *dy, float *dx, int64_t n, int64_t inner)
+{
+	FOR_EACH(i, n)
+		dx[i] = dy[i / inner] / (float)inner;
+}
+
+/* Element j of channel c of x [n, c, inner], j in [0, n * inner). */
+__device__ int64_t channel_at(int64_t j, int64_t c, int64_t nc, int64_t inner)
+{
+	return (j / inner * nc + c) * inner + j % inner;
+}
+
+/* One block per channel: mean, biased variance (two passes, as the interpreter), y. */
+__global__ void batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
+                          int64_t n, int64_t nc, int64_t inner, double eps)
+{
+	int64_t c = blockIdx.x, m = n * inner;
+	double s = 0;
+	for (int64_t j = threadIdx.x; j < m; j += THREADS)
+		s += x[channel_at(j, c, nc, inner)];
+	double mu = block_sum(s) / (double)m, v = 0;
+	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+		double t = x[channel_at(j, c, nc, inner)] - mu;
+		v += t * t;
+	}
+	v = block_sum(v) / (double)m;
+	double is = 1.0 / sqrt(v + eps);
+	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+		int64_t idx = channel_at(j, c, nc, inner);
+		y[idx] = (float)((x[idx] - mu) * is * gamma[c] + beta[c]);
+	}
+	if (threadIdx.x == 0) {
+		mean[c] = (float)mu;
+		var[c] = (float)v;
+	}
+}
+
+__global__ void batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
+                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t nc,
+                              int64_t inner, double eps)
+{
+	int64_t c = blockIdx.x, m = n * inner;
+	double invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy = 0, sdyx = 0;
+	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+		int64_t idx = channel_at(j, c, nc, inner);
+		sdy += dy[idx];
+		sdyx += dy[idx] * (x[idx] - mu) * invstd;
+	}
+	sdy = block_sum(sdy);
+	sdyx = block_sum(sdyx);
+	double scale = gamma[c] * invstd / (double)m;
+	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+		int64_t idx = channel_at(j, c, nc, inner);
+		double xhat = (x[idx] - mu) * invstd;
+		dx[idx] = (float)(scale * ((double)m * dy[idx] - sdy - xhat * sdyx));
+	}
+	if (threadIdx.x == 0) {
+		dbeta[c] = (float)sdy;
+		dgamma[c] = (float)sdyx;
+	}
+}
+
+__global__ void bias_grad(const float *dy, float *db, int64_t n, int64_t nc, int64_t inner)
+{
+	int64_t c = blockIdx.x;
+	double s = 0;
+	for (int64_t j = threadIdx.x; j < n * inner; j += THREADS)
+		s += dy[channel_at(j, c, nc, inner)];
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		db[c] = (float)s;
+}
+
+/* One block per row: the row's maximum and sum of exp(z - max). */
+__device__ void row_stats(const float *z, int64_t k, float *mx, double *sum)
+{
+	float m = -INFINITY;
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		m = fmaxf(m, z[j]);
+	m = block_max(m);
+	double s = 0;
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		s += exp((double)z[j] - m);
+	*mx = m;
+	*sum = block_sum(s);
+}
+
+__global__ void xent_rows(const float *z, const float *y, double *rowloss, int64_t k)
+{
+	int64_t r = blockIdx.x;
+	z += r * k, y += r * k;
+	float mx;
+	double s;
+	row_stats(z, k, &mx, &s);
+	double lse = mx + log(s), l = 0;
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		if (y[j] != 0)
+			l -= (double)y[j] * ((double)z[j] - lse);
+	l = block_sum(l);
+	if (threadIdx.x == 0)
+		rowloss[r] = l;
+}
+
+/* The rows' losses summed in order, as the CPU backend does. */
+__global__ void xent_mean(const double *rowloss, float *loss, int64_t rows)
+{
+	double total = 0;
+	for (int64_t r = 0; r < rows; r++)
+		total += rowloss[r];
+	loss[0] = (float)(total / (double)rows);
+}
+
+__global__ void xent_bwd(const float *z, const float *y, float *dz, int64_t rows, int64_t k)
+{
+	int64_t r = blockIdx.x;
+	z += r * k, y += r * k, dz += r * k;
+	float mx;
+	double s, ysum = 0;
+	row_stats(z, k, &mx, &s);
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		ysum += y[j];
+	ysum = block_sum(ysum);
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		dz[j] = (float)((exp((double)z[j] - mx) / s * ysum - y[j]) / (double)rows);
+}
+
+__global__ void sgd(float *w, const float *g, int64_t n, double lr)
+{
+	FOR_EACH(i, n)
+		w[i] = (float)((double)w[i] - lr * (double)g[i]);
+}
+
+__global__ void sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double mom)
+{
+	FOR_EACH(i, n) {
+		double vi = mom * (double)v[i] + (double)g[i];
+		w[i] = (float)((double)w[i] - lr * vi);
+		v[i] = (float)vi;
+	}
+}
+
+} /* namespace */
+
+/* ---- launchers ---------------------------------------------------------------- */
+
+extern "C" {
+
+cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st)
+{
+	fill_rows<<<grid(rows * cols), THREADS, 0, st>>>(y, b, rows * cols, cols);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_eltwise(int act, const float *x, float *y, int64_t n, cudaStream_t st)
+{
+	eltwise<<<grid(n), THREADS, 0, st>>>(act, x, y, n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n, cudaStream_t st)
+{
+	eltwise_bwd<<<grid(n), THREADS, 0, st>>>(act, y, dy, dx, n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_add(const float *const *x, int nin, float *y, int64_t n, cudaStream_t st)
+{
+	if (nin < 1 || nin > GPU_MAX_ADD)
+		return cudaErrorInvalidValue;
+	AddArgs a = {};
+	for (int k = 0; k < nin; k++)
+		a.x[k] = x[k];
+	add<<<grid(n), THREADS, 0, st>>>(a, nin, y, n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p, cudaStream_t st)
+{
+	dropout<<<grid(n), THREADS, 0, st>>>(x, y, n, seed, step, p);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+                            int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st)
+{
+	maxpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(x, dy, dx, planes, h, w, ho, wo, g);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                            GpuWindow g, cudaStream_t st)
+{
+	avgpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(dy, dx, planes, h, w, ho, wo, g);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t inner, cudaStream_t st)
+{
+	globalavgpool_bwd<<<grid(planes * inner), THREADS, 0, st>>>(dy, dx, planes * inner, inner);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
+                          int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
+{
+	batchnorm<<<(unsigned)c, THREADS, 0, st>>>(x, gamma, beta, y, mean, var, n, c, inner, eps);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
+                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t c,
+                              int64_t inner, double eps, cudaStream_t st)
+{
+	batchnorm_bwd<<<(unsigned)c, THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, n, c, inner, eps);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st)
+{
+	bias_grad<<<(unsigned)c, THREADS, 0, st>>>(dy, db, n, c, inner);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_xent(const float *z, const float *y, double *rowloss, float *loss, int64_t rows, int64_t k,
+                     cudaStream_t st)
+{
+	xent_rows<<<(unsigned)rows, THREADS, 0, st>>>(z, y, rowloss, k);
+	xent_mean<<<1, 1, 0, st>>>(rowloss, loss, rows);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows, int64_t k, cudaStream_t st)
+{
+	xent_bwd<<<(unsigned)rows, THREADS, 0, st>>>(z, y, dz, rows, k);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_sgd(float *w, const float *g, int64_t n, double lr, cudaStream_t st)
+{
+	sgd<<<grid(n), THREADS, 0, st>>>(w, g, n, lr);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double momentum,
+                             cudaStream_t st)
+{
+	sgd_momentum<<<grid(n), THREADS, 0, st>>>(w, g, v, n, lr, momentum);
+	return cudaGetLastError();
+}
+
+} /* extern "C" */

@@ -1,0 +1,68 @@
+/*
+ * cuda/elementwise.h - the CUDA kernels of cuda/elementwise.cu, as C
+ * functions that launch them on a stream (cuda/kernels.c calls them).
+ *
+ * Each returns the launch's error (cudaGetLastError). Shapes are those of
+ * ops.def; "planes" is N * C of an NCHW tensor, "inner" the elements of
+ * one (n, c) plane. Reductions are in double, in a fixed order.
+ */
+#ifndef AUTOTM_GPU_ELEMENTWISE_H
+#define AUTOTM_GPU_ELEMENTWISE_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Activations of gpu_eltwise and gpu_eltwise_bwd. */
+enum { GPU_RELU, GPU_SIGMOID, GPU_TANH };
+
+enum { GPU_MAX_ADD = 16 };
+
+/* Each row of y [rows, cols] = b [cols] (dense's bias, before the product adds to it). */
+cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st);
+/* y = f(x);  dx = dy * f'(x) from y = f(x). */
+cudaError_t gpu_eltwise(int act, const float *x, float *y, int64_t n, cudaStream_t st);
+cudaError_t gpu_eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n, cudaStream_t st);
+/* y = x1 + x2 + ... (nin of them, at most GPU_MAX_ADD). */
+cudaError_t gpu_add(const float *const *x, int nin, float *y, int64_t n, cudaStream_t st);
+/* y = kept x / (1 - p), 0 elsewhere: the mask of autotm/random.h's rt_dropout_keep. */
+cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p, cudaStream_t st);
+/* The window geometry of a pooling op: kernel, stride, padding. */
+typedef struct GpuWindow {
+	int64_t kh, kw, sh, sw, ph, pw;
+} GpuWindow;
+/* maxpool_bwd: each window's dy to the window's first maximum of x (padding excluded). */
+cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+                            int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st);
+/* avgpool_bwd: each window's dy / (kh * kw) to every element of it inside the image. */
+cudaError_t gpu_avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                            GpuWindow g, cudaStream_t st);
+/* globalavgpool_bwd: dx [planes, inner] = dy [planes] / inner. */
+cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t inner, cudaStream_t st);
+/* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c]. */
+cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
+                          int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
+/* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta. */
+cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
+                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t c,
+                              int64_t inner, double eps, cudaStream_t st);
+/* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner. */
+cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st);
+/* softmax_crossentropy: z, y [rows, k] -> loss [1]; rowloss: rows doubles of scratch. */
+cudaError_t gpu_xent(const float *z, const float *y, double *rowloss, float *loss, int64_t rows, int64_t k,
+                     cudaStream_t st);
+/* softmax_crossentropy_bwd: dz = (softmax(z) * sum(y) - y) / rows. */
+cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows, int64_t k, cudaStream_t st);
+/* sgd: w -= lr * g;  sgd_momentum: v = momentum * v + g, w -= lr * v (in double, as the CPU). */
+cudaError_t gpu_sgd(float *w, const float *g, int64_t n, double lr, cudaStream_t st);
+cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double momentum,
+                             cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

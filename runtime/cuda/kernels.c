@@ -1,0 +1,628 @@
+/*
+ * cuda/kernels.c - the GPU backend: every op of ops.def, forward and
+ * backward, on the compute stream, as cuDNN, cuBLAS or a CUDA kernel of
+ * cuda/elementwise.cu.
+ *
+ * The semantics are the CPU backend's (runtime/cpu/kernels.c) and the
+ * reference interpreter's (compiler/interp.c); every tensor is plain
+ * row-major f32 (NCHW), wherever its pool is. Who computes what:
+ *
+ *   cuDNN     convolution forward, backward data and backward filter
+ *             (cross-correlation, groups), max / average / global average
+ *             pooling forward (average counts the padding), softmax and
+ *             its backward;
+ *   cuBLAS    dense and its two gradients (row-major products as
+ *             column-major ones: see the comments at make_dense);
+ *   our own   the rest: activations, dropout (the mask of autotm/random.h),
+ *             add, batchnorm (cuDNN keeps 1 / sqrt(var + eps) and an
+ *             unbiased running variance, not the biased batch variance
+ *             ops.def asks for), the pooling gradients (max: to each
+ *             window's FIRST maximum), bias_grad, the loss and its
+ *             gradient, the SGD updates; reshape, concat and slice are
+ *             copies (cudaMemcpy2DAsync).
+ *
+ * Convolution algorithms are chosen once per kernel from cuDNN's
+ * heuristics (cudnnGetConvolution*Algorithm_v7): the first deterministic
+ * one whose workspace cuDNN can size, so that a run gives the same bits
+ * every time (a nondeterministic one only if there is no other, which
+ * --profile-kernels then names). All kernels share one workspace, the
+ * largest any needs (kernels run one at a time on the stream); it is the
+ * "scratch" of rt_end's report.
+ *
+ * TF32: off by default, so that the GPU trains as the CPU does within
+ * float32 rounding: cuBLAS runs in CUBLAS_DEFAULT_MATH (no TF32 for
+ * sgemm) and convolutions in CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH would
+ * allow TF32 on Ampere and later). AUTOTM_TF32=1 in the environment turns
+ * it on: CUBLAS_TF32_TENSOR_OP_MATH, CUDNN_TENSOR_OP_MATH and
+ * algorithms that use tensor cores.
+ */
+#include "gpu.h"
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elementwise.h"
+
+/* The state: the handles, bound to the compute stream, and the shared workspace. */
+typedef struct GpuState {
+	cudaStream_t stream;   /* the compute stream (gpu_stream) */
+	cudnnHandle_t dnn;     /* cuDNN */
+	cublasHandle_t blas;   /* cuBLAS */
+	bool tf32;             /* AUTOTM_TF32=1 */
+	void *workspace;       /* cuDNN's workspace, shared by every kernel (device memory) */
+	size_t workspace_size; /* its size: the most any kernel needs */
+} GpuState;
+
+/* A kernel: its description and, for a cuDNN op, its descriptors. */
+typedef struct GpuKernel {
+	int32_t id;                       /* the id generated code launches it by */
+	RtOp op;                          /* what it computes */
+	int64_t desc[RT_DESC_LEN];        /* its description */
+	cudnnTensorDescriptor_t x, y;     /* cuDNN: the input and output side (x / dx, y / dy) */
+	cudnnTensorDescriptor_t bias;     /* conv2d with a bias: [1, O, 1, 1] */
+	cudnnFilterDescriptor_t w;        /* convolutions: the weights [O, C/g, kh, kw] */
+	cudnnConvolutionDescriptor_t conv;/* convolutions */
+	int algo;                         /* convolutions: the cudnnConvolution*Algo_t chosen */
+	size_t ws;                        /* convolutions: its workspace */
+	cudnnPoolingDescriptor_t pool;    /* pooling forward */
+	double *rowloss;                  /* softmax_crossentropy: each row's loss (device) */
+	char impl[64];                    /* implementation, for --profile-kernels */
+} GpuKernel;
+
+/* ---- checking cuDNN and cuBLAS calls -------------------------------------- */
+
+static void cudnn_check(cudnnStatus_t st, const char *what, const char *file, int line)
+{
+	if (st != CUDNN_STATUS_SUCCESS)
+		rt_fatal("%s:%d: %s failed: %s", file, line, what, cudnnGetErrorString(st));
+}
+#define CUDNN_CHECK(call) cudnn_check((call), #call, __FILE__, __LINE__)
+
+static void cublas_check(cublasStatus_t st, const char *what, const char *file, int line)
+{
+	if (st != CUBLAS_STATUS_SUCCESS)
+		rt_fatal("%s:%d: %s failed: %s", file, line, what, cublasGetStatusName(st));
+}
+#define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
+
+/* ---- reading descriptions ------------------------------------------------- */
+
+static double attr_f64(const int64_t *desc, int field)
+{
+	double v;
+	memcpy(&v, &desc[field], sizeof v);
+	return v;
+}
+
+/* Dimension d of argument i, 1 past its last dimension. */
+static int64_t dim_or_1(const int64_t *desc, int i, int d)
+{
+	return d < RT_ARG_NDIM(desc, i) ? RT_ARG_DIM(desc, i, d) : 1;
+}
+
+static int64_t arg_elems(const int64_t *desc, int i)
+{
+	return rt_elems(RT_ARG_NDIM(desc, i), &RT_ARG_DIM(desc, i, 0));
+}
+
+/* Elements after dimension `from` of argument i (H * W for NCHW and from = 2). */
+static int64_t inner_elems(const int64_t *desc, int i, int from)
+{
+	int64_t n = 1;
+	for (int64_t d = from; d < RT_ARG_NDIM(desc, i); d++)
+		n *= RT_ARG_DIM(desc, i, d);
+	return n;
+}
+
+/* A size cuDNN or cuBLAS takes as an int. */
+static int to_int(const GpuKernel *k, int64_t v)
+{
+	if (v > INT_MAX)
+		rt_fatal("kernel %d (%s): a size of %lld is too large for cuDNN and cuBLAS", k->id, rt_op_name(k->op),
+		         (long long)v);
+	return (int)v;
+}
+
+/* ---- cuDNN descriptors ------------------------------------------------------ */
+
+/* Argument i as an NCHW tensor (fewer dimensions padded with 1). */
+static cudnnTensorDescriptor_t tensor_desc(const GpuKernel *k, int i)
+{
+	cudnnTensorDescriptor_t t;
+	CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+	const int64_t *d = k->desc;
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(k, dim_or_1(d, i, 0)),
+	                                       to_int(k, dim_or_1(d, i, 1)), to_int(k, dim_or_1(d, i, 2)),
+	                                       to_int(k, dim_or_1(d, i, 3))));
+	return t;
+}
+
+/* One candidate convolution algorithm, whichever the direction. */
+typedef struct ConvAlgo {
+	int algo;                 /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+	cudnnStatus_t status;     /* whether cuDNN can run it here */
+	cudnnDeterminism_t det;   /* whether it gives the same bits every run */
+	cudnnMathType_t math;     /* the math type it was rated with */
+} ConvAlgo;
+
+enum { MAX_CONV_ALGOS = 16 };
+
+/* cuDNN's heuristic ranking of the algorithms of k's direction, best first. */
+static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
+{
+	int n = 0;
+	switch (k->op) {
+	case RT_OP_CONV2D: {
+		cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+		CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(s->dnn, k->x, k->w, k->conv, k->y,
+		                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, p));
+		for (int i = 0; i < n; i++)
+			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
+		break;
+	}
+	case RT_OP_CONV2D_BWD_DATA: {
+		cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+		CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(s->dnn, k->w, k->y, k->conv, k->x,
+		                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, p));
+		for (int i = 0; i < n; i++)
+			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
+		break;
+	}
+	default: {
+		cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+		CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(s->dnn, k->x, k->y, k->conv, k->w,
+		                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, p));
+		for (int i = 0; i < n; i++)
+			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
+		break;
+	}
+	}
+	return n;
+}
+
+/* The workspace of algorithm `algo` for k; a failure means it cannot run here. */
+static cudnnStatus_t conv_workspace(GpuState *s, GpuKernel *k, int algo, size_t *bytes)
+{
+	switch (k->op) {
+	case RT_OP_CONV2D:
+		return cudnnGetConvolutionForwardWorkspaceSize(s->dnn, k->x, k->w, k->conv, k->y,
+		                                               (cudnnConvolutionFwdAlgo_t)algo, bytes);
+	case RT_OP_CONV2D_BWD_DATA:
+		return cudnnGetConvolutionBackwardDataWorkspaceSize(s->dnn, k->w, k->y, k->conv, k->x,
+		                                                    (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+	default:
+		return cudnnGetConvolutionBackwardFilterWorkspaceSize(s->dnn, k->x, k->y, k->conv, k->w,
+		                                                      (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+	}
+}
+
+/* Choose k's algorithm: the best-ranked usable one, deterministic if there is one. */
+static void choose_conv_algo(GpuState *s, GpuKernel *k)
+{
+	ConvAlgo a[MAX_CONV_ALGOS];
+	int n = conv_algos(s, k, a);
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			bool tensor_op = a[i].math == CUDNN_TENSOR_OP_MATH || a[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+			if (a[i].status != CUDNN_STATUS_SUCCESS || (tensor_op && !s->tf32) ||
+			    (pass == 0 && a[i].det != CUDNN_DETERMINISTIC))
+				continue;
+			cudnnMathType_t math = s->tf32 ? a[i].math : CUDNN_FMA_MATH;
+			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, math));
+			size_t ws;
+			if (conv_workspace(s, k, a[i].algo, &ws) != CUDNN_STATUS_SUCCESS)
+				continue;
+			k->algo = a[i].algo;
+			k->ws = ws;
+			snprintf(k->impl, sizeof k->impl, "cuDNN algo %d%s%s", a[i].algo, tensor_op ? " tf32" : "",
+			         pass ? " nondeterministic" : "");
+			return;
+		}
+	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, rt_op_name(k->op),
+	         s->tf32 ? "" : " without TF32");
+}
+
+/*
+ * conv2d: x, weight[, bias] -> y;  conv2d_bwd_data: dy, weight -> dx;
+ * conv2d_bwd_filter: x, dy -> dweight. k->x describes x (dx), k->y y (dy).
+ */
+static void make_conv(GpuState *s, GpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN], xi, yi, wi;
+	switch (k->op) {
+	case RT_OP_CONV2D: xi = 0, wi = 1, yi = nin; break;
+	case RT_OP_CONV2D_BWD_DATA: xi = 2, wi = 1, yi = 0; break;
+	default: xi = 0, wi = 2, yi = 1; break;
+	}
+	k->x = tensor_desc(k, xi);
+	k->y = tensor_desc(k, yi);
+	CUDNN_CHECK(cudnnCreateFilterDescriptor(&k->w));
+	CUDNN_CHECK(cudnnSetFilter4dDescriptor(k->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(k, RT_ARG_DIM(d, wi, 0)),
+	                                       to_int(k, RT_ARG_DIM(d, wi, 1)), to_int(k, RT_ARG_DIM(d, wi, 2)),
+	                                       to_int(k, RT_ARG_DIM(d, wi, 3))));
+	CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&k->conv));
+	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(k->conv, (int)d[RT_D_PH], (int)d[RT_D_PW], (int)d[RT_D_SH],
+	                                            (int)d[RT_D_SW], 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+	CUDNN_CHECK(cudnnSetConvolutionGroupCount(k->conv, d[RT_D_GROUPS] > 1 ? (int)d[RT_D_GROUPS] : 1));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, s->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+	choose_conv_algo(s, k);
+	if (k->op == RT_OP_CONV2D && nin == 3) {
+		CUDNN_CHECK(cudnnCreateTensorDescriptor(&k->bias));
+		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+		                                       to_int(k, RT_ARG_DIM(d, 2, 0)), 1, 1));
+	}
+	if (k->ws > s->workspace_size) {
+		CUDA_CHECK(cudaFree(s->workspace)); /* waits for the kernels using it */
+		s->workspace = NULL;
+		cudaError_t err = cudaMalloc(&s->workspace, k->ws);
+		if (err != cudaSuccess) {
+			char b[32];
+			rt_fatal("kernel %d (%s): cannot allocate cuDNN's workspace (%s): %s", k->id, rt_op_name(k->op),
+			         rt_fmt_bytes((int64_t)k->ws, b, sizeof b), cudaGetErrorString(err));
+		}
+		s->workspace_size = k->ws;
+	}
+}
+
+/*
+ * maxpool, avgpool (padding counted: the divisor is always kh * kw),
+ * globalavgpool (a window the size of the image): x -> y.
+ */
+static void make_pool(GpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	k->x = tensor_desc(k, 0);
+	k->y = tensor_desc(k, 1);
+	CUDNN_CHECK(cudnnCreatePoolingDescriptor(&k->pool));
+	cudnnPoolingMode_t mode = k->op == RT_OP_MAXPOOL ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+	if (k->op == RT_OP_GLOBALAVGPOOL)
+		CUDNN_CHECK(cudnnSetPooling2dDescriptor(k->pool, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(k, RT_ARG_DIM(d, 0, 2)),
+		                                        to_int(k, RT_ARG_DIM(d, 0, 3)), 0, 0, 1, 1));
+	else
+		CUDNN_CHECK(cudnnSetPooling2dDescriptor(k->pool, mode, CUDNN_NOT_PROPAGATE_NAN, (int)d[RT_D_KH],
+		                                        (int)d[RT_D_KW], (int)d[RT_D_PH], (int)d[RT_D_PW], (int)d[RT_D_SH],
+		                                        (int)d[RT_D_SW]));
+	snprintf(k->impl, sizeof k->impl, "cuDNN pooling");
+}
+
+/* ---- launching ---------------------------------------------------------------- */
+
+/* A launch of one of our CUDA kernels. */
+static void launched(const GpuKernel *k, cudaError_t err)
+{
+	if (err != cudaSuccess)
+		rt_fatal("kernel %d (%s): launch failed: %s", k->id, rt_op_name(k->op), cudaGetErrorString(err));
+}
+
+/*
+ * dense as cuBLAS column-major products. A row-major [R, C] matrix is the
+ * column-major [C, R] matrix, its transpose, so with y = x W^T + b
+ * (x [N, I], W [O, I], y [N, O]) the products are, column-major:
+ *
+ *   dense             y^T  [O, N] = (W^T)^T x^T     sgemm(T, N, O, N, I)
+ *   dense_bwd_data    dx^T [I, N] = W^T dy^T        sgemm(N, N, I, N, O)
+ *   dense_bwd_weight  dW^T [I, O] = x^T (dy^T)^T    sgemm(N, T, I, O, N)
+ *
+ * The bias is first broadcast into y, which the product then adds to.
+ */
+static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	const float one = 1, zero = 0;
+	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
+	switch (k->op) {
+	case RT_OP_DENSE: {
+		int nin = (int)d[RT_D_NIN], fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, nin, 1));
+		if (nin == 3)
+			launched(k, gpu_fill_rows(a[3], a[2], nb, fo, s->stream));
+		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, &one, a[1], fi, a[0], fi,
+		                         nin == 3 ? &one : &zero, a[nin], fo));
+		break;
+	}
+	case RT_OP_DENSE_BWD_DATA: { /* dy [N, O], W [O, I] -> dx [N, I] */
+		int fo = to_int(k, RT_ARG_DIM(d, 0, 1)), fi = to_int(k, RT_ARG_DIM(d, 2, 1));
+		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, &one, a[1], fi, a[0], fo, &zero, a[2],
+		                         fi));
+		break;
+	}
+	default: { /* dense_bwd_weight: x [N, I], dy [N, O] -> dW [O, I] */
+		int fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, 1, 1));
+		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, &one, a[0], fi, a[1], fo, &zero, a[2],
+		                         fi));
+		break;
+	}
+	}
+}
+
+/* concat: x1, x2, ... -> y;  slice: x -> y: blocks of `inner` elements side by side along the axis. */
+static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	bool concat = k->op == RT_OP_CONCAT;
+	int nin = (int)d[RT_D_NIN], whole = concat ? nin : 0, axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1, off = concat ? 0 : d[RT_D_OFFSET];
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, whole, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, whole); i++)
+		inner *= RT_ARG_DIM(d, whole, i);
+	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, whole, axis) * inner);
+	for (int p = 0; p < (concat ? nin : 1); p++) {
+		int piece = concat ? p : 1;
+		size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, piece, axis) * inner);
+		char *at = (char *)a[whole] + sizeof(float) * (size_t)(off * inner);
+		if (concat)
+			CUDA_CHECK(cudaMemcpy2DAsync(at, stride, a[piece], len, len, (size_t)outer, cudaMemcpyDefault, s->stream));
+		else
+			CUDA_CHECK(cudaMemcpy2DAsync(a[piece], len, at, stride, len, (size_t)outer, cudaMemcpyDefault, s->stream));
+		off += RT_ARG_DIM(d, piece, axis);
+	}
+}
+
+/* The window of a pooling gradient. */
+static GpuWindow window(const int64_t *d)
+{
+	return (GpuWindow){d[RT_D_KH], d[RT_D_KW], d[RT_D_SH], d[RT_D_SW], d[RT_D_PH], d[RT_D_PW]};
+}
+
+static int activation(RtOp op)
+{
+	return op == RT_OP_RELU || op == RT_OP_RELU_BWD ? GPU_RELU
+	       : op == RT_OP_SIGMOID || op == RT_OP_SIGMOID_BWD ? GPU_SIGMOID : GPU_TANH;
+}
+
+static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
+{
+	GpuState *s = state;
+	GpuKernel *k = kernel;
+	const int64_t *d = k->desc;
+	const float one = 1, zero = 0;
+	int nin = (int)d[RT_D_NIN];
+	cudaStream_t st = s->stream;
+	switch (k->op) {
+	case RT_OP_CONV2D:
+		CUDNN_CHECK(cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv,
+		                                    (cudnnConvolutionFwdAlgo_t)k->algo, s->workspace, k->ws, &zero, k->y,
+		                                    a[nin]));
+		if (nin == 3)
+			CUDNN_CHECK(cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]));
+		break;
+	case RT_OP_CONV2D_BWD_DATA:
+		CUDNN_CHECK(cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
+		                                         (cudnnConvolutionBwdDataAlgo_t)k->algo, s->workspace, k->ws, &zero,
+		                                         k->x, a[2]));
+		break;
+	case RT_OP_CONV2D_BWD_FILTER:
+		CUDNN_CHECK(cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
+		                                           (cudnnConvolutionBwdFilterAlgo_t)k->algo, s->workspace, k->ws,
+		                                           &zero, k->w, a[2]));
+		break;
+	case RT_OP_DENSE:
+	case RT_OP_DENSE_BWD_DATA:
+	case RT_OP_DENSE_BWD_WEIGHT:
+		run_dense(s, k, a);
+		break;
+	case RT_OP_MAXPOOL:
+	case RT_OP_AVGPOOL:
+	case RT_OP_GLOBALAVGPOOL:
+		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
+		break;
+	case RT_OP_MAXPOOL_BWD:
+		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2),
+		                            RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2), RT_ARG_DIM(d, 1, 3), window(d), st));
+		break;
+	case RT_OP_AVGPOOL_BWD:
+		launched(k, gpu_avgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
+		                            RT_ARG_DIM(d, 1, 3), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), window(d), st));
+		break;
+	case RT_OP_GLOBALAVGPOOL_BWD:
+		launched(k, gpu_globalavgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1),
+		                                  inner_elems(d, 1, 2), st));
+		break;
+	case RT_OP_BATCHNORM:
+		launched(k, gpu_batchnorm(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
+		                          inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		break;
+	case RT_OP_BATCHNORM_BWD:
+		launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], RT_ARG_DIM(d, 0, 0),
+		                              dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		break;
+	case RT_OP_RELU:
+	case RT_OP_SIGMOID:
+	case RT_OP_TANH:
+		launched(k, gpu_eltwise(activation(k->op), a[0], a[1], arg_elems(d, 0), st));
+		break;
+	case RT_OP_RELU_BWD:
+	case RT_OP_SIGMOID_BWD:
+	case RT_OP_TANH_BWD:
+		launched(k, gpu_eltwise_bwd(activation(k->op), a[0], a[1], a[2], arg_elems(d, 0), st));
+		break;
+	case RT_OP_SOFTMAX:
+		CUDNN_CHECK(cudnnSoftmaxForward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, k->x, a[0],
+		                                &zero, k->x, a[1]));
+		break;
+	case RT_OP_SOFTMAX_BWD: /* y, dy -> dx = y * (dy - sum(y * dy)) */
+		CUDNN_CHECK(cudnnSoftmaxBackward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, k->x, a[0],
+		                                 k->x, a[1], &zero, k->x, a[2]));
+		break;
+	case RT_OP_RESHAPE:
+		if (a[1] != a[0])
+			CUDA_CHECK(cudaMemcpyAsync(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0), cudaMemcpyDefault, st));
+		break;
+	case RT_OP_DROPOUT:
+	case RT_OP_DROPOUT_BWD:
+		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), st));
+		break;
+	case RT_OP_ADD: {
+		const float *x[GPU_MAX_ADD];
+		for (int i = 0; i < nin; i++)
+			x[i] = a[i];
+		launched(k, gpu_add(x, nin, a[nin], arg_elems(d, 0), st));
+		break;
+	}
+	case RT_OP_CONCAT:
+	case RT_OP_SLICE:
+		run_pieces(s, k, a);
+		break;
+	case RT_OP_SOFTMAX_XENT:
+		launched(k, gpu_xent(a[0], a[1], k->rowloss, a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
+		break;
+	case RT_OP_SOFTMAX_XENT_BWD:
+		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
+		break;
+	case RT_OP_BIAS_GRAD:
+		launched(k, gpu_bias_grad(a[0], a[1], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2), st));
+		break;
+	case RT_OP_SGD:
+		launched(k, gpu_sgd(a[0], a[1], arg_elems(d, 0), attr_f64(d, RT_D_LR), st));
+		break;
+	case RT_OP_SGD_MOMENTUM:
+		launched(k, gpu_sgd_momentum(a[0], a[1], a[2], arg_elems(d, 0), attr_f64(d, RT_D_LR),
+		                             attr_f64(d, RT_D_MOMENTUM), st));
+		break;
+	case RT_NUM_OPS:
+		RT_ICE("kernel %d: no op", k->id);
+	}
+}
+
+/* ---- the backend ------------------------------------------------------------ */
+
+static void gpu_prepare(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+}
+
+static int gpu_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+static void *gpu_open(int threads)
+{
+	(void)threads; /* the host does no work of the kernels */
+	GpuState *s = rt_xcalloc(sizeof *s);
+	const char *tf32 = getenv("AUTOTM_TF32");
+	s->tf32 = tf32 && strcmp(tf32, "1") == 0;
+	s->stream = gpu_stream();
+	CUDNN_CHECK(cudnnCreate(&s->dnn));
+	CUDNN_CHECK(cudnnSetStream(s->dnn, s->stream));
+	CUBLAS_CHECK(cublasCreate(&s->blas));
+	CUBLAS_CHECK(cublasSetStream(s->blas, s->stream));
+	CUBLAS_CHECK(cublasSetMathMode(s->blas, s->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+	return s;
+}
+
+static void gpu_close(void *state)
+{
+	GpuState *s = state;
+	CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	CUDA_CHECK(cudaFree(s->workspace));
+	CUBLAS_CHECK(cublasDestroy(s->blas));
+	CUDNN_CHECK(cudnnDestroy(s->dnn));
+	free(s);
+}
+
+static void *gpu_create(void *state, int32_t id, const int64_t *desc)
+{
+	GpuState *s = state;
+	GpuKernel *k = rt_xcalloc(sizeof *k);
+	k->id = id;
+	k->op = (RtOp)desc[RT_D_OP];
+	memcpy(k->desc, desc, sizeof k->desc);
+	snprintf(k->impl, sizeof k->impl, "CUDA");
+	switch (k->op) {
+	case RT_OP_CONV2D:
+	case RT_OP_CONV2D_BWD_DATA:
+	case RT_OP_CONV2D_BWD_FILTER:
+		make_conv(s, k);
+		break;
+	case RT_OP_MAXPOOL:
+	case RT_OP_AVGPOOL:
+	case RT_OP_GLOBALAVGPOOL:
+		make_pool(k);
+		break;
+	case RT_OP_SOFTMAX:
+	case RT_OP_SOFTMAX_BWD:
+		k->x = tensor_desc(k, 0); /* [N, C, 1, 1] */
+		snprintf(k->impl, sizeof k->impl, "cuDNN softmax");
+		break;
+	case RT_OP_DENSE:
+	case RT_OP_DENSE_BWD_DATA:
+	case RT_OP_DENSE_BWD_WEIGHT:
+		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
+		break;
+	case RT_OP_SOFTMAX_XENT: {
+		cudaError_t err = cudaMalloc((void **)&k->rowloss, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0));
+		if (err != cudaSuccess)
+			rt_fatal("kernel %d (%s): cannot allocate its rows' losses: %s", id, rt_op_name(k->op),
+			         cudaGetErrorString(err));
+		break;
+	}
+	case RT_OP_ADD:
+		if (desc[RT_D_NIN] > GPU_MAX_ADD)
+			rt_fatal("kernel %d (add): %lld inputs, the GPU runtime adds at most %d", id,
+			         (long long)desc[RT_D_NIN], GPU_MAX_ADD);
+		break;
+	default:
+		break; /* our own kernels: the description is all they need */
+	}
+	return k;
+}
+
+static void gpu_destroy(void *state, void *kernel)
+{
+	(void)state;
+	GpuKernel *k = kernel;
+	if (k->x)
+		CUDNN_CHECK(cudnnDestroyTensorDescriptor(k->x));
+	if (k->y)
+		CUDNN_CHECK(cudnnDestroyTensorDescriptor(k->y));
+	if (k->bias)
+		CUDNN_CHECK(cudnnDestroyTensorDescriptor(k->bias));
+	if (k->w)
+		CUDNN_CHECK(cudnnDestroyFilterDescriptor(k->w));
+	if (k->conv)
+		CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(k->conv));
+	if (k->pool)
+		CUDNN_CHECK(cudnnDestroyPoolingDescriptor(k->pool));
+	if (k->rowloss)
+		CUDA_CHECK(cudaFree(k->rowloss));
+	free(k);
+}
+
+static const char *gpu_impl_name(void *kernel)
+{
+	return ((GpuKernel *)kernel)->impl;
+}
+
+static int64_t gpu_scratch_bytes(void *state)
+{
+	return (int64_t)((GpuState *)state)->workspace_size;
+}
+
+static void gpu_sync(void *state)
+{
+	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
+}
+
+const RtBackend rt_cuda_backend = {
+	.name = "cuda",
+	.prepare = gpu_prepare,
+	.cores = gpu_cores,
+	.open = gpu_open,
+	.close = gpu_close,
+	.create = gpu_create,
+	.launch = gpu_launch,
+	.destroy = gpu_destroy,
+	.impl_name = gpu_impl_name,
+	.scratch_bytes = gpu_scratch_bytes,
+	.sync = gpu_sync,
+};
+
+const RtBackend *const rt_backend = &rt_cuda_backend;

@@ -1,0 +1,324 @@
+/*
+ * cuda/memory.c - the pools, the moves and the host staging of the GPU
+ * runtime: what pool.c and move.c are to the CPU runtime, with the same
+ * functions (rt_internal.h).
+ *
+ * The pools (one allocation each, as on the CPU, zeroed when made):
+ *
+ *   fast  device memory (cudaMalloc), refused when it exceeds the limit
+ *         the placement was made for; or, for an RT_PROGRAM_MANAGED
+ *         program, managed memory (cudaMallocManaged) that may exceed the
+ *         device. The device is then capped at the limit by a "balloon":
+ *         at start the runtime cudaMalloc's (free memory - limit) bytes
+ *         and holds them until the end, so that the driver pages managed
+ *         memory in and out of at most `limit` bytes of the device. What
+ *         cuDNN, cuBLAS and kernel workspaces allocate later also comes
+ *         out of those `limit` bytes.
+ *   slow  pinned host memory (cudaHostAlloc): the copy engines reach it at
+ *         full PCIe speed, and with unified addressing kernels may read
+ *         and write it in place.
+ *
+ * The moves. A blocking move (rt_move) is a copy on the compute stream:
+ * it is blocking for the kernels, which run after it on that stream, not
+ * for the host. An asynchronous move (rt_move_async) runs on one of two
+ * copy streams, host to device and device to host, so that both PCIe
+ * directions are busy at once while kernels run:
+ *
+ *   submit  record `submitted_at` on the compute stream and make the copy
+ *           stream wait for it (the source has been produced, and the
+ *           destination's last readers are done); copy; record the
+ *           move's `done` event on the copy stream.
+ *   wait    make the compute stream wait for `done` (later kernels see
+ *           the data; a buffer moved out is reused only once the move has
+ *           read it). As on the CPU, waiting for a move also waits for
+ *           every move submitted before it: the compute stream also waits
+ *           for the last move on the other copy stream submitted before
+ *           this one (each copy stream is in order).
+ *
+ * A handle is the move's sequence number folded into 1..INT32_MAX, as in
+ * move.c; `done` events are recycled through a ring of RING of them. A
+ * handle waited for after its event was recorded again by a later move
+ * waits for every move submitted so far, which is later than needed but
+ * never too early. rt_mover_drain waits (on the host) for both copy
+ * streams; rt_step_end then also waits for the compute stream.
+ *
+ * Host staging: rt_store and rt_load copy between host memory and a pool
+ * on the compute stream and wait for the copy, so they come after every
+ * kernel and move launched before them.
+ */
+#include "gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { POOL_ALIGN = 2 << 20, RING = 1024 };
+enum { TO_DEVICE = 0, TO_HOST = 1 };
+#define HANDLE_MOD INT64_C(0x7fffffff)
+
+void gpu_check_cuda(cudaError_t err, const char *what, const char *file, int line)
+{
+	if (err != cudaSuccess)
+		rt_fatal("%s:%d: %s failed: %s (%s)", file, line, what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+static cudaStream_t compute;
+
+cudaStream_t gpu_stream(void)
+{
+	if (compute)
+		return compute;
+	int n = 0, dev, unified = 0;
+	cudaError_t err = cudaGetDeviceCount(&n);
+	if (err != cudaSuccess)
+		rt_fatal("no CUDA device: %s", cudaGetErrorString(err));
+	if (n == 0)
+		rt_fatal("no CUDA device");
+	CUDA_CHECK(cudaGetDevice(&dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, dev));
+	if (!unified)
+		rt_fatal("CUDA device %d has no unified addressing, which the runtime needs", dev);
+	CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+	return compute;
+}
+
+/* ---- pools -------------------------------------------------------------- */
+
+static int64_t round_up(int64_t n, int64_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+static void zero_device(RtPool *p)
+{
+	CUDA_CHECK(cudaMemsetAsync(p->base, 0, (size_t)p->mapped, gpu_stream()));
+	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
+}
+
+void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
+{
+	*p = (RtPool){.name = "fast", .bytes = bytes};
+	char b1[32], b2[32];
+	if (bytes < 0)
+		RT_ICE("negative fast pool size %lld", (long long)bytes);
+	if (limit > 0 && bytes > limit)
+		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
+		         rt_fmt_bytes(limit, b2, sizeof b2));
+	if (bytes == 0)
+		return;
+	p->mapped = round_up(bytes, POOL_ALIGN);
+	gpu_stream();
+	cudaError_t err = cudaMalloc(&p->base, (size_t)p->mapped);
+	if (err != cudaSuccess)
+		rt_fatal("cannot allocate the fast pool (%s) in device memory: %s", rt_fmt_bytes(bytes, b1, sizeof b1),
+		         cudaGetErrorString(err));
+	zero_device(p);
+}
+
+void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
+{
+	*p = (RtPool){.name = "fast", .bytes = bytes, .managed = true};
+	char b1[32], b2[32];
+	if (bytes < 0)
+		RT_ICE("negative fast pool size %lld", (long long)bytes);
+	gpu_stream();
+	if (limit > 0) {
+		size_t free_bytes, total;
+		CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+		if ((size_t)limit < free_bytes) {
+			size_t hold = free_bytes - (size_t)limit;
+			cudaError_t err = cudaMalloc(&p->balloon, hold);
+			if (err != cudaSuccess)
+				rt_fatal("cannot occupy %s of device memory to leave only the limit (%s): %s",
+				         rt_fmt_bytes((int64_t)hold, b1, sizeof b1), rt_fmt_bytes(limit, b2, sizeof b2),
+				         cudaGetErrorString(err));
+		} else {
+			rt_warn("the device has %s free, not more than the limit (%s): it is not capped",
+			        rt_fmt_bytes((int64_t)free_bytes, b1, sizeof b1), rt_fmt_bytes(limit, b2, sizeof b2));
+		}
+	}
+	if (bytes == 0)
+		return;
+	p->mapped = round_up(bytes, POOL_ALIGN);
+	cudaError_t err = cudaMallocManaged(&p->base, (size_t)p->mapped, cudaMemAttachGlobal);
+	if (err != cudaSuccess)
+		rt_fatal("cannot allocate the fast pool (%s) in managed memory: %s", rt_fmt_bytes(bytes, b1, sizeof b1),
+		         cudaGetErrorString(err));
+	zero_device(p);
+}
+
+void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *parent, int numa_node)
+{
+	*p = (RtPool){.name = "slow", .bytes = bytes, .kind = kind, .numa_node = numa_node};
+	if (bytes < 0)
+		RT_ICE("negative slow pool size %lld", (long long)bytes);
+	if (kind != RT_SLOW_PMEM || parent)
+		rt_warn("--slow and --slow-dir do not apply to the GPU runtime: its slow pool is pinned host memory");
+	if (bytes == 0)
+		return;
+	p->mapped = round_up(bytes, POOL_ALIGN);
+	gpu_stream();
+	cudaError_t err = cudaHostAlloc(&p->base, (size_t)p->mapped, cudaHostAllocPortable);
+	if (err != cudaSuccess) {
+		char b[32];
+		rt_fatal("cannot allocate the slow pool (%s) in pinned host memory: %s", rt_fmt_bytes(bytes, b, sizeof b),
+		         cudaGetErrorString(err));
+	}
+	memset(p->base, 0, (size_t)p->mapped);
+}
+
+void rt_pool_close(RtPool *p)
+{
+	if (p->base && strcmp(p->name, "slow") == 0)
+		CUDA_CHECK(cudaFreeHost(p->base));
+	else if (p->base)
+		CUDA_CHECK(cudaFree(p->base));
+	if (p->balloon)
+		CUDA_CHECK(cudaFree(p->balloon));
+	*p = (RtPool){.name = p->name};
+}
+
+const char *rt_pool_where(const RtPool *p, char *buf, size_t size)
+{
+	if (strcmp(p->name, "fast") == 0)
+		snprintf(buf, size, "%s", p->managed ? "managed memory" : "device memory");
+	else
+		snprintf(buf, size, "%s", p->bytes == 0 ? "none" : "pinned host memory");
+	return buf;
+}
+
+/* Nothing of the GPU runtime lives in a file. */
+void rt_remove_temp_dirs(void)
+{
+}
+
+/* ---- host staging ------------------------------------------------------- */
+
+void rt_store(void *dst, const void *src, size_t bytes)
+{
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_stream()));
+	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
+}
+
+void rt_load(void *dst, const void *src, size_t bytes)
+{
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_stream()));
+	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
+}
+
+/* ---- the copy streams ---------------------------------------------------- */
+
+struct RtMover {
+	cudaStream_t copy[2];      /* [TO_DEVICE], [TO_HOST]: one per PCIe direction */
+	cudaEvent_t submitted_at;  /* recorded on the compute stream as a move is submitted */
+	cudaEvent_t done[RING];    /* move with sequence number s: done[(s - 1) % RING]; NULL until used */
+	int64_t before[RING];      /* ... and the last move on the other copy stream before it (0: none) */
+	int64_t last[2];           /* the last move on each copy stream (0: none) */
+	int64_t submitted;         /* sequence number of the last move (1-based) */
+	int64_t bytes_total;       /* bytes of every move */
+};
+
+RtMover *rt_mover_new(void)
+{
+	RtMover *m = rt_xcalloc(sizeof *m);
+	gpu_stream();
+	for (int i = 0; i < 2; i++)
+		CUDA_CHECK(cudaStreamCreateWithFlags(&m->copy[i], cudaStreamNonBlocking));
+	CUDA_CHECK(cudaEventCreateWithFlags(&m->submitted_at, cudaEventDisableTiming));
+	return m;
+}
+
+/* Whether p is memory of the device (device or managed memory), not of the host. */
+static bool on_device(const void *p)
+{
+	struct cudaPointerAttributes a;
+	CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+	return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes)
+{
+	int dir = on_device(dst) ? TO_DEVICE : TO_HOST;
+	int64_t s = ++m->submitted;
+	int slot = (int)((s - 1) % RING);
+	if (!m->done[slot])
+		CUDA_CHECK(cudaEventCreateWithFlags(&m->done[slot], cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventRecord(m->submitted_at, gpu_stream()));
+	CUDA_CHECK(cudaStreamWaitEvent(m->copy[dir], m->submitted_at, 0));
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, m->copy[dir]));
+	CUDA_CHECK(cudaEventRecord(m->done[slot], m->copy[dir]));
+	m->before[slot] = m->last[!dir];
+	m->last[dir] = s;
+	m->bytes_total += (int64_t)bytes;
+	return (int32_t)((s - 1) % HANDLE_MOD + 1);
+}
+
+/* The compute stream waits for move s (0: nothing). */
+static void compute_waits(RtMover *m, int64_t s)
+{
+	if (s > 0)
+		CUDA_CHECK(cudaStreamWaitEvent(gpu_stream(), m->done[(s - 1) % RING], 0));
+}
+
+void rt_mover_wait(RtMover *m, int32_t handle)
+{
+	int64_t s = m->submitted;
+	if (handle <= 0 || (s < HANDLE_MOD && handle > s))
+		RT_ICE("rt_move_wait: %d is not the handle of a move (%lld submitted)", handle, (long long)s);
+	int64_t seq = s - (s - handle) % HANDLE_MOD, before = m->before[(seq - 1) % RING];
+	if (s - seq >= RING || (before > 0 && s - before >= RING)) {
+		compute_waits(m, m->last[TO_DEVICE]); /* its events were recorded again: wait for every move */
+		compute_waits(m, m->last[TO_HOST]);
+		return;
+	}
+	compute_waits(m, seq);
+	compute_waits(m, before);
+}
+
+void rt_mover_drain(RtMover *m)
+{
+	for (int i = 0; i < 2; i++)
+		CUDA_CHECK(cudaStreamSynchronize(m->copy[i]));
+}
+
+void rt_mover_free(RtMover *m)
+{
+	if (!m)
+		return;
+	rt_mover_drain(m);
+	for (int i = 0; i < RING; i++)
+		if (m->done[i])
+			CUDA_CHECK(cudaEventDestroy(m->done[i]));
+	CUDA_CHECK(cudaEventDestroy(m->submitted_at));
+	for (int i = 0; i < 2; i++)
+		CUDA_CHECK(cudaStreamDestroy(m->copy[i]));
+	free(m);
+}
+
+void rt_mover_stats(RtMover *m, int64_t *count, int64_t *bytes)
+{
+	*count = m->submitted;
+	*bytes = m->bytes_total;
+}
+
+/* ---- the ABI -------------------------------------------------------------- */
+
+void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+{
+	(void)ctx;
+	if (bytes < 0)
+		RT_ICE("rt_move of %lld bytes", (long long)bytes);
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, gpu_stream()));
+}
+
+int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+{
+	if (bytes < 0)
+		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
+	return rt_mover_submit(ctx->mover, dst, src, (size_t)bytes);
+}
+
+void rt_move_wait(RtCtx *ctx, int32_t handle)
+{
+	rt_mover_wait(ctx->mover, handle);
+}

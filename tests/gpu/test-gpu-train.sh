@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# test-gpu-train.sh - autotmc run --backend gpu, end to end, against the
+# reference interpreter: for mlp, test_vgg and resnet50 at small batch,
+# the losses of 3 steps agree within 1e-3 (relative; TF32 off, the
+# runtime's default) with every tensor in device memory (all-fast), under
+# a limit that forces moves (sync and async), and with unified memory
+# capped at the same limit (um); the device pool of every run is within
+# its limit (the runtime's own accounting, in the results record).
+# Skipped (77) without CUDA or without a GPU.
+set -uo pipefail
+srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TOP_BUILDDIR:-$srcdir}
+autotmc=${AUTOTMC:-$builddir/autotmc}
+if [ ! -e "$builddir/libautotmrt-cuda.a" ]; then
+    echo "skipped: built without CUDA (no libautotmrt-cuda.a)"
+    exit 77
+fi
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/gputrain.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+export XDG_CACHE_HOME=$work/cache
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
+
+first=1
+for spec in "mlp 8 1:1" "test_vgg 8 1:3" "resnet50 2 1:3"; do
+    set -- $spec
+    model=$1 batch=$2 ratio=$3
+    src=$srcdir/examples/$model.net
+    "$autotmc" interpret "$src" -D batch=$batch --iters 3 >"$work/$model.ref" 2>&1 ||
+        { fail "$model: interpreter"; continue; }
+    for opt in all-fast sync async um; do
+        name=$model-$opt
+        limit=(--ratio $ratio); [ $opt = all-fast ] && limit=()
+        "$autotmc" run "$src" -D batch=$batch --backend gpu --hw h100-pcie5 --optimizer $opt "${limit[@]}" \
+            --iters 3 --results "$work/$name.json" >"$work/$name.out" 2>&1
+        rc=$?
+        if [ $first = 1 ] && [ $rc -ne 0 ] && grep -q 'error: no CUDA device' "$work/$name.out"; then
+            echo "skipped: $(grep 'error: no CUDA device' "$work/$name.out")"
+            exit 77
+        fi
+        first=0
+        if [ $rc -ne 0 ]; then
+            fail "$name: status $rc"; tail -5 "$work/$name.out"; continue
+        fi
+        if ! paste <(losses "$work/$model.ref") <(losses "$work/$name.out") | awk -v name="$name" '
+                NF != 2 { bad = 1 }
+                NF == 2 { d = $1 - $2; if (d < 0) d = -d; s = $1 < 0 ? -$1 : $1; if (s < 1) s = 1
+                          if (d > 1e-3 * s) { bad = 1; printf "  %s: interpreter %s, GPU %s\n", name, $1, $2 } }
+                END { exit bad || NR != 3 }'; then
+            fail "$name: losses differ from the interpreter"; continue
+        fi
+        if ! python3 - "$work/$name.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+# um: the pool is managed memory of the whole peak; the device is capped at the limit instead
+ok = r["backend"] != "cpu" and (r["optimizer"] == "um" or r["dram_limit"] == 0 or
+                                r["dram_alloc_size"] <= r["dram_limit"])
+print(f"  {r['optimizer']}: device pool {r['dram_alloc_size']} B, limit {r['dram_limit']} B, "
+      f"{r.get('num_move_nodes', 0)} moves, measured {r['actual_runtime'] * 1e3:.2f} ms, "
+      f"predicted {r.get('predicted_runtime', 0) * 1e3:.2f} ms")
+sys.exit(0 if ok else 1)
+PY
+        then
+            fail "$name: results record"; continue
+        fi
+        echo "ok: $name"
+    done
+done
+echo "$fails failed"
+[ $fails -eq 0 ]
