@@ -42,6 +42,7 @@ typedef struct PlaceArgs {
 	const char *solver_time; /* --solver-time SECONDS */
 	const char *threads;     /* --threads N (the profile is per thread count) */
 	const char *backend;     /* --backend cpu|gpu (NULL: cpu) */
+	const char *gpu_profile; /* --gpu-profile P.tsv: times measured by autotm-gpu-profile */
 	const char *slow_dir;    /* --slow-dir DIR of run (its file system is part of the machine's identity) */
 } PlaceArgs;
 
@@ -67,10 +68,11 @@ struct Compilation {
 	{"solver", required_argument, NULL, OPT_VALUE + 5},                    \
 	{"solver-time", required_argument, NULL, OPT_VALUE + 6},               \
 	{"threads", required_argument, NULL, OPT_VALUE + 7},                   \
-	{"backend", required_argument, NULL, OPT_VALUE + 8}
+	{"backend", required_argument, NULL, OPT_VALUE + 8},                   \
+	{"gpu-profile", required_argument, NULL, OPT_VALUE + 9}
 #define PLACE_VALUES(pa) &(pa).optimizer, &(pa).limit, &(pa).ratio, &(pa).hw, &(pa).db, &(pa).solver, \
-	&(pa).solver_time, &(pa).threads, &(pa).backend
-enum { NPLACE_OPTIONS = 9 };
+	&(pa).solver_time, &(pa).threads, &(pa).backend, &(pa).gpu_profile
+enum { NPLACE_OPTIONS = 10 };
 
 /*
  * Parse the options of a model command. `extra` lists the command's own

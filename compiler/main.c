@@ -33,6 +33,7 @@
 #include "interp.h"
 #include "link.h"
 #include "memplan.h"
+#include "gpuprofile.h"
 #include "hwmodel.h"
 #include "place.h"
 #include "predict.h"
@@ -489,19 +490,30 @@ static CostModel *cost_model(Arena *a, Compilation *c, bool fast_only)
 
 /*
  * The kernel and move times of the GPU backend: this machine's profile
- * says nothing of a GPU, so kernel times come from the [compute] section
+ * says nothing of a GPU, so they come from a profile measured on the GPU
+ * (autotm-gpu-profile), or else kernel times from the [compute] section
  * of the hw description (a roofline: modeled) and moves from its link.
  */
 static CostModel *gpu_cost_model(Arena *a, Compilation *c)
 {
 	const PlaceArgs *pa = c->pa;
+	char err[1024];
+	if (pa->gpu_profile) {
+		if (pa->hw) {
+			error_plain("give the GPU's times as --gpu-profile (measured) or --hw (modeled), not both");
+			return NULL;
+		}
+		CostModel *cm = costmodel_gpu_profile(pa->gpu_profile, c->g, c->sched, a, err, sizeof err);
+		if (!cm)
+			error_plain("%s", err);
+		return cm;
+	}
 	if (!pa->hw) {
-		error_plain("the GPU backend plans with a hardware description that has a [compute] section: "
-		            "--hw h100-pcie5 (docs/gpu.md)");
+		error_plain("the GPU backend plans with a profile measured on the GPU (--gpu-profile P.tsv) or with a "
+		            "hardware description that has a [compute] section (--hw h100-pcie5); docs/gpu.md");
 		return NULL;
 	}
 	HwModel hw;
-	char err[1024];
 	const char *path = hw_find(pa->hw, a, err, sizeof err);
 	if (!path || !hw_load(path, &hw, err, sizeof err)) {
 		error_plain("%s", err);
@@ -524,6 +536,10 @@ static bool place_options(Arena *a, Compilation *c, PlaceOptions *po)
 	*po = (PlaceOptions){.optimizer = pa->optimizer, .solver = pa->solver};
 	if (pa->backend && !on_gpu(pa) && strcmp(pa->backend, "cpu") != 0) {
 		error_plain("unknown backend '%s' (cpu or gpu)", pa->backend);
+		return false;
+	}
+	if (pa->gpu_profile && !on_gpu(pa)) {
+		error_plain("--gpu-profile is for the GPU backend: give --backend gpu");
 		return false;
 	}
 	if (on_gpu(pa) && strcmp(pa->optimizer, "sync") && strcmp(pa->optimizer, "async") &&
@@ -856,7 +872,9 @@ void usage_place_opts(FILE *f)
 	        "  --threads N          threads (profiles are per thread count)\n"
 	        "  --backend cpu|gpu    where the program runs (default cpu); gpu: device memory\n"
 	        "                       and pinned host memory, optimizers sync, async, all-fast\n"
-	        "                       and um (unified memory), times from --hw (docs/gpu.md)\n");
+	        "                       and um (unified memory), times from --gpu-profile or --hw\n"
+	        "  --gpu-profile P.tsv  the GPU's kernel and link times, measured by autotm-gpu-profile\n"
+	        "                       (docs/gpu.md)\n");
 }
 
 static int cmd_build(int argc, char **argv)
@@ -1030,6 +1048,9 @@ static void usage_profile(FILE *f)
 	        "  --fast-only        measure only the all-fast time of each kernel and no moves:\n"
 	        "                     what modeling another machine with --hw needs\n"
 	        "  --quiet            print nothing but errors\n"
+	        "  --backend gpu --export K.tsv\n"
+	        "                     write the step's distinct kernels for autotm-gpu-profile,\n"
+	        "                     which times them on a GPU (docs/gpu.md)\n"
 	        "  -D NAME=VALUE      override the model parameter NAME (repeatable)\n"
 	        "  -I DIR             search DIR for imports after the importing file's directory\n"
 	        "  -h, --help         show this help\n"
@@ -1042,8 +1063,10 @@ static int cmd_profile(int argc, char **argv)
 	Arena a = {0};
 	ModelOpts mo = {0};
 	static int fast_only, quiet;
-	static const char *db, *threads, *runs, *slow, *slow_dir;
+	static const char *db, *threads, *runs, *slow, *slow_dir, *backend, *export;
 	const struct option extra[] = {
+		{"backend", required_argument, NULL, OPT_VALUE + 5},
+		{"export", required_argument, NULL, OPT_VALUE + 6},
 		{"profile-db", required_argument, NULL, OPT_VALUE + 0},
 		{"threads", required_argument, NULL, OPT_VALUE + 1},
 		{"runs", required_argument, NULL, OPT_VALUE + 2},
@@ -1053,8 +1076,28 @@ static int cmd_profile(int argc, char **argv)
 		{"quiet", no_argument, &quiet, 1},
 		{0},
 	};
-	const char **const values[] = {&db, &threads, &runs, &slow, &slow_dir};
+	const char **const values[] = {&db, &threads, &runs, &slow, &slow_dir, &backend, &export};
 	parse_model_opts(&a, "profile", argc, argv, &mo, extra, usage_profile, values);
+	if (backend && strcmp(backend, "gpu") != 0 && strcmp(backend, "cpu") != 0)
+		usage_error("profile ", "--backend expects cpu or gpu, got '%s'", backend);
+	bool gpu = backend && strcmp(backend, "gpu") == 0;
+	if (gpu != (export != NULL))
+		usage_error("profile ", gpu ? "the GPU is profiled by autotm-gpu-profile on the GPU machine: give "
+		                              "--export KERNELS.tsv to write the kernels it times (docs/gpu.md)"
+		                            : "--export writes the kernels of the GPU backend: give --backend gpu");
+	if (gpu) {
+		Compilation c = {.file = mo.file};
+		bool ok = compile(&a, &mo, STAGE_TRAINING, &c);
+		char err[1024];
+		int n = ok ? gpu_export_kernels(export, c.g, c.sched, &a, err, sizeof err) : -1;
+		if (ok && n < 0)
+			error_plain("%s", err);
+		else if (ok)
+			printf("wrote %d kernels of %s to %s; on the GPU machine: autotm-gpu-profile %s -o PROFILE.tsv\n", n,
+			       c.g->model, export, export);
+		arena_free(&a);
+		return n >= 0 ? 0 : 1;
+	}
 	ProfileOptions po = {.db = db, .slow_dir = slow_dir, .fast_only = fast_only, .quiet = quiet, .model = mo.file};
 	if (threads && (po.threads = (int)parse_count("profile ", "--threads", threads, 4096)) < 1)
 		usage_error("profile ", "--threads expects at least 1");

@@ -58,6 +58,59 @@ PY
     done
 done
 
+# A profile measured on a GPU (here a synthetic one in autotm-gpu-profile's
+# format, from the exported kernels): the all-fast prediction is the sum of
+# the kernels' times over the step's nodes; moves come from its link times.
+src=$srcdir/examples/test_vgg.net
+if "$autotmc" profile "$src" -D batch=16 --backend gpu --export "$work/k.tsv" >"$work/export.out" 2>&1; then
+    /usr/bin/env python3 - "$work/k.tsv" "$work/p.tsv" <<'PY'
+import sys
+sigs = [l.split("\t")[0] for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+with open(sys.argv[2], "w") as f:
+    f.write("# autotm gpu profile 1\nmachine\tSynthetic GPU\t9.0\t85899345920\t13000\t13000\t91000\ttf32 off\n")
+    for i, s in enumerate(sigs):
+        f.write(f"kernel\t{s}\t{1e-5 * (1 + i % 7):.9g}\t1e-7\t10\tsynthetic\t0\n")
+    for d in ("fast_to_slow", "slow_to_fast"):
+        for mode in ("sync", "async"):
+            for b in (4096, 1 << 20, 1 << 28):
+                f.write(f"move\t{d}\t{mode}\t{b}\t{5e-6 + b / 52e9:.9g}\n")
+PY
+    for opt in all-fast sync async; do
+        limit=(--ratio 1:4); [ $opt = all-fast ] && limit=()
+        "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/p.tsv" --optimizer $opt \
+            "${limit[@]}" --solver-time 30 --json >"$work/prof-$opt.json" 2>"$work/prof-$opt.err" ||
+            fail "--gpu-profile $opt: $(cat "$work/prof-$opt.err")"
+    done
+    /usr/bin/env python3 - "$work" <<'PY' || fail "--gpu-profile: predictions"
+import json, sys
+w = sys.argv[1]
+times = {}
+for l in open(f"{w}/p.tsv"):
+    f = l.rstrip("\n").split("\t")
+    if f[0] == "kernel":
+        times[f[1]] = float(f[2])
+d = {o: json.load(open(f"{w}/prof-{o}.json")) for o in ("all-fast", "sync", "async")}
+bad = []
+total = sum(st["kernel_seconds"] for st in d["all-fast"]["steps"])
+if abs(total - d["all-fast"]["predicted_seconds"]) > 1e-9 * total:
+    bad.append(f"all-fast predicted {d['all-fast']['predicted_seconds']} but its kernels sum to {total}")
+if not set(round(st["kernel_seconds"], 12) for st in d["all-fast"]["steps"]) <= set(round(t, 12) for t in times.values()):
+    bad.append("kernel times that are not in the profile")
+if "GPU profile" not in d["sync"]["times"] or d["sync"]["modeled"]:
+    bad.append(f"times not from the measured profile: {d['sync']['times']}")
+for o in ("sync", "async"):
+    if any(a["tier"] != "fast" for st in d[o]["steps"] for a in st["arguments"]) or not d[o]["moves"]:
+        bad.append(f"{o}: a kernel argument in host memory, or no move under a limit of a fifth")
+print("\n".join("  " + b for b in bad) or "  ok: --gpu-profile: " + ", ".join(
+    f"{o} {1e3 * d[o]['predicted_seconds']:.3f} ms" for o in d))
+sys.exit(1 if bad else 0)
+PY
+else
+    fail "profile --backend gpu --export: $(cat "$work/export.out")"
+fi
+grep -v "^kernel.*relu" "$work/p.tsv" >"$work/partial.tsv"
+printf '# autotm gpu profile 1\nkernel\tx\tfast\n' >"$work/bad.tsv"
+
 # Refused: a CPU-only optimizer on the GPU, um on the CPU, no hw, an unknown backend.
 check_error() {
     local want=$1; shift
@@ -73,6 +126,11 @@ check_error "--hw h100-pcie5" --backend gpu --optimizer sync --ratio 1:1
 check_error "has no [compute] section" --backend gpu --hw optane-6dimm --optimizer sync --ratio 1:1
 check_error "unknown backend 'tpu'" --backend tpu --optimizer sync --ratio 1:1
 check_error "at least" --backend gpu --hw h100-pcie5 --optimizer sync --limit 1KiB
+check_error "partial.tsv lacks " --backend gpu --gpu-profile "$work/partial.tsv" --optimizer sync --ratio 1:4
+check_error "bad.tsv:2: expected 'kernel<TAB>SIGNATURE<TAB>SECONDS" --backend gpu --gpu-profile "$work/bad.tsv" \
+    --optimizer sync --ratio 1:4
+check_error "not both" --backend gpu --gpu-profile "$work/p.tsv" --hw h100-pcie5 --optimizer sync --ratio 1:4
+check_error "give --backend gpu" --gpu-profile "$work/p.tsv" --optimizer sync --ratio 1:4
 
 echo "$fails failed"
 [ $fails -eq 0 ]
