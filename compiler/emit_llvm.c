@@ -340,11 +340,13 @@ bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const E
 	LLVMTargetRef target;
 	if (LLVMGetTargetFromTriple(triple, &target, &msg))
 		FAIL("LLVM has no target for %s: %s", triple, msg);
-	char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-	tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelLess, LLVMRelocPIC,
+	/*
+	 * The generic CPU of the target: the step only calls the runtime, so
+	 * nothing is gained from this machine's instruction set, and a program
+	 * may run on another machine (a GPU program usually does).
+	 */
+	tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelLess, LLVMRelocPIC,
 	                             LLVMCodeModelDefault);
-	LLVMDisposeMessage(cpu);
-	LLVMDisposeMessage(features);
 	LLVMSetTarget(e.m, triple);
 	LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(e.m, layout);
