@@ -20,6 +20,7 @@
 #include "compiler/interp.h"
 #include "compiler/schedule.h"
 #include "compiler/util.h"
+#include "tests/testlib.h"
 
 typedef struct Case {
 	const char *name;   /* what it covers */
@@ -78,27 +79,8 @@ static const Case cases[] = {
 static Graph *build(Arena *a, const Case *c, const char *opt)
 {
 	char src[4096];
-	snprintf(src, sizeof src,
-	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : f32[%s]\n"
-	         "labels y : onehot[%s, %s]\nloss = crossentropy(network(x), y)\n%s\n",
-	         c->layers, c->input, strtok(strcpy((char[64]){0}, c->input), ","), c->labels,
-	         opt ? opt : "optimizer = sgd(lr = 0.1)");
-	static const char *dirs[1];
-	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
-	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
-	Graph *g = elaborate(c->name, &eo, a);
-	if (!g) {
-		fprintf(stderr, "source was:\n%s", src);
-		return NULL;
-	}
-	AutodiffOptions ao = {.input_grad = true};
-	autodiff(g, &ao);
-	char err[512];
-	if (!graph_verify(g, err, sizeof err)) {
-		fprintf(stderr, "verify: %s\n", err);
-		return NULL;
-	}
-	return g;
+	return test_training_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, c->input, c->labels, opt),
+	                           true);
 }
 
 /* Forward and backward, without the update. */

@@ -42,6 +42,7 @@
 #include "compiler/report.h"
 #include "compiler/schedule.h"
 #include "compiler/util.h"
+#include "tests/testlib.h"
 
 static int passed, failed;
 
@@ -112,21 +113,11 @@ static double reread_kernel(const CostModel *cm, const Node *n, uint32_t slow)
 
 static Graph *build(Arena *a, const Case *c)
 {
-	char src[1024];
-	snprintf(src, sizeof src,
-	         "model t(batch = 4)\nnetwork = chain { %s }\ninput x : f32[batch, %s]\n"
-	         "labels y : onehot[batch, %d]\nloss = crossentropy(network(x), y)\noptimizer = %s\n",
-	         c->layers, c->input, c->classes, c->opt);
-	static const char *dirs[1];
-	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
-	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
-	Graph *g = elaborate(c->name, &eo, a);
-	if (!g) {
-		fprintf(stderr, "source was:\n%s", src);
-		return NULL;
-	}
-	autodiff(g, NULL);
-	return g;
+	char src[1024], input[64], labels[32], opt[128];
+	snprintf(input, sizeof input, "4, %s", c->input);
+	snprintf(labels, sizeof labels, "%d", c->classes);
+	snprintf(opt, sizeof opt, "optimizer = %s", c->opt);
+	return test_training_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, input, labels, opt), false);
 }
 
 /* ------------------------------------------------------- brute force */

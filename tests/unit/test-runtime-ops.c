@@ -35,7 +35,9 @@
 #include "compiler/elaborate.h"
 #include "compiler/interp.h"
 #include "compiler/schedule.h"
+#include "compiler/kdesc.h"
 #include "compiler/util.h"
+#include "tests/testlib.h"
 #include "compiler/weights.h"
 
 _Static_assert((int)RT_NUM_OPS == (int)NUM_OPS, "rt.h and graph.h number the ops alike");
@@ -110,65 +112,11 @@ static const Case programs[] = {
 
 static Graph *build(Arena *a, const Case *c)
 {
-	char src[4096], batch[64];
-	snprintf(batch, sizeof batch, "%s", c->input);
-	batch[strcspn(batch, ",")] = '\0';
-	snprintf(src, sizeof src,
-	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : f32[%s]\n"
-	         "labels y : onehot[%s, %s]\nloss = crossentropy(network(x), y)\n%s\n",
-	         c->layers, c->input, batch, c->labels, c->opt ? c->opt : "optimizer = sgd(lr = 0.1)");
-	static const char *dirs[1];
-	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
-	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
-	Graph *g = elaborate(c->name, &eo, a);
-	if (!g) {
-		fprintf(stderr, "source was:\n%s", src);
-		return NULL;
-	}
-	AutodiffOptions ao = {.input_grad = true};
-	autodiff(g, &ao);
-	char err[512];
-	if (!graph_verify(g, err, sizeof err)) {
-		fprintf(stderr, "verify: %s\n", err);
-		return NULL;
-	}
-	return g;
+	char src[4096];
+	return test_training_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt),
+	                           true);
 }
 
-static void put_f64(int64_t *desc, int field, double v)
-{
-	memcpy(&desc[field], &v, sizeof v);
-}
-
-/* The kernel description of a node (rt.h's layout; the compiler emits the same). */
-static void node_desc(const Node *n, int64_t *d)
-{
-	memset(d, 0, sizeof(int64_t) * RT_DESC_LEN);
-	const Attrs *a = &n->attr;
-	d[RT_D_OP] = n->op;
-	d[RT_D_NIN] = n->nin;
-	d[RT_D_NOUT] = n->nout;
-	d[RT_D_KH] = a->kh, d[RT_D_KW] = a->kw;
-	d[RT_D_SH] = a->sh, d[RT_D_SW] = a->sw;
-	d[RT_D_PH] = a->ph, d[RT_D_PW] = a->pw;
-	d[RT_D_GROUPS] = a->groups;
-	d[RT_D_AXIS] = a->axis;
-	d[RT_D_OFFSET] = a->offset;
-	d[RT_D_SEED] = a->seed;
-	put_f64(d, RT_D_EPS, a->eps);
-	put_f64(d, RT_D_P, a->p);
-	put_f64(d, RT_D_LR, a->lr);
-	put_f64(d, RT_D_MOMENTUM, a->momentum);
-	d[RT_D_ASHAPE] = a->shape.ndim;
-	for (int i = 0; i < a->shape.ndim; i++)
-		d[RT_D_ASHAPE + 1 + i] = a->shape.d[i];
-	for (int i = 0; i < n->nin + n->nout; i++) {
-		const Tensor *t = i < n->nin ? n->in[i] : n->out[i - n->nin];
-		RT_ARG_NDIM(d, i) = t->shape.ndim;
-		for (int k = 0; k < t->shape.ndim; k++)
-			RT_ARG_DIM(d, i, k) = t->shape.d[k];
-	}
-}
 
 /* The worst error of one op over every case. */
 typedef struct OpStat {
@@ -224,7 +172,7 @@ static void check_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const 
 	interp_node(ip, n);
 
 	int64_t desc[RT_DESC_LEN];
-	node_desc(n, desc);
+	node_describe(n, desc);
 	rt_kernel(ctx, id, desc);
 	for (int k = 0; k < n->nin; k++)
 		args[k] = in[k];
@@ -361,7 +309,7 @@ static int run_program(const Case *c, const char *tmpdir, int iters, bool slow_w
 	RtCtx *ctx = rt_begin(argc, argv, &prog);
 	for (int i = 0; i < s->n; i++) {
 		int64_t desc[RT_DESC_LEN];
-		node_desc(s->order[i], desc);
+		node_describe(s->order[i], desc);
 		rt_kernel(ctx, i, desc);
 	}
 	for (int i = 0; i < nt; i++) {

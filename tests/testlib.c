@@ -1,0 +1,44 @@
+/*
+ * testlib.c - small training graphs from source text (testlib.h).
+ */
+#include "testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/autodiff.h"
+#include "compiler/elaborate.h"
+
+const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
+                              const char *optimizer)
+{
+	char batch[64];
+	snprintf(batch, sizeof batch, "%s", input);
+	batch[strcspn(batch, ",")] = '\0';
+	snprintf(buf, size,
+	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : f32[%s]\n"
+	         "labels y : onehot[%s, %s]\nloss = crossentropy(network(x), y)\n%s\n",
+	         layers, input, batch, labels, optimizer ? optimizer : "optimizer = sgd(lr = 0.1)");
+	return buf;
+}
+
+Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad)
+{
+	static const char *dirs[1];
+	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
+	Graph *g = elaborate(name, &eo, a);
+	if (!g) {
+		fprintf(stderr, "source was:\n%s", src);
+		return NULL;
+	}
+	AutodiffOptions ao = {.input_grad = input_grad};
+	autodiff(g, &ao);
+	char err[512];
+	if (!graph_verify(g, err, sizeof err)) {
+		fprintf(stderr, "verify: %s\nsource was:\n%s", err, src);
+		return NULL;
+	}
+	return g;
+}

@@ -1,0 +1,31 @@
+/*
+ * testlib.h - what the C tests share: small training graphs elaborated
+ * from source text held in memory.
+ */
+#ifndef AUTOTM_TESTLIB_H
+#define AUTOTM_TESTLIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "compiler/arena.h"
+#include "compiler/graph.h"
+
+/*
+ * The source of a one-chain model: input x : f32[input] (its first
+ * dimension is the batch), one-hot labels [batch, labels], cross-entropy
+ * loss, and `optimizer` (a whole `optimizer = ...` line; NULL: SGD with
+ * lr 0.1). Written to buf.
+ */
+const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
+                              const char *optimizer);
+
+/*
+ * Elaborate src as the model `name` (the standard library from
+ * $AUTOTM_STDLIB, else ./stdlib), build its training step (input_grad:
+ * with the gradient of the input too) and verify the graph. NULL after
+ * printing the source or the verifier's complaint.
+ */
+Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad);
+
+#endif
