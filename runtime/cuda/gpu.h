@@ -13,6 +13,8 @@
 #define AUTOTM_GPU_H
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "../rt_internal.h"
 
@@ -26,5 +28,44 @@ void gpu_check_cuda(cudaError_t err, const char *what, const char *file, int lin
  * cudaMemcpyDefault finds every copy's direction) and creates the stream.
  */
 cudaStream_t gpu_stream(void);
+
+/* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
+
+/*
+ * Memory a kernel of rt_cuda_backend needs besides its arguments: the
+ * workspace of a convolution's algorithm (the backend shares one, the
+ * largest, among all kernels), softmax_crossentropy's row losses; else 0.
+ */
+size_t gpu_kernel_workspace(const void *kernel);
+
+/* One convolution algorithm cuDNN reports for a kernel. */
+typedef struct GpuConvAlgo {
+	int algo;           /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+	int math;           /* cudnnMathType_t it runs with (FMA unless TF32 is on) */
+	const char *name;   /* "implicit_precomp_gemm", "algo_1", ... */
+	bool tensor_op;     /* it uses tensor cores (TF32) */
+	bool deterministic; /* it gives the same bits every run */
+	const char *status; /* NULL: it can run here; else cuDNN's reason why not */
+	size_t workspace;   /* bytes of workspace it needs */
+} GpuConvAlgo;
+
+enum { GPU_MAX_CONV_ALGOS = 16 };
+
+/* Which direction a convolution kernel is: "fwd", "bwd_data", "bwd_filter"; NULL if not one. */
+const char *gpu_conv_direction(const void *kernel);
+/*
+ * Every algorithm cuDNN's heuristics report for a convolution kernel
+ * (cudnnGetConvolution*Algorithm_v7 with the most results), each once,
+ * at most GPU_MAX_CONV_ALGOS into out; returns how many (0: not a
+ * convolution). Algorithms rated for tensor cores are left out when TF32
+ * is off, as the backend never chooses them then.
+ */
+int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out);
+/*
+ * Launch a convolution kernel with algorithm a (from gpu_conv_algos) and
+ * the device workspace ws of a->workspace bytes, instead of its own;
+ * returns NULL, or cuDNN's reason if the launch failed.
+ */
+const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a, void *ws, void *const *args);
 
 #endif

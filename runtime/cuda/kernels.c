@@ -27,7 +27,9 @@
  * every time (a nondeterministic one only if there is no other, which
  * --profile-kernels then names). All kernels share one workspace, the
  * largest any needs (kernels run one at a time on the stream); it is the
- * "scratch" of rt_end's report.
+ * "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
+ * times every other algorithm cuDNN reports, through the functions at the
+ * end of this file (gpu.h).
  *
  * TF32: off by default, so that the GPU trains as the CPU does within
  * float32 rounding: cuBLAS runs in CUBLAS_DEFAULT_MATH (no TF32 for
@@ -150,7 +152,39 @@ typedef struct ConvAlgo {
 	cudnnMathType_t math;     /* the math type it was rated with */
 } ConvAlgo;
 
-enum { MAX_CONV_ALGOS = 16 };
+enum { MAX_CONV_ALGOS = GPU_MAX_CONV_ALGOS };
+
+/* The algorithms' names: cuDNN's enum constants without their prefix, in lower case. */
+static const char *const fwd_algo_names[] = {"implicit_gemm", "implicit_precomp_gemm", "gemm", "direct",
+                                             "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+static const char *const bwd_data_algo_names[] = {"algo_0", "algo_1", "fft", "fft_tiling", "winograd",
+                                                  "winograd_nonfused"};
+static const char *const bwd_filter_algo_names[] = {"algo_0", "algo_1", "fft", "algo_3", "winograd",
+                                                    "winograd_nonfused", "fft_tiling"};
+_Static_assert(sizeof fwd_algo_names / sizeof *fwd_algo_names == CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
+                   sizeof bwd_data_algo_names / sizeof *bwd_data_algo_names == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT &&
+                   sizeof bwd_filter_algo_names / sizeof *bwd_filter_algo_names ==
+                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+               "a name for every cuDNN convolution algorithm");
+_Static_assert((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT <= (int)MAX_CONV_ALGOS &&
+                   (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= (int)MAX_CONV_ALGOS &&
+                   (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= (int)MAX_CONV_ALGOS,
+               "room for every algorithm cuDNN reports");
+
+static const char *conv_algo_name(RtOp op, int algo)
+{
+	const char *const *names = op == RT_OP_CONV2D ? fwd_algo_names
+	                           : op == RT_OP_CONV2D_BWD_DATA ? bwd_data_algo_names : bwd_filter_algo_names;
+	int n = op == RT_OP_CONV2D ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+	        : op == RT_OP_CONV2D_BWD_DATA ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
+	                                      : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+	return algo >= 0 && algo < n ? names[algo] : "?";
+}
+
+static bool is_tensor_op(cudnnMathType_t math)
+{
+	return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
 
 /* cuDNN's heuristic ranking of the algorithms of k's direction, best first. */
 static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
@@ -208,7 +242,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 	int n = conv_algos(s, k, a);
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
-			bool tensor_op = a[i].math == CUDNN_TENSOR_OP_MATH || a[i].math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+			bool tensor_op = is_tensor_op(a[i].math);
 			if (a[i].status != CUDNN_STATUS_SUCCESS || (tensor_op && !s->tf32) ||
 			    (pass == 0 && a[i].det != CUDNN_DETERMINISTIC))
 				continue;
@@ -219,8 +253,8 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 				continue;
 			k->algo = a[i].algo;
 			k->ws = ws;
-			snprintf(k->impl, sizeof k->impl, "cuDNN algo %d%s%s", a[i].algo, tensor_op ? " tf32" : "",
-			         pass ? " nondeterministic" : "");
+			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->op, a[i].algo),
+			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
 			return;
 		}
 	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, rt_op_name(k->op),
@@ -292,6 +326,30 @@ static void make_pool(GpuKernel *k)
 }
 
 /* ---- launching ---------------------------------------------------------------- */
+
+/* A convolution kernel with algorithm `algo` and workspace ws of ws_size bytes (the bias added after). */
+static cudnnStatus_t run_conv(GpuState *s, const GpuKernel *k, int algo, void *ws, size_t ws_size, void *const *a)
+{
+	const float one = 1, zero = 0;
+	int nin = (int)k->desc[RT_D_NIN];
+	cudnnStatus_t st;
+	switch (k->op) {
+	case RT_OP_CONV2D:
+		st = cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv, (cudnnConvolutionFwdAlgo_t)algo,
+		                             ws, ws_size, &zero, k->y, a[nin]);
+		if (st == CUDNN_STATUS_SUCCESS && nin == 3)
+			st = cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]);
+		return st;
+	case RT_OP_CONV2D_BWD_DATA:
+		return cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
+		                                    (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_size, &zero, k->x, a[2]);
+	case RT_OP_CONV2D_BWD_FILTER:
+		return cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
+		                                      (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_size, &zero, k->w, a[2]);
+	default:
+		RT_ICE("kernel %d (%s) is not a convolution", k->id, rt_op_name(k->op));
+	}
+}
 
 /* A launch of one of our CUDA kernels. */
 static void launched(const GpuKernel *k, cudaError_t err)
@@ -386,21 +444,9 @@ static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	cudaStream_t st = s->stream;
 	switch (k->op) {
 	case RT_OP_CONV2D:
-		CUDNN_CHECK(cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv,
-		                                    (cudnnConvolutionFwdAlgo_t)k->algo, s->workspace, k->ws, &zero, k->y,
-		                                    a[nin]));
-		if (nin == 3)
-			CUDNN_CHECK(cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]));
-		break;
 	case RT_OP_CONV2D_BWD_DATA:
-		CUDNN_CHECK(cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
-		                                         (cudnnConvolutionBwdDataAlgo_t)k->algo, s->workspace, k->ws, &zero,
-		                                         k->x, a[2]));
-		break;
 	case RT_OP_CONV2D_BWD_FILTER:
-		CUDNN_CHECK(cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
-		                                           (cudnnConvolutionBwdFilterAlgo_t)k->algo, s->workspace, k->ws,
-		                                           &zero, k->w, a[2]));
+		CUDNN_CHECK(run_conv(s, k, k->algo, s->workspace, k->ws, a));
 		break;
 	case RT_OP_DENSE:
 	case RT_OP_DENSE_BWD_DATA:
@@ -609,6 +655,78 @@ static int64_t gpu_scratch_bytes(void *state)
 static void gpu_sync(void *state)
 {
 	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
+}
+
+/* ---- for autotm-gpu-profile (gpu.h) ----------------------------------------- */
+
+static bool is_conv(RtOp op)
+{
+	return op == RT_OP_CONV2D || op == RT_OP_CONV2D_BWD_DATA || op == RT_OP_CONV2D_BWD_FILTER;
+}
+
+size_t gpu_kernel_workspace(const void *kernel)
+{
+	const GpuKernel *k = kernel;
+	if (k->op == RT_OP_SOFTMAX_XENT)
+		return sizeof(double) * (size_t)RT_ARG_DIM(k->desc, 0, 0);
+	return is_conv(k->op) ? k->ws : 0;
+}
+
+const char *gpu_conv_direction(const void *kernel)
+{
+	RtOp op = ((const GpuKernel *)kernel)->op;
+	return op == RT_OP_CONV2D ? "fwd" : op == RT_OP_CONV2D_BWD_DATA ? "bwd_data"
+	       : op == RT_OP_CONV2D_BWD_FILTER ? "bwd_filter" : NULL;
+}
+
+/*
+ * The descriptor's math type is the one of the algorithm being sized or
+ * run; the kernel's own (choose_conv_algo's) is put back after.
+ */
+int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out)
+{
+	GpuState *s = state;
+	GpuKernel *k = kernel;
+	if (!is_conv(k->op))
+		return 0;
+	ConvAlgo a[MAX_CONV_ALGOS];
+	int n = conv_algos(s, k, a), nout = 0;
+	cudnnMathType_t own;
+	CUDNN_CHECK(cudnnGetConvolutionMathType(k->conv, &own));
+	for (int i = 0; i < n; i++) {
+		bool tensor_op = is_tensor_op(a[i].math);
+		if (tensor_op && !s->tf32)
+			continue;
+		cudnnMathType_t math = s->tf32 ? a[i].math : CUDNN_FMA_MATH;
+		bool seen = false;
+		for (int j = 0; j < nout; j++)
+			seen |= out[j].algo == a[i].algo && out[j].math == (int)math;
+		if (seen)
+			continue;
+		GpuConvAlgo *o = &out[nout++];
+		*o = (GpuConvAlgo){.algo = a[i].algo, .math = (int)math, .name = conv_algo_name(k->op, a[i].algo),
+		                   .tensor_op = tensor_op, .deterministic = a[i].det == CUDNN_DETERMINISTIC};
+		cudnnStatus_t st = a[i].status;
+		if (st == CUDNN_STATUS_SUCCESS) {
+			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, math));
+			st = conv_workspace(s, k, a[i].algo, &o->workspace);
+		}
+		o->status = st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
+	}
+	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, own));
+	return nout;
+}
+
+const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a, void *ws, void *const *args)
+{
+	GpuState *s = state;
+	GpuKernel *k = kernel;
+	cudnnMathType_t own;
+	CUDNN_CHECK(cudnnGetConvolutionMathType(k->conv, &own));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, (cudnnMathType_t)a->math));
+	cudnnStatus_t st = run_conv(s, k, a->algo, ws, a->workspace, args);
+	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, own));
+	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
 }
 
 const RtBackend rt_cuda_backend = {
