@@ -14,13 +14,14 @@
 # kernel in input order with positive times, algo lines for the
 # convolutions, and move lines for both directions, sync and async.
 set -u
-build=${TOP_BUILDDIR:-.}
+build=$(cd "${TOP_BUILDDIR:-.}" && pwd)
 prof=$build/autotm-gpu-profile
 if [ ! -x "$prof" ]; then
     echo "skipped: built without CUDA (no autotm-gpu-profile)"
     exit 77
 fi
-tmp=${TEST_TMPDIR:-$(mktemp -d)}
+tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/gpuprof.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 failed=0
 ok() { echo "ok - $1"; }
@@ -35,7 +36,7 @@ for lib in $needed; do
         *) bad="$bad $lib" ;;
     esac
 done
-if [ -z "$bad" ]; then ok "needs only $(echo $needed)"; else not_ok "needs$bad"; fi
+if [ -z "$bad" ] && [ -n "$needed" ]; then ok "needs only $(echo $needed)"; else not_ok "needs$bad (of: $needed)"; fi
 
 # ---- descriptions, by hand -------------------------------------------------------
 # rt.h: op, nin, nout, 14 attributes (kh kw sh sw ph pw groups axis offset seed
