@@ -22,6 +22,14 @@ enum { COST_MAX_ARGS = 16 }; /* arguments of a kernel: inputs, then outputs */
 
 typedef struct CostModel CostModel;
 
+/* One way to run a kernel (a cuDNN convolution algorithm), from a GPU profile. */
+struct KernelAlgo {
+	int number;        /* what the runtime takes: RT_D_ALGO = 1 + number */
+	const char *name;  /* "implicit_precomp_gemm" */
+	double seconds;    /* its all-fast time */
+	int64_t workspace; /* device bytes it needs besides its arguments */
+};
+
 struct CostModel {
 	const char *source; /* what the times come from, for reports ("profile", "modeled: hw/optane-6dimm.hw") */
 	bool modeled;       /* times are modeled, not all measured on this machine */
@@ -32,6 +40,12 @@ struct CostModel {
 	double (*kernel_time)(const CostModel *cm, const Node *n, uint32_t slow);
 	/* Seconds to copy `bytes` from one tier to the other (async: on the copy thread, overlapping a kernel). */
 	double (*move_time)(const CostModel *cm, int64_t bytes, Tier from, Tier to, bool async);
+	/*
+	 * The algorithms node n may run with, fastest first, or 0 (and NULL)
+	 * when it has no choice; NULL function: no kernel has one. The ILP
+	 * picks one per kernel and counts its workspace against the limit.
+	 */
+	int (*algos)(const CostModel *cm, const Node *n, const KernelAlgo **out);
 	void *data;         /* the model's own state */
 };
 

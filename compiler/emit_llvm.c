@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "autotm/rt.h"
+#include "costmodel.h"
 #include "kdesc.h"
 #include "util.h"
 #include "weights.h"
@@ -114,12 +115,14 @@ static int64_t *describe(Emit *e, const Node *n)
 	return d;
 }
 
-/* Distinct kernels: nodes with the same description share one. */
+/* Distinct kernels: nodes with the same description (and algorithm) share one. */
 static void number_kernels(Emit *e)
 {
 	e->kernel_of = arena_array(e->a, (size_t)e->s->n + 1, sizeof(int));
 	for (int i = 0; i < e->s->n; i++) {
 		int64_t *d = describe(e, e->s->order[i]);
+		if (e->p->algo && e->p->algo[i]) /* the placement chose the kernel's algorithm */
+			d[RT_D_ALGO] = 1 + e->p->algo[i]->number;
 		int id = -1;
 		for (int k = 0; k < e->kernels.n && id < 0; k++)
 			if (memcmp(e->kernels.v[k], d, sizeof(int64_t) * RT_DESC_LEN) == 0)

@@ -58,10 +58,26 @@ typedef struct MovePoint {
 	double bytes, seconds;
 } MovePoint;
 
+typedef VEC(KernelAlgo) AlgoVec;
+
 typedef struct GpuData {
 	double *fast;                     /* node id -> seconds */
+	AlgoVec *algos;                   /* node id -> its algorithms, fastest first */
 	VEC(MovePoint) moves[NDIR][2];    /* [direction][async], by bytes ascending */
 } GpuData;
+
+static int gpu_algos(const CostModel *cm, const Node *n, const KernelAlgo **out)
+{
+	const AlgoVec *v = &((const GpuData *)cm->data)->algos[n->id];
+	*out = v->v;
+	return v->n;
+}
+
+static int cmp_algo(const void *a, const void *b)
+{
+	double x = ((const KernelAlgo *)a)->seconds, y = ((const KernelAlgo *)b)->seconds;
+	return (x > y) - (x < y);
+}
 
 static double gpu_kernel_time(const CostModel *cm, const Node *n, uint32_t slow)
 {
@@ -134,8 +150,8 @@ static bool positive(const char *s, double *out)
 }
 
 /* Parse the profile text into seconds by signature (sigs order) and the move curves. */
-static bool parse(const char *path, char *text, const ProfileSigs *sigs, double *sig_time, GpuData *d,
-                  const char **machine, Arena *a, char *err, size_t errlen)
+static bool parse(const char *path, char *text, const ProfileSigs *sigs, double *sig_time, AlgoVec *sig_algos,
+                  GpuData *d, const char **machine, Arena *a, char *err, size_t errlen)
 {
 	int lineno = 0;
 	bool header = false;
@@ -182,7 +198,22 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 				           "sync|async<TAB>BYTES<TAB>SECONDS'");
 			if (dir < NDIR)
 				vec_push(a, &d->moves[dir][async], ((MovePoint){x, y}));
-		} else if (strcmp(f[0], "algo") != 0) {
+		} else if (strcmp(f[0], "algo") == 0) {
+			char *end = NULL;
+			long number = n >= 7 ? strtol(f[6], &end, 10) : -1;
+			if (n < 7 || !positive(f[4], &x) || !end || *end || number < 0 || number > 64 ||
+			    (strcmp(f[2], "fwd") && strcmp(f[2], "bwd_data") && strcmp(f[2], "bwd_filter")))
+				return bad(err, errlen, path, lineno, "expected 'algo<TAB>SIGNATURE<TAB>fwd|bwd_data|bwd_filter"
+				           "<TAB>NAME<TAB>SECONDS<TAB>WORKSPACE<TAB>NUMBER'");
+			errno = 0;
+			long long wsb = strtoll(f[5], &end, 10);
+			if (*end || errno || wsb < 0)
+				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count", f[5]);
+			ProfileSig *sig = profile_sig_find(sigs, f[1]);
+			for (int i = 0; sig && i < sigs->n; i++)
+				if (sigs->v[i] == sig)
+					vec_push(a, &sig_algos[i], ((KernelAlgo){(int)number, arena_strdup(a, f[3]), x, wsb}));
+		} else {
 			return bad(err, errlen, path, lineno, "unknown line kind '%s' (machine, kernel, algo or move)", f[0]);
 		}
 	}
@@ -201,9 +232,10 @@ CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedul
 	}
 	ProfileSigs *sigs = profile_signatures(g, s, a);
 	double *sig_time = arena_array(a, (size_t)sigs->n + 1, sizeof(double));
+	AlgoVec *sig_algos = arena_array(a, (size_t)sigs->n + 1, sizeof(AlgoVec));
 	GpuData *d = arena_alloc(a, sizeof *d);
 	const char *machine = "an unnamed GPU";
-	bool ok = parse(path, text, sigs, sig_time, d, &machine, a, err, errlen);
+	bool ok = parse(path, text, sigs, sig_time, sig_algos, d, &machine, a, err, errlen);
 	free(text);
 	if (!ok)
 		return NULL;
@@ -227,17 +259,27 @@ CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedul
 			}
 			qsort(d->moves[dir][async].v, (size_t)d->moves[dir][async].n, sizeof(MovePoint), cmp_point);
 		}
+	int nalgos = 0;
+	for (int i = 0; i < sigs->n; i++) {
+		nalgos += sig_algos[i].n;
+		if (sig_algos[i].n > 1)
+			qsort(sig_algos[i].v, (size_t)sig_algos[i].n, sizeof(KernelAlgo), cmp_algo);
+	}
 	d->fast = arena_array(a, (size_t)g->nodes.n + 1, sizeof(double));
+	d->algos = arena_array(a, (size_t)g->nodes.n + 1, sizeof(AlgoVec));
 	for (int i = 0; i < g->nodes.n; i++) {
 		int k = sigs->of_node[g->nodes.v[i]->id];
-		if (k >= 0)
+		if (k >= 0) {
 			d->fast[g->nodes.v[i]->id] = sig_time[k];
+			d->algos[g->nodes.v[i]->id] = sig_algos[k];
+		}
 	}
 	CostModel *cm = arena_alloc(a, sizeof *cm);
 	cm->source = arena_printf(a, "GPU profile %s (%s)", path, machine);
 	cm->modeled = false;
 	cm->kernel_time = gpu_kernel_time;
 	cm->move_time = gpu_move_time;
+	cm->algos = nalgos ? gpu_algos : NULL;
 	cm->data = d;
 	return cm;
 }

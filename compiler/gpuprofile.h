@@ -13,7 +13,7 @@
  *   profile:  "# autotm gpu profile 1", then lines of tab-separated fields
  *             machine NAME CC MEMORY DRIVER RUNTIME CUDNN "tf32 on|off"
  *             kernel  SIGNATURE SECONDS SPREAD RUNS IMPL WORKSPACE
- *             algo    SIGNATURE fwd|bwd_data|bwd_filter NAME SECONDS WORKSPACE
+ *             algo    SIGNATURE fwd|bwd_data|bwd_filter NAME SECONDS WORKSPACE NUMBER
  *             move    fast_to_slow|slow_to_fast|both sync|async BYTES SECONDS
  *             (# comments)
  */
@@ -34,8 +34,10 @@ int gpu_export_kernels(const char *path, const Graph *g, const Schedule *s, Aren
 /*
  * The cost model of a GPU profile: every kernel's all-fast time by its
  * signature (kernels of the GPU read device memory only: a configuration
- * with a slow argument is a bug), and moves interpolated between the
- * measured sizes per direction and mode. A malformed file is an error
+ * with a slow argument is a bug), the convolution algorithms of the algo
+ * lines (the ILP chooses one per kernel, its workspace counted against the
+ * limit), and moves interpolated between the measured sizes per direction
+ * and mode. A malformed file is an error
  * "path:line: ..."; so is a kernel of the step that the profile lacks.
  */
 CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedule *s, Arena *a, char *err,

@@ -619,6 +619,8 @@ static char *program_record(const Compilation *c, const char *source, Arena *a)
 	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
 	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
 	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
+	if (p->workspace > 0)
+		cJSON_AddNumberToObject(r, "workspace_bytes", (double)p->workspace);
 	cJSON_AddStringToObject(r, "times", c->cm->source);
 	cJSON_AddBoolToObject(r, "modeled", c->cm->modeled);
 	if (strcmp(p->optimizer, "um") != 0) /* the driver's paging is not modeled */

@@ -26,6 +26,8 @@
 
 typedef enum Tier { TIER_FAST, TIER_SLOW } Tier;
 
+typedef struct KernelAlgo KernelAlgo; /* costmodel.h */
+
 typedef struct Residency {
 	int id;           /* index in Placement.res */
 	const Tensor *t;  /* the tensor */
@@ -54,6 +56,9 @@ typedef struct Placement {
 	int64_t limit;           /* fast-tier byte limit it was made for (0: none) */
 	int64_t fast_bytes;      /* pool sizes, from memplan */
 	int64_t slow_bytes;
+	const KernelAlgo **algo; /* step -> the algorithm its kernel runs with; NULL: no choice made */
+	int64_t workspace;       /* the largest workspace of those algorithms: device memory the runtime
+	                            holds beside the fast pool, counted against the limit */
 } Placement;
 
 /* An empty placement of g (no residencies yet), for the optimizers. */

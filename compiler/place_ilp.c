@@ -143,6 +143,8 @@ typedef struct Ilp {
 	bool is_async;      /* optimizer async */
 	bool is_static;     /* optimizer static */
 	bool kernels_fast;  /* every kernel argument must be fast (a GPU) */
+	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
+	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
 	int window;         /* async window */
 	int64_t tiny;       /* bytes up to which a tensor gets one point; <= 0: none */
 	double fit;         /* relative misfit of all-slow time and the sum of penalties taken as separable */
@@ -411,9 +413,8 @@ static void build_kernel(Ilp *ip, int step)
 			double one[4] = {1, 1, 1, 1};
 			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
 		}
-		ip->constant += t0 * US;
 		ip->separable++;
-		d = 0; /* the async row below: T is the constant */
+		d = 0; /* the async row below: T is the constant, or the algorithm's time */
 	}
 	uint32_t all = 0;
 	for (int i = 0; i < d; i++) {
@@ -426,8 +427,34 @@ static void build_kernel(Ilp *ip, int step)
 
 	TermVec expr = {0};
 	double konst = 0, tmax = 0; /* constant term; the longest the kernel can take (us) */
-	if (ip->kernels_fast) {
-		tmax = t0 * US; /* already in the objective's constant */
+	const KernelAlgo *al = NULL;
+	int na = ip->kernels_fast && cm->algos ? cm->algos(cm, n, &al) : 0;
+	if (na > 0) {
+		/*
+		 * T = sum_a time_a y_a, sum_a y_a = 1; the workspace column W is at
+		 * least the chosen algorithm's workspace, and every capacity row
+		 * holds W (the runtime keeps one workspace beside the pool).
+		 */
+		int *cols = arena_array(ip->a, (size_t)na + 1, sizeof(int));
+		double *ones = arena_array(ip->a, (size_t)na + 1, sizeof(double)),
+		       *ws = arena_array(ip->a, (size_t)na + 1, sizeof(double));
+		ip->algo_col[step] = mip_ncols(ip->mip);
+		for (int i = 0; i < na; i++) {
+			cols[i] = binary(ip, 0);
+			ones[i] = 1;
+			ws[i] = -(double)al[i].workspace / MIB;
+			vec_push(ip->a, &expr, ((Term){cols[i], al[i].seconds * US}));
+			if (al[i].seconds * US > tmax)
+				tmax = al[i].seconds * US;
+		}
+		mip_add_row(ip->mip, na, cols, ones, 1, 1);
+		if (ip->workspace < 0)
+			ip->workspace = mip_add_col(ip->mip, 0, MIP_INF, 0, false);
+		cols[na] = ip->workspace;
+		ws[na] = 1;
+		mip_add_row(ip->mip, na + 1, cols, ws, 0, MIP_INF);
+	} else if (ip->kernels_fast) {
+		konst = tmax = t0 * US;
 	} else if (sep || d > MAX_CONFIG_TENSORS) {
 		/* T = sum - sum_i pen_i * inFast_i */
 		if (sep)
@@ -477,8 +504,6 @@ static void build_kernel(Ilp *ip, int step)
 		}
 	}
 	ip->constant += konst;
-	if (ip->kernels_fast)
-		konst = tmax; /* for the async row */
 	for (int i = 0; i < expr.n; i++)
 		mip_add_obj(ip->mip, expr.v[i].col, expr.v[i].coef);
 
@@ -561,15 +586,19 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 			cols[m] = c->v[i].col, vals[m++] = -c->v[i].coef;
 		mip_add_row(ip->mip, m, cols, vals, 0, 0);
 		prev = D;
+		if (ip->workspace >= 0) /* D_s + W <= L_s */
+			mip_add_row(ip->mip, 2, (int[]){D, ip->workspace}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
 
 		const TermVec *w = &ip->writeout[st];
 		if (w->n == 0)
 			continue;
 		const Node *nd = s->order[st];
-		cols = arena_array(ip->a, (size_t)(w->n + nd->nout + 1), sizeof(int));
-		vals = arena_array(ip->a, (size_t)(w->n + nd->nout + 1), sizeof(double));
+		cols = arena_array(ip->a, (size_t)(w->n + nd->nout + 2), sizeof(int));
+		vals = arena_array(ip->a, (size_t)(w->n + nd->nout + 2), sizeof(double));
 		m = 0;
 		cols[m] = D, vals[m++] = 1;
+		if (ip->workspace >= 0)
+			cols[m] = ip->workspace, vals[m++] = 1;
 		for (int i = 0; i < w->n; i++)
 			cols[m] = w->v[i].col, vals[m++] = w->v[i].coef;
 		for (int k = 0; k < nd->nout; k++) {
@@ -754,6 +783,10 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	ip.async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
 	ip.cap = arena_array(a, (size_t)n + 1, sizeof(TermVec));
 	ip.writeout = arena_array(a, (size_t)n + 2, sizeof(TermVec));
+	ip.algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
+	for (int k = 0; k < n; k++)
+		ip.algo_col[k] = -1;
+	ip.workspace = -1;
 	for (int i = 0; i < g->tensors.n; i++)
 		build_flow(&ip, &ip.flow[i], g->tensors.v[i]);
 	for (int k = 0; k < n; k++)
@@ -812,6 +845,21 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	p->limit = o->limit;
 	for (int i = 0; i < g->tensors.n; i++)
 		extract(&ip.flow[i], r.x, p, a);
+	for (int k = 0; k < n; k++) {
+		if (ip.algo_col[k] < 0)
+			continue;
+		const KernelAlgo *al;
+		int na = o->cm->algos(o->cm, s->order[k], &al);
+		if (!p->algo)
+			p->algo = arena_array(a, (size_t)n + 1, sizeof(KernelAlgo *));
+		for (int i = 0; i < na; i++)
+			if (on(r.x, ip.algo_col[k] + i))
+				p->algo[k] = &al[i];
+		if (!p->algo[k])
+			ICE("no algorithm chosen for %s", s->order[k]->name);
+		if (p->algo[k]->workspace > p->workspace)
+			p->workspace = p->algo[k]->workspace;
+	}
 	mip_result_free(&r);
 	if (p->moves.n > 1)
 		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
@@ -918,7 +966,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		apool[attempt] = p ? 0 : -1;
 		if (p) {
 			memplan(p, a);
-			apool[attempt] = p->fast_bytes;
+			apool[attempt] = p->fast_bytes + p->workspace;
 		}
 		st->nattempts = attempt + 1;
 		memcpy(st->creation_times, ctimes, sizeof(double) * (size_t)(attempt + 1));
@@ -928,12 +976,12 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		st->total_time = spent;
 		if (!p)
 			return NULL;
-		if (p->fast_bytes <= o->limit)
+		if (p->fast_bytes + p->workspace <= o->limit)
 			return p;
 		/* around the tensors above the limit; everywhere while that does not shrink the pool */
 		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
 		stuck = everywhere ? stuck + 1 : 0;
-		double worst = (double)p->fast_bytes, lim = (double)o->limit;
+		double worst = (double)(p->fast_bytes + p->workspace), lim = (double)o->limit;
 		double cut = (worst / lim - 1) / 2, least = PLACE_FRAG_MIN_CUT * (double)(1 << stuck);
 		double scale = 1 - (cut > least ? cut : least);
 		if (scale < 0.90)
@@ -941,7 +989,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
 		for (int i = 0; i < p->res.n && !everywhere; i++) {
 			const Residency *r = p->res.v[i];
-			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) <= o->limit)
+			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) + p->workspace <= o->limit)
 				continue;
 			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
 			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)

@@ -26,6 +26,8 @@ double placement_kernel_time(const Placement *p, const CostModel *cm, int step)
 		if (r->tier == TIER_SLOW)
 			slow |= 1u << k;
 	}
+	if (p->algo && p->algo[step])
+		return p->algo[step]->seconds;
 	return cm->kernel_time(cm, n, slow);
 }
 

@@ -13,7 +13,9 @@
  * takes max(its time, the asynchronous moves issued with it), as the
  * placement's objective charges them.
  */
+#include "costmodel.h"
 #include "plot.h"
+#include "predict.h"
 #include "report_schedule.h"
 
 #include <errno.h>
@@ -25,19 +27,6 @@
 #include <unistd.h>
 
 #include "util.h"
-
-/* The tier bitmask of node n's arguments at `step` (bit k: argument k in slow). */
-static uint32_t slow_mask(const Placement *p, const Node *n, int step)
-{
-	uint32_t mask = 0;
-	for (int k = 0; k < n->nin + n->nout; k++) {
-		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
-		const Residency *r = placement_at(p, t, step);
-		if (r && r->tier == TIER_SLOW)
-			mask |= 1u << k;
-	}
-	return mask;
-}
 
 Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 {
@@ -59,8 +48,7 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, false);
 			t += tl->move_time[i];
 		}
-		const Node *n = s->order[step];
-		double k = cm->kernel_time(cm, n, slow_mask(p, n, step));
+		double k = placement_kernel_time(p, cm, step);
 		double async = 0;
 		for (int i = 0; i < p->moves.n; i++) {
 			const Move *m = &p->moves.v[i];
@@ -147,6 +135,10 @@ void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timelin
 	if (p->limit > 0)
 		fprintf(f, " of a %s limit (%.1f%%)", fmt_bytes(p->limit, b2, sizeof b2),
 		        100.0 * (double)p->fast_bytes / (double)p->limit);
+	if (p->workspace > 0)
+		fprintf(f, " + a convolution workspace of %s (%.1f%% of the limit together)",
+		        fmt_bytes(p->workspace, b1, sizeof b1),
+		        p->limit > 0 ? 100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit : 0.0);
 	fprintf(f, "; slow pool: %s; peak live bytes %s\n", fmt_bytes(p->slow_bytes, b3, sizeof b3),
 	        fmt_bytes(p->s->peak, b2, sizeof b2));
 	fprintf(f, "predicted step time: %.3f ms (%s)\n", tl->total * 1e3, cm->source);
@@ -168,6 +160,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	cJSON_AddBoolToObject(root, "modeled", cm->modeled);
 	cJSON_AddNumberToObject(root, "limit", (double)p->limit);
 	cJSON_AddNumberToObject(root, "fast_pool_bytes", (double)p->fast_bytes);
+	cJSON_AddNumberToObject(root, "workspace_bytes", (double)p->workspace);
 	cJSON_AddNumberToObject(root, "slow_pool_bytes", (double)p->slow_bytes);
 	cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
 	cJSON_AddNumberToObject(root, "predicted_seconds", tl->total);
@@ -181,6 +174,10 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddNumberToObject(o, "start_seconds", tl->kernel_start[step]);
 		cJSON_AddNumberToObject(o, "kernel_seconds", tl->kernel_time[step]);
 		cJSON_AddNumberToObject(o, "step_seconds", tl->step_time[step]);
+		if (p->algo && p->algo[step]) {
+			cJSON_AddStringToObject(o, "algorithm", p->algo[step]->name);
+			cJSON_AddNumberToObject(o, "workspace_bytes", (double)p->algo[step]->workspace);
+		}
 		cJSON *args = cJSON_AddArrayToObject(o, "arguments");
 		for (int k = 0; k < n->nin + n->nout; k++) {
 			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];

@@ -40,7 +40,8 @@
  *   # autotm gpu profile 1
  *   machine GPU-NAME CC TOTAL-BYTES DRIVER RUNTIME CUDNN tf32 on|off
  *   kernel  SIGNATURE MEDIAN-S SPREAD-S RUNS IMPLEMENTATION WORKSPACE-BYTES
- *   algo    SIGNATURE fwd|bwd_data|bwd_filter ALGORITHM MEDIAN-S WORKSPACE-BYTES
+ *   algo    SIGNATURE fwd|bwd_data|bwd_filter ALGORITHM MEDIAN-S WORKSPACE-BYTES NUMBER
+ *           (NUMBER: the cudnnConvolution*Algo_t, what RT_D_ALGO takes, minus one)
  *   move    fast_to_slow|slow_to_fast|both sync|async BYTES MEDIAN-S
  *   # SIGNATURE ALGORITHM: why it could not run
  *
@@ -577,7 +578,7 @@ static void profile_algos(Prof *p, const Kernel *k, void *kernel, void *const *a
 			emit(p, "# %s %s: %s", k->sig, name, err);
 			continue;
 		}
-		emit(p, "algo\t%s\t%s\t%s\t%.9g\t%zu", k->sig, dir, name, t.median, a->workspace);
+		emit(p, "algo\t%s\t%s\t%s\t%.9g\t%zu\t%d", k->sig, dir, name, t.median, a->workspace, a->algo);
 	}
 }
 

@@ -240,6 +240,26 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 {
 	ConvAlgo a[MAX_CONV_ALGOS];
 	int n = conv_algos(s, k, a);
+	if (k->desc[RT_D_ALGO] > 0) { /* the placement's choice (from the GPU profile's algo lines) */
+		int algo = (int)(k->desc[RT_D_ALGO] - 1);
+		for (int i = 0; i < n; i++) {
+			if (a[i].algo != algo || a[i].status != CUDNN_STATUS_SUCCESS)
+				continue;
+			bool tensor_op = is_tensor_op(a[i].math);
+			if (tensor_op && !s->tf32)
+				continue;
+			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, s->tf32 ? a[i].math : CUDNN_FMA_MATH));
+			if (conv_workspace(s, k, algo, &k->ws) != CUDNN_STATUS_SUCCESS)
+				continue;
+			k->algo = algo;
+			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s (placed)", conv_algo_name(k->op, algo),
+			         tensor_op ? " tf32" : "");
+			return;
+		}
+		rt_fatal("kernel %d (%s): the placement chose cuDNN's %s, which cuDNN does not offer for this "
+		         "convolution on this GPU%s; profile this GPU again", k->id, rt_op_name(k->op),
+		         conv_algo_name(k->op, algo), s->tf32 ? "" : " without TF32");
+	}
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
 			bool tensor_op = is_tensor_op(a[i].math);

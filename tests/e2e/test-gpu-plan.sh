@@ -108,6 +108,58 @@ PY
 else
     fail "profile --backend gpu --export: $(cat "$work/export.out")"
 fi
+# Convolution algorithms: each convolution may run fast with an 8 MiB
+# workspace or at twice the time with none. With room, the ILP takes the
+# fast one everywhere; at a limit that leaves no room for the workspace it
+# takes the slow one; the pool and the workspace together stay within the
+# limit, and each step's time is its algorithm's.
+/usr/bin/env python3 - "$work/p.tsv" "$work/pa.tsv" <<'PY'
+import sys
+with open(sys.argv[2], "w") as out:
+    for l in open(sys.argv[1]):
+        out.write(l)
+        f = l.rstrip("\n").split("\t")
+        if f[0] == "kernel" and f[1].startswith("conv2d"):
+            t = float(f[2])
+            direction = {"conv2d_bwd_data": "bwd_data", "conv2d_bwd_filter": "bwd_filter"}.get(f[1].split()[0], "fwd")
+            out.write(f"algo\t{f[1]}\t{direction}\tfast_big\t{t / 2:.9g}\t{8 << 20}\t1\n")
+            out.write(f"algo\t{f[1]}\t{direction}\tslow_small\t{t:.9g}\t0\t0\n")
+PY
+peak=$(/usr/bin/env python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_live_bytes"])' \
+       "$work/prof-all-fast.json" 2>/dev/null || echo 0)
+for case in "roomy $((peak + 16 << 20))" "tight $((peak + (1 << 20)))"; do
+    set -- $case
+    "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer sync \
+        --limit "$2" --solver-time 30 --json >"$work/algo-$1.json" 2>"$work/algo-$1.err" ||
+        fail "algorithms, $1 limit: $(cat "$work/algo-$1.err")"
+done
+/usr/bin/env python3 - "$work" <<'PY' || fail "algorithm choice"
+import json, sys
+w = sys.argv[1]
+algo = {}
+for l in open(f"{w}/pa.tsv"):
+    f = l.rstrip("\n").split("\t")
+    if f[0] == "algo":
+        algo[f[1], f[3]] = float(f[4])
+sigs = {}
+bad, ok = [], []
+for case, want in (("roomy", "fast_big"), ("tight", "slow_small")):
+    d = json.load(open(f"{w}/algo-{case}.json"))
+    conv = [st for st in d["steps"] if st["op"].startswith("conv2d")]
+    got = {st.get("algorithm") for st in conv}
+    if not conv or got != {want}:
+        bad.append(f"{case}: convolutions ran with {got}, expected {want}")
+    if d["fast_pool_bytes"] + d["workspace_bytes"] > d["limit"]:
+        bad.append(f"{case}: pool {d['fast_pool_bytes']} + workspace {d['workspace_bytes']} over {d['limit']}")
+    if d["workspace_bytes"] != max(st.get("workspace_bytes", 0) for st in conv):
+        bad.append(f"{case}: workspace {d['workspace_bytes']} is not the largest chosen")
+    times = {t for (sig, name), t in algo.items() if name == want}
+    if any(min(abs(st["kernel_seconds"] - t) for t in times) > 1e-12 for st in conv):
+        bad.append(f"{case}: a convolution's time is not its algorithm's")
+    ok.append(f"  ok: {case}: {len(conv)} convolutions with {sorted(got)}, workspace {d['workspace_bytes']} B")
+print("\n".join("  " + b for b in bad) or "\n".join(ok))
+sys.exit(1 if bad else 0)
+PY
 grep -v "^kernel.*relu" "$work/p.tsv" >"$work/partial.tsv"
 printf '# autotm gpu profile 1\nkernel\tx\tfast\n' >"$work/bad.tsv"
 

@@ -41,7 +41,7 @@ if [ -z "$bad" ] && [ -n "$needed" ]; then ok "needs only $(echo $needed)"; else
 # ---- descriptions, by hand -------------------------------------------------------
 # rt.h: op, nin, nout, 14 attributes (kh kw sh sw ph pw groups axis offset seed
 # eps p lr momentum), the attribute shape (ndim + 4 sizes): RT_D_ARGS = 22; then
-# 16 arguments of ndim + 4 sizes: RT_DESC_LEN = 102.
+# 16 arguments of ndim + 4 sizes: RT_DESC_LEN = 103 (the last: the convolution algorithm).
 #   desc OP NIN NOUT ATTRS ARG...   ATTRS: fields 3.. (comma-separated, or -);
 #                                   ARG: "ndim,d0,d1,d2,d3"
 desc() {
@@ -51,7 +51,7 @@ desc() {
     if [ "$attrs" != - ]; then IFS=, read -ra x <<<"$attrs"; v+=("${x[@]}"); fi
     while [ ${#v[@]} -lt 22 ]; do v+=(0); done
     for a in "$@"; do IFS=, read -ra x <<<"$a"; v+=("${x[@]}"); done
-    while [ ${#v[@]} -lt 102 ]; do v+=(0); done
+    while [ ${#v[@]} -lt 103 ]; do v+=(0); done
     (IFS=,; echo "${v[*]}")
 }
 # op numbers: ops.def's order
@@ -108,9 +108,9 @@ bad "header not first" "1: error: expected the header .*" $'\n'"$h"
 bad "missing tab" "4: error: expected a kernel signature, a tab and its description" \
     "$h# comment"$'\n\n'"relu ${relu}"$'\n'
 bad "empty signature" "2: error: empty kernel signature" "$h$(line "" "$relu")"$'\n'
-bad "too few numbers" "3: error: the description has 101 numbers, not 102 (RT_DESC_LEN of autotm/rt.h)" \
+bad "too few numbers" "3: error: the description has 102 numbers, not 103 (RT_DESC_LEN of autotm/rt.h)" \
     "$h$(line relu "$relu")"$'\n'"$(line relu "${relu%,0}")"$'\n'
-bad "too many numbers" "2: error: the description has 103 numbers, not 102 .*" "$h$(line relu "$relu,0")"$'\n'
+bad "too many numbers" "2: error: the description has 104 numbers, not 103 .*" "$h$(line relu "$relu,0")"$'\n'
 bad "not a number" "2: error: number 4 of the description, 'x1', is not a 64-bit integer" \
     "$h$(line relu "$(echo "$relu" | sed 's/^\([^,]*,[^,]*,[^,]*\),0,/\1,x1,/')")"$'\n'
 bad "empty number" "2: error: number 2 of the description, '', is not a 64-bit integer" \

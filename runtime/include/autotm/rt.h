@@ -61,7 +61,12 @@ enum RtDescField {
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
-	RT_DESC_LEN = RT_D_ARGS + (1 + RT_MAX_DIMS) * RT_MAX_ARGS,
+	/*
+	 * Convolutions on the GPU: 1 + the cuDNN algorithm the placement chose
+	 * (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t); 0: the runtime's choice.
+	 */
+	RT_D_ALGO = RT_D_ARGS + (1 + RT_MAX_DIMS) * RT_MAX_ARGS,
+	RT_DESC_LEN,
 };
 
 /* The dimensions of argument i of a description. */
