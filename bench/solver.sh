@@ -27,8 +27,10 @@ for m in "vgg19 64" "resnet200 32" "inception_v4 64" "densenet264 32"; do
             for solver in $solvers; do
                 start=$(date +%s.%N)
                 json=$(./autotmc schedule "examples/$model.net" -D batch="$batch" --ratio "$ratio" \
-                    --optimizer "$opt" --solver "$solver" --hw optane-6dimm --profile-db "$db" --json) || {
-                    printf '%s\t%s\t%s\t%s\t%s\tFAILED\n' "$model" "$batch" "$ratio" "$opt" "$solver" >>"$out"
+                    --optimizer "$opt" --solver "$solver" --hw optane-6dimm --profile-db "$db" --json \
+                    2>bench/out/solver.err) || {
+                    printf '%s\t%s\t%s\t%s\t%s\tFAILED\t%s\n' "$model" "$batch" "$ratio" "$opt" "$solver" \
+                        "$(tail -1 bench/out/solver.err)" | tee -a "$out"
                     continue
                 }
                 echo "$json" | python3 -c '

@@ -1,0 +1,228 @@
+#!/bin/bash
+# bench/gpu/prepare.sh - build, on the machine with the compiler, the package of
+# GPU programs that bench/gpu/run.sh times on a GPU machine (which has CUDA,
+# cuDNN and PyTorch but no autotmc).
+#
+#   bench/gpu/prepare.sh [--quick] [--out DIR] [--solver-time S] [--hw HW]
+#                        [--gpu-profile P.tsv] [--limit-big L] [MODEL...]
+#
+# For every model (all of them, or the MODELs named) and every variant it
+# builds `autotmc build --backend gpu` into DIR (default bench/gpu/out/pkg,
+# with --quick bench/gpu/out/quick):
+#
+#   vgg19, resnet152, densenet201 (batch 64, 224x224), inception_v3 (batch
+#   64, 299x299):  all-fast; async and um at 50% (--ratio 1:1) and 25%
+#   (--ratio 3:1) of the all-fast peak of live bytes.
+#   resnet200 (batch 384): async and um at --limit-big (default 76GiB: the
+#   H100's 80 GB less a margin for the CUDA context and cuDNN's workspace).
+#
+# --quick: test_vgg (batch 8, 32x32) and resnet50 (batch 32, 224x224) only,
+# --solver-time 10, resnet50 also at a --limit of 1GiB: a smoke test of the
+# whole pipeline.  MODEL names select among the current list.
+#
+# Times come from --hw (default h100-pcie5, modeled) or, with --gpu-profile,
+# from a profile measured by autotm-gpu-profile (docs/gpu.md).  A build that
+# fails is recorded in the manifest with its error and the rest go on; the
+# exit status is then 1.
+#
+# DIR gets: the programs (M-bB-VARIANT, debug info stripped), one
+# libcjson.so.1, M-bB.kernels.tsv (the step's distinct kernels, for
+# autotm-gpu-profile), autotm-gpu-profile if it is built, runs.tsv (every
+# run, autotmc's and PyTorch's, that run.sh does), manifest.json (the
+# compile-time facts of each program: limit, peak, predicted step time, bytes
+# moved, ILP statistics), logs/ (each build's output), run.sh, torch_gpu.py,
+# collect.py, summarize.py and README.md.
+set -euo pipefail
+
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+quick=0
+out=
+solver_time=60
+hw=h100-pcie5
+gpu_profile=
+limit_big=76GiB
+models=()
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$self"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1; solver_time=10; shift ;;
+	--out) out=$2; shift 2 ;;
+	--solver-time) solver_time=$2; shift 2 ;;
+	--hw) hw=$2; shift 2 ;;
+	--gpu-profile) gpu_profile=$2; shift 2 ;;
+	--limit-big) limit_big=$2; shift 2 ;;
+	-h|--help) usage; exit 0 ;;
+	-*) echo "prepare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+	*) models+=("$1"); shift ;;
+	esac
+done
+
+if [ -z "$out" ]; then
+	out=$root/bench/gpu/out/pkg
+	[ "$quick" = 0 ] || out=$root/bench/gpu/out/quick
+fi
+autotmc=${AUTOTMC:-$root/autotmc}
+py=${PREPARE_PYTHON:-python3}
+[ -x "$autotmc" ] || { echo "prepare.sh: no $autotmc; build autotmc first (make)" >&2; exit 1; }
+command -v "$py" > /dev/null || { echo "prepare.sh: no $py" >&2; exit 1; }
+
+# model | .net file | batch | size | variants | PyTorch modes
+# A variant is all-fast, OPT:S:F (--ratio S:F) or OPT@LIMIT (--limit LIMIT).
+if [ "$quick" = 1 ]; then
+	config=(
+		"test_vgg|examples/test_vgg.net|8|32|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
+		"resnet50|examples/resnet50.net|32|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1 async@1GiB um@1GiB|eager save_on_cpu checkpoint"
+	)
+else
+	config=(
+		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
+		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu checkpoint"
+		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
+		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
+		"resnet200|examples/resnet200.net|384|224|async@$limit_big um@$limit_big|eager checkpoint"
+	)
+fi
+
+selected() {
+	[ ${#models[@]} = 0 ] && return 0
+	local m
+	for m in "${models[@]}"; do [ "$m" = "$1" ] && return 0; done
+	return 1
+}
+for m in "${models[@]}"; do
+	found=0
+	for c in "${config[@]}"; do [ "${c%%|*}" = "$m" ] && found=1; done
+	[ "$found" = 1 ] || { echo "prepare.sh: unknown model '$m' (the models: $(printf '%s ' "${config[@]%%|*}"))" >&2; exit 2; }
+done
+
+times=(--hw "$hw")
+[ -z "$gpu_profile" ] || times=(--gpu-profile "$gpu_profile")
+
+mkdir -p "$out/logs"
+here=$root/bench/gpu
+cp "$here/run.sh" "$here/torch_gpu.py" "$here/collect.py" "$here/summarize.py" "$here/README.md" "$out/"
+if [ -x "$root/autotm-gpu-profile" ]; then
+	cp "$root/autotm-gpu-profile" "$out/"
+else
+	echo "prepare.sh: note: no $root/autotm-gpu-profile; the package will not profile the GPU" >&2
+fi
+
+runs=$out/runs.tsv
+# runs.tsv: one run a line, tab-separated:
+#   id  system  model  batch  size  mode  program
+# (system autotmc: mode is the variant, program the file; pytorch: mode is
+# eager|save_on_cpu|checkpoint, program empty)
+records=$out/logs/records.jsonl
+if [ ${#models[@]} = 0 ] || [ ! -f "$runs" ] || [ ! -f "$records" ]; then
+	printf '# id\tsystem\tmodel\tbatch\tsize\tmode\tprogram\n' > "$runs"
+	: > "$records"
+fi
+
+# drop_runs MODEL BATCH: forget MODEL's earlier lines (a rebuild of a subset)
+drop_runs() {
+	local tmp
+	tmp=$(mktemp)
+	awk -F'\t' -v m="$1" -v b="$2" '$3 != m || $4 != b' "$runs" > "$tmp" && cat "$tmp" > "$runs"
+	awk -v id="\"model_key\": \"$1\", \"batch\": $2," 'index($0, id) == 0' "$records" > "$tmp" && cat "$tmp" > "$records"
+	rm -f "$tmp"
+}
+
+failed=0
+t_all=$SECONDS
+for c in "${config[@]}"; do
+	IFS='|' read -r model net batch size variants modes <<< "$c"
+	selected "$model" || continue
+	drop_runs "$model" "$batch"
+	defs=(-D "batch=$batch" -D "size=$size")
+	echo "== $model batch $batch, ${size}x$size" >&2
+	"$autotmc" profile "$net" "${defs[@]}" --backend gpu --export "$out/$model-b$batch.kernels.tsv" > /dev/null
+	for v in $variants; do
+		case $v in
+		all-fast) opt=all-fast; place=(); name=all-fast ;;
+		*@*) opt=${v%%@*}; place=(--limit "${v#*@}"); name=$opt-${v#*@} ;;
+		*:*:*)
+			opt=${v%%:*}; r=${v#*:}
+			place=(--ratio "$r")
+			name=$opt-$(awk -v s="${r%%:*}" -v f="${r#*:}" 'BEGIN { printf "%g", 100 * f / (s + f) }')
+			;;
+		*) echo "prepare.sh: bad variant '$v'" >&2; exit 2 ;;
+		esac
+		id=$model-b$batch-$name
+		prog=$out/$id
+		log=$out/logs/build-$id.txt
+		solver=()
+		[ "$opt" != async ] && [ "$opt" != sync ] || solver=(--solver-time "$solver_time")
+		t0=$SECONDS
+		set +e
+		"$autotmc" build "$net" "${defs[@]}" --backend gpu "${times[@]}" --optimizer "$opt" \
+			"${place[@]}" "${solver[@]}" -o "$prog" > "$log" 2>&1
+		rc=$?
+		set -e
+		secs=$((SECONDS - t0))
+		if [ "$rc" = 0 ]; then
+			strip --strip-debug "$prog" 2> /dev/null || true
+			echo "   $id: built in ${secs}s" >&2
+		else
+			failed=1
+			rm -f "$prog"
+			echo "   $id: FAILED in ${secs}s: $(grep -m1 'error' "$log" || tail -1 "$log")" >&2
+		fi
+		"$py" - "$prog" "$log" "$rc" "$secs" "$model" "$batch" "$size" "$name" "$opt" "${place[*]}" "$net" >> "$records" <<'EOF'
+import json, os, re, sys
+prog, log, rc, secs, model, batch, size, name, opt, place, net = sys.argv[1:]
+rec = {"model_key": model, "batch": int(batch), "size": int(size), "variant": name,
+       "optimizer": opt, "placement_options": place, "source": net,
+       "program": os.path.basename(prog), "build_status": "ok" if rc == "0" else "error",
+       "build_seconds": int(secs), "build_log": "logs/" + os.path.basename(log)}
+text = open(log, errors="replace").read()
+if rc != "0":
+    errs = [l for l in text.splitlines() if "error" in l]
+    rec["build_error"] = (errs or text.splitlines()[-1:] or [""])[0]
+else:
+    # the compiler's fields of the results record are a JSON string in the program
+    data = open(prog, "rb").read()
+    i = data.find(b'{"model":')
+    while i >= 0:
+        j = data.find(b"\0", i)
+        try:
+            r = json.loads(data[i:j].decode())
+            if "compiled_for" in r:
+                rec["compiled"] = r
+                break
+        except ValueError:
+            pass
+        i = data.find(b'{"model":', i + 1)
+    m = re.search(r"fast pool: .*", text)
+    rec["build_pools"] = m.group(0) if m else None
+    m = re.search(r"^ILP: .*", text, re.M)
+    rec["build_ilp"] = m.group(0) if m else None
+    m = re.search(r"^autotmc: note: .*", text, re.M)
+    rec["build_note"] = m.group(0) if m else None
+    rec["program_bytes"] = os.path.getsize(prog)
+print(json.dumps(rec))
+EOF
+		[ "$rc" != 0 ] || printf '%s\tautotmc\t%s\t%s\t%s\t%s\t%s\n' "$id" "$model" "$batch" "$size" "$name" "$id" >> "$runs"
+	done
+	for mode in $modes; do
+		printf '%s\tpytorch\t%s\t%s\t%s\t%s\t\n' "$model-b$batch-torch-$mode" "$model" "$batch" "$size" "$mode" >> "$runs"
+	done
+done
+
+# one libcjson.so.1 (autotmc writes one beside every program)
+[ -f "$out/libcjson.so.1" ] || echo "prepare.sh: warning: no libcjson.so.1 in $out" >&2
+
+"$py" - "$records" "$out/manifest.json" "$hw" "$gpu_profile" "$(git describe --always --dirty 2>/dev/null || echo unknown)" <<'EOF'
+import json, sys, time
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+json.dump({"created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "times": ("gpu profile " + sys.argv[4]) if sys.argv[4] else "modeled: hw/" + sys.argv[3],
+           "autotmc": sys.argv[5], "programs": recs}, open(sys.argv[2], "w"), indent=1)
+EOF
+
+echo "prepare.sh: $(grep -c autotmc "$runs") programs, $(grep -c pytorch "$runs") PyTorch runs in $out" \
+	"($(du -sh "$out" | cut -f1); $((SECONDS - t_all)) s)" >&2
+[ "$failed" = 0 ] || echo "prepare.sh: some builds failed; see $out/manifest.json and $out/logs/" >&2
+exit "$failed"
