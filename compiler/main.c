@@ -359,14 +359,29 @@ bool compile(Arena *a, const ModelOpts *mo, Stage stage, Compilation *c)
 		c->place->limit = po.limit;
 	}
 	if (!c->place && c->pa->ratio && c->st.min_limit > po.limit) {
-		/* A ratio is relative: below what can work, it means as little as can work. */
+		/*
+		 * A ratio is relative: below what can work, it means as little as
+		 * can work. The stated minimum is a lower bound (exact on a CPU;
+		 * on a GPU, or after packing, a little more may be needed), so a
+		 * few growing limits are tried, up to the peak.
+		 */
 		char b1[64], b2[64];
+		int64_t floor = c->st.min_limit;
 		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible "
 		                "limit; placing for %s\n", c->pa->ratio, fmt_bytes(po.limit, b1, sizeof b1),
-		        fmt_bytes(c->st.min_limit, b2, sizeof b2));
-		po.limit = c->st.min_limit;
-		c->st = (PlaceStats){0};
-		c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err);
+		        fmt_bytes(floor, b2, sizeof b2));
+		for (int i = 0; i < 6 && !c->place; i++) {
+			po.limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
+			if (po.limit > c->sched->peak && i > 0)
+				po.limit = c->sched->peak;
+			if (i > 0)
+				fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
+				        fmt_bytes(po.limit, b2, sizeof b2));
+			c->st = (PlaceStats){0};
+			c->place = place_optimize(c->g, c->sched, &po, a, &c->st, err, sizeof err);
+			if (po.limit >= c->sched->peak)
+				break;
+		}
 	}
 	if (!c->place) {
 		error_plain("%s", err);

@@ -822,9 +822,10 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 		break;
 	case MIP_INFEASIBLE:
 		snprintf(err, errlen,
-		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %" PRId64 " bytes (%s)",
+		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %s%" PRId64 " bytes (%s)",
 		         fmt_bytes(o->limit, b1, sizeof b1), o->step_limit ? " after tightening for fragmentation" : "",
-		         st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
+		         o->kernels_fast || o->step_limit ? "more than " : "", st->min_limit,
+		         fmt_bytes(st->min_limit, b2, sizeof b2));
 		mip_result_free(&r);
 		return NULL;
 	case MIP_NO_SOLUTION:
