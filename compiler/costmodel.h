@@ -46,6 +46,13 @@ struct CostModel {
 	 * picks one per kernel and counts its workspace against the limit.
 	 */
 	int (*algos)(const CostModel *cm, const Node *n, const KernelAlgo **out);
+	/*
+	 * Asynchronous moves of the two directions run at once (a GPU's copy
+	 * engine per direction): a step takes max(its kernel, the async moves
+	 * to the fast tier, those to the slow tier) instead of max(its kernel,
+	 * all its async moves) (one copy thread).
+	 */
+	bool duplex;
 	void *data;         /* the model's own state */
 };
 

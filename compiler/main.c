@@ -521,6 +521,8 @@ static CostModel *gpu_cost_model(Arena *a, Compilation *c)
 		CostModel *cm = costmodel_gpu_profile(pa->gpu_profile, c->g, c->sched, a, err, sizeof err);
 		if (!cm)
 			error_plain("%s", err);
+		else
+			cm->duplex = true; /* a copy stream per direction */
 		return cm;
 	}
 	if (!pa->hw) {
@@ -541,6 +543,7 @@ static CostModel *gpu_cost_model(Arena *a, Compilation *c)
 	}
 	CostModel *cm = costmodel_from_hw(&hw, c->g, hw_roofline_times(&hw, c->g, a), a);
 	cm->source = arena_printf(a, "%s, kernels by roofline", cm->source);
+	cm->duplex = true; /* a copy stream per direction */
 	return cm;
 }
 

@@ -136,6 +136,8 @@ typedef struct Ilp {
 	Mip *mip;
 	Flow *flow;         /* tensor id -> its network */
 	TermVec *async;     /* step -> async edges charged to its kernel (coef: microseconds) */
+	TermVec *async_out; /* duplex: step -> its async writes, which run beside the reads */
+	bool duplex;        /* the cost model's moves of the two directions overlap (two copy engines) */
 	TermVec *cap;       /* step -> terms of D_s - D_{s-1} (coef: MiB) */
 	TermVec *writeout;  /* step -> write edges whose fast copy is freed at the boundary before it */
 	double constant;    /* objective constant, microseconds */
@@ -267,7 +269,8 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		p->read = p->copy ? binary(ip, read_us) : -1;
 		p->aread = p->copy && ip->is_async && !p->user && !last && p->keep[V_COPY] >= 0 ? binary(ip, 0) : -1;
 		if (p->awrite >= 0) {
-			vec_push(ip->a, &ip->async[p->step], ((Term){p->awrite, awrite_us}));
+			vec_push(ip->a, ip->duplex ? &ip->async_out[p->step] : &ip->async[p->step],
+			         ((Term){p->awrite, awrite_us}));
 			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->awrite, f->mib}));
 		}
 		if (p->aread >= 0)
@@ -507,36 +510,44 @@ static void build_kernel(Ilp *ip, int step)
 	for (int i = 0; i < expr.n; i++)
 		mip_add_obj(ip->mip, expr.v[i].col, expr.v[i].coef);
 
-	/* e >= transfers - T:  e - transfers + terms(T) >= -konst */
-	const TermVec *as = &ip->async[step];
-	if (as->n == 0)
-		return;
-	int nt = 1 + as->n + expr.n;
-	int *cols = arena_array(ip->a, (size_t)nt, sizeof(int));
-	double *vals = arena_array(ip->a, (size_t)nt, sizeof(double));
-	int m = 0;
-	cols[m] = mip_add_col(ip->mip, 0, MIP_INF, 1, false);
-	vals[m++] = 1;
-	for (int i = 0; i < as->n; i++) {
-		cols[m] = as->v[i].col;
-		vals[m++] = -as->v[i].coef;
-	}
-	for (int i = 0; i < expr.n; i++) {
-		cols[m] = expr.v[i].col;
-		vals[m++] = expr.v[i].coef;
-	}
-	mip_add_row(ip->mip, m, cols, vals, -konst, MIP_INF);
 	/*
-	 * Valid inequalities that close most of the LP gap: a transfer longer
-	 * than the kernel can ever take costs its excess on its own,
-	 * e >= (c_a - tmax) x_a. Without them the LP spreads a long prefetch
-	 * in fractions over the kernels of its window, each fraction hidden.
+	 * e >= transfers - T:  e - transfers + terms(T) >= -konst; with duplex
+	 * moves, one row per direction (each copy engine has its own queue).
 	 */
-	int e = cols[0];
-	for (int i = 0; i < as->n; i++)
-		if (as->v[i].coef > tmax)
-			mip_add_row(ip->mip, 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
-			            MIP_INF);
+	int e = -1;
+	for (int dir = 0; dir < (ip->duplex ? 2 : 1); dir++) {
+		const TermVec *as = dir ? &ip->async_out[step] : &ip->async[step];
+		if (as->n == 0)
+			continue;
+		int nt = 1 + as->n + expr.n;
+		int *cols = arena_array(ip->a, (size_t)nt, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)nt, sizeof(double));
+		int m = 0;
+		if (e < 0)
+			e = mip_add_col(ip->mip, 0, MIP_INF, 1, false);
+		cols[m] = e;
+		vals[m++] = 1;
+		for (int i = 0; i < as->n; i++) {
+			cols[m] = as->v[i].col;
+			vals[m++] = -as->v[i].coef;
+		}
+		for (int i = 0; i < expr.n; i++) {
+			cols[m] = expr.v[i].col;
+			vals[m++] = expr.v[i].coef;
+		}
+		mip_add_row(ip->mip, m, cols, vals, -konst, MIP_INF);
+		/*
+		 * Valid inequalities that close most of the LP gap: a transfer
+		 * longer than the kernel can ever take costs its excess on its
+		 * own, e >= (c_a - tmax) x_a. Without them the LP spreads a long
+		 * prefetch in fractions over the kernels of its window, each
+		 * fraction hidden.
+		 */
+		for (int i = 0; i < as->n; i++)
+			if (as->v[i].coef > tmax)
+				mip_add_row(ip->mip, 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
+				            MIP_INF);
+	}
 }
 
 /* ----------------------------------------------------------- capacity */
@@ -781,6 +792,8 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	};
 	ip.flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
 	ip.async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip.async_out = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip.duplex = o->cm->duplex;
 	ip.cap = arena_array(a, (size_t)n + 1, sizeof(TermVec));
 	ip.writeout = arena_array(a, (size_t)n + 2, sizeof(TermVec));
 	ip.algo_col = arena_array(a, (size_t)n + 1, sizeof(int));

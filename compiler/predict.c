@@ -36,11 +36,12 @@ double placement_predict(const Placement *p, const CostModel *cm, double *per_st
 	int n = p->s->n;
 	double *sync = xcalloc((size_t)n + 1, sizeof(double));
 	double *async = xcalloc((size_t)n + 1, sizeof(double));
+	double *async_out = xcalloc((size_t)n + 1, sizeof(double)); /* duplex: the writes, beside the reads */
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
 		double t = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, m->async);
 		if (m->async && m->start < n)
-			async[m->start] += t;
+			(cm->duplex && m->to->tier == TIER_SLOW ? async_out : async)[m->start] += t;
 		else if (!m->async && m->at < n)
 			sync[m->at] += t;
 		else
@@ -49,12 +50,14 @@ double placement_predict(const Placement *p, const CostModel *cm, double *per_st
 	double total = 0;
 	for (int s = 0; s < n; s++) {
 		double k = placement_kernel_time(p, cm, s);
-		double step = sync[s] + (k > async[s] ? k : async[s]);
+		double over = async[s] > async_out[s] ? async[s] : async_out[s];
+		double step = sync[s] + (k > over ? k : over);
 		if (per_step)
 			per_step[s] = step;
 		total += step;
 	}
 	free(sync);
 	free(async);
+	free(async_out);
 	return total;
 }

@@ -49,18 +49,20 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 			t += tl->move_time[i];
 		}
 		double k = placement_kernel_time(p, cm, step);
-		double async = 0;
+		double async[2] = {0, 0}; /* to fast, to slow: one queue, or one per direction (duplex) */
 		for (int i = 0; i < p->moves.n; i++) {
 			const Move *m = &p->moves.v[i];
 			if (!m->async || m->start != step)
 				continue;
-			tl->move_start[i] = t + async;
+			int q = cm->duplex && m->to->tier == TIER_SLOW;
+			tl->move_start[i] = t + async[q];
 			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, true);
-			async += tl->move_time[i];
+			async[q] += tl->move_time[i];
 		}
 		tl->kernel_start[step] = t;
 		tl->kernel_time[step] = k;
-		t += k > async ? k : async;
+		double over = async[0] > async[1] ? async[0] : async[1];
+		t += k > over ? k : over;
 		tl->step_time[step] = t - begin;
 	}
 	tl->total = t;

@@ -21,8 +21,9 @@
  *   - async is no slower than sync, sync no slower than static;
  *   - an infeasible limit names the smallest feasible one, which is then
  *     feasible; the baselines verify and fit;
- *   - with kernels_fast (a GPU: kernels read and write fast memory only)
- *     sync's optimum equals the brute force over the placements whose
+ *   - with kernels_fast (a GPU: kernels read and write fast memory only,
+ *     moves of the two directions overlap each other) sync's optimum
+ *     equals the brute force over the placements whose
  *     kernels find every argument fast, every argument of the placement
  *     returned is fast at its kernel, async is no slower, and a limit
  *     below the stated lower bound is refused.
@@ -405,9 +406,12 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 }
 
 /* kernels_fast (the GPU's placement) against brute force, at limits from the lower bound to the peak. */
-static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c, int64_t peak,
-                              Arena *a)
+static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel *base, const Case *c,
+                              int64_t peak, Arena *a)
 {
+	CostModel duplex = *base; /* as on a GPU: a copy engine per direction */
+	duplex.duplex = true;
+	const CostModel *cm = &duplex;
 	PlaceOptions o = {.optimizer = "sync", .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
 	char err[512];
 	CHECK(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
