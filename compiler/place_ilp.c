@@ -820,7 +820,7 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 		.backend = o->solver,
 		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
-		.verbose = o->verbose,
+		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
 	};
 	MipResult r;
 	bool ran = mip_solve(ip.mip, &mo, &r, err, errlen);
