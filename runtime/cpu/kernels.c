@@ -889,18 +889,22 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 /* ---- the backend ------------------------------------------------------------ */
 
 /*
- * OpenMP threads that spin while they wait for work take the cores from the
- * threads that have some: on a machine with few cores, oneDNN's kernels then
- * run several times slower than when profiled alone (measured: the mlp step
- * 356 ms spinning, 137 ms passive, on 2 cores). libgomp reads its wait
- * policy only when it loads, so a program started without an explicit
- * OMP_WAIT_POLICY sets a passive one and starts itself again.
+ * How OpenMP threads wait for work. Spinning long (libgomp's default, or
+ * OMP_WAIT_POLICY=active) takes the cores from busy threads when anything
+ * else runs: the mlp step took 180 ms instead of 128 ms beside one busy
+ * process on 2 cores. Sleeping at once (passive) costs a wake-up per
+ * kernel: test_vgg at batch 8 took 7.4 ms a step instead of 2.0 ms on idle
+ * cores, 20 ms instead of 3.4 ms beside a busy process. A short spin
+ * (passive with GOMP_SPINCOUNT=10000) is within 3% of the best of both on
+ * idle cores and within 10% beside a busy process (docs/performance.md).
+ * libgomp reads these only when it loads, so a program started without an
+ * explicit OMP_WAIT_POLICY sets them and starts itself again.
  */
 static void cpu_prepare(int argc, char **argv)
 {
 	if (argc <= 0 || !argv || getenv("OMP_WAIT_POLICY"))
 		return;
-	if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0)
+	if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0 || setenv("GOMP_SPINCOUNT", "10000", 0) != 0)
 		return;
 	fflush(NULL);
 	execv("/proc/self/exe", argv);
