@@ -962,13 +962,17 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		limits[i] = o->step_limit ? o->step_limit[i] : o->limit;
 	PlaceOptions opt = *o;
 	opt.step_limit = limits;
-	/* the time limit is the budget of all attempts; a re-solve gets what is left, at least a tenth */
+	/*
+	 * The time limit is the budget of all attempts: a re-solve gets what is
+	 * left, but at least a quarter (a large async program needs that long
+	 * to find a first solution), and none starts after twice the budget.
+	 */
 	double budget = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT, spent = 0;
 	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
 	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
 	int stuck = 0; /* attempts in a row that did not shrink the pool */
-	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS; attempt++) {
-		opt.time_limit = budget - spent > budget / 10 ? budget - spent : budget / 10;
+	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
+		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
 		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
 		ctimes[attempt] = st->creation_time;
 		otimes[attempt] = st->solve_time;
@@ -1015,9 +1019,9 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	}
 	char b1[64], b2[64];
 	snprintf(err, errlen,
-	         "fragmentation: the fast pool stays above the limit %s after %d attempts (last: %s); "
-	         "give a larger limit",
-	         fmt_bytes(o->limit, b1, sizeof b1), PLACE_MAX_ATTEMPTS,
-	         fmt_bytes(apool[PLACE_MAX_ATTEMPTS - 1], b2, sizeof b2));
+	         "fragmentation: the fast pool stays above the limit %s after %d attempts in %.0f s (last: %s); "
+	         "give a larger limit or more time (--solver-time)",
+	         fmt_bytes(o->limit, b1, sizeof b1), st->nattempts, spent,
+	         fmt_bytes(apool[st->nattempts - 1], b2, sizeof b2));
 	return NULL;
 }
