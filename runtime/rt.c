@@ -150,6 +150,13 @@ static const struct {
 #undef OP
 };
 
+void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout)
+{
+	if (op < 0 || op >= RT_NUM_OPS)
+		RT_ICE("no op %lld", (long long)op);
+	*min_in = op_table[op].min_in, *max_in = op_table[op].max_in, *nout = op_table[op].nout;
+}
+
 const char *rt_op_name(int64_t op)
 {
 	return op >= 0 && op < RT_NUM_OPS ? op_table[op].name : "?";

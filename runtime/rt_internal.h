@@ -172,6 +172,8 @@ extern const RtBackend *const rt_backend;
 
 /* The printed name of an op (ops.def's second column). */
 const char *rt_op_name(int64_t op);
+/* ops.def's arity of an op (max_in -1: any number of inputs); op must be one. */
+void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout);
 
 /* ---- the context ------------------------------------------------------- */
 

@@ -75,18 +75,6 @@ static const int64_t move_sizes[] = {INT64_C(4) << 10, INT64_C(64) << 10, INT64_
                                      INT64_C(16) << 20, INT64_C(256) << 20, INT64_C(1) << 30};
 enum { NMOVE_SIZES = sizeof move_sizes / sizeof *move_sizes };
 
-/* ops.def's names and arities, to check descriptions. */
-static const struct {
-	const char *name; /* printed name */
-	int min_in;       /* fewest inputs */
-	int max_in;       /* most inputs, -1: any */
-	int nout;         /* outputs */
-} op_table[RT_NUM_OPS] = {
-#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) {#name, min_in, max_in, nout},
-#include "ops.def"
-#undef OP
-};
-
 /* The command line. */
 typedef struct Options {
 	const char *kernels; /* KERNELS.tsv */
@@ -225,7 +213,8 @@ static noreturn void input_error(const char *file, int line, const char *fmt, ..
 /* "2 to 3 inputs and 1 output", as ops.def has them. */
 static const char *arity_text(int64_t op, char *buf, size_t size)
 {
-	int lo = op_table[op].min_in, hi = op_table[op].max_in, nout = op_table[op].nout;
+	int lo, hi, nout;
+	rt_op_arity(op, &lo, &hi, &nout);
 	char in[48];
 	if (hi < 0)
 		snprintf(in, sizeof in, "at least %d inputs", lo);
@@ -243,10 +232,11 @@ static void check_desc(const char *file, int line, const int64_t *d)
 	int64_t op = d[RT_D_OP], nin = d[RT_D_NIN], nout = d[RT_D_NOUT];
 	if (op < 0 || op >= RT_NUM_OPS)
 		input_error(file, line, "op %lld is not an op of ops.def (0 to %d)", (long long)op, RT_NUM_OPS - 1);
-	const char *name = op_table[op].name;
+	const char *name = rt_op_name(op);
 	char b[96];
-	if (nin < op_table[op].min_in || (op_table[op].max_in >= 0 && nin > op_table[op].max_in) ||
-	    nout != op_table[op].nout)
+	int lo, hi, nout_def;
+	rt_op_arity(op, &lo, &hi, &nout_def);
+	if (nin < lo || (hi >= 0 && nin > hi) || nout != nout_def)
 		input_error(file, line, "%s with %lld input%s and %lld output%s: ops.def gives it %s", name, (long long)nin,
 		            nin == 1 ? "" : "s", (long long)nout, nout == 1 ? "" : "s", arity_text(op, b, sizeof b));
 	if (nin + nout > RT_MAX_ARGS)
