@@ -184,7 +184,7 @@ static bool load(const Graph *g, const Schedule *s, const ProfileOptions *in, Pr
 {
 	profile_resolve(in, o, a);
 	profile_machine(o, mach);
-	ProfileKey key = {mach->key, "cpu", o->threads};
+	ProfileKey key = {mach->key, PROFILE_BACKEND, o->threads};
 	*sigs = profile_signatures(g, s, a);
 	if (access(o->db, F_OK) != 0) {
 		snprintf(err, errlen, "no profile database at %s: run %s", o->db, profile_command(o, mv == NULL, a));

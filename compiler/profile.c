@@ -343,7 +343,7 @@ static bool load(Run *run, const Graph *g, const Schedule *s, const ProfileOptio
 {
 	profile_resolve(in, &run->o, run->a);
 	profile_machine(&run->o, mach);
-	run->key = (ProfileKey){mach->key, "cpu", run->o.threads};
+	run->key = (ProfileKey){mach->key, PROFILE_BACKEND, run->o.threads};
 	*sigs = profile_signatures(g, s, run->a);
 	run->db = pdb_open(run->o.db, create, run->err, run->errlen);
 	return run->db && (!create || pdb_add_machine(run->db, mach, run->err, run->errlen)) &&

@@ -142,9 +142,16 @@ typedef enum ProfileRule {
 typedef struct ProfileDb ProfileDb;
 
 /* Which profiles: the machine, the backend and the thread count. */
+/*
+ * The backend of this runtime's kernels as the database keys it: "cpu/"
+ * and a revision, raised whenever the kernels or how their threads wait
+ * change, so that profiles measured with an older runtime are not used.
+ */
+#define PROFILE_BACKEND "cpu/2"
+
 typedef struct ProfileKey {
 	const char *machine;   /* ProfileMachine.key */
-	const char *backend;   /* "cpu" */
+	const char *backend;   /* PROFILE_BACKEND */
 	int threads;           /* kernel threads */
 } ProfileKey;
 
