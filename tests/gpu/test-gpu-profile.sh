@@ -33,6 +33,7 @@ bad=
 for lib in $needed; do
     case $lib in
         libcudnn.so*|libcublas.so*|libcudart.so*|libcjson.so*|libm.so*|libc.so*|libpthread.so*) ;;
+        libasan.so*|libubsan.so*) ;; # a build with --enable-sanitizers
         *) bad="$bad $lib" ;;
     esac
 done
