@@ -114,7 +114,7 @@ MoveStats placement_stats(const Placement *p);
 typedef struct CostModel CostModel;
 
 enum {
-	PLACE_WINDOW = 15,             /* async decision points before each user */
+	PLACE_WINDOW = 6,              /* async decision points before each user */
 	PLACE_TINY = 64 << 10,         /* tensors up to this many bytes get one decision point */
 	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
