@@ -1070,12 +1070,9 @@ static void usage_profile(FILE *f)
 	        "  --quiet            print nothing but errors\n"
 	        "  --backend gpu --export K.tsv\n"
 	        "                     write the step's distinct kernels for autotm-gpu-profile,\n"
-	        "                     which times them on a GPU (docs/gpu.md)\n"
-	        "  -D NAME=VALUE      override the model parameter NAME (repeatable)\n"
-	        "  -I DIR             search DIR for imports after the importing file's directory\n"
-	        "  -h, --help         show this help\n"
-	        "\n"
-	        "Documentation: docs/profiling.md.\n");
+	        "                     which times them on a GPU (docs/gpu.md)\n");
+	usage_model_opts(f);
+	fprintf(f, "\nDocumentation: docs/profiling.md.\n");
 }
 
 static int cmd_profile(int argc, char **argv)

@@ -220,15 +220,3 @@ void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 		RT_ICE("rt_move of %lld bytes", (long long)bytes);
 	copy_parallel(dst, src, (size_t)bytes);
 }
-
-int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
-{
-	if (bytes < 0)
-		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
-	return rt_mover_submit(ctx->mover, dst, src, (size_t)bytes);
-}
-
-void rt_move_wait(RtCtx *ctx, int32_t handle)
-{
-	rt_mover_wait(ctx->mover, handle);
-}

@@ -136,12 +136,8 @@ static int64_t round_up(int64_t n, int64_t a)
 void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 {
 	*p = (RtPool){.name = "fast", .bytes = bytes};
-	char b1[32], b2[32];
-	if (bytes < 0)
-		RT_ICE("negative fast pool size %lld", (long long)bytes);
-	if (limit > 0 && bytes > limit)
-		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
-		         rt_fmt_bytes(limit, b2, sizeof b2));
+	char b1[32];
+	rt_pool_fast_check(bytes, limit);
 	if (bytes == 0)
 		return;
 	p->mapped = round_up(bytes, POOL_ALIGN);

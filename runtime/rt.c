@@ -337,6 +337,29 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	return ctx;
 }
 
+void rt_pool_fast_check(int64_t bytes, int64_t limit)
+{
+	char b1[32], b2[32];
+	if (bytes < 0)
+		RT_ICE("negative fast pool size %lld", (long long)bytes);
+	if (limit > 0 && bytes > limit)
+		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
+		         rt_fmt_bytes(limit, b2, sizeof b2));
+}
+
+/* Asynchronous moves go through the mover of the linked runtime (move.c, cuda/memory.c). */
+int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+{
+	if (bytes < 0)
+		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
+	return rt_mover_submit(ctx->mover, dst, src, (size_t)bytes);
+}
+
+void rt_move_wait(RtCtx *ctx, int32_t handle)
+{
+	rt_mover_wait(ctx->mover, handle);
+}
+
 void *rt_pool_base(RtCtx *ctx, int32_t pool)
 {
 	if (pool == RT_POOL_FAST)

@@ -100,6 +100,8 @@ typedef struct RtPool {
 	void *balloon;        /* cuda, managed: device memory held so that only the limit is left */
 } RtPool;
 
+/* A fast pool of `bytes` under a non-zero `limit`: fatal if over it (rt.c, for both runtimes). */
+void rt_pool_fast_check(int64_t bytes, int64_t limit);
 /* The fast pool: one 2 MiB-aligned allocation; fatal if over a non-zero limit. */
 void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit);
 /*

@@ -98,12 +98,8 @@ static void zero_device(RtPool *p)
 void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 {
 	*p = (RtPool){.name = "fast", .bytes = bytes};
-	char b1[32], b2[32];
-	if (bytes < 0)
-		RT_ICE("negative fast pool size %lld", (long long)bytes);
-	if (limit > 0 && bytes > limit)
-		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
-		         rt_fmt_bytes(limit, b2, sizeof b2));
+	char b1[32];
+	rt_pool_fast_check(bytes, limit);
 	if (bytes == 0)
 		return;
 	p->mapped = round_up(bytes, POOL_ALIGN);
@@ -309,16 +305,4 @@ void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 	if (bytes < 0)
 		RT_ICE("rt_move of %lld bytes", (long long)bytes);
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, gpu_stream()));
-}
-
-int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
-{
-	if (bytes < 0)
-		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
-	return rt_mover_submit(ctx->mover, dst, src, (size_t)bytes);
-}
-
-void rt_move_wait(RtCtx *ctx, int32_t handle)
-{
-	rt_mover_wait(ctx->mover, handle);
 }

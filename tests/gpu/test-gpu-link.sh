@@ -17,15 +17,14 @@ if [ ! -x "$gpu" ]; then
 fi
 fail=0
 
-needed=$(readelf -d "$gpu" | sed -n 's/.*Shared library: \[\(.*\)\].*/\1/p')
-for lib in $needed; do
-    case $lib in
-        libcudnn.so*|libcublas.so*|libcudart.so*|libcjson.so*|libm.so*|libc.so*|libpthread.so*) ;;
-        libasan.so*|libubsan.so*) ;; # a build with --enable-sanitizers
-        *) echo "not ok: abi-train-cuda needs $lib"; fail=1 ;;
-    esac
-done
-echo "abi-train-cuda needs: $(echo $needed)"
+. "$(dirname "$0")/needed.sh"
+needed=$(needed "$gpu")
+bad=$(foreign $needed)
+if [ -n "$bad" ] || [ -z "$needed" ]; then
+    echo "not ok: abi-train-cuda needs ${bad:-nothing?}"
+    fail=1
+fi
+echo "abi-train-cuda needs: $needed"
 foreign=$(nm -u "$build/libautotmrt-cuda.a" | grep -E ' (dnnl_|memkind_|omp_|GOMP_|LLVM|__cxa_|__gxx_|_Unwind_|_Z)' | sort -u)
 if [ -n "$foreign" ]; then
     echo "not ok: libautotmrt-cuda.a uses symbols of other libraries:"

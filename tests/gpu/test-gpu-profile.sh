@@ -15,6 +15,7 @@
 # convolutions, and move lines for both directions, sync and async.
 set -u
 build=$(cd "${TOP_BUILDDIR:-.}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 prof=$build/autotm-gpu-profile
 if [ ! -x "$prof" ]; then
     echo "skipped: built without CUDA (no autotm-gpu-profile)"
@@ -28,16 +29,10 @@ ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; failed=$((failed + 1)); }
 
 # ---- what it links with ------------------------------------------------------
-needed=$(readelf -d "$prof" | sed -n 's/.*Shared library: \[\(.*\)\].*/\1/p')
-bad=
-for lib in $needed; do
-    case $lib in
-        libcudnn.so*|libcublas.so*|libcudart.so*|libcjson.so*|libm.so*|libc.so*|libpthread.so*) ;;
-        libasan.so*|libubsan.so*) ;; # a build with --enable-sanitizers
-        *) bad="$bad $lib" ;;
-    esac
-done
-if [ -z "$bad" ] && [ -n "$needed" ]; then ok "needs only $(echo $needed)"; else not_ok "needs$bad (of: $needed)"; fi
+. "$here/needed.sh"
+needed=$(needed "$prof")
+bad=$(foreign $needed)
+if [ -z "$bad" ] && [ -n "$needed" ]; then ok "needs only $needed"; else not_ok "needs $bad (of: $needed)"; fi
 
 # ---- descriptions, by hand -------------------------------------------------------
 # rt.h: op, nin, nout, 14 attributes (kh kw sh sw ph pw groups axis offset seed
