@@ -184,15 +184,14 @@ static void differentiate(AD *ad, const Node *f)
 		}
 		break;
 	}
-	case OP_RELU:
-		emit_grad(ad, x, OP_RELU_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
-		break;
+	case OP_RELU: /* activations: the gradient op of ops.def's act column reads y or x, and dy */
 	case OP_SIGMOID:
-		emit_grad(ad, x, OP_SIGMOID_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+	case OP_TANH: {
+		Act act = op_info[f->op].act;
+		Tensor *saved = act_from(act) == ACT_FROM_X ? x : f->out[0];
+		emit_grad(ad, x, op_grad_of_act(act), (Tensor *[]){saved, dy}, 2, NULL);
 		break;
-	case OP_TANH:
-		emit_grad(ad, x, OP_TANH_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
-		break;
+	}
 	case OP_SOFTMAX:
 		emit_grad(ad, x, OP_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;
@@ -218,7 +217,26 @@ static void differentiate(AD *ad, const Node *f)
 		}
 		break;
 	}
-	default:
+	case OP_SOFTMAX_XENT: /* the loss: its gradient starts the backward pass (autodiff below) */
+	case OP_SOFTMAX_XENT_BWD: /* the ops autodiff creates: never differentiated */
+	case OP_CONV2D_BWD_DATA:
+	case OP_CONV2D_BWD_FILTER:
+	case OP_BIAS_GRAD:
+	case OP_DENSE_BWD_DATA:
+	case OP_DENSE_BWD_WEIGHT:
+	case OP_MAXPOOL_BWD:
+	case OP_AVGPOOL_BWD:
+	case OP_GLOBALAVGPOOL_BWD:
+	case OP_BATCHNORM_BWD:
+	case OP_RELU_BWD:
+	case OP_SIGMOID_BWD:
+	case OP_TANH_BWD:
+	case OP_SOFTMAX_BWD:
+	case OP_DROPOUT_BWD:
+	case OP_SLICE:
+	case OP_SGD:
+	case OP_SGD_MOMENTUM:
+	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);
 	}
 	/* Weights whose last contribution this was get their update now. */

@@ -3,7 +3,6 @@
  */
 #include "costmodel.h"
 
-#include "report.h"
 #include "util.h"
 
 static double bw(const Roofline *r, Tier t, bool write)

@@ -38,7 +38,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lang/ast.h"
+#include "ast.h"
 #include "util.h"
 
 enum {
@@ -478,9 +478,10 @@ static const Builtin builtins[] = {
 	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
 	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
 	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
-	{"relu", {NULL}, b_simple, OP_RELU},
-	{"sigmoid", {NULL}, b_simple, OP_SIGMOID},
-	{"tanh", {NULL}, b_simple, OP_TANH},
+	/* every activation of base/activation.h, by its op (OP_ID) */
+#define ACT_BUILTIN(id, name, from) {#name, {NULL}, b_simple, OP_##id},
+	ACTIVATIONS(ACT_BUILTIN)
+#undef ACT_BUILTIN
 	{"softmax", {NULL}, b_softmax, OP_SOFTMAX},
 	{"flatten", {NULL}, b_flatten, OP_RESHAPE},
 	{"dropout", {"p"}, b_dropout, OP_DROPOUT},

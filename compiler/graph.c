@@ -36,16 +36,13 @@ static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t err
 static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen);
 
-#define GRAD true
-#define NOGRAD false
-const OpInfo op_info[NUM_OPS] = {
-#define OP(id, nm, min_in, max_in, nout, shape, grad, inplace) \
-	[OP_##id] = {#nm, min_in, max_in, nout, shape, grad, inplace},
+/* Each op's shape rule: ops.def's shape_rule column. */
+typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
+static const ShapeRule shape_rule[NUM_OPS] = {
+#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, act) [OP_##id] = shape,
 #include "ops.def"
 #undef OP
 };
-#undef GRAD
-#undef NOGRAD
 
 Shape shape_make(int ndim, const int64_t *d)
 {
@@ -147,8 +144,14 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
                  const char *name, SrcLoc loc, char *err, size_t errlen)
 {
 	const OpInfo *info = &op_info[op];
-	if (nin < info->min_in || (info->max_in >= 0 && nin > info->max_in))
+	if (nin < info->min_in)
 		ICE("%s built with %d inputs", info->name, nin);
+	if (nin > info->max_in) {
+		/* only the variadic ops (add, concat) can get here from a model */
+		snprintf(err, errlen, "%s of %d tensors: a kernel takes at most %d (split it into several)", info->name,
+		         nin, info->max_in);
+		return NULL;
+	}
 	Node *n = arena_alloc(g->arena, sizeof *n);
 	n->op = op;
 	if (attr)
@@ -162,7 +165,7 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
 	Shape shapes[4];
 	if (info->nout > (int)countof(shapes))
 		ICE("%s has too many outputs", info->name);
-	if (!info->shape(n, shapes, err, errlen))
+	if (!node_shapes(n, shapes, err, errlen))
 		return NULL;
 	n->nout = info->nout;
 	n->out = arena_array(g->arena, (size_t)n->nout, sizeof(Tensor *));
@@ -183,6 +186,11 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
 	for (int i = 0; i < nin; i++)
 		vec_push(g->arena, &in[i]->users, n);
 	return n;
+}
+
+bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	return shape_rule[n->op](n, out, err, errlen);
 }
 
 void tensor_rename(Graph *g, Tensor *t, const char *name)

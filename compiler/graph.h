@@ -15,17 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lang/diag.h"
 #include "arena.h"
+#include "diag.h"
+#include "ops.h"
 
 enum { MAX_DIMS = 4 };
-
-typedef enum Op {
-#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) OP_##id,
-#include "ops.def"
-#undef OP
-	NUM_OPS
-} Op;
 
 typedef enum DType {
 	DT_F32, /* 32-bit IEEE float */
@@ -121,18 +115,11 @@ typedef struct Graph {
 	Optimizer opt;         /* how weights are updated */
 } Graph;
 
-/* The static description of each op, from ops.def. */
-typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
-typedef struct OpInfo {
-	const char *name; /* printed name */
-	int min_in;       /* fewest inputs */
-	int max_in;       /* most inputs, -1 for any */
-	int nout;         /* outputs */
-	ShapeRule shape;  /* output shapes */
-	bool grad;        /* differentiable */
-	unsigned inplace; /* bit i set: input i is overwritten */
-} OpInfo;
-extern const OpInfo op_info[NUM_OPS];
+/*
+ * FLOPs of a node by its op's rule (flops.c; a multiply-add is 2 FLOPs),
+ * INT64_MAX when the count does not fit.
+ */
+int64_t node_flops(const Node *n);
 
 Graph *graph_new(Arena *a);
 
@@ -142,10 +129,14 @@ Tensor *graph_tensor(Graph *g, TensorKind kind, const char *name, Shape shape, S
 /*
  * A node applying op to in[0..nin); its outputs are created with the kind
  * `kind`, the first named `name`, any others name.1, name.2, ... On a
- * shape error returns NULL and describes it in err.
+ * shape error, or more inputs than a kernel takes (OP_MAX_ARGS), returns
+ * NULL and describes it in err.
  */
 Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, TensorKind kind,
                  const char *name, SrcLoc loc, char *err, size_t errlen);
+
+/* The output shapes of n by its op's shape rule (checking its inputs); false with a message in err. */
+bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Rename a tensor (the old name is left to the arena). */
 void tensor_rename(Graph *g, Tensor *t, const char *name);

@@ -183,9 +183,7 @@ static void softmax_rows(const double *z, double *p, int64_t rows, int64_t k)
 
 void interp_node(Interp *ip, const Node *nd)
 {
-	double *in[8], *out[4];
-	if (nd->nin > (int)countof(in))
-		ICE("%s has too many inputs for the interpreter", nd->name);
+	double *in[OP_MAX_ARGS], *out[OP_MAX_ARGS];
 	for (int k = 0; k < nd->nin; k++)
 		in[k] = ip->buf[nd->in[k]->id];
 	for (int k = 0; k < nd->nout; k++) {
@@ -318,29 +316,17 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_BATCHNORM_BWD:
 		batchnorm_bwd(nd, in, out);
 		break;
-	case OP_RELU:
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = in[0][i] > 0 ? in[0][i] : 0;
-		break;
-	case OP_RELU_BWD:
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = in[0][i] > 0 ? in[1][i] : 0;
-		break;
+	case OP_RELU: /* activations: base/activation.h */
 	case OP_SIGMOID:
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = 1.0 / (1.0 + exp(-in[0][i]));
-		break;
-	case OP_SIGMOID_BWD:
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = in[1][i] * in[0][i] * (1.0 - in[0][i]);
-		break;
 	case OP_TANH:
 		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = tanh(in[0][i]);
+			out[0][i] = act_value(op_info[nd->op].act, in[0][i]);
 		break;
+	case OP_RELU_BWD: /* saved (y or x), dy -> dx */
+	case OP_SIGMOID_BWD:
 	case OP_TANH_BWD:
 		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = in[1][i] * (1.0 - in[0][i] * in[0][i]);
+			out[0][i] = act_grad(op_info[nd->op].act, in[0][i], in[1][i]);
 		break;
 	case OP_SOFTMAX:
 		softmax_rows(in[0], out[0], nd->in[0]->shape.d[0], nd->in[0]->shape.d[1]);

@@ -390,9 +390,10 @@ static void build_kernel(Ilp *ip, int step)
 {
 	const Node *n = ip->s->order[step];
 	const CostModel *cm = ip->cm;
-	int nargs = n->nin + n->nout < 32 ? n->nin + n->nout : 32;
-	const Tensor *ts[32];
-	uint32_t mask[32];
+	int nargs = n->nin + n->nout; /* at most OP_MAX_ARGS (graph_node), so a mask fits 32 bits */
+	_Static_assert(OP_MAX_ARGS <= 32, "a kernel's slow arguments are a 32-bit mask");
+	const Tensor *ts[OP_MAX_ARGS];
+	uint32_t mask[OP_MAX_ARGS];
 	int d = 0;
 	/* distinct tensors whose tier is a decision; their argument positions */
 	for (int k = 0; k < nargs; k++) {
@@ -408,7 +409,7 @@ static void build_kernel(Ilp *ip, int step)
 		}
 		mask[i] |= 1u << k;
 	}
-	double t0 = cm->kernel_time(cm, n, 0), pen[32], sum = t0;
+	double t0 = cm->kernel_time(cm, n, 0), pen[OP_MAX_ARGS], sum = t0;
 	if (ip->kernels_fast) {
 		/* inFast = 1 for every argument; the time is the all-fast time */
 		for (int i = 0; i < d; i++) {

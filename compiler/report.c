@@ -1,9 +1,5 @@
 /*
- * report.c - summaries and printouts of the graph.
- *
- * FLOP counts follow the usual convention: a multiply-add is 2 FLOPs
- * (convolution, dense), elementwise ops count one per element, pooling one
- * per window element, batchnorm and softmax a few per element.
+ * report.c - summaries and printouts of the graph (FLOP counts: flops.c).
  */
 #include "report.h"
 
@@ -13,77 +9,6 @@
 #include <string.h>
 
 #include "util.h"
-
-int64_t node_flops(const Node *n)
-{
-	const Attrs *a = &n->attr;
-	int64_t in = shape_elems(n->in[0]->shape);
-	int64_t out = n->nout ? shape_elems(n->out[0]->shape) : 0;
-	switch (n->op) {
-	case OP_CONV2D: {
-		const Shape *w = &n->in[1]->shape;
-		return 2 * out * w->d[1] * w->d[2] * w->d[3] + (n->nin == 3 ? out : 0);
-	}
-	case OP_CONV2D_BWD_DATA: {
-		const Shape *w = &n->in[1]->shape; /* dy x weight: as many MACs as the forward */
-		return 2 * in * w->d[1] * w->d[2] * w->d[3];
-	}
-	case OP_CONV2D_BWD_FILTER: {
-		const Shape *dy = &n->in[1]->shape;
-		return 2 * shape_elems(*dy) * out / dy->d[1];
-	}
-	case OP_DENSE:
-		return 2 * out * n->in[1]->shape.d[1] + (n->nin == 3 ? out : 0);
-	case OP_DENSE_BWD_DATA:
-		return 2 * out * n->in[1]->shape.d[0];
-	case OP_DENSE_BWD_WEIGHT:
-		return 2 * out * n->in[0]->shape.d[0];
-	case OP_MAXPOOL:
-	case OP_AVGPOOL:
-		return out * a->kh * a->kw;
-	case OP_MAXPOOL_BWD:
-	case OP_AVGPOOL_BWD:
-		return in * a->kh * a->kw;
-	case OP_GLOBALAVGPOOL:
-	case OP_BIAS_GRAD:
-		return in;
-	case OP_GLOBALAVGPOOL_BWD:
-		return out;
-	case OP_BATCHNORM:
-		return 8 * in; /* mean, variance, normalise, scale and shift */
-	case OP_BATCHNORM_BWD:
-		return 12 * in;
-	case OP_RELU:
-	case OP_DROPOUT:
-	case OP_RELU_BWD:
-	case OP_DROPOUT_BWD:
-		return out;
-	case OP_SIGMOID:
-	case OP_TANH:
-	case OP_SIGMOID_BWD:
-	case OP_TANH_BWD:
-		return 4 * out;
-	case OP_SOFTMAX:
-	case OP_SOFTMAX_BWD:
-		return 5 * out;
-	case OP_RESHAPE:
-	case OP_CONCAT:
-	case OP_SLICE:
-		return 0;
-	case OP_ADD:
-		return out * (n->nin - 1);
-	case OP_SOFTMAX_XENT:
-	case OP_SOFTMAX_XENT_BWD:
-		return 6 * in;
-	case OP_SGD:
-		return 2 * in;
-	case OP_SGD_MOMENTUM:
-		return 4 * in;
-	case NUM_OPS:
-		break;
-	}
-	unreachable();
-}
 
 int64_t graph_parameters(const Graph *g)
 {

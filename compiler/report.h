@@ -9,8 +9,6 @@
 #include "graph.h"
 #include "schedule.h"
 
-/* Floating-point operations of one node (multiply-add = 2). */
-int64_t node_flops(const Node *n);
 /* Sum of elements of all weight tensors. */
 int64_t graph_parameters(const Graph *g);
 /* Forward FLOPs: every node up to and including the loss. */

@@ -47,7 +47,7 @@ bool graph_verify(const Graph *g, char *err, size_t errlen)
 		const OpInfo *info = &op_info[n->op];
 		if (n->id != i)
 			FAIL("node %s has id %d at index %d", n->name, n->id, i);
-		if (n->nin < info->min_in || (info->max_in >= 0 && n->nin > info->max_in) || n->nout != info->nout)
+		if (n->nin < info->min_in || n->nin > info->max_in || n->nout != info->nout)
 			FAIL("node %s (%s) has %d inputs and %d outputs", n->name, info->name, n->nin, n->nout);
 		for (int k = 0; k < n->nin; k++) {
 			const Tensor *t = n->in[k];
@@ -63,7 +63,7 @@ bool graph_verify(const Graph *g, char *err, size_t errlen)
 		}
 		Shape shapes[4];
 		char why[256];
-		if (!info->shape(n, shapes, why, sizeof why))
+		if (!node_shapes(n, shapes, why, sizeof why))
 			FAIL("node %s (%s): %s", n->name, info->name, why);
 		for (int k = 0; k < n->nout; k++) {
 			const Tensor *t = n->out[k];

@@ -3,8 +3,8 @@
  */
 #include "ast.h"
 
-#include "../compiler/arena.h"
-#include "../compiler/util.h"
+#include "arena.h"
+#include "util.h"
 
 Expr *ast_expr(Arena *a, ExprKind kind, SrcLoc loc)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/util.h"
+#include "util.h"
 
 static FILE *diag_out;
 static int nerrors;

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "../compiler/arena.h"
+#include "arena.h"
 #include "ast.h"
 
 enum {

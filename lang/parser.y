@@ -22,7 +22,7 @@ typedef void *yyscan_t;
 #include <stdio.h>
 #include <string.h>
 
-#include "../compiler/util.h"
+#include "util.h"
 
 int yylex(YYSTYPE *lval, YYLTYPE *lloc, yyscan_t scanner);
 static void yyerror(YYLTYPE *loc, yyscan_t scanner, LexState *st, const char *msg);

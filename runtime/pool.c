@@ -120,7 +120,7 @@ static void prefault(RtPool *p)
 		char b[32], w[PATH_MAX + 64];
 		sigaction(SIGBUS, &old, NULL);
 		rt_fatal("the %s pool (%s, %s) could not be backed by memory: its file system is full",
-		         p->name, rt_fmt_bytes(p->bytes, b, sizeof b), rt_pool_where(p, w, sizeof w));
+		         p->name, fmt_bytes(p->bytes, b, sizeof b), rt_pool_where(p, w, sizeof w));
 	}
 	memset(p->base, 0, (size_t)p->mapped);
 	sigaction(SIGBUS, &old, NULL);
@@ -143,7 +143,7 @@ void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 	p->mapped = round_up(bytes, POOL_ALIGN);
 	int rc = posix_memalign(&p->base, POOL_ALIGN, (size_t)p->mapped);
 	if (rc != 0)
-		rt_fatal("cannot allocate the fast pool (%s): %s", rt_fmt_bytes(bytes, b1, sizeof b1), strerror(rc));
+		rt_fatal("cannot allocate the fast pool (%s): %s", fmt_bytes(bytes, b1, sizeof b1), strerror(rc));
 #ifdef MADV_HUGEPAGE
 	madvise(p->base, (size_t)p->mapped, MADV_HUGEPAGE); /* a hint: failure is harmless */
 #endif
@@ -187,7 +187,7 @@ static void open_pmem(RtPool *p, const char *parent)
 		int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
 		if (avail < p->mapped)
 			rt_fatal("the slow pool needs %s but the file system of '%s' has %s free (choose another with --slow-dir)",
-			         rt_fmt_bytes(p->mapped, b1, sizeof b1), parent, rt_fmt_bytes(avail, b2, sizeof b2));
+			         fmt_bytes(p->mapped, b1, sizeof b1), parent, fmt_bytes(avail, b2, sizeof b2));
 	}
 	memkind_t kind;
 	MEMKIND_CHECK(memkind_create_pmem(p->dir, 0, &kind)); /* 0: the file grows as needed */
@@ -195,7 +195,7 @@ static void open_pmem(RtPool *p, const char *parent)
 	p->mk_owned = true;
 	int err = memkind_posix_memalign(kind, &p->base, POOL_ALIGN, (size_t)p->mapped);
 	if (err || !p->base)
-		rt_fatal("cannot allocate the slow pool (%s) in '%s': %s", rt_fmt_bytes(p->bytes, b1, sizeof b1), p->dir,
+		rt_fatal("cannot allocate the slow pool (%s) in '%s': %s", fmt_bytes(p->bytes, b1, sizeof b1), p->dir,
 		         strerror(err ? err : ENOMEM));
 }
 
@@ -213,7 +213,7 @@ static void open_dax(RtPool *p)
 	p->mk_kind = MEMKIND_DAX_KMEM;
 	err = memkind_posix_memalign(MEMKIND_DAX_KMEM, &p->base, POOL_ALIGN, (size_t)p->mapped);
 	if (err || !p->base)
-		rt_fatal("cannot allocate the slow pool (%s) from MEMKIND_DAX_KMEM: %s", rt_fmt_bytes(p->bytes, b, sizeof b),
+		rt_fatal("cannot allocate the slow pool (%s) from MEMKIND_DAX_KMEM: %s", fmt_bytes(p->bytes, b, sizeof b),
 		         strerror(err ? err : ENOMEM));
 }
 
@@ -241,7 +241,7 @@ static void open_numa(RtPool *p, int node)
 	p->base = mmap(NULL, (size_t)p->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p->base == MAP_FAILED) {
 		p->base = NULL;
-		rt_fatal("cannot map the slow pool (%s): %s", rt_fmt_bytes(p->bytes, b, sizeof b), strerror(errno));
+		rt_fatal("cannot map the slow pool (%s): %s", fmt_bytes(p->bytes, b, sizeof b), strerror(errno));
 	}
 	p->anon_map = true;
 	/* mbind(MPOL_BIND) without libnuma: a bit mask of nodes, one bit per node. */

@@ -179,7 +179,7 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 	for (int i = 0; i < k->nargs; i++) {
 		int64_t nd = RT_ARG_NDIM(desc, i);
 		if (nd < 1 || nd > RT_MAX_DIMS)
-			RT_ICE("rt_profiler_kernel: argument %d of %s has %lld dimensions", i, rt_op_name(desc[RT_D_OP]),
+			RT_ICE("rt_profiler_kernel: argument %d of %s has %lld dimensions", i, op_name(desc[RT_D_OP]),
 			       (long long)nd);
 		k->bytes[i] = rt_elems(nd, &RT_ARG_DIM(desc, i, 0)) * (int64_t)sizeof(float);
 		k->off[i] = k->total;

@@ -96,7 +96,7 @@ void *rt_alloc_at(const char *file, int line, size_t n, bool zero)
 	void *p = zero ? calloc(1, n ? n : 1) : malloc(n ? n : 1);
 	if (!p) {
 		char b[32];
-		rt_fatal("%s:%d: out of memory allocating %s", file, line, rt_fmt_bytes((int64_t)n, b, sizeof b));
+		rt_fatal("%s:%d: out of memory allocating %s", file, line, fmt_bytes((int64_t)n, b, sizeof b));
 	}
 	return p;
 }
@@ -105,22 +105,6 @@ char *rt_xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	return memcpy(rt_xmalloc(n), s, n);
-}
-
-const char *rt_fmt_bytes(int64_t bytes, char *buf, size_t size)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	size_t u = 0;
-	while (v >= 1024.0 && u + 1 < sizeof unit / sizeof unit[0]) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, size, "%lld B", (long long)bytes);
-	else
-		snprintf(buf, size, "%.2f %s", v, unit[u]);
-	return buf;
 }
 
 double rt_now(void)
@@ -138,28 +122,11 @@ int64_t rt_elems(int64_t ndim, const int64_t *shape)
 	return n;
 }
 
-/* The ops' names and arities, from ops.def. */
-static const struct {
-	const char *name; /* printed name */
-	int min_in;       /* fewest inputs */
-	int max_in;       /* most inputs, -1: any */
-	int nout;         /* outputs */
-} op_table[RT_NUM_OPS] = {
-#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) {#name, min_in, max_in, nout},
-#include "ops.def"
-#undef OP
-};
-
 void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout)
 {
 	if (op < 0 || op >= RT_NUM_OPS)
 		RT_ICE("no op %lld", (long long)op);
-	*min_in = op_table[op].min_in, *max_in = op_table[op].max_in, *nout = op_table[op].nout;
-}
-
-const char *rt_op_name(int64_t op)
-{
-	return op >= 0 && op < RT_NUM_OPS ? op_table[op].name : "?";
+	*min_in = op_info[op].min_in, *max_in = op_info[op].max_in, *nout = op_info[op].nout;
 }
 
 /* ---- the command line ----------------------------------------------------- */
@@ -343,8 +310,8 @@ void rt_pool_fast_check(int64_t bytes, int64_t limit)
 	if (bytes < 0)
 		RT_ICE("negative fast pool size %lld", (long long)bytes);
 	if (limit > 0 && bytes > limit)
-		rt_fatal("the fast pool (%s) exceeds the limit (%s)", rt_fmt_bytes(bytes, b1, sizeof b1),
-		         rt_fmt_bytes(limit, b2, sizeof b2));
+		rt_fatal("the fast pool (%s) exceeds the limit (%s)", fmt_bytes(bytes, b1, sizeof b1),
+		         fmt_bytes(limit, b2, sizeof b2));
 }
 
 /* Asynchronous moves go through the mover of the linked runtime (move.c, cuda/memory.c). */
@@ -424,7 +391,7 @@ static void print_profile(RtCtx *ctx)
 	       "share");
 	for (int32_t i = 0; i < n; i++) {
 		const RtKernelSlot *k = &ctx->kernels[order[i]];
-		printf("%6d  %-26s %-28s %7lld %12.3f %11.4f %6.1f%%\n", order[i], rt_op_name(k->op),
+		printf("%6d  %-26s %-28s %7lld %12.3f %11.4f %6.1f%%\n", order[i], op_name(k->op),
 		       ctx->backend->impl_name(k->impl), (long long)k->calls, 1e3 * k->seconds,
 		       k->calls ? 1e3 * k->seconds / (double)k->calls : 0.0, total > 0 ? 100 * k->seconds / total : 0.0);
 	}
@@ -451,16 +418,16 @@ int rt_end(RtCtx *ctx)
 		if (p->predicted_seconds > 0)
 			printf("predicted step time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * p->predicted_seconds,
 			       med / p->predicted_seconds);
-		printf("fast pool: %s (%s", rt_fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
+		printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
 		       rt_pool_where(&ctx->fast, fw, sizeof fw));
 		if (p->fast_limit > 0)
-			printf(", limit %s", rt_fmt_bytes(p->fast_limit, b2, sizeof b2));
-		printf("); slow pool: %s", rt_fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
+			printf(", limit %s", fmt_bytes(p->fast_limit, b2, sizeof b2));
+		printf("); slow pool: %s", fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
 		if (ctx->slow.bytes > 0)
 			printf(" (%s)", rt_pool_where(&ctx->slow, w, sizeof w));
 		printf("\nkernels: %d (scratch %s); asynchronous moves: %lld (%s); threads: %d\n", ctx->nkernels,
-		       rt_fmt_bytes(ctx->backend->scratch_bytes(ctx->backend_state), b2, sizeof b2), (long long)nmoves,
-		       rt_fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
+		       fmt_bytes(ctx->backend->scratch_bytes(ctx->backend_state), b2, sizeof b2), (long long)nmoves,
+		       fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
 	}
 	if (ctx->opt.profile)
 		print_profile(ctx);
@@ -494,9 +461,9 @@ static void check_desc(int32_t id, const int64_t *desc)
 	int64_t op = desc[RT_D_OP], nin = desc[RT_D_NIN], nout = desc[RT_D_NOUT];
 	if (op < 0 || op >= RT_NUM_OPS)
 		RT_ICE("kernel %d: no op %lld", id, (long long)op);
-	const char *name = op_table[op].name;
-	if (nin < op_table[op].min_in || (op_table[op].max_in >= 0 && nin > op_table[op].max_in) ||
-	    nout != op_table[op].nout || nin + nout > RT_MAX_ARGS)
+	const char *name = op_info[op].name;
+	if (nin < op_info[op].min_in || nin > op_info[op].max_in ||
+	    nout != op_info[op].nout || nin + nout > RT_MAX_ARGS)
 		RT_ICE("kernel %d (%s): %lld inputs and %lld outputs do not match ops.def", id, name, (long long)nin,
 		       (long long)nout);
 	for (int64_t i = 0; i < nin + nout; i++) {

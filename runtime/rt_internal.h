@@ -44,6 +44,8 @@
 
 #include "autotm/rt.h"
 #include "autotm/tensorio.h"
+#include "format.h" /* base/ */
+#include "ops.h"    /* base/ */
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -69,8 +71,6 @@ void *rt_alloc_at(const char *file, int line, size_t n, bool zero);
 #define rt_xcalloc(n) rt_alloc_at(__FILE__, __LINE__, (n), true)
 char *rt_xstrdup(const char *s);
 
-/* "1.50 GiB" */
-const char *rt_fmt_bytes(int64_t bytes, char *buf, size_t size);
 /* Monotonic time in seconds. */
 double rt_now(void);
 /* Elements of the ndim sizes in shape. */
@@ -172,9 +172,7 @@ extern const RtBackend rt_cuda_backend; /* cuda/kernels.c */
 /* The backend of the library linked: &rt_cpu_backend or &rt_cuda_backend. */
 extern const RtBackend *const rt_backend;
 
-/* The printed name of an op (ops.def's second column). */
-const char *rt_op_name(int64_t op);
-/* ops.def's arity of an op (max_in -1: any number of inputs); op must be one. */
+/* ops.def's arity of an op; op must be one. */
 void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout);
 
 /* ---- the context ------------------------------------------------------- */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/autodiff.h"
-#include "compiler/elaborate.h"
+#include "autodiff.h"
+#include "elaborate.h"
 
 const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
                               const char *optimizer)

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compiler/arena.h"
-#include "compiler/graph.h"
+#include "arena.h"
+#include "graph.h"
 
 /*
  * The source of a one-chain model: input x : f32[input] (its first

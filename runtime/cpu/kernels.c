@@ -107,7 +107,7 @@ static void dnnl_check(dnnl_status_t st, const char *what, const char *file, int
 		return;
 	if (creating_id >= 0)
 		rt_fatal("%s:%d: %s failed: %s (creating kernel %d, %s)", file, line, what, dnnl_status2str(st),
-		         creating_id, rt_op_name(creating_op));
+		         creating_id, op_name(creating_op));
 	rt_fatal("%s:%d: %s failed: %s", file, line, what, dnnl_status2str(st));
 }
 #define DNNL_CHECK(call) dnnl_check((call), #call, __FILE__, __LINE__)
@@ -245,7 +245,7 @@ static void bind_as(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, i
 		RT_ICE("kernel %d: too many oneDNN arguments", k->id);
 	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
 	if (!md || dnnl_memory_desc_get_size(md) == 0)
-		RT_ICE("kernel %d (%s): the primitive takes no argument %d", k->id, rt_op_name(k->op), arg);
+		RT_ICE("kernel %d (%s): the primitive takes no argument %d", k->id, op_name(k->op), arg);
 	dnnl_memory_t m;
 	if (!plain || dnnl_memory_desc_equal(md, plain)) {
 		DNNL_CHECK(dnnl_memory_create(&m, md, s->engine, DNNL_MEMORY_NONE));
@@ -882,7 +882,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 		run_sgd_momentum(d, a);
 		break;
 	default:
-		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, rt_op_name(k->op));
+		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, op_name(k->op));
 	}
 }
 
@@ -991,7 +991,7 @@ static void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		if (rc != 0) {
 			char b[32];
 			rt_fatal("cannot allocate the kernels' scratch memory (%s): %s",
-			         rt_fmt_bytes((int64_t)k->scratch, b, sizeof b), strerror(rc));
+			         fmt_bytes((int64_t)k->scratch, b, sizeof b), strerror(rc));
 		}
 		free(s->scratch);
 		s->scratch = p;

@@ -232,7 +232,7 @@ static void check_desc(const char *file, int line, const int64_t *d)
 	int64_t op = d[RT_D_OP], nin = d[RT_D_NIN], nout = d[RT_D_NOUT];
 	if (op < 0 || op >= RT_NUM_OPS)
 		input_error(file, line, "op %lld is not an op of ops.def (0 to %d)", (long long)op, RT_NUM_OPS - 1);
-	const char *name = rt_op_name(op);
+	const char *name = op_name(op);
 	char b[96];
 	int lo, hi, nout_def;
 	rt_op_arity(op, &lo, &hi, &nout_def);
@@ -422,7 +422,7 @@ static void emit_machine(Prof *p)
 	     driver, runtime, cudnnGetVersion(), p->o.tf32 ? "on" : "off");
 	char b[32];
 	progress(p, "%s: %s, compute capability %d.%d, %s; CUDA driver %d, runtime %d, cuDNN %zu; TF32 %s",
-	         rt_prog_name(), prop.name, prop.major, prop.minor, rt_fmt_bytes((int64_t)prop.totalGlobalMem, b, sizeof b),
+	         rt_prog_name(), prop.name, prop.major, prop.minor, fmt_bytes((int64_t)prop.totalGlobalMem, b, sizeof b),
 	         driver, runtime, cudnnGetVersion(), p->o.tf32 ? "on" : "off");
 }
 
@@ -557,7 +557,7 @@ static void profile_algos(Prof *p, const Kernel *k, void *kernel, void *const *a
 				char b[32];
 				cudaGetLastError(); /* not a sticky error: clear it */
 				emit(p, "# %s %s: cannot allocate its workspace (%s): %s", k->sig, name,
-				     rt_fmt_bytes((int64_t)a->workspace, b, sizeof b), cudaGetErrorString(err));
+				     fmt_bytes((int64_t)a->workspace, b, sizeof b), cudaGetErrorString(err));
 				continue;
 			}
 		}
@@ -589,7 +589,7 @@ static void profile_kernel(Prof *p, const Kernel *k, int index, int nkernels)
 	if (err != cudaSuccess) {
 		char b[32];
 		rt_fatal("%s: cannot allocate its arguments (%s) in device memory: %s", k->sig,
-		         rt_fmt_bytes(total, b, sizeof b), cudaGetErrorString(err));
+		         fmt_bytes(total, b, sizeof b), cudaGetErrorString(err));
 	}
 	void *args[RT_MAX_ARGS];
 	for (int i = 0; i < nargs; i++)
@@ -663,9 +663,9 @@ static int open_move_buffers(Prof *p, MoveBuffers *m)
 			why = cudaGetErrorString(err);
 		}
 		free_move_buffers(m);
-		emit(p, "# move: %s left out: %s", rt_fmt_bytes(bytes, b, sizeof b), why);
+		emit(p, "# move: %s left out: %s", fmt_bytes(bytes, b, sizeof b), why);
 		if (n == 1)
-			rt_fatal("cannot allocate buffers of %s for the moves: %s", rt_fmt_bytes(bytes, b, sizeof b), why);
+			rt_fatal("cannot allocate buffers of %s for the moves: %s", fmt_bytes(bytes, b, sizeof b), why);
 	}
 	RT_ICE("no move sizes");
 }
@@ -743,7 +743,7 @@ static void profile_moves(Prof *p)
 				emit(p, "move\t%s\t%s\t%lld\t%.9g", dname, kind_names[kind], (long long)bytes, t.median);
 				char b[32];
 				progress(p, "move %s %s %s: %.3f ms (%.2f GB/s%s)", dname, kind_names[kind],
-				         rt_fmt_bytes(bytes, b, sizeof b), 1e3 * t.median, 1e-9 * (double)bytes / t.median,
+				         fmt_bytes(bytes, b, sizeof b), 1e3 * t.median, 1e-9 * (double)bytes / t.median,
 				         kind == MOVE_BOTH ? " each way" : "");
 			}
 	close_move_buffers(&m);

@@ -125,7 +125,7 @@ static int64_t inner_elems(const int64_t *desc, int i, int from)
 static int to_int(const GpuKernel *k, int64_t v)
 {
 	if (v > INT_MAX)
-		rt_fatal("kernel %d (%s): a size of %lld is too large for cuDNN and cuBLAS", k->id, rt_op_name(k->op),
+		rt_fatal("kernel %d (%s): a size of %lld is too large for cuDNN and cuBLAS", k->id, op_name(k->op),
 		         (long long)v);
 	return (int)v;
 }
@@ -257,7 +257,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			return;
 		}
 		rt_fatal("kernel %d (%s): the placement chose cuDNN's %s, which cuDNN does not offer for this "
-		         "convolution on this GPU%s; profile this GPU again", k->id, rt_op_name(k->op),
+		         "convolution on this GPU%s; profile this GPU again", k->id, op_name(k->op),
 		         conv_algo_name(k->op, algo), s->tf32 ? "" : " without TF32");
 	}
 	for (int pass = 0; pass < 2; pass++)
@@ -277,7 +277,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
 			return;
 		}
-	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, rt_op_name(k->op),
+	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, op_name(k->op),
 	         s->tf32 ? "" : " without TF32");
 }
 
@@ -317,8 +317,8 @@ static void make_conv(GpuState *s, GpuKernel *k)
 		cudaError_t err = cudaMalloc(&s->workspace, k->ws);
 		if (err != cudaSuccess) {
 			char b[32];
-			rt_fatal("kernel %d (%s): cannot allocate cuDNN's workspace (%s): %s", k->id, rt_op_name(k->op),
-			         rt_fmt_bytes((int64_t)k->ws, b, sizeof b), cudaGetErrorString(err));
+			rt_fatal("kernel %d (%s): cannot allocate cuDNN's workspace (%s): %s", k->id, op_name(k->op),
+			         fmt_bytes((int64_t)k->ws, b, sizeof b), cudaGetErrorString(err));
 		}
 		s->workspace_size = k->ws;
 	}
@@ -367,7 +367,7 @@ static cudnnStatus_t run_conv(GpuState *s, const GpuKernel *k, int algo, void *w
 		return cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
 		                                      (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_size, &zero, k->w, a[2]);
 	default:
-		RT_ICE("kernel %d (%s) is not a convolution", k->id, rt_op_name(k->op));
+		RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 	}
 }
 
@@ -375,7 +375,7 @@ static cudnnStatus_t run_conv(GpuState *s, const GpuKernel *k, int algo, void *w
 static void launched(const GpuKernel *k, cudaError_t err)
 {
 	if (err != cudaSuccess)
-		rt_fatal("kernel %d (%s): launch failed: %s", k->id, rt_op_name(k->op), cudaGetErrorString(err));
+		rt_fatal("kernel %d (%s): launch failed: %s", k->id, op_name(k->op), cudaGetErrorString(err));
 }
 
 /*
@@ -626,7 +626,7 @@ static void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX_XENT: {
 		cudaError_t err = cudaMalloc((void **)&k->rowloss, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0));
 		if (err != cudaSuccess)
-			rt_fatal("kernel %d (%s): cannot allocate its rows' losses: %s", id, rt_op_name(k->op),
+			rt_fatal("kernel %d (%s): cannot allocate its rows' losses: %s", id, op_name(k->op),
 			         cudaGetErrorString(err));
 		break;
 	}

@@ -106,7 +106,7 @@ void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 	gpu_stream();
 	cudaError_t err = cudaMalloc(&p->base, (size_t)p->mapped);
 	if (err != cudaSuccess)
-		rt_fatal("cannot allocate the fast pool (%s) in device memory: %s", rt_fmt_bytes(bytes, b1, sizeof b1),
+		rt_fatal("cannot allocate the fast pool (%s) in device memory: %s", fmt_bytes(bytes, b1, sizeof b1),
 		         cudaGetErrorString(err));
 	zero_device(p);
 }
@@ -126,11 +126,11 @@ void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
 			cudaError_t err = cudaMalloc(&p->balloon, hold);
 			if (err != cudaSuccess)
 				rt_fatal("cannot occupy %s of device memory to leave only the limit (%s): %s",
-				         rt_fmt_bytes((int64_t)hold, b1, sizeof b1), rt_fmt_bytes(limit, b2, sizeof b2),
+				         fmt_bytes((int64_t)hold, b1, sizeof b1), fmt_bytes(limit, b2, sizeof b2),
 				         cudaGetErrorString(err));
 		} else {
 			rt_warn("the device has %s free, not more than the limit (%s): it is not capped",
-			        rt_fmt_bytes((int64_t)free_bytes, b1, sizeof b1), rt_fmt_bytes(limit, b2, sizeof b2));
+			        fmt_bytes((int64_t)free_bytes, b1, sizeof b1), fmt_bytes(limit, b2, sizeof b2));
 		}
 	}
 	if (bytes == 0)
@@ -138,7 +138,7 @@ void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
 	p->mapped = round_up(bytes, POOL_ALIGN);
 	cudaError_t err = cudaMallocManaged(&p->base, (size_t)p->mapped, cudaMemAttachGlobal);
 	if (err != cudaSuccess)
-		rt_fatal("cannot allocate the fast pool (%s) in managed memory: %s", rt_fmt_bytes(bytes, b1, sizeof b1),
+		rt_fatal("cannot allocate the fast pool (%s) in managed memory: %s", fmt_bytes(bytes, b1, sizeof b1),
 		         cudaGetErrorString(err));
 	zero_device(p);
 }
@@ -157,7 +157,7 @@ void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *pa
 	cudaError_t err = cudaHostAlloc(&p->base, (size_t)p->mapped, cudaHostAllocPortable);
 	if (err != cudaSuccess) {
 		char b[32];
-		rt_fatal("cannot allocate the slow pool (%s) in pinned host memory: %s", rt_fmt_bytes(bytes, b, sizeof b),
+		rt_fatal("cannot allocate the slow pool (%s) in pinned host memory: %s", fmt_bytes(bytes, b, sizeof b),
 		         cudaGetErrorString(err));
 	}
 	memset(p->base, 0, (size_t)p->mapped);

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/autodiff.h"
-#include "compiler/elaborate.h"
-#include "compiler/interp.h"
-#include "compiler/schedule.h"
-#include "compiler/util.h"
+#include "autodiff.h"
+#include "elaborate.h"
+#include "interp.h"
+#include "schedule.h"
+#include "util.h"
 #include "tests/testlib.h"
 
 typedef struct Case {

@@ -34,15 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/autodiff.h"
-#include "compiler/costmodel.h"
-#include "compiler/elaborate.h"
-#include "compiler/memplan.h"
-#include "compiler/place.h"
-#include "compiler/predict.h"
-#include "compiler/report.h"
-#include "compiler/schedule.h"
-#include "compiler/util.h"
+#include "autodiff.h"
+#include "costmodel.h"
+#include "elaborate.h"
+#include "memplan.h"
+#include "place.h"
+#include "predict.h"
+#include "report.h"
+#include "schedule.h"
+#include "util.h"
 #include "tests/testlib.h"
 
 static int passed, failed;

@@ -31,16 +31,15 @@
 
 #include "autotm/rt.h"
 #include "autotm/tensorio.h"
-#include "compiler/autodiff.h"
-#include "compiler/elaborate.h"
-#include "compiler/interp.h"
-#include "compiler/schedule.h"
-#include "compiler/kdesc.h"
-#include "compiler/util.h"
+#include "autodiff.h"
+#include "elaborate.h"
+#include "interp.h"
+#include "schedule.h"
+#include "kdesc.h"
+#include "util.h"
 #include "tests/testlib.h"
-#include "compiler/weights.h"
+#include "weights.h"
 
-_Static_assert((int)RT_NUM_OPS == (int)NUM_OPS, "rt.h and graph.h number the ops alike");
 
 typedef struct Case {
 	const char *name;   /* what it covers */

@@ -34,9 +34,9 @@
 
 #include <stdint.h>
 
-/* Op numbers: the OP_* of compiler/ops.def, in the same order. */
+/* Op numbers: the OP_* of ops.def (base/ops.def, installed beside this file), in its order. */
 typedef enum RtOp {
-#define OP(id, name, min_in, max_in, nout, shape, grad, inplace) RT_OP_##id,
+#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, act) RT_OP_##id,
 #include "ops.def"
 #undef OP
 	RT_NUM_OPS

@@ -1,5 +1,5 @@
 /*
- * util.h - small helpers shared by the compiler: checked allocation,
+ * util.h - small helpers shared by lang/ and compiler/: checked allocation,
  * internal-error reporting and system-failure reporting.
  *
  * Three channels of failure, never mixed (see docs/):
@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
+
+#include "format.h"
 
 #define ICE(...) ice_at(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() ice_at(__FILE__, __LINE__, "unreachable code reached")
@@ -33,7 +35,5 @@ char *read_file(const char *path, size_t *len);
 /* The directory of the running executable (for files installed beside it), or NULL. */
 const char *exe_dir(void);
 
-/* Format a byte count as "1.50 GiB" into buf. */
-const char *fmt_bytes(int64_t bytes, char *buf, size_t size);
 
 #endif

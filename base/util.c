@@ -1,5 +1,6 @@
 /*
- * util.c - checked allocation and failure reporting for the compiler.
+ * util.c - checked allocation and failure reporting for the front end and
+ * the compiler.
  */
 #include "util.h"
 
@@ -87,22 +88,6 @@ char *read_file(const char *path, size_t *len)
 	buf[n] = '\0';
 	if (len)
 		*len = n;
-	return buf;
-}
-
-const char *fmt_bytes(int64_t bytes, char *buf, size_t size)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	size_t u = 0;
-	while (v >= 1024.0 && u + 1 < countof(unit)) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, size, "%lld B", (long long)bytes);
-	else
-		snprintf(buf, size, "%.2f %s", v, unit[u]);
 	return buf;
 }
 

@@ -1,0 +1,92 @@
+/*
+ * activation.h - the elementwise activations, one row each, with their
+ * value and gradient as scalar functions that the reference interpreter
+ * and the backends (C and CUDA) share.
+ *
+ * ACT(ID, name, from)
+ *
+ *   ID    enum constant ACT_ID, named in ops.def's act column by the
+ *         forward op and by its gradient op
+ *   name  the layer's name in the .net language
+ *   from  what the gradient op reads beside dy: ACT_FROM_Y, the forward
+ *         op's output (relu, sigmoid and tanh: autodiff then keeps y
+ *         alive, not x), or ACT_FROM_X, its input
+ *
+ * The functions compute in double: the interpreter's precision, and on a
+ * GPU still far under the cost of reading and writing the elements.
+ */
+#ifndef AUTOTM_ACTIVATION_H
+#define AUTOTM_ACTIVATION_H
+
+#include <math.h>
+
+#define ACTIVATIONS(ACT)                    \
+	ACT(RELU,    relu,    ACT_FROM_Y)   \
+	ACT(SIGMOID, sigmoid, ACT_FROM_Y)   \
+	ACT(TANH,    tanh,    ACT_FROM_Y)
+
+typedef enum Act {
+	ACT_NONE, /* not an activation */
+#define ACT_ENUM(id, name, from) ACT_##id,
+	ACTIVATIONS(ACT_ENUM)
+#undef ACT_ENUM
+	NUM_ACTS
+} Act;
+
+enum { ACT_FROM_Y, ACT_FROM_X };
+
+#ifdef __CUDACC__
+#define ACT_FN __host__ __device__ static inline
+#else
+#define ACT_FN static inline
+#endif
+
+/* What the gradient op of a reads beside dy: ACT_FROM_Y or ACT_FROM_X. */
+ACT_FN int act_from(Act a)
+{
+	switch (a) {
+#define ACT_FROM(id, name, from) case ACT_##id: return from;
+	ACTIVATIONS(ACT_FROM)
+#undef ACT_FROM
+	case ACT_NONE:
+	case NUM_ACTS:
+		break;
+	}
+	return ACT_FROM_Y;
+}
+
+/* y = a(x) */
+ACT_FN double act_value(Act a, double x)
+{
+	switch (a) {
+	case ACT_RELU:
+		return x > 0 ? x : 0;
+	case ACT_SIGMOID:
+		return 1.0 / (1.0 + exp(-x));
+	case ACT_TANH:
+		return tanh(x);
+	case ACT_NONE:
+	case NUM_ACTS:
+		break;
+	}
+	return x;
+}
+
+/* dx = dy * a'(x), from `saved`: y or x as act_from(a) says */
+ACT_FN double act_grad(Act a, double saved, double dy)
+{
+	switch (a) {
+	case ACT_RELU:
+		return saved > 0 ? dy : 0;
+	case ACT_SIGMOID:
+		return dy * saved * (1.0 - saved);
+	case ACT_TANH:
+		return dy * (1.0 - saved * saved);
+	case ACT_NONE:
+	case NUM_ACTS:
+		break;
+	}
+	return dy;
+}
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * format.c - formatting shared by the compiler and the runtime.
+ */
+#include "format.h"
+
+#include <stdio.h>
+
+const char *fmt_bytes(int64_t bytes, char *buf, size_t size)
+{
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < sizeof unit / sizeof unit[0]) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%lld B", (long long)bytes);
+	else
+		snprintf(buf, size, "%.2f %s", v, unit[u]);
+	return buf;
+}

@@ -1,0 +1,47 @@
+/*
+ * ops.h - the graph operations of ops.def, as the compiler and the
+ * runtime both see them: the enum, names, arities, which inputs an op
+ * overwrites and which activation it computes. What only the compiler
+ * needs (shape and FLOP rules) is expanded from the same rows in
+ * compiler/graph.c and compiler/flops.c.
+ */
+#ifndef AUTOTM_OPS_H
+#define AUTOTM_OPS_H
+
+#include <stdbool.h>
+
+#include "activation.h"
+
+/*
+ * Arguments (inputs and outputs) of one kernel at most: what a kernel
+ * description holds (RT_MAX_ARGS in autotm/rt.h) and what every backend
+ * takes. A node with more is refused where it is built.
+ */
+enum { OP_MAX_ARGS = 16 };
+
+typedef enum Op {
+#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, act) OP_##id,
+#include "ops.def"
+#undef OP
+	NUM_OPS
+} Op;
+
+typedef struct OpInfo {
+	const char *name; /* printed name */
+	int min_in;       /* fewest inputs */
+	int max_in;       /* most inputs (ops.def's -1 resolved: OP_MAX_ARGS - nout) */
+	int nout;         /* outputs */
+	bool grad;        /* differentiable */
+	unsigned inplace; /* bit i set: input i is overwritten */
+	Act act;          /* the activation it computes, or ACT_NONE */
+} OpInfo;
+extern const OpInfo op_info[NUM_OPS];
+
+/* The name of op, or "?" for a number that is not an op. */
+const char *op_name(long long op);
+
+/* The forward op computing activation a, and the op computing its gradient. */
+Op op_of_act(Act a);
+Op op_grad_of_act(Act a);
+
+#endif
