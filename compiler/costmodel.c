@@ -1,9 +1,113 @@
 /*
- * costmodel.c - the roofline cost model (see costmodel.h).
+ * costmodel.c - which cost model a placement uses (costmodel_for), and
+ * the roofline cost model of tests (see costmodel.h).
  */
 #include "costmodel.h"
 
+#include <stdio.h>
+
+#include "hwmodel.h"
+#include "profile.h"
+#include "profile_gpu.h"
 #include "util.h"
+
+static ProfileOptions profile_options(const CostRequest *r)
+{
+	return (ProfileOptions){.db = r->db, .model = r->model, .fast_only = r->fast_only || r->hw,
+	                        .slow_dir = r->slow_dir, .threads = r->threads};
+}
+
+bool costmodel_measure(const Graph *g, const Schedule *s, const CostRequest *r, char *err, size_t errlen)
+{
+	if (target_info[r->target].kernels_fast)
+		return true; /* the GPU's times come from --gpu-profile or --hw */
+	ProfileOptions po = profile_options(r);
+	int missing = profile_missing(g, s, &po, err, errlen);
+	return missing == 0 || (missing > 0 && profile_graph(g, s, &po, NULL, err, errlen));
+}
+
+/* The cost model of a placement with every tensor fast: measured all-fast times only. */
+static double fast_kernel_time(const CostModel *cm, const Node *n, uint32_t slow)
+{
+	if (slow)
+		ICE("an all-fast cost model asked for %s with slow arguments", n->name);
+	return ((const double *)cm->data)[n->id];
+}
+
+static double no_move_time(const CostModel *cm, int64_t bytes, Tier from, Tier to, bool async)
+{
+	(void)cm, (void)bytes, (void)from, (void)to, (void)async;
+	ICE("an all-fast cost model asked for a move");
+}
+
+/* The hw description named by r->hw; false with err. */
+static bool load_hw(const CostRequest *r, HwModel *hw, Arena *a, char *err, size_t errlen)
+{
+	const char *path = hw_find(r->hw, a, err, errlen);
+	return path && hw_load(path, hw, err, errlen);
+}
+
+/* CPU: this machine's profile, all-fast times alone, or all-fast times under a hw description. */
+static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
+                                 size_t errlen)
+{
+	ProfileOptions po = profile_options(r);
+	if (!r->hw && !r->fast_only)
+		return costmodel_from_profile(g, s, &po, a, err, errlen);
+	double *fast = profile_fast_times(g, s, &po, a, err, errlen);
+	if (!fast)
+		return NULL;
+	if (r->hw) {
+		HwModel hw;
+		return load_hw(r, &hw, a, err, errlen) ? costmodel_from_hw(&hw, g, fast, a) : NULL;
+	}
+	CostModel *cm = arena_alloc(a, sizeof *cm);
+	cm->source = "profile (all-fast times)";
+	cm->kernel_time = fast_kernel_time;
+	cm->move_time = no_move_time;
+	cm->data = fast;
+	return cm;
+}
+
+/*
+ * GPU: this machine's profile says nothing of a GPU, so the times come
+ * from a profile measured on the GPU (autotm-gpu-profile), or else kernel
+ * times from the [compute] section of the hw description (a roofline:
+ * modeled) and moves from its link.
+ */
+static CostModel *gpu_cost_model(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
+                                 size_t errlen)
+{
+	if (r->gpu_profile)
+		return costmodel_gpu_profile(r->gpu_profile, g, s, a, err, errlen);
+	if (!r->hw) {
+		snprintf(err, errlen, "the GPU backend plans with a profile measured on the GPU (--gpu-profile P.tsv) or "
+		                      "with a hardware description that has a [compute] section (--hw h100-pcie5); "
+		                      "docs/gpu.md");
+		return NULL;
+	}
+	HwModel hw;
+	if (!load_hw(r, &hw, a, err, errlen))
+		return NULL;
+	if (!(hw.flop_rate > 0)) {
+		snprintf(err, errlen, "%s has no [compute] section: the GPU backend needs its flops to model kernel "
+		                      "times (docs/profiling.md)", r->hw);
+		return NULL;
+	}
+	CostModel *cm = costmodel_from_hw(&hw, g, hw_roofline_times(&hw, g, a), a);
+	cm->source = arena_printf(a, "%s, kernels by roofline", cm->source);
+	return cm;
+}
+
+CostModel *costmodel_for(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
+                         size_t errlen)
+{
+	CostModel *cm = target_info[r->target].kernels_fast ? gpu_cost_model(g, s, r, a, err, errlen)
+	                                                    : cpu_cost_model(g, s, r, a, err, errlen);
+	if (cm)
+		cm->duplex = target_info[r->target].duplex;
+	return cm;
+}
 
 static double bw(const Roofline *r, Tier t, bool write)
 {

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 #include "graph.h"
-#include "place.h"
-
-enum { COST_MAX_ARGS = 16 }; /* arguments of a kernel: inputs, then outputs */
+#include "optimizer.h"
+#include "placement.h"
+#include "schedule.h"
 
 typedef struct CostModel CostModel;
 
@@ -71,5 +71,30 @@ typedef struct Roofline {
 } Roofline;
 
 CostModel *costmodel_roofline(const Roofline *r, Arena *a);
+
+/* Where a placement's times come from: the command line's choices. */
+typedef struct CostRequest {
+	TargetId target;         /* the machine the program runs on */
+	bool fast_only;          /* the placement moves nothing and keeps everything fast (all-fast, um):
+	                            all-fast kernel times suffice */
+	const char *hw;          /* --hw NAME or FILE: model the tiers of that machine */
+	const char *gpu_profile; /* --gpu-profile P.tsv: times measured on the GPU */
+	const char *db;          /* --profile-db PATH (CPU) */
+	int threads;             /* --threads (CPU profiles are per thread count; 0: every core) */
+	const char *slow_dir;    /* --slow-dir (the slow tier's file system is part of the machine) */
+	const char *model;       /* the model's file, for messages */
+} CostRequest;
+
+/*
+ * Measure on this machine what the cost model of r needs and the profile
+ * database lacks (CPU targets; a GPU is profiled on the GPU machine):
+ * progress on stderr. False with a message in err when the database
+ * cannot be used.
+ */
+bool costmodel_measure(const Graph *g, const Schedule *s, const CostRequest *r, char *err, size_t errlen);
+
+/* The cost model of r (the table above); NULL with a message in err. */
+CostModel *costmodel_for(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
+                         size_t errlen);
 
 #endif

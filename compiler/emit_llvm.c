@@ -37,8 +37,6 @@
 #include "util.h"
 #include "weights.h"
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
-
 typedef struct Fn {
 	LLVMTypeRef type;  /* function type */
 	LLVMValueRef fn;   /* declaration */
@@ -313,13 +311,16 @@ static void emit_main(Emit *e, LLVMValueRef step_fn, const EmitOptions *o)
 	LLVMBuildRet(e->b, call(e, e->end, &ctx, 1));
 }
 
-bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a,
-                  char *err, size_t errlen)
+struct Module {
+	LLVMContextRef cx;        /* owns the module */
+	LLVMModuleRef m;          /* the program */
+	LLVMTargetMachineRef tm;  /* the host's generic CPU */
+};
+
+Module *emit_module(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a)
 {
 	Emit e = {.g = g, .s = s, .p = p, .a = a};
 	char *msg = NULL;
-	LLVMTargetMachineRef tm = NULL;
-	bool ok = false;
 	e.cx = LLVMContextCreate();
 	e.m = LLVMModuleCreateWithNameInContext(g->model, e.cx);
 	e.b = LLVMCreateBuilderInContext(e.cx);
@@ -342,16 +343,18 @@ bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const E
 	char *triple = LLVMGetDefaultTargetTriple();
 	LLVMTargetRef target;
 	if (LLVMGetTargetFromTriple(triple, &target, &msg))
-		FAIL("LLVM has no target for %s: %s", triple, msg);
+		ICE("LLVM has no target for %s: %s", triple, msg);
 	/*
 	 * The generic CPU of the target: the step only calls the runtime, so
 	 * nothing is gained from this machine's instruction set, and a program
 	 * may run on another machine (a GPU program usually does).
 	 */
-	tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelLess, LLVMRelocPIC,
-	                             LLVMCodeModelDefault);
+	Module *mod = arena_alloc(a, sizeof *mod);
+	mod->tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelLess, LLVMRelocPIC,
+	                                  LLVMCodeModelDefault);
 	LLVMSetTarget(e.m, triple);
-	LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+	LLVMDisposeMessage(triple);
+	LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(mod->tm);
 	LLVMSetModuleDataLayout(e.m, layout);
 	LLVMDisposeTargetData(layout);
 
@@ -361,31 +364,51 @@ bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const E
 	LLVMSetLinkage(step_fn, LLVMInternalLinkage);
 	emit_step(&e, step_fn);
 	emit_main(&e, step_fn, o);
+	LLVMDisposeBuilder(e.b);
 
 	if (LLVMVerifyModule(e.m, LLVMReturnStatusAction, &msg))
 		ICE("the emitted LLVM module does not verify: %s", msg);
 	LLVMDisposeMessage(msg);
-	msg = NULL;
-	if (o->ir_text) {
-		char *text = LLVMPrintModuleToString(e.m);
-		*o->ir_text = xstrdup(text);
-		LLVMDisposeMessage(text);
-	}
-	if (o->ll_path && LLVMPrintModuleToFile(e.m, o->ll_path, &msg))
-		FAIL("cannot write %s: %s", o->ll_path, msg);
-	if (o->obj_path && LLVMTargetMachineEmitToFile(tm, e.m, (char *)o->obj_path, LLVMObjectFile, &msg))
-		FAIL("cannot write %s: %s", o->obj_path, msg);
-	ok = true;
-fail:
-	if (msg)
-		LLVMDisposeMessage(msg);
-	LLVMDisposeMessage(triple);
-	if (tm)
-		LLVMDisposeTargetMachine(tm);
-	LLVMDisposeBuilder(e.b);
-	LLVMDisposeModule(e.m);
-	LLVMContextDispose(e.cx);
-	return ok;
+	mod->cx = e.cx;
+	mod->m = e.m;
+	return mod;
+}
+
+char *module_text(const Module *m)
+{
+	char *text = LLVMPrintModuleToString(m->m);
+	char *copy = xstrdup(text);
+	LLVMDisposeMessage(text);
+	return copy;
+}
+
+bool module_write_ll(const Module *m, const char *path, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (!LLVMPrintModuleToFile(m->m, path, &msg))
+		return true;
+	snprintf(err, errlen, "cannot write %s: %s", path, msg);
+	LLVMDisposeMessage(msg);
+	return false;
+}
+
+bool module_write_object(const Module *m, const char *path, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	if (!LLVMTargetMachineEmitToFile(m->tm, m->m, (char *)path, LLVMObjectFile, &msg))
+		return true;
+	snprintf(err, errlen, "cannot write %s: %s", path, msg);
+	LLVMDisposeMessage(msg);
+	return false;
+}
+
+void module_free(Module *m)
+{
+	if (!m)
+		return;
+	LLVMDisposeTargetMachine(m->tm);
+	LLVMDisposeModule(m->m);
+	LLVMContextDispose(m->cx);
 }
 
 int emit_count_kernels(const Graph *g, const Schedule *s, Arena *a)

@@ -7,25 +7,26 @@
 #include <stdbool.h>
 
 #include "graph.h"
-#include "place.h"
+#include "placement.h"
 #include "schedule.h"
 
 typedef struct EmitOptions {
-	const char *obj_path;     /* the object file to write */
-	const char *ll_path;      /* also write the module as text here, or NULL */
 	double predicted_seconds; /* predicted step time, 0 if none */
 	const char *record;       /* compile-time fields of the results record (JSON object) */
-	char **ir_text;           /* if set, receives the module as text (free() it) */
 	int64_t program_flags;    /* RtProgram.flags (RT_PROGRAM_*) */
 } EmitOptions;
 
-/*
- * Emit, verify and compile the program (memplan must have run on p); with
- * obj_path NULL only build the module (for ir_text).
- * Returns false with a message in err if a file cannot be written.
- */
-bool emit_program(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a,
-                  char *err, size_t errlen);
+/* An emitted program: its LLVM module, for the host's generic CPU. */
+typedef struct Module Module;
+
+/* Emit and verify the program of placement p (memplan must have run on it). */
+Module *emit_module(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a);
+/* The module as text (free() it): what the program cache is keyed by. */
+char *module_text(const Module *m);
+/* Write the module as text (--emit-llvm) / compile it to an object; false with err. */
+bool module_write_ll(const Module *m, const char *path, char *err, size_t errlen);
+bool module_write_object(const Module *m, const char *path, char *err, size_t errlen);
+void module_free(Module *m);
 
 /* Number of distinct kernels of the step (nodes with equal descriptions share one). */
 int emit_count_kernels(const Graph *g, const Schedule *s, Arena *a);

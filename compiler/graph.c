@@ -193,6 +193,25 @@ bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen)
 	return shape_rule[n->op](n, out, err, errlen);
 }
 
+bool node_uses(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == t)
+			return true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] == t)
+			return true;
+	return false;
+}
+
+bool node_overwrites(const Node *n, const Tensor *t)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == t && (op_info[n->op].inplace >> k & 1))
+			return true;
+	return false;
+}
+
 void tensor_rename(Graph *g, Tensor *t, const char *name)
 {
 	t->name = arena_strdup(g->arena, name);

@@ -138,6 +138,10 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
 /* The output shapes of n by its op's shape rule (checking its inputs); false with a message in err. */
 bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen);
 
+/* Whether n reads or writes t; whether it overwrites t (an input ops.def marks inplace). */
+bool node_uses(const Node *n, const Tensor *t);
+bool node_overwrites(const Node *n, const Tensor *t);
+
 /* Rename a tensor (the old name is left to the arena). */
 void tensor_rename(Graph *g, Tensor *t, const char *name);
 

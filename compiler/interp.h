@@ -32,4 +32,14 @@ double interp_forward(Interp *ip);
 /* Execute a single node. */
 void interp_node(Interp *ip, const Node *n);
 
+/*
+ * Data from files (interp_io.c): a .npy batch into the input or labels
+ * tensor t (labels also as [N] class indices), every weight from the
+ * tensor of the same name in a safetensors file, and the weights out to
+ * one. False after an error message.
+ */
+bool interp_load_npy(Interp *ip, const Tensor *t, const char *path);
+bool interp_load_weights(Interp *ip, const char *path);
+bool interp_save_weights(const Interp *ip, const char *path);
+
 #endif

@@ -43,8 +43,9 @@
 #define AUTOTM_RT_LIBS "-ldnnl -lmemkind -lcjson -lpthread -lm"
 #endif
 
-const char *runtime_library(bool gpu)
+const char *runtime_library(TargetId target)
 {
+	bool gpu = target == TARGET_GPU;
 	static char found[PATH_MAX + 32];
 	const char *name = gpu ? "libautotmrt-cuda.a" : "libautotmrt.a";
 	const char *env = getenv(gpu ? "AUTOTM_RUNTIME_CUDA_LIB" : "AUTOTM_RUNTIME_LIB");
@@ -83,8 +84,9 @@ static bool copy_cjson_beside(const char *out, char *err, size_t errlen)
 	return ok;
 }
 
-bool link_program(const char *obj, const char *out, bool gpu, char *err, size_t errlen)
+bool link_program(const char *obj, const char *out, TargetId target, char *err, size_t errlen)
 {
+	bool gpu = target == TARGET_GPU; /* the CUDA runtime, and cJSON carried beside the program */
 #ifndef AUTOTM_RT_CUDA_LIBS
 	if (gpu) {
 		snprintf(err, errlen, "this autotmc was built without the CUDA backend (configure found no CUDA toolkit "
@@ -93,7 +95,7 @@ bool link_program(const char *obj, const char *out, bool gpu, char *err, size_t 
 	}
 #define AUTOTM_RT_CUDA_LIBS ""
 #endif
-	const char *lib = runtime_library(gpu);
+	const char *lib = runtime_library(target);
 	if (!lib) {
 		snprintf(err, errlen, "cannot find the runtime library %s (set %s)",
 		         gpu ? "libautotmrt-cuda.a" : "libautotmrt.a", gpu ? "AUTOTM_RUNTIME_CUDA_LIB" : "AUTOTM_RUNTIME_LIB");

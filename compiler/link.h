@@ -7,14 +7,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "optimizer.h"
+
 /*
- * Link obj against the runtime library (gpu: the CUDA one) into the
+ * Link obj against the runtime library of target (GPU: the CUDA one) into the
  * executable out with the system C compiler ($CC, default cc). Returns
  * false with the reason in err.
  */
-bool link_program(const char *obj, const char *out, bool gpu, char *err, size_t errlen);
+bool link_program(const char *obj, const char *out, TargetId target, char *err, size_t errlen);
 
-/* The runtime library that programs link against (gpu: the CUDA one), or NULL if none is found. */
-const char *runtime_library(bool gpu);
+/* The runtime library that programs of target link against, or NULL if none is found. */
+const char *runtime_library(TargetId target);
 
 #endif

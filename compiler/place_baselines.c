@@ -14,55 +14,11 @@
 
 #include <stdio.h>
 
-#include "memplan.h"
 #include "util.h"
-
-Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, const char *optimizer)
-{
-	Placement *p = arena_alloc(a, sizeof *p);
-	p->optimizer = optimizer;
-	p->s = s;
-	p->of = arena_array(a, (size_t)g->tensors.n, sizeof(ResidencyVec));
-	return p;
-}
-
-Residency *placement_add(Placement *p, Arena *a, const Tensor *t, Tier tier, int first, int last)
-{
-	Residency *r = arena_alloc(a, sizeof *r);
-	r->id = p->res.n;
-	r->t = t;
-	r->tier = tier;
-	r->first = first;
-	r->last = last;
-	vec_push(a, &p->res, r);
-	vec_push(a, &p->of[t->id], r);
-	return r;
-}
-
-void placement_move(Placement *p, Arena *a, Residency *from, Residency *to, int at)
-{
-	Move m = {.t = from->t, .from = from, .to = to, .at = at, .start = at};
-	vec_push(a, &p->moves, m);
-}
-
-Residency *placement_at(const Placement *p, const Tensor *t, int step)
-{
-	Residency *slow = NULL;
-	const ResidencyVec *rv = &p->of[t->id];
-	for (int i = 0; i < rv->n; i++) {
-		Residency *r = rv->v[i];
-		if (r->first <= step && step <= r->last) {
-			if (r->tier == TIER_FAST)
-				return r;
-			slow = r;
-		}
-	}
-	return slow;
-}
 
 Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a)
 {
-	Placement *p = placement_new(g, s, a, "all-fast");
+	Placement *p = placement_new(g, s, a, OPT_ALL_FAST);
 	for (int i = 0; i < g->tensors.n; i++)
 		placement_add(p, a, g->tensors.v[i], TIER_FAST, s->live[i].first, s->live[i].last);
 	return p;
@@ -70,23 +26,20 @@ Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a)
 
 Placement *place_all_slow(const Graph *g, const Schedule *s, Arena *a)
 {
-	Placement *p = placement_new(g, s, a, "all-slow");
+	Placement *p = placement_new(g, s, a, OPT_ALL_SLOW);
 	for (int i = 0; i < g->tensors.n; i++)
 		placement_add(p, a, g->tensors.v[i], TIER_SLOW, s->live[i].first, s->live[i].last);
 	return p;
 }
 
-enum { PAGE = 4096 };
-
 static int64_t pages(int64_t bytes)
 {
-	return (bytes + PAGE - 1) / PAGE * PAGE;
+	return (bytes + PLACE_PAGE - 1) / PLACE_PAGE * PLACE_PAGE;
 }
 
-/* One first-touch walk with `budget` bytes of fast pages. */
-static Placement *first_touch_walk(const Graph *g, const Schedule *s, int64_t budget, int64_t limit, Arena *a)
+Placement *place_first_touch_walk(const Graph *g, const Schedule *s, int64_t budget, int64_t limit, Arena *a)
 {
-	Placement *p = placement_new(g, s, a, "first-touch");
+	Placement *p = placement_new(g, s, a, OPT_FIRST_TOUCH);
 	p->limit = limit;
 	Tier *tier = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Tier));
 	int64_t used = 0;
@@ -117,26 +70,9 @@ static Placement *first_touch_walk(const Graph *g, const Schedule *s, int64_t bu
 	return p;
 }
 
-Placement *place_first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
-{
-	/*
-	 * Pages do not fragment; our pool is packed (memplan) and can. If the
-	 * packing goes over the limit, lower the page budget by the excess and
-	 * walk again; an empty budget always fits.
-	 */
-	int64_t budget = limit;
-	for (;;) {
-		Placement *p = first_touch_walk(g, s, budget, limit, a);
-		memplan(p, a);
-		if (p->fast_bytes <= limit || budget <= 0)
-			return p;
-		budget -= pages(p->fast_bytes - limit);
-	}
-}
-
 Placement *place_spill_all(const Graph *g, const Schedule *s, Arena *a)
 {
-	Placement *p = placement_new(g, s, a, "spill-all");
+	Placement *p = placement_new(g, s, a, OPT_SPILL_ALL);
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
 		Interval iv = s->live[i];
@@ -166,52 +102,4 @@ Placement *place_spill_all(const Graph *g, const Schedule *s, Arena *a)
 			p->moves.v[j - 1] = m;
 		}
 	return p;
-}
-
-bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errlen)
-{
-	const Schedule *s = p->s;
-	/* every argument of every kernel has a residency at its step */
-	for (int step = 0; step < s->n; step++) {
-		const Node *n = s->order[step];
-		for (int k = 0; k < n->nin + n->nout; k++) {
-			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
-			if (!placement_at(p, t, step)) {
-				snprintf(err, errlen, "%s has no residency at step %d (%s)", t->name, step, n->name);
-				return false;
-			}
-		}
-	}
-	/* moves read a copy that holds the value by then (live through at-1, or
-	   written by an earlier move at the same boundary) into one live at `at` */
-	for (int i = 0; i < p->moves.n; i++) {
-		const Move *m = &p->moves.v[i];
-		if (m->from->t != m->to->t || m->from->last < m->at - 1 || m->from->first > m->at ||
-		    m->to->first > m->start || m->to->last < m->at || (m->async && m->start > m->at)) {
-			snprintf(err, errlen, "move %d of %s before step %d does not connect its copies", i,
-			         m->t->name, m->at);
-			return false;
-		}
-	}
-	(void)g;
-	return true;
-}
-
-MoveStats placement_stats(const Placement *p)
-{
-	MoveStats st = {0};
-	for (int i = 0; i < p->moves.n; i++) {
-		const Move *m = &p->moves.v[i];
-		st.nmoves++;
-		st.bytes += m->t->bytes;
-		if (m->to->tier == TIER_FAST)
-			st.bytes_to_fast += m->t->bytes;
-		else
-			st.bytes_to_slow += m->t->bytes;
-		if (m->async) {
-			st.nasync++;
-			st.bytes_async += m->t->bytes;
-		}
-	}
-	return st;
 }

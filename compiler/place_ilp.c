@@ -122,11 +122,11 @@ typedef struct Term {
 } Term;
 typedef VEC(Term) TermVec;
 
-/* A short linear expression: a tensor's inFast at one step. */
-typedef struct Expr {
+/* A short sum of columns: a tensor's inFast at one step. */
+typedef struct ColSum {
 	int n;
 	int col[4];
-} Expr;
+} ColSum;
 
 typedef struct Ilp {
 	const Graph *g;
@@ -164,25 +164,6 @@ static double now(void)
 static int64_t align_up(int64_t n)
 {
 	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
-}
-
-static bool uses(const Node *n, const Tensor *t)
-{
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] == t)
-			return true;
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] == t)
-			return true;
-	return false;
-}
-
-static bool overwrites(const Node *n, const Tensor *t)
-{
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] == t && (op_info[n->op].inplace >> k & 1))
-			return true;
-	return false;
 }
 
 static int binary(Ilp *ip, double cost_us)
@@ -253,8 +234,8 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		Point *p = &f->pt[j];
 		const Node *n = s->order[steps[j]];
 		p->step = steps[j];
-		p->user = uses(n, t);
-		p->copy = j > 0 && !f->forced && !overwrites(n, t);
+		p->user = node_uses(n, t);
+		p->copy = j > 0 && !f->forced && !node_overwrites(n, t);
 	}
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
@@ -344,9 +325,9 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
  * of PRE and COPY out of the last point before (writes and drops free the
  * fast copy right after a point's kernel).
  */
-static Expr fast_at(const Flow *f, int step)
+static ColSum fast_at(const Flow *f, int step)
 {
-	Expr e = {0};
+	ColSum e = {0};
 	if (step < f->first || step > f->last)
 		return e;
 	int lo = 0, hi = f->m - 1; /* the last point at or before step */
@@ -373,7 +354,7 @@ static Expr fast_at(const Flow *f, int step)
 	return e;
 }
 
-static void add_expr(Ilp *ip, TermVec *v, Expr e, double coef)
+static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
 {
 	for (int i = 0; i < e.n; i++)
 		vec_push(ip->a, v, ((Term){e.col[i], coef}));
@@ -413,7 +394,7 @@ static void build_kernel(Ilp *ip, int step)
 	if (ip->kernels_fast) {
 		/* inFast = 1 for every argument; the time is the all-fast time */
 		for (int i = 0; i < d; i++) {
-			Expr e = fast_at(&ip->flow[ts[i]->id], step);
+			ColSum e = fast_at(&ip->flow[ts[i]->id], step);
 			double one[4] = {1, 1, 1, 1};
 			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
 		}
@@ -499,7 +480,7 @@ static void build_kernel(Ilp *ip, int step)
 					cols[m] = y[c];
 					vals[m++] = 1;
 				}
-			Expr e = fast_at(&ip->flow[ts[i]->id], step);
+			ColSum e = fast_at(&ip->flow[ts[i]->id], step);
 			for (int k = 0; k < e.n; k++) {
 				cols[m] = e.col[k];
 				vals[m++] = -1;
@@ -730,9 +711,120 @@ static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast
 	return worst;
 }
 
-static bool known_optimizer(const char *o)
+/*
+ * Build the program of o into ip: every tensor's flow network, every
+ * kernel's time, the capacity rows under the per-step limits.
+ */
+static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOptions *o, const double *limit_mib,
+                      Arena *a, PlaceStats *st)
 {
-	return !strcmp(o, "static") || !strcmp(o, "sync") || !strcmp(o, "async");
+	int n = s->n;
+	double t0 = now();
+	*ip = (Ilp){
+		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
+		.is_async = o->optimizer == OPT_ASYNC, .is_static = o->optimizer == OPT_STATIC,
+		.kernels_fast = o->kernels_fast,
+		.window = o->window > 0 ? o->window : PLACE_WINDOW,
+		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
+		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
+		.duplex = o->cm->duplex,
+		.workspace = -1,
+	};
+	ip->flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
+	ip->async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip->async_out = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip->cap = arena_array(a, (size_t)n + 1, sizeof(TermVec));
+	ip->writeout = arena_array(a, (size_t)n + 2, sizeof(TermVec));
+	ip->algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
+	for (int k = 0; k < n; k++)
+		ip->algo_col[k] = -1;
+	for (int i = 0; i < g->tensors.n; i++)
+		build_flow(ip, &ip->flow[i], g->tensors.v[i]);
+	for (int k = 0; k < n; k++)
+		build_kernel(ip, k);
+	build_capacity(ip, limit_mib);
+	ip->one = mip_add_col(ip->mip, 1, 1, ip->constant, true);
+	st->creation_time = now() - t0;
+	st->rows = mip_nrows(ip->mip);
+	st->cols = mip_ncols(ip->mip);
+	st->integers = mip_nintegers(ip->mip);
+	st->nonzeros = mip_nnz(ip->mip);
+	st->decision_points = ip->npoints;
+	st->separable = ip->separable;
+	st->configured = ip->configured;
+	st->approximated = ip->approximated;
+}
+
+/* Solve ip's program (and free it); false with a message in err when it gives no placement. */
+static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
+{
+	char b1[64], b2[64];
+	MipOptions mo = {
+		.backend = o->solver,
+		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
+		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
+		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
+	};
+	bool ran = mip_solve(ip->mip, &mo, r, err, errlen);
+	mip_free(ip->mip);
+	ip->mip = NULL;
+	st->solve_time = r->time;
+	st->status = mip_status_name(r->status);
+	if (!ran)
+		return false;
+	switch (r->status) {
+	case MIP_OPTIMAL:
+	case MIP_FEASIBLE:
+		st->objective = r->objective / US;
+		st->bound = r->bound / US;
+		st->gap = r->gap;
+		return true;
+	case MIP_INFEASIBLE:
+		snprintf(err, errlen,
+		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %s%" PRId64 " bytes (%s)",
+		         fmt_bytes(o->limit, b1, sizeof b1), o->step_limit ? " after tightening for fragmentation" : "",
+		         o->kernels_fast || o->step_limit ? "more than " : "", st->min_limit,
+		         fmt_bytes(st->min_limit, b2, sizeof b2));
+		break;
+	case MIP_NO_SOLUTION:
+		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
+		         o->solver ? o->solver : "cbc", mo.time_limit);
+		break;
+	case MIP_ERROR:
+		snprintf(err, errlen, "the %s solver failed on the placement problem", o->solver ? o->solver : "cbc");
+		break;
+	}
+	mip_result_free(r);
+	return false;
+}
+
+/* The placement of the solution x: every tensor's path, each kernel's algorithm, the moves in order. */
+static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double *x, Arena *a)
+{
+	const Graph *g = ip->g;
+	const Schedule *s = ip->s;
+	Placement *p = placement_new(g, s, a, o->optimizer);
+	p->limit = o->limit;
+	for (int i = 0; i < g->tensors.n; i++)
+		extract(&ip->flow[i], x, p, a);
+	for (int k = 0; k < s->n; k++) {
+		if (ip->algo_col[k] < 0)
+			continue;
+		const KernelAlgo *al;
+		int na = o->cm->algos(o->cm, s->order[k], &al);
+		if (!p->algo)
+			p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+		for (int i = 0; i < na; i++)
+			if (on(x, ip->algo_col[k] + i))
+				p->algo[k] = &al[i];
+		if (!p->algo[k])
+			ICE("no algorithm chosen for %s", s->order[k]->name);
+		if (p->algo[k]->workspace > p->workspace)
+			p->workspace = p->algo[k]->workspace;
+	}
+	if (p->moves.n > 1)
+		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
+	return p;
 }
 
 Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
@@ -742,15 +834,10 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof *st);
-	const char *opt = o->optimizer ? o->optimizer : "sync";
-	if (!known_optimizer(opt)) {
-		snprintf(err, errlen, "unknown optimizer '%s' (static, sync or async)", opt);
-		return NULL;
-	}
-	if (!o->cm) {
-		snprintf(err, errlen, "the %s optimizer needs a cost model (profiles or a hardware description)", opt);
-		return NULL;
-	}
+	if (optimizer_info[o->optimizer].kind != OPTIMIZER_ILP)
+		ICE("place_ilp asked for %s, which is not an ILP optimizer", optimizer_info[o->optimizer].name);
+	if (!o->cm)
+		ICE("place_ilp needs a cost model");
 	char b1[64], b2[64];
 	int n = s->n;
 	int64_t *forced = arena_array(a, (size_t)n + 1, sizeof(int64_t));
@@ -783,246 +870,15 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 		limit_mib[i] = ((double)(l / MEMPLAN_ALIGN * MEMPLAN_ALIGN) + MEMPLAN_ALIGN / 2.0) / MIB;
 	}
 
-	double t0 = now();
-	Ilp ip = {
-		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
-		.is_async = !strcmp(opt, "async"), .is_static = !strcmp(opt, "static"), .kernels_fast = o->kernels_fast,
-		.window = o->window > 0 ? o->window : PLACE_WINDOW,
-		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
-		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
-	};
-	ip.flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
-	ip.async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
-	ip.async_out = arena_array(a, (size_t)n + 1, sizeof(TermVec));
-	ip.duplex = o->cm->duplex;
-	ip.cap = arena_array(a, (size_t)n + 1, sizeof(TermVec));
-	ip.writeout = arena_array(a, (size_t)n + 2, sizeof(TermVec));
-	ip.algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
-	for (int k = 0; k < n; k++)
-		ip.algo_col[k] = -1;
-	ip.workspace = -1;
-	for (int i = 0; i < g->tensors.n; i++)
-		build_flow(&ip, &ip.flow[i], g->tensors.v[i]);
-	for (int k = 0; k < n; k++)
-		build_kernel(&ip, k);
-	build_capacity(&ip, limit_mib);
-	ip.one = mip_add_col(ip.mip, 1, 1, ip.constant, true);
-	st->creation_time = now() - t0;
-	st->rows = mip_nrows(ip.mip);
-	st->cols = mip_ncols(ip.mip);
-	st->integers = mip_nintegers(ip.mip);
-	st->nonzeros = mip_nnz(ip.mip);
-	st->decision_points = ip.npoints;
-	st->separable = ip.separable;
-	st->configured = ip.configured;
-	st->approximated = ip.approximated;
-
-	MipOptions mo = {
-		.backend = o->solver,
-		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
-		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
-		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
-	};
+	Ilp ip;
 	MipResult r;
-	bool ran = mip_solve(ip.mip, &mo, &r, err, errlen);
-	mip_free(ip.mip);
-	st->solve_time = r.time;
-	st->status = mip_status_name(r.status);
-	if (!ran)
+	ilp_build(&ip, g, s, o, limit_mib, a, st);                 /* the program */
+	if (!ilp_solve(&ip, o, st, &r, err, errlen))               /* the solver */
 		return NULL;
-	switch (r.status) {
-	case MIP_OPTIMAL:
-	case MIP_FEASIBLE:
-		break;
-	case MIP_INFEASIBLE:
-		snprintf(err, errlen,
-		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %s%" PRId64 " bytes (%s)",
-		         fmt_bytes(o->limit, b1, sizeof b1), o->step_limit ? " after tightening for fragmentation" : "",
-		         o->kernels_fast || o->step_limit ? "more than " : "", st->min_limit,
-		         fmt_bytes(st->min_limit, b2, sizeof b2));
-		mip_result_free(&r);
-		return NULL;
-	case MIP_NO_SOLUTION:
-		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
-		         o->solver ? o->solver : "cbc", mo.time_limit);
-		mip_result_free(&r);
-		return NULL;
-	case MIP_ERROR:
-		snprintf(err, errlen, "the %s solver failed on the placement problem", o->solver ? o->solver : "cbc");
-		mip_result_free(&r);
-		return NULL;
-	}
-	st->objective = r.objective / US;
-	st->bound = r.bound / US;
-	st->gap = r.gap;
-
-	Placement *p = placement_new(g, s, a, arena_strdup(a, opt));
-	p->limit = o->limit;
-	for (int i = 0; i < g->tensors.n; i++)
-		extract(&ip.flow[i], r.x, p, a);
-	for (int k = 0; k < n; k++) {
-		if (ip.algo_col[k] < 0)
-			continue;
-		const KernelAlgo *al;
-		int na = o->cm->algos(o->cm, s->order[k], &al);
-		if (!p->algo)
-			p->algo = arena_array(a, (size_t)n + 1, sizeof(KernelAlgo *));
-		for (int i = 0; i < na; i++)
-			if (on(r.x, ip.algo_col[k] + i))
-				p->algo[k] = &al[i];
-		if (!p->algo[k])
-			ICE("no algorithm chosen for %s", s->order[k]->name);
-		if (p->algo[k]->workspace > p->workspace)
-			p->workspace = p->algo[k]->workspace;
-	}
+	Placement *p = ilp_extract(&ip, o, r.x, a);                /* the placement */
 	mip_result_free(&r);
-	if (p->moves.n > 1)
-		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
 	if (!placement_verify(g, p, err, errlen))
 		ICE("the ILP's placement is inconsistent: %s", err);
 	st->predicted_time = placement_predict(p, o->cm, NULL);
 	return p;
-}
-
-/* ------------------------------------------------ the fragmentation loop */
-
-static Placement *baseline(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a)
-{
-	if (!strcmp(o->optimizer, "first-touch"))
-		return place_first_touch(g, s, o->limit, a);
-	if (!strcmp(o->optimizer, "all-fast"))
-		return place_all_fast(g, s, a);
-	if (!strcmp(o->optimizer, "all-slow"))
-		return place_all_slow(g, s, a);
-	if (!strcmp(o->optimizer, "spill-all"))
-		return place_spill_all(g, s, a);
-	return NULL;
-}
-
-/*
- * AutoTM's rule: when the packed fast pool (worst) exceeds the limit, the
- * limits of the steps within PLACE_FRAG_RADIUS of every fast residency
- * that reaches beyond the limit are scaled by
- * max(0.90, 1 - (worst / limit - 1) / 2), and the ILP is solved again.
- * Two changes make it converge when the excess is small: the cut is at
- * least PLACE_FRAG_MIN_CUT, doubled for every attempt in a row that did
- * not shrink the pool, and such attempts tighten every step.
- */
-static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
-                                     PlaceStats *st, char *err, size_t errlen);
-
-Placement *place_optimize(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
-                          char *err, size_t errlen)
-{
-	PlaceStats local;
-	if (!st)
-		st = &local;
-	if (o->optimizer && !known_optimizer(o->optimizer)) {
-		Placement *p = baseline(g, s, o, a);
-		if (!p) {
-			snprintf(err, errlen, "unknown optimizer '%s' (static, sync, async, first-touch, all-fast, all-slow)",
-			         o->optimizer);
-			return NULL;
-		}
-		memset(st, 0, sizeof *st);
-		memplan(p, a);
-		st->status = "baseline";
-		st->predicted_time = st->objective = st->bound = o->cm ? placement_predict(p, o->cm, NULL) : 0;
-		return p;
-	}
-	Placement *p = fragmentation_loop(g, s, o, a, st, err, errlen);
-	if (p || !o->optimizer || strcmp(o->optimizer, "async") != 0 || st->nattempts < 2)
-		return p;
-	/*
-	 * Re-solves with tightened limits can leave async without a solution
-	 * where sync has one (near the smallest limit, where every byte is
-	 * spoken for); sync's placement is one async may choose.
-	 */
-	PlaceOptions so = *o;
-	so.optimizer = "sync";
-	PlaceStats sst;
-	char serr[512];
-	p = fragmentation_loop(g, s, &so, a, &sst, serr, sizeof serr);
-	if (!p)
-		return NULL; /* async's message stands */
-	double async_time = st->total_time;
-	*st = sst;
-	st->total_time += async_time;
-	st->status = "sync's placement (async's re-solves for fragmentation found none)";
-	p->optimizer = "async";
-	return p;
-}
-
-/* place_ilp, then memplan; re-solve with tighter limits around what overflows until the pool fits. */
-static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
-                                     PlaceStats *st, char *err, size_t errlen)
-{
-	int n = s->n;
-	int64_t *limits = arena_array(a, (size_t)n + 1, sizeof(int64_t));
-	for (int i = 0; i < n; i++)
-		limits[i] = o->step_limit ? o->step_limit[i] : o->limit;
-	PlaceOptions opt = *o;
-	opt.step_limit = limits;
-	/*
-	 * The time limit is the budget of all attempts: a re-solve gets what is
-	 * left, but at least a quarter (a large async program needs that long
-	 * to find a first solution), and none starts after twice the budget.
-	 */
-	double budget = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT, spent = 0;
-	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
-	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
-	int stuck = 0; /* attempts in a row that did not shrink the pool */
-	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
-		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
-		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
-		ctimes[attempt] = st->creation_time;
-		otimes[attempt] = st->solve_time;
-		spent += st->creation_time + st->solve_time;
-		alimit[attempt] = o->limit;
-		for (int i = 0; i < n; i++)
-			if (limits[i] < alimit[attempt])
-				alimit[attempt] = limits[i];
-		apool[attempt] = p ? 0 : -1;
-		if (p) {
-			memplan(p, a);
-			apool[attempt] = p->fast_bytes + p->workspace;
-		}
-		st->nattempts = attempt + 1;
-		memcpy(st->creation_times, ctimes, sizeof(double) * (size_t)(attempt + 1));
-		memcpy(st->optimization_times, otimes, sizeof(double) * (size_t)(attempt + 1));
-		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
-		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
-		st->total_time = spent;
-		if (!p)
-			return NULL;
-		if (p->fast_bytes + p->workspace <= o->limit)
-			return p;
-		/* around the tensors above the limit; everywhere while that does not shrink the pool */
-		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
-		stuck = everywhere ? stuck + 1 : 0;
-		double worst = (double)(p->fast_bytes + p->workspace), lim = (double)o->limit;
-		double cut = (worst / lim - 1) / 2, least = PLACE_FRAG_MIN_CUT * (double)(1 << stuck);
-		double scale = 1 - (cut > least ? cut : least);
-		if (scale < 0.90)
-			scale = 0.90;
-		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
-		for (int i = 0; i < p->res.n && !everywhere; i++) {
-			const Residency *r = p->res.v[i];
-			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) + p->workspace <= o->limit)
-				continue;
-			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
-			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)
-				mark[k] = true;
-		}
-		for (int k = 0; k < n; k++)
-			if (mark[k] || everywhere)
-				limits[k] = (int64_t)((double)limits[k] * scale);
-	}
-	char b1[64], b2[64];
-	snprintf(err, errlen,
-	         "fragmentation: the fast pool stays above the limit %s after %d attempts in %.0f s (last: %s); "
-	         "give a larger limit or more time (--solver-time)",
-	         fmt_bytes(o->limit, b1, sizeof b1), st->nattempts, spent,
-	         fmt_bytes(apool[st->nattempts - 1], b2, sizeof b2));
-	return NULL;
 }

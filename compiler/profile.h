@@ -4,7 +4,7 @@
  *
  * The placement optimizers need, for every kernel, its time under each IO
  * configuration (a bit per argument, inputs then outputs: set = the slow
- * tier) and the time of a move of any size in each direction. profile.c
+ * tier) and the time of a move of any size in each direction. profile_cpu.c
  * measures them on this machine (autotm/profile.h does the timing) and
  * stores them in a SQLite database keyed by
  *
@@ -127,7 +127,7 @@ CostModel *costmodel_from_profile(const Graph *g, const Schedule *s, const Profi
 double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptions *o, Arena *a, char *err,
                            size_t errlen);
 
-/* ---- the database (profiledb.c), shared by profile.c and costmodel_profile.c ---- */
+/* ---- the database (profile_db.c), shared by profile_cpu.c and costmodel_profile.c ---- */
 
 enum { PROFILE_SCHEMA_VERSION = 1 };
 

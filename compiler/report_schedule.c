@@ -128,7 +128,7 @@ void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timelin
 		                                      : (m->async ? &nasync_slow : &nsync_slow);
 		(*count)++;
 	}
-	fprintf(f, "\nmodel %s, placement %s\n", g->model, p->optimizer);
+	fprintf(f, "\nmodel %s, placement %s\n", g->model, placement_name(p));
 	fprintf(f, "moves to slow: %d sync + %d async, %s\n", nsync_slow, nasync_slow,
 	        fmt_bytes(ms.bytes_to_slow, b1, sizeof b1));
 	fprintf(f, "moves to fast: %d sync + %d async, %s\n", nsync_fast, nasync_fast,
@@ -157,7 +157,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	const Schedule *s = p->s;
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "model", g->model);
-	cJSON_AddStringToObject(root, "optimizer", p->optimizer);
+	cJSON_AddStringToObject(root, "optimizer", placement_name(p));
 	cJSON_AddStringToObject(root, "times", cm->source);
 	cJSON_AddBoolToObject(root, "modeled", cm->modeled);
 	cJSON_AddNumberToObject(root, "limit", (double)p->limit);
@@ -281,7 +281,7 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 	cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
 	cJSON *meta = cJSON_AddObjectToObject(root, "otherData");
 	cJSON_AddStringToObject(meta, "model", g->model);
-	cJSON_AddStringToObject(meta, "placement", p->optimizer);
+	cJSON_AddStringToObject(meta, "placement", placement_name(p));
 	char *text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	if (!text)
@@ -305,7 +305,7 @@ bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
 	tier_usage(p, fast, slow);
 	FILE *f = pl.f;
-	fprintf(f, "set title 'tier usage over the training step: %s, placement %s'\n", g->model, p->optimizer);
+	fprintf(f, "set title 'tier usage over the training step: %s, placement %s'\n", g->model, placement_name(p));
 	fprintf(f, "set xlabel 'step'\nset ylabel 'MiB'\nset key top left\nset grid\n");
 	if (p->limit > 0)
 		fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'red'\n"
@@ -320,4 +320,103 @@ bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 	free(fast);
 	free(slow);
 	return plot_close(&pl);
+}
+
+/* The memory plan against its lower bound (the fragmentation). */
+void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostModel *cm, const PlaceStats *st,
+                   Arena *a)
+{
+	char b1[64], b2[64], b3[64];
+	int64_t bound = memplan_fast_peak(p, a);
+	MoveStats ms = placement_stats(p);
+	fprintf(f, "placement: %s; %d moves, %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
+	        fmt_bytes(ms.bytes_to_fast, b1, sizeof b1), fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
+	fprintf(f, "fast pool: %s for %s live at once (fragmentation %.1f%%); slow pool: %s\n",
+	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
+	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
+	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
+	if (p->limit > 0)
+		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes)\n", fmt_bytes(p->limit, b1, sizeof b1),
+		        100.0 * (double)p->limit / (double)s->peak);
+	if (st->nattempts > 0)
+		fprintf(f, "ILP: %d rows, %d columns, %d integers, %ld nonzeros; built in %.2f s, solved in %.2f s; "
+		           "%.2f s in all (%d attempt%s), %s, gap %.2f%%\n",
+		        st->rows, st->cols, st->integers, st->nonzeros, st->creation_time, st->solve_time, st->total_time,
+		        st->nattempts, st->nattempts == 1 ? "" : "s", st->status ? st->status : "?", 100.0 * st->gap);
+	if (p->optimizer == OPT_UM)
+		fprintf(f, "predicted step time: none (unified memory: the driver pages on demand)\n");
+	else
+		fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, cm, NULL), cm->source);
+}
+
+char *schedule_solver_json(const PlaceStats *st)
+{
+	if (st->nattempts == 0)
+		return NULL;
+	cJSON *s = cJSON_CreateObject();
+	cJSON_AddNumberToObject(s, "rows", st->rows);
+	cJSON_AddNumberToObject(s, "columns", st->cols);
+	cJSON_AddNumberToObject(s, "integers", st->integers);
+	cJSON_AddNumberToObject(s, "nonzeros", (double)st->nonzeros);
+	cJSON_AddNumberToObject(s, "creation_seconds", st->creation_time);
+	cJSON_AddNumberToObject(s, "solve_seconds", st->solve_time);
+	cJSON_AddNumberToObject(s, "total_seconds", st->total_time);
+	cJSON_AddNumberToObject(s, "objective_seconds", st->objective);
+	cJSON_AddNumberToObject(s, "gap", st->gap);
+	cJSON_AddNumberToObject(s, "attempts", st->nattempts);
+	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
+	char *text = cJSON_PrintUnformatted(s);
+	cJSON_Delete(s);
+	if (!text)
+		fatal_sys("out of memory");
+	return text;
+}
+
+char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, const CostModel *cm,
+                      const PlaceStats *st, TargetId target, const char *source, Arena *a)
+{
+	MoveStats ms = placement_stats(p);
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "model", g->model);
+	cJSON_AddStringToObject(r, "source", source);
+	cJSON_AddStringToObject(r, "optimizer", placement_name(p));
+	cJSON_AddNumberToObject(r, "num_nodes", g->nodes.n);
+	cJSON_AddNumberToObject(r, "peak_live_bytes", (double)s->peak);
+	cJSON_AddNumberToObject(r, "fast_pool_lower_bound", (double)memplan_fast_peak(p, a));
+	cJSON_AddNumberToObject(r, "num_move_nodes", ms.nmoves);
+	cJSON_AddNumberToObject(r, "bytes_moved", (double)ms.bytes);
+	cJSON_AddNumberToObject(r, "bytes_moved_dram", (double)ms.bytes_to_fast);
+	cJSON_AddNumberToObject(r, "bytes_moved_pmem", (double)ms.bytes_to_slow);
+	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
+	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
+	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
+	if (p->workspace > 0)
+		cJSON_AddNumberToObject(r, "workspace_bytes", (double)p->workspace);
+	cJSON_AddStringToObject(r, "times", cm->source);
+	cJSON_AddBoolToObject(r, "modeled", cm->modeled);
+	if (p->optimizer != OPT_UM) /* the driver's paging is not modeled */
+		cJSON_AddNumberToObject(r, "predicted_runtime", placement_predict(p, cm, NULL));
+	cJSON_AddStringToObject(r, "compiled_for", target_info[target].name);
+	if (st->nattempts > 0) {
+		cJSON *ct = cJSON_AddArrayToObject(r, "creation_times"), *ot = cJSON_AddArrayToObject(r, "optimization_times");
+		for (int i = 0; i < st->nattempts; i++) {
+			cJSON_AddItemToArray(ct, cJSON_CreateNumber(st->creation_times[i]));
+			cJSON_AddItemToArray(ot, cJSON_CreateNumber(st->optimization_times[i]));
+		}
+		cJSON_AddNumberToObject(r, "ilp_total_seconds", st->total_time);
+		cJSON_AddNumberToObject(r, "ilp_rows", st->rows);
+		cJSON_AddNumberToObject(r, "ilp_columns", st->cols);
+		cJSON_AddNumberToObject(r, "ilp_integers", st->integers);
+		cJSON_AddNumberToObject(r, "ilp_nonzeros", (double)st->nonzeros);
+		cJSON_AddNumberToObject(r, "ilp_objective", st->objective);
+		cJSON_AddNumberToObject(r, "ilp_gap", st->gap);
+		cJSON_AddStringToObject(r, "ilp_status", st->status ? st->status : "");
+	}
+	char *text = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	if (!text)
+		fatal_sys("out of memory");
+	char *copy = arena_strdup(a, text);
+	free(text);
+	return copy;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "costmodel.h"
+#include "memplan.h"
 #include "place.h"
 
 /* Predicted times of every kernel and move of a placement. */
@@ -29,6 +30,14 @@ void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timelin
 /* The schedule as JSON (docs/schedule.md); `extra` is a JSON object of solver facts, or NULL. */
 void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
                    const char *extra);
+/* The placement's pools, moves and solver figures, a few lines (schedule, build, run). */
+void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostModel *cm, const PlaceStats *st,
+                   Arena *a);
+/* The solver's figures as a JSON object (free() it), or NULL when no ILP was solved. */
+char *schedule_solver_json(const PlaceStats *st);
+/* The compile-time fields of the results record, a JSON object (AutoTM's names; docs/cli.md). */
+char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, const CostModel *cm,
+                      const PlaceStats *st, TargetId target, const char *source, Arena *a);
 /* Chrome Trace Event format: kernels and moves on separate lanes. */
 bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl);
 /* The bytes of each tier over the step, plotted with gnuplot (.png or .svg). */

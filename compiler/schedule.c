@@ -55,14 +55,6 @@ static int heap_pop(Heap *h)
 	return top;
 }
 
-static bool overwrites(const Node *n, const Tensor *t)
-{
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] == t && (op_info[n->op].inplace >> k & 1))
-			return true;
-	return false;
-}
-
 /* An ordering constraint: node `from` runs before node `to`. */
 typedef struct Dep { int from, to; } Dep;
 typedef VEC(Dep) DepVec;
@@ -80,7 +72,7 @@ static void collect_deps(const Graph *g, Arena *a, DepVec *deps)
 				continue;
 			for (int u = 0; u < t->users.n; u++) {
 				const Node *r = t->users.v[u];
-				if (r != n && !overwrites(r, t))
+				if (r != n && !node_overwrites(r, t))
 					vec_push(a, deps, ((Dep){r->id, j}));
 			}
 		}

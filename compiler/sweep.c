@@ -28,40 +28,11 @@
 
 #include "diag.h"
 #include "driver.h"
+#include "sweep.h"
 #include "plot.h"
 #include "util.h"
 
-void usage_sweep(FILE *f)
-{
-	fprintf(f,
-	        "usage: autotmc sweep [OPTIONS] FILE -o RESULTS.json\n"
-	        "\n"
-	        "Build and run FILE's training program for every optimizer at every ratio of\n"
-	        "slow to fast memory (and, with --threads auto, every thread count tried), and\n"
-	        "write every run's results record to one JSON file, with plots of the speedup\n"
-	        "over all-slow and of predicted against measured step time.\n"
-	        "\n"
-	        "options:\n"
-	        "  -o, --output R.json  the results (default: MODEL-sweep.json); rewritten after\n"
-	        "                       every run, so an interrupted sweep keeps its runs\n"
-	        "  --optimizers LIST    comma-separated (default static,sync,first-touch)\n"
-	        "  --ratios LIST        slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives\n"
-	        "                       the fast tier nothing, 0:1 the whole peak of live bytes)\n"
-	        "  --threads auto|N     auto: from every core down, halving while the all-fast\n"
-	        "                       step stays within 10%% of its time on every core, by one\n"
-	        "                       otherwise; N: that many only (default: every core)\n"
-	        "  --iters N            training steps per run (default 5; the median is kept)\n"
-	        "  --plots png|svg|none the plots' format (default svg): R-speedup.svg and\n"
-	        "                       R-predicted.svg beside R.json\n"
-	        "  --hw FILE            model slow-tier times with a hardware description\n"
-	        "  --profile-db PATH    the profile database\n"
-	        "  --solver S           cbc (default) or lp_solve\n"
-	        "  --solver-time SEC    the solver's time limit per placement (default 60)\n"
-	        "  --slow-dir DIR       directory of the slow tier's file (default: a temporary one)\n");
-	usage_model_opts(f);
-}
-
-/* Split a comma-separated list; entries may not be empty. */
+/* Split a comma-separated list (cli.c has checked its entries). */
 static int split_list(Arena *a, const char *s, const char ***out)
 {
 	int n = 1;
@@ -72,8 +43,6 @@ static int split_list(Arena *a, const char *s, const char ***out)
 	for (const char *p = s;;) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len == 0)
-			return -1;
 		v[k++] = arena_strndup(a, p, len);
 		if (!e)
 			break;
@@ -84,8 +53,7 @@ static int split_list(Arena *a, const char *s, const char ***out)
 }
 
 typedef struct Sweep {
-	const ModelOpts *mo;
-	PlaceArgs base;        /* --hw, --profile-db, --solver, ... */
+	const Settings *base;  /* the command line: --hw, --profile-db, --solver, ... */
 	const char *iters;     /* --iters */
 	const char *out;       /* the results file */
 	const char *tmpdir;    /* the runs' results records */
@@ -132,9 +100,9 @@ static cJSON *execute(const Sweep *sw, const char *exe, const char *threads, con
 	args[n++] = threads;
 	args[n++] = "--results";
 	args[n++] = record;
-	if (sw->base.slow_dir) {
+	if (sw->base->slow_dir) {
 		args[n++] = "--slow-dir";
-		args[n++] = sw->base.slow_dir;
+		args[n++] = sw->base->slow_dir;
 	}
 	args[n] = NULL;
 	unlink(record);
@@ -193,11 +161,14 @@ static double run_one(Sweep *sw, const char *optimizer, const char *ratio, int t
 	Arena a = {0};
 	char th[16];
 	snprintf(th, sizeof th, "%d", threads);
-	PlaceArgs pa = sw->base;
-	pa.optimizer = optimizer;
-	pa.ratio = ratio;
-	pa.threads = th;
-	Compilation c = {.pa = &pa, .file = sw->mo->file};
+	Settings set = *sw->base;
+	if (!optimizer_find(optimizer, &set.optimizer))
+		ICE("sweep of an unknown optimizer %s", optimizer);
+	set.ratio = ratio;
+	if (ratio && !parse_ratio(ratio, &set.fast_fraction))
+		ICE("sweep at a malformed ratio %s", ratio);
+	set.threads = threads;
+	Compilation c = {0};
 	sw->nrun++;
 	if (sw->total)
 		printf("[%d/%d] ", sw->nrun, sw->total);
@@ -208,8 +179,8 @@ static double run_one(Sweep *sw, const char *optimizer, const char *ratio, int t
 	const char *record = arena_printf(&a, "%s/run.json", sw->tmpdir);
 	const char *exe = NULL;
 	cJSON *r = NULL;
-	if (compile(&a, sw->mo, STAGE_PROGRAM, &c) && (exe = program_cached(&a, &c, sw->mo->file, false)))
-		r = execute(sw, exe, th, record);
+	if (compile(&a, &set, STAGE_PROGRAM, &c))
+		r = execute(sw, exe = c.exe, th, record);
 	double measured = NAN;
 	if (!r) {
 		printf("failed (see the message above)\n");
@@ -349,65 +320,22 @@ static int next_threads(int cur, double t_cur, double t_all)
 	return cur - 1;
 }
 
-int cmd_sweep(int argc, char **argv)
+int cmd_sweep(const Settings *set, Arena *arena)
 {
 	Arena a = {0};
-	ModelOpts mo = {0};
-	static const char *out, *opts_s = "static,sync,first-touch", *ratios_s = "1:0,8:1,4:1,1:1,0:1", *threads_s,
-	                  *iters = "5", *plots = "svg";
-	static PlaceArgs pa;
-	const struct option extra[] = {
-		PLACE_LONG_OPTIONS,
-		{"output", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS},
-		{"optimizers", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 1},
-		{"ratios", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 2},
-		{"iters", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 3},
-		{"plots", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 4},
-		{"slow-dir", required_argument, NULL, OPT_VALUE + NPLACE_OPTIONS + 5},
-		{0},
-	};
-	const char **const values[] = {PLACE_VALUES(pa), &out, &opts_s, &ratios_s, &iters, &plots, &pa.slow_dir};
-	for (int i = 1; i < argc; i++) /* -o is the short form of --output */
-		if (strcmp(argv[i], "-o") == 0)
-			argv[i] = "--output";
-	parse_model_opts(&a, "sweep", argc, argv, &mo, extra, usage_sweep, values);
-	threads_s = pa.threads;
-	if (pa.optimizer)
-		usage_error("sweep ", "the optimizers of a sweep are given with --optimizers LIST");
-	if (pa.limit || pa.ratio)
-		usage_error("sweep ", "the fast tier's sizes of a sweep are given with --ratios LIST");
+	const char *out = set->output, *iters = arena_printf(&a, "%ld", set->iters), *plots = set->plots;
 	const char **opts, **ratios;
-	int nopt = split_list(&a, opts_s, &opts), nratio = split_list(&a, ratios_s, &ratios);
-	if (nopt < 0)
-		usage_error("sweep ", "--optimizers %s: expected a comma-separated list such as static,sync", opts_s);
-	if (nratio < 0)
-		usage_error("sweep ", "--ratios %s: expected a comma-separated list such as 8:1,4:1,1:1", ratios_s);
-	for (int i = 0; i < nopt; i++)
-		if (!optimizer_known(opts[i]) || strcmp(opts[i], "all-slow") == 0 || strcmp(opts[i], "all-fast") == 0)
-			usage_error("sweep ", "--optimizers: '%s' is not an optimizer a sweep varies (static, sync, async, "
-			            "first-touch; all-slow and all-fast always run)", opts[i]);
-	for (int i = 0; i < nratio; i++) {
-		double s, f;
-		char tail;
-		if (sscanf(ratios[i], "%lf:%lf%c", &s, &f, &tail) != 2 || s < 0 || f < 0 || s + f <= 0)
-			usage_error("sweep ", "--ratios: '%s' is not a ratio SLOW:FAST such as 4:1", ratios[i]);
-	}
-	parse_count("sweep ", "--iters", iters, 1000000);
-	if (strcmp(iters, "0") == 0)
-		usage_error("sweep ", "--iters must be at least 1");
-	if (strcmp(plots, "svg") != 0 && strcmp(plots, "png") != 0 && strcmp(plots, "none") != 0)
-		usage_error("sweep ", "--plots %s: expected png, svg or none", plots);
+	int nopt = split_list(&a, set->optimizers, &opts), nratio = split_list(&a, set->ratios, &ratios);
 	long ncores = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncores < 1)
 		ncores = 1;
-	bool autothreads = threads_s && strcmp(threads_s, "auto") == 0;
-	int threads = autothreads || !threads_s ? (int)ncores : (int)parse_count("sweep ", "--threads", threads_s, 4096);
-	if (threads < 1)
-		usage_error("sweep ", "--threads must be at least 1");
+	bool autothreads = set->threads_auto;
+	int threads = autothreads || !set->threads ? (int)ncores : set->threads;
+	(void)arena;
 
 	/* The model must compile before anything runs. */
-	Compilation probe = {.file = mo.file};
-	if (!compile(&a, &mo, STAGE_TRAINING, &probe)) {
+	Compilation probe;
+	if (!compile(&a, set, STAGE_TRAINING, &probe)) {
 		arena_free(&a);
 		return 1;
 	}
@@ -415,14 +343,14 @@ int cmd_sweep(int argc, char **argv)
 	if (!out)
 		out = arena_printf(&a, "%s-sweep.json", model);
 	char tmpl[] = "/tmp/autotm-sweep.XXXXXX";
-	Sweep sw = {.mo = &mo, .base = pa, .iters = iters, .out = out, .tmpdir = mkdtemp(tmpl),
+	Sweep sw = {.base = set, .iters = iters, .out = out, .tmpdir = mkdtemp(tmpl),
 	            .total = autothreads ? 0 : 2 + nopt * nratio};
 	if (!sw.tmpdir)
 		fatal_sys("cannot create a temporary directory in /tmp: %s", strerror(errno));
 	sw.doc = cJSON_CreateObject();
 	cJSON_AddStringToObject(sw.doc, "model", model);
-	cJSON_AddStringToObject(sw.doc, "file", mo.file);
-	cJSON_AddStringToObject(sw.doc, "hw", pa.hw ? pa.hw : "");
+	cJSON_AddStringToObject(sw.doc, "file", set->file);
+	cJSON_AddStringToObject(sw.doc, "hw", set->hw ? set->hw : "");
 	cJSON_AddNumberToObject(sw.doc, "iterations", strtod(iters, NULL));
 	cJSON *topts = cJSON_AddArrayToObject(sw.doc, "optimizers"), *tratios = cJSON_AddArrayToObject(sw.doc, "ratios");
 	for (int i = 0; i < nopt; i++)

@@ -164,26 +164,30 @@ grep -v "^kernel	relu \[16,16,32,32\]" "$work/p.tsv" >"$work/partial.tsv"
 printf '# autotm gpu profile 1\nkernel\tx\tfast\n' >"$work/bad.tsv"
 
 # Refused: a CPU-only optimizer on the GPU, um on the CPU, no hw, an unknown backend.
-check_error() {
-    local want=$1; shift
+# check_status STATUS MESSAGE ARGS...: schedule ARGS exits with STATUS (1: the
+# model or the machine, 2: the command line) and says MESSAGE.
+check_status() {
+    local status=$1 want=$2; shift 2
     "$autotmc" schedule "$srcdir/examples/${MODEL:-mlp}.net" "$@" >"$work/e.out" 2>&1
     local rc=$?
-    if [ $rc -ne 1 ] || ! grep -qF -- "$want" "$work/e.out"; then
+    if [ $rc -ne "$status" ] || ! grep -qF -- "$want" "$work/e.out"; then
         fail "schedule $* gave status $rc: $(head -2 "$work/e.out")"
     fi
 }
-check_error "does not run on the GPU backend" --backend gpu --hw h100-pcie5 --optimizer static --ratio 1:1
-check_error "a baseline of the GPU backend" --optimizer um --ratio 1:1
+check_error() { check_status 1 "$@"; }
+check_usage() { check_status 2 "$@"; }
+check_usage "optimizer 'static' does not run on the gpu backend but on cpu" --backend gpu --hw h100-pcie5 --optimizer static --ratio 1:1
+check_usage "optimizer 'um' does not run on the cpu backend but on gpu" --optimizer um --ratio 1:1
 check_error "--hw h100-pcie5" --backend gpu --optimizer sync --ratio 1:1
 check_error "has no [compute] section" --backend gpu --hw optane-6dimm --optimizer sync --ratio 1:1
-check_error "unknown backend 'tpu'" --backend tpu --optimizer sync --ratio 1:1
+check_usage "unknown backend 'tpu'" --backend tpu --optimizer sync --ratio 1:1
 check_error "at least" --backend gpu --hw h100-pcie5 --optimizer sync --limit 1KiB
 MODEL=test_vgg check_error "partial.tsv lacks 1 of the 59 kernels of test_vgg (the first: relu" -D batch=16 \
     --backend gpu --gpu-profile "$work/partial.tsv" --optimizer sync --ratio 1:4
 check_error "bad.tsv:2: expected 'kernel<TAB>SIGNATURE<TAB>SECONDS" --backend gpu --gpu-profile "$work/bad.tsv" \
     --optimizer sync --ratio 1:4
-check_error "not both" --backend gpu --gpu-profile "$work/p.tsv" --hw h100-pcie5 --optimizer sync --ratio 1:4
-check_error "give --backend gpu" --gpu-profile "$work/p.tsv" --optimizer sync --ratio 1:4
+check_usage "not both" --backend gpu --gpu-profile "$work/p.tsv" --hw h100-pcie5 --optimizer sync --ratio 1:4
+check_usage "give --backend gpu" --gpu-profile "$work/p.tsv" --optimizer sync --ratio 1:4
 
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -246,7 +246,7 @@ static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bo
 /* The residencies and moves of one path per tensor. */
 static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, const int *choice, Arena *a)
 {
-	Placement *p = placement_new(g, s, a, "brute");
+	Placement *p = placement_new(g, s, a, OPT_SYNC); /* a brute-force placement, made as sync makes them */
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
 		const Paths *ps = &tp[i];
@@ -360,12 +360,21 @@ static bool close_to(double a, double b)
 	return fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b)) + 1e-12;
 }
 
+/* The optimizer of that name (this test names them as the command line does). */
+static OptimizerId opt_id(const char *name)
+{
+	OptimizerId o;
+	if (!optimizer_find(name, &o))
+		ICE("no optimizer %s", name);
+	return o;
+}
+
 /* Solve, and check what every solution must satisfy; returns the objective (NAN on failure). */
 static double solve_and_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c,
                               const char *optimizer, const char *solver, int64_t limit, bool prove, Arena *a)
 {
 	/* prove: exhaustive search, optimal required; else the default gap and 1 s */
-	PlaceOptions o = {.optimizer = optimizer, .limit = limit, .cm = cm, .solver = solver,
+	PlaceOptions o = {.optimizer = opt_id(optimizer), .limit = limit, .cm = cm, .solver = solver,
 	                  .time_limit = prove ? 20 : 1, .tiny = c->tiny, .gap = prove ? -1 : 0};
 	PlaceStats st;
 	char err[512];
@@ -390,9 +399,9 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	      c->name, optimizer, solver, limit, pred, st.objective);
 	CHECK(close_to(pred, st.predicted_time), "%s: stats.predicted_time", c->name);
 
-	/* place_optimize: the packed pool fits (not repeated for the time-limited runs) */
+	/* place: the packed pool fits (not repeated for the time-limited runs) */
 	PlaceStats st2 = {0};
-	Placement *q = prove ? place_optimize(g, s, &o, a, &st2, err, sizeof err) : p;
+	Placement *q = prove ? place(g, s, &o, a, &st2, err, sizeof err) : p;
 	CHECK(!prove || (q && q->fast_bytes <= limit),
 	      "%s %s/%s: place_optimize: %s (pool %" PRId64 ", limit %" PRId64 ")", c->name, optimizer, solver,
 	      q ? "over" : err, q ? q->fast_bytes : 0, limit);
@@ -412,7 +421,7 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 	CostModel duplex = *base; /* as on a GPU: a copy engine per direction */
 	duplex.duplex = true;
 	const CostModel *cm = &duplex;
-	PlaceOptions o = {.optimizer = "sync", .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
+	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
 	char err[512];
 	CHECK(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
 	      "%s: kernels_fast accepts a 64-byte limit or does not state a bound: %s", c->name, err);
@@ -425,7 +434,7 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 		static const char *opts[] = {"sync", "async"};
 		for (int oi = 0; oi < 2; oi++)
 			for (int si = 0; si < 2; si++) {
-				o.optimizer = opts[oi];
+				o.optimizer = opt_id(opts[oi]);
 				o.solver = si ? "lp_solve" : "cbc";
 				o.limit = limit;
 				o.time_limit = 20;
@@ -518,7 +527,7 @@ static void run_case(const Case *c, const CostModel *cm)
 		kernels_fast_case(g, s, cm, c, peak, &a);
 
 	/* an infeasible limit names the smallest feasible one, which works */
-	PlaceOptions o = {.optimizer = "sync", .limit = 32, .cm = cm, .tiny = c->tiny};
+	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 32, .cm = cm, .tiny = c->tiny};
 	char err[512];
 	Placement *p = place_ilp(g, s, &o, &a, NULL, err, sizeof err);
 	CHECK(!p, "%s: limit 32 accepted", c->name);
@@ -526,13 +535,14 @@ static void run_case(const Case *c, const CostModel *cm)
 	CHECK(at, "%s: message without the smallest limit: %s", c->name, err);
 	if (at) {
 		o.limit = strtoll(at + strlen("smallest feasible limit is "), NULL, 10);
-		p = place_optimize(g, s, &o, &a, NULL, err, sizeof err);
+		p = place(g, s, &o, &a, NULL, err, sizeof err);
 		CHECK(p && p->fast_bytes <= o.limit, "%s: the smallest feasible limit %" PRId64 " fails: %s", c->name,
 		      o.limit, p ? "pool over it" : err);
 	}
 
 	/* baselines */
-	Placement *ft = place_first_touch(g, s, peak / 2, &a);
+	PlaceOptions fo = {.optimizer = OPT_FIRST_TOUCH, .limit = peak / 2, .cm = cm};
+	Placement *ft = place(g, s, &fo, &a, NULL, err, sizeof err);
 	CHECK(placement_verify(g, ft, err, sizeof err), "%s: first-touch: %s", c->name, err);
 	CHECK(ft->fast_bytes <= peak / 2 && memplan_verify(ft, &a, err, sizeof err), "%s: first-touch pool", c->name);
 	Placement *sl = place_all_slow(g, s, &a);

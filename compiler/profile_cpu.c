@@ -1,5 +1,5 @@
 /*
- * profile.c - fill the profile database for a training step (profile.h).
+ * profile_cpu.c - fill the profile database for a training step (profile.h).
  *
  *   signatures   the step's nodes, deduplicated by kernel signature
  *   load         what the database already holds for this machine,

@@ -1,5 +1,5 @@
 /*
- * profiledb.c - the profile database (SQLite), the machine's identity and
+ * profile_db.c - the profile database (SQLite), the machine's identity and
  * the kernel signatures of a training step (see profile.h).
  *
  * The schema (version 1; docs/profiling.md shows it whole):

@@ -1,5 +1,5 @@
 /*
- * gpuprofile.h - profiles measured on a GPU by autotm-gpu-profile.
+ * profile_gpu.h - profiles measured on a GPU by autotm-gpu-profile.
  *
  * The GPU runs programs but not the compiler, so its profile travels as
  * files (docs/gpu.md): autotmc exports the distinct kernels of a training
@@ -17,8 +17,8 @@
  *             move    fast_to_slow|slow_to_fast|both sync|async BYTES SECONDS
  *             (# comments)
  */
-#ifndef AUTOTM_GPUPROFILE_H
-#define AUTOTM_GPUPROFILE_H
+#ifndef AUTOTM_PROFILE_GPU_H
+#define AUTOTM_PROFILE_GPU_H
 
 #include <stdbool.h>
 #include <stddef.h>

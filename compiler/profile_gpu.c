@@ -1,8 +1,8 @@
 /*
- * gpuprofile.c - the kernels file autotm-gpu-profile reads and the profile
- * it writes (gpuprofile.h).
+ * profile_gpu.c - the kernels file autotm-gpu-profile reads and the profile
+ * it writes (profile_gpu.h).
  */
-#include "gpuprofile.h"
+#include "profile_gpu.h"
 
 #include <errno.h>
 #include <inttypes.h>

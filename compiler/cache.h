@@ -1,0 +1,30 @@
+/*
+ * cache.h - the program cache: executables built by `autotmc run` and
+ * `sweep`, under $XDG_CACHE_HOME/autotm/programs (or ~/.cache/...), named
+ * by the model and a hash of the program's LLVM module, so that an
+ * unchanged program is linked once.
+ *
+ * Each program is installed atomically and durably (written beside its
+ * place, synced, renamed) with a checksum file (PROGRAM.sum) recorded at
+ * build time; a cached program is used only while its bytes match the
+ * checksum, else it is built again: a truncated or damaged file is never
+ * run.
+ */
+#ifndef AUTOTM_CACHE_H
+#define AUTOTM_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "arena.h"
+
+/* The cache's path of the program of `model` whose module text is ir; NULL after an error message. */
+const char *cache_program_path(Arena *a, const char *model, const char *ir);
+
+/* Whether path holds a program whose bytes match the checksum recorded when it was installed. */
+bool cache_valid(Arena *a, const char *path);
+
+/* Install the linked program tmp as path, with its checksum; false with err (tmp is removed either way). */
+bool cache_install(Arena *a, const char *tmp, const char *path, char *err, size_t errlen);
+
+#endif

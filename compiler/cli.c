@@ -1,0 +1,676 @@
+/*
+ * cli.c - the command line of autotmc (cli.h): the commands, the table of
+ * options, parsing into Settings and the usage texts made from the table.
+ *
+ * To add an option: a field in Settings (cli.h), one row in `options`
+ * below (its name, the commands that take it, the kind of its value and
+ * its help line), and, if it combines with others, a line in
+ * check_settings. The parser, --help and the errors follow from the row.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "autotm/profile.h"
+#include "util.h"
+
+#ifndef AUTOTM_STDLIBDIR
+#define AUTOTM_STDLIBDIR "/usr/local/share/autotm/stdlib"
+#endif
+
+/* ---- the commands ------------------------------------------------------- */
+
+static const struct {
+	const char *name;    /* autotmc NAME */
+	const char *args;    /* after the name in the usage line */
+	const char *summary; /* one line for autotmc --help */
+	const char *about;   /* the paragraph of its --help */
+} commands[NUM_COMMANDS] = {
+	[CMD_CHECK] = {"check", "[OPTIONS] FILE", "parse and elaborate a model; print its summary",
+	               "Parse and elaborate FILE, verify its graph and print a summary: parameters,\n"
+	               "nodes, tensors, forward FLOPs, input, labels and output shapes, and the\n"
+	               "training step's size and peak live bytes."},
+	[CMD_GRAPH] = {"graph", "[OPTIONS] FILE", "print the graph IR (--train: the training step; --dot, --json)",
+	               "Print the graph IR of FILE: graph inputs and weights, then one node per line\n"
+	               "with its inputs, attributes, output type, name and source location."},
+	[CMD_INTERPRET] = {"interpret", "[OPTIONS] FILE", "train with the reference interpreter (the correctness oracle)",
+	                   "Train FILE with the reference interpreter: naive C for every op, on host memory.\n"
+	                   "It is slow and meant as the oracle other backends are checked against. Prints\n"
+	                   "the loss of every step."},
+	[CMD_PROFILE] = {"profile", "[OPTIONS] FILE", "time every kernel of the training step in each memory tier",
+	                 "Time every distinct kernel of FILE's training step on this machine with its\n"
+	                 "inputs and outputs in each tier (the IO configurations the placement chooses\n"
+	                 "from), and the copies between the tiers, and store the times in the profile\n"
+	                 "database. Only what the database lacks is measured: a second profile of the\n"
+	                 "same model measures nothing, and an interrupted one resumes.\n"
+	                 "Documentation: docs/profiling.md."},
+	[CMD_SCHEDULE] = {"schedule", "[OPTIONS] FILE", "place the tensors and show the move schedule",
+	                  "Place FILE's training step and show the result: for every step the kernel,\n"
+	                  "where each input and output lives and the moves before it; then moves and\n"
+	                  "bytes each way, the pools against the limit, the predicted step time and the\n"
+	                  "solver's size, time and gap (docs/schedule.md)."},
+	[CMD_BUILD] = {"build", "[OPTIONS] FILE -o PROG", "compile the training program to an executable",
+	               "Compile FILE's training step to LLVM IR, compile that to an object for this\n"
+	               "machine and link it with the runtime into the executable PROG. PROG --help\n"
+	               "lists the options of the program (iterations, threads, weights, data, ...)."},
+	[CMD_RUN] = {"run", "[OPTIONS] FILE", "build (cached) and run the training program",
+	             "Build FILE's training program (cached by content under\n"
+	             "$XDG_CACHE_HOME/autotm/programs) and run it: the loss of every step, the\n"
+	             "median step time and the sizes of the fast and slow pools."},
+	[CMD_SWEEP] = {"sweep", "[OPTIONS] FILE -o RESULTS.json",
+	               "run every optimizer at every fast-tier size (and thread count)",
+	               "Build and run FILE's training program for every optimizer at every ratio of\n"
+	               "slow to fast memory (and, with --threads auto, every thread count tried), and\n"
+	               "write every run's results record to one JSON file, with plots of the speedup\n"
+	               "over all-slow and of predicted against measured step time."},
+};
+
+bool command_find(const char *name, Command *out)
+{
+	for (int i = 0; i < NUM_COMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0) {
+			*out = (Command)i;
+			return true;
+		}
+	return false;
+}
+
+/* ---- the options -------------------------------------------------------- */
+
+#define C(cmd) (1u << CMD_##cmd)
+#define C_ALL ((1u << NUM_COMMANDS) - 1)
+#define C_PLACE (C(SCHEDULE) | C(BUILD) | C(RUN))
+#define C_COST (C_PLACE | C(SWEEP))
+#define C_TRAIN (C(INTERPRET) | C(RUN))
+
+/* The kinds of value an option takes: how it is parsed and where it is stored. */
+typedef enum ValueKind {
+	V_FLAG,      /* none: sets a bool */
+	V_TEXT,      /* any text (a path, a list checked later): a const char * */
+	V_LONG,      /* a whole number from min to max: a long */
+	V_INT,       /* the same, into an int */
+	V_BYTES,     /* a size such as 2GiB: an int64_t */
+	V_RATIO,     /* SLOW:FAST: the text, and fast_fraction */
+	V_SECONDS,   /* a positive number of seconds: a double */
+	V_OPTIMIZER, /* an optimizer of optimizers.def: an OptimizerId */
+	V_BACKEND,   /* a target of targets.def: a TargetId */
+	V_SOLVER,    /* cbc or lp_solve: a const char * */
+	V_THREADS,   /* 1 to max, or (sweep) auto: an int and threads_auto */
+	V_SLOW,      /* pmem, dax-kmem or numa:N: slow_kind and numa_node */
+	V_PLOTS,     /* png, svg or none: a const char * */
+	V_DEFINE,    /* NAME=VALUE, appended to defines */
+	V_INCLUDE,   /* a directory, appended to dirs */
+} ValueKind;
+
+typedef struct Option {
+	const char *name;    /* --name */
+	char short_name;     /* -x, or 0 */
+	ValueKind kind;      /* its value */
+	size_t field;        /* offsetof(Settings, ...) */
+	unsigned cmds;       /* C(...) mask of the commands that take it */
+	long min, max;       /* V_LONG, V_INT, V_THREADS: the range */
+	const char *metavar; /* the value in the usage ("N", "BYTES") */
+	const char *help;    /* its usage line(s) */
+} Option;
+
+#define F(field) offsetof(Settings, field)
+
+static const Option options[] = {
+	/* placement */
+	{"optimizer", 0, V_OPTIMIZER, F(optimizer), C_PLACE, 0, 0, "O",
+	 "where tensors live: static, sync, async (the ILP), first-touch, all-fast,\n"
+	 "all-slow, spill-all (a test placement), um (GPU: unified memory); default\n"
+	 "sync for schedule, all-fast for build and run"},
+	{"limit", 0, V_BYTES, F(limit), C_PLACE, 0, 0, "BYTES", "the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB/TiB)"},
+	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the peak of live bytes (4:1: a fifth)"},
+	{"backend", 0, V_BACKEND, F(target), C_PLACE | C(PROFILE), 0, 0, "cpu|gpu",
+	 "where the program runs (default cpu); gpu: device memory and pinned host\n"
+	 "memory, optimizers sync, async, all-fast and um, times from --gpu-profile or --hw"},
+	{"hw", 0, V_TEXT, F(hw), C_COST, 0, 0, "FILE",
+	 "model slow-tier times with a hardware description (hw/*.hw); every\nprediction then says 'modeled'"},
+	{"gpu-profile", 0, V_TEXT, F(gpu_profile), C_PLACE, 0, 0, "P.tsv",
+	 "the GPU's kernel and link times, measured by autotm-gpu-profile (docs/gpu.md)"},
+	{"profile-db", 0, V_TEXT, F(db), C_COST | C(PROFILE), 0, 0, "PATH",
+	 "the profile database (default $XDG_CACHE_HOME/autotm/profiles.db or\n~/.cache/autotm/profiles.db)"},
+	{"solver", 0, V_SOLVER, F(solver), C_COST, 0, 0, "S", "cbc (default) or lp_solve"},
+	{"solver-time", 0, V_SECONDS, F(solver_time), C_COST, 0, 0, "SEC",
+	 "the solver's time for a placement, all its attempts (default 60)"},
+	{"threads", 0, V_THREADS, F(threads), C_COST | C(PROFILE), 1, 4096, "N",
+	 "kernel threads (default: every core; profiles are per thread count);\nsweep: also auto"},
+	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
+	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
+	/* what to write or show */
+	{"output", 'o', V_TEXT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
+	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
+	 "rewritten after every run"},
+	{"emit-llvm", 0, V_FLAG, F(emit_llvm), C(BUILD) | C(RUN), 0, 0, NULL,
+	 "also write the LLVM module (PROG.ll, or beside the cached program)"},
+	{"train", 0, V_FLAG, F(train), C(GRAPH), 0, 0, NULL,
+	 "the training step (forward, backward, update) in execution order, with every\ntensor's live interval"},
+	{"dot", 0, V_FLAG, F(dot), C(GRAPH), 0, 0, NULL, "print Graphviz dot instead (weights omitted)"},
+	{"json", 0, V_FLAG, F(json), C(GRAPH) | C(SCHEDULE), 0, 0, NULL,
+	 "print JSON instead (docs/training.md, docs/schedule.md)"},
+	{"summary", 0, V_FLAG, F(summary), C(SCHEDULE), 0, 0, NULL, "print only the summary"},
+	{"trace", 0, V_TEXT, F(trace), C(SCHEDULE), 0, 0, "T.json", "also write the schedule in Chrome Trace Event format (Perfetto)"},
+	{"plot", 0, V_TEXT, F(plot), C(SCHEDULE), 0, 0, "P.png|P.svg", "also plot the bytes in each tier over the step (gnuplot)"},
+	/* training */
+	{"iters", 0, V_LONG, F(iters), C_TRAIN | C(SWEEP), 0, 1000000, "N",
+	 "training steps (default: interpret 3, run 10, sweep 5; 0 only initialises)"},
+	{"seed", 0, V_LONG, F(seed), C_TRAIN, 0, 0x7fffffff, "S", "seed of weights and synthetic data (default 1)"},
+	{"f64", 0, V_FLAG, F(f64), C(INTERPRET), 0, 0, NULL, "compute in float64 (default: float32 results)"},
+	{"weights", 0, V_TEXT, F(weights), C_TRAIN, 0, 0, "W", "load the weights from the safetensors file W"},
+	{"save-weights", 0, V_TEXT, F(save_weights), C_TRAIN, 0, 0, "OUT", "save the weights after training (safetensors)"},
+	{"input", 0, V_TEXT, F(input), C_TRAIN, 0, 0, "X.npy", "the input batch (default: N(0, 1) from the seed)"},
+	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats or [N] class indices"},
+	{"results", 0, V_TEXT, F(results), C(RUN), 0, 0, "R.json", "write the results record"},
+	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
+	/* profile */
+	{"runs", 0, V_INT, F(runs), C(PROFILE), 1, 1000, "N",
+	 "timed runs per measurement, at most (default 5; the median is kept; runs stop\nafter 1 s once 3 are done)"},
+	{"slow", 0, V_SLOW, F(slow_kind), C(PROFILE), 0, 0, "KIND", "the slow tier: pmem (default), dax-kmem or numa:N"},
+	{"fast-only", 0, V_FLAG, F(fast_only), C(PROFILE), 0, 0, NULL,
+	 "measure only the all-fast time of each kernel and no moves: what modeling\nanother machine with --hw needs"},
+	{"quiet", 0, V_FLAG, F(quiet), C(PROFILE), 0, 0, NULL, "print nothing but errors"},
+	{"export", 0, V_TEXT, F(export_path), C(PROFILE), 0, 0, "K.tsv",
+	 "with --backend gpu: write the step's distinct kernels for autotm-gpu-profile,\n"
+	 "which times them on a GPU (docs/gpu.md)"},
+	/* sweep */
+	{"optimizers", 0, V_TEXT, F(optimizers), C(SWEEP), 0, 0, "LIST", "comma-separated (default static,sync,first-touch)"},
+	{"ratios", 0, V_TEXT, F(ratios), C(SWEEP), 0, 0, "LIST",
+	 "slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives the fast tier\nnothing, 0:1 the whole peak of live bytes)"},
+	{"plots", 0, V_PLOTS, F(plots), C(SWEEP), 0, 0, "png|svg|none",
+	 "the plots' format (default svg): R-speedup.svg and R-predicted.svg beside R.json"},
+	/* the model */
+	{"define", 'D', V_DEFINE, 0, C_ALL, 0, 0, "NAME=VALUE", "override the model parameter NAME (repeatable)"},
+	{"include", 'I', V_INCLUDE, 0, C_ALL, 0, 0, "DIR", "search DIR for imports after the importing file's directory"},
+};
+
+enum { NUM_CLI_OPTIONS = (int)(sizeof options / sizeof options[0]) };
+
+/* ---- usage -------------------------------------------------------------- */
+
+void usage_main(FILE *f)
+{
+	fprintf(f, "usage: autotmc COMMAND [OPTIONS] FILE\n\n"
+	           "Compile neural-network training programs written in the .net language\n"
+	           "for machines with a fast and a slow memory tier.\n\ncommands:\n");
+	for (int i = 0; i < NUM_COMMANDS; i++)
+		fprintf(f, "  %-10s FILE  %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\noptions:\n"
+	           "  -h, --help     show this help (or a command's: autotmc COMMAND --help)\n"
+	           "  -V, --version  show the version\n\n"
+	           "Documentation: docs/language.md and docs/cli.md.\n");
+}
+
+void usage_command(FILE *f, Command cmd)
+{
+	fprintf(f, "usage: autotmc %s %s\n\n%s\n\noptions:\n", commands[cmd].name, commands[cmd].args,
+	        commands[cmd].about);
+	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
+		const Option *o = &options[i];
+		if (!(o->cmds >> cmd & 1))
+			continue;
+		char head[64];
+		if (o->short_name)
+			snprintf(head, sizeof head, "-%c, --%s%s%s", o->short_name, o->name, o->metavar ? " " : "",
+			         o->metavar ? o->metavar : "");
+		else
+			snprintf(head, sizeof head, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		/* the help wrapped to 79 columns, beside the option or, when it is long, under it */
+		char text[512];
+		snprintf(text, sizeof text, "%s", o->help);
+		for (char *c = text; *c; c++)
+			if (*c == '\n')
+				*c = ' ';
+		const char *h = text;
+		bool beside = strlen(head) < 21;
+		if (!beside)
+			fprintf(f, "  %s\n", head);
+		while (*h) {
+			int len = 0, fit = 0;
+			while (h[len] && len <= 56) {
+				if (h[len] == ' ')
+					fit = len;
+				len++;
+			}
+			if (!h[len] || len <= 56)
+				fit = len;
+			else if (fit == 0)
+				fit = len;
+			fprintf(f, "  %-21s%.*s\n", beside ? head : "", fit, h);
+			beside = false;
+			h += fit;
+			while (*h == ' ')
+				h++;
+		}
+	}
+	fprintf(f, "  %-21s%s\n", "-h, --help", "show this help");
+}
+
+noreturn void usage_error(Command cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("autotmc: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd < NUM_COMMANDS)
+		fprintf(stderr, "\nTry 'autotmc %s --help'.\n", commands[cmd].name);
+	else
+		fprintf(stderr, "\nTry 'autotmc --help'.\n");
+	exit(EXIT_USAGE);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+int64_t parse_bytes(const char *s)
+{
+	static const struct {
+		const char *unit;
+		int64_t scale;
+	} units[] = {
+		{"", 1}, {"B", 1}, {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40},
+		{"K", 1LL << 10}, {"M", 1LL << 20}, {"G", 1LL << 30}, {"T", 1LL << 40},
+	};
+	/* a whole number is taken exactly; a fraction ("1.5GiB") through a double */
+	const char *p = s;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == s)
+		return -1;
+	bool fraction = *p == '.';
+	const char *q = p + fraction;
+	while (fraction && *q >= '0' && *q <= '9')
+		q++;
+	const char *unit = q;
+	while (*unit == ' ')
+		unit++;
+	for (size_t i = 0; i < countof(units); i++) {
+		if (strcmp(unit, units[i].unit) != 0)
+			continue;
+		if (fraction) {
+			errno = 0;
+			double v = strtod(s, NULL) * (double)units[i].scale;
+			return errno || !(v < 9.2e18) ? -1 : (int64_t)v;
+		}
+		errno = 0;
+		long long v = strtoll(s, NULL, 10);
+		long long r;
+		if (errno || __builtin_mul_overflow(v, (long long)units[i].scale, &r))
+			return -1;
+		return (int64_t)r;
+	}
+	return -1;
+}
+
+bool parse_ratio(const char *s, double *fast_fraction)
+{
+	double sl, fa;
+	char tail;
+	if (sscanf(s, "%lf:%lf%c", &sl, &fa, &tail) != 2 || !(sl >= 0) || !(fa >= 0) || !(sl + fa > 0) ||
+	    sl + fa > 1e300)
+		return false;
+	*fast_fraction = fa / (sl + fa);
+	return true;
+}
+
+/* A whole number from min to max, or a usage error naming the option. */
+static long parse_long(Command cmd, const Option *o, const char *s)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < o->min || v > o->max)
+		usage_error(cmd, "--%s expects a whole number from %ld to %ld, got '%s'", o->name, o->min, o->max, s);
+	return v;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Append dir to the search path unless the same directory is already on it. */
+static void add_dir(Arena *a, Settings *s, const char *dir)
+{
+	char *real = realpath(dir, NULL);
+	for (int i = 0; real && i < s->dirs.n; i++) {
+		char *other = realpath(s->dirs.v[i], NULL);
+		bool same = other && strcmp(other, real) == 0;
+		free(other);
+		if (same) {
+			free(real);
+			return;
+		}
+	}
+	free(real);
+	vec_push(a, &s->dirs, dir);
+}
+
+/*
+ * The standard library: $AUTOTM_STDLIB, then next to the executable (a
+ * build tree's ../stdlib, an install's ../share/autotm/stdlib), then the
+ * configured directory.
+ */
+static void add_stdlib_dirs(Arena *a, Settings *s)
+{
+	const char *env = getenv("AUTOTM_STDLIB");
+	if (env && env[0])
+		add_dir(a, s, env);
+	const char *exe = exe_dir();
+	const char *cands[] = {"%s/stdlib", "%s/../stdlib", "%s/../share/autotm/stdlib"};
+	for (size_t i = 0; exe && i < countof(cands); i++) {
+		char *d = arena_printf(a, cands[i], exe);
+		if (is_dir(d) && access(arena_printf(a, "%s/nn.net", d), R_OK) == 0) {
+			add_dir(a, s, d);
+			break;
+		}
+	}
+	add_dir(a, s, AUTOTM_STDLIBDIR);
+}
+
+/* Store the value v of option o into s. */
+static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
+{
+	char *field = (char *)s + o->field;
+	Command cmd = s->cmd;
+	switch (o->kind) {
+	case V_FLAG:
+		*(bool *)field = true;
+		break;
+	case V_TEXT:
+		if (!*v)
+			usage_error(cmd, "--%s expects a value, got an empty one", o->name);
+		*(const char **)field = v;
+		break;
+	case V_LONG:
+		*(long *)field = parse_long(cmd, o, v);
+		break;
+	case V_INT:
+		*(int *)field = (int)parse_long(cmd, o, v);
+		break;
+	case V_BYTES:
+		if ((*(int64_t *)field = parse_bytes(v)) < 0)
+			usage_error(cmd, "--%s %s: expected a size such as 2GiB, 512MiB or 1000000 (bytes)", o->name, v);
+		break;
+	case V_RATIO:
+		if (!parse_ratio(v, &s->fast_fraction))
+			usage_error(cmd, "--%s %s: expected SLOW:FAST such as 4:1", o->name, v);
+		*(const char **)field = v;
+		break;
+	case V_SECONDS: {
+		char *end;
+		double t = strtod(v, &end);
+		if (!*v || *end || !(t > 0) || t > 1e9)
+			usage_error(cmd, "--%s %s: expected a positive number of seconds", o->name, v);
+		*(double *)field = t;
+		break;
+	}
+	case V_OPTIMIZER: {
+		char names[256];
+		if (!optimizer_find(v, (OptimizerId *)field))
+			usage_error(cmd, "unknown optimizer '%s' (%s)", v, optimizer_names(~0u, names, sizeof names));
+		break;
+	}
+	case V_BACKEND:
+		if (!target_find(v, (TargetId *)field))
+			usage_error(cmd, "unknown backend '%s' (cpu or gpu)", v);
+		break;
+	case V_SOLVER:
+		if (strcmp(v, "cbc") != 0 && strcmp(v, "lp_solve") != 0)
+			usage_error(cmd, "unknown solver '%s' (cbc or lp_solve)", v);
+		*(const char **)field = v;
+		break;
+	case V_THREADS:
+		if (cmd == CMD_SWEEP && strcmp(v, "auto") == 0)
+			s->threads_auto = true;
+		else
+			*(int *)field = (int)parse_long(cmd, o, v);
+		break;
+	case V_SLOW:
+		if (strcmp(v, "pmem") == 0) {
+			s->slow_kind = RT_SLOW_TIER_PMEM;
+		} else if (strcmp(v, "dax-kmem") == 0) {
+			s->slow_kind = RT_SLOW_TIER_DAX;
+		} else if (strncmp(v, "numa:", 5) == 0) {
+			static const Option node = {"slow numa:N", 0, V_INT, 0, 0, 0, 1023, NULL, NULL};
+			s->slow_kind = RT_SLOW_TIER_NUMA;
+			s->numa_node = (int)parse_long(cmd, &node, v + 5);
+		} else {
+			usage_error(cmd, "--slow expects pmem, dax-kmem or numa:N, got '%s'", v);
+		}
+		break;
+	case V_PLOTS:
+		if (strcmp(v, "svg") != 0 && strcmp(v, "png") != 0 && strcmp(v, "none") != 0)
+			usage_error(cmd, "--%s %s: expected png, svg or none", o->name, v);
+		*(const char **)field = v;
+		break;
+	case V_DEFINE: {
+		const char *eq = strchr(v, '=');
+		if (!eq || eq == v || !eq[1])
+			usage_error(cmd, "-D expects NAME=VALUE, got '%s'", v);
+		Define d = {arena_strndup(a, v, (size_t)(eq - v)), eq + 1};
+		vec_push(a, &s->defines, d);
+		break;
+	}
+	case V_INCLUDE:
+		add_dir(a, s, v);
+		break;
+	}
+}
+
+/* ---- combinations ------------------------------------------------------- */
+
+/* Whether every entry of the comma-separated list is valid by ok(); false for an empty entry. */
+static bool each_in_list(Arena *a, const char *list, bool (*ok)(const char *item), const char **bad)
+{
+	for (const char *p = list;;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *item = arena_strndup(a, p, len);
+		if (len == 0 || !ok(item)) {
+			*bad = item;
+			return false;
+		}
+		if (!e)
+			return true;
+		p = e + 1;
+	}
+}
+
+/* An optimizer a sweep varies: one that takes a limit and runs on the CPU. */
+static bool sweep_optimizer(const char *name)
+{
+	OptimizerId o;
+	return optimizer_find(name, &o) && optimizer_info[o].limit == LIMIT_NEEDED && optimizer_allowed(o, TARGET_CPU);
+}
+
+static bool ratio_ok(const char *s)
+{
+	double f;
+	return parse_ratio(s, &f);
+}
+
+static void check_placement(Settings *s)
+{
+	Command cmd = s->cmd;
+	const OptimizerInfo *oi = &optimizer_info[s->optimizer];
+	const char *tname = target_info[s->target].name;
+	if (s->limit >= 0 && s->ratio)
+		usage_error(cmd, "give the fast tier's size as --limit or as --ratio, not both");
+	if (s->hw && s->gpu_profile)
+		usage_error(cmd, "give the GPU's times as --gpu-profile (measured) or --hw (modeled), not both");
+	if (s->gpu_profile && s->target != TARGET_GPU)
+		usage_error(cmd, "--gpu-profile is for the GPU backend: give --backend gpu");
+	if (!optimizer_allowed(s->optimizer, s->target)) {
+		char names[256], where[64] = "";
+		for (int t = 0; t < NUM_TARGETS; t++)
+			if (oi->targets >> t & 1)
+				snprintf(where + strlen(where), sizeof where - strlen(where), "%s%s", where[0] ? ", " : "",
+				         target_info[t].name);
+		usage_error(cmd, "optimizer '%s' does not run on the %s backend but on %s (--backend); the %s backend's: %s",
+		            oi->name, tname, where, tname, optimizer_names(1u << s->target, names, sizeof names));
+	}
+	bool sized = s->limit >= 0 || s->ratio;
+	if (oi->limit == LIMIT_NEEDED && !sized)
+		usage_error(cmd, "optimizer '%s' needs the fast tier's size: --limit BYTES or --ratio SLOW:FAST", oi->name);
+	if (oi->limit == LIMIT_NONE && sized)
+		usage_error(cmd, "optimizer '%s' takes no fast-tier size (%s): drop --limit and --ratio", oi->name,
+		            oi->summary);
+}
+
+/* The combinations of options that no single row can check, and each command's defaults. */
+static void check_settings(Arena *a, Settings *s)
+{
+	Command cmd = s->cmd;
+	const char *bad;
+	switch (cmd) {
+	case CMD_SCHEDULE:
+	case CMD_BUILD:
+	case CMD_RUN:
+		if (s->optimizer == NUM_OPTIMIZERS)
+			s->optimizer = cmd == CMD_SCHEDULE ? OPT_SYNC : OPT_ALL_FAST;
+		check_placement(s);
+		if (cmd == CMD_BUILD && !s->output)
+			usage_error(cmd, "no output given (-o PROG)");
+		if (cmd == CMD_RUN && s->iters < 0)
+			s->iters = 10;
+		break;
+	case CMD_PROFILE:
+		if ((s->target == TARGET_GPU) != (s->export_path != NULL))
+			usage_error(cmd, s->target == TARGET_GPU
+			                     ? "the GPU is profiled by autotm-gpu-profile on the GPU machine: give --export "
+			                       "KERNELS.tsv to write the kernels it times (docs/gpu.md)"
+			                     : "--export writes the kernels of the GPU backend: give --backend gpu");
+		if (s->slow_dir && s->slow_kind != RT_SLOW_TIER_PMEM)
+			usage_error(cmd, "--slow-dir applies only to --slow pmem");
+		break;
+	case CMD_SWEEP:
+		if (!each_in_list(a, s->optimizers, sweep_optimizer, &bad))
+			usage_error(cmd, "--optimizers: '%s' is not an optimizer a sweep varies (static, sync, async, "
+			                 "first-touch; all-slow and all-fast always run)", bad);
+		if (!each_in_list(a, s->ratios, ratio_ok, &bad))
+			usage_error(cmd, "--ratios: '%s' is not a ratio SLOW:FAST such as 4:1", bad);
+		if (s->iters < 0)
+			s->iters = 5;
+		if (s->iters == 0)
+			usage_error(cmd, "--iters must be at least 1");
+		break;
+	case CMD_INTERPRET:
+		if (s->iters < 0)
+			s->iters = 3;
+		break;
+	case CMD_CHECK:
+	case CMD_GRAPH:
+	case NUM_COMMANDS:
+		break;
+	}
+	if (s->dot && s->json)
+		usage_error(cmd, "--dot and --json cannot be combined");
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+/* The option of cmd named exactly name (len bytes), or NULL. */
+static const Option *find_option(Command cmd, const char *name, size_t len)
+{
+	for (int i = 0; i < NUM_CLI_OPTIONS; i++)
+		if ((options[i].cmds >> cmd & 1) && strlen(options[i].name) == len && !strncmp(options[i].name, name, len))
+			return &options[i];
+	return NULL;
+}
+
+/*
+ * getopt_long takes any unambiguous prefix of a long option; autotmc
+ * takes whole names only, so that --optimizer is never sweep's
+ * --optimizers, and an option added later cannot change what an old
+ * abbreviation meant.
+ */
+static void check_long_names(Command cmd, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "--") == 0)
+			return;
+		if (strncmp(arg, "--", 2) != 0)
+			continue;
+		const char *name = arg + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		if (len == 4 && !strncmp(name, "help", 4))
+			continue;
+		const Option *o = find_option(cmd, name, len);
+		if (o) {
+			i += !eq && o->kind != V_FLAG; /* its value */
+			continue;
+		}
+		for (int k = 0; k < NUM_CLI_OPTIONS; k++)
+			if ((options[k].cmds >> cmd & 1) && !strncmp(options[k].name, name, len))
+				usage_error(cmd, "unknown option '--%.*s' (did you mean --%s%s%s?)", (int)len, name,
+				            options[k].name, options[k].metavar ? " " : "",
+				            options[k].metavar ? options[k].metavar : "");
+		usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+	}
+}
+
+void settings_parse(Arena *a, Command cmd, int argc, char **argv, Settings *s)
+{
+	*s = (Settings){
+		.cmd = cmd, .optimizer = NUM_OPTIMIZERS, .target = TARGET_CPU, .limit = -1, .iters = -1, .seed = 1,
+		.slow_kind = RT_SLOW_TIER_PMEM, .optimizers = "static,sync,first-touch", .ratios = "1:0,8:1,4:1,1:1,0:1",
+		.plots = "svg",
+	};
+	struct option longopts[NUM_CLI_OPTIONS + 2];
+	char shorts[32] = ":h";
+	int n = 0;
+	longopts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
+		const Option *o = &options[i];
+		if (!(o->cmds >> cmd & 1))
+			continue;
+		longopts[n++] = (struct option){o->name, o->kind == V_FLAG ? no_argument : required_argument, NULL, 256 + i};
+		if (o->short_name) {
+			size_t len = strlen(shorts);
+			shorts[len] = o->short_name;
+			shorts[len + 1] = ':';
+			shorts[len + 2] = '\0';
+		}
+	}
+	longopts[n] = (struct option){0};
+	check_long_names(cmd, argc, argv);
+	optind = 1;
+	opterr = 0;
+	int ch;
+	while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			usage_command(stdout, cmd);
+			exit(0);
+		}
+		if (ch == ':')
+			usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+		int i = -1;
+		if (ch >= 256)
+			i = ch - 256;
+		for (int k = 0; ch < 256 && k < NUM_CLI_OPTIONS; k++)
+			if (options[k].short_name == ch && (options[k].cmds >> cmd & 1))
+				i = k;
+		if (i < 0)
+			usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		set_value(a, s, &options[i], optarg);
+	}
+	if (optind >= argc)
+		usage_error(cmd, "no model file given");
+	if (optind + 1 < argc)
+		usage_error(cmd, "unexpected argument '%s' (one model file at a time)", argv[optind + 1]);
+	s->file = argv[optind];
+	check_settings(a, s);
+	add_stdlib_dirs(a, s);
+}

@@ -1,0 +1,130 @@
+/*
+ * interp_io.c - the reference interpreter's data from files: .npy input
+ * and labels, safetensors weights in and out (runtime/tensorio.c reads
+ * and writes the formats).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "interp.h"
+#include "util.h"
+#include "autotm/tensorio.h"
+
+/* Fill a data tensor from a .npy file, checking its shape. */
+bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
+{
+	TioFile *f;
+	char err[512], s1[128];
+	if (tio_npy_open(path, &f, err, sizeof err)) {
+		error_plain("%s", err);
+		return false;
+	}
+	const TioTensor *a = &f->t[0];
+	const Shape *s = &t->shape;
+	bool ok = a->ndim == s->ndim;
+	for (int i = 0; ok && i < s->ndim; i++)
+		ok = a->shape[i] == s->d[i];
+	bool classes = t->kind == TENSOR_LABELS && a->ndim == 1 && a->shape[0] == s->d[0] &&
+	               (a->dtype == TIO_I32 || a->dtype == TIO_I64);
+	if (classes) {
+		double *cls = xmalloc(sizeof(double) * (size_t)a->nelems);
+		tio_to_f64(a, cls);
+		double *y = ip->buf[t->id];
+		for (int64_t r = 0; r < s->d[0]; r++) {
+			int64_t k = (int64_t)cls[r];
+			if (k < 0 || k >= s->d[1]) {
+				error_plain("%s: label %lld of row %lld is not a class in [0, %lld)", path, (long long)k,
+				            (long long)r, (long long)s->d[1]);
+				free(cls);
+				tio_close(f);
+				return false;
+			}
+			for (int64_t j = 0; j < s->d[1]; j++)
+				y[r * s->d[1] + j] = j == k;
+		}
+		free(cls);
+	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
+		tio_to_f64(a, ip->buf[t->id]);
+		if (!ip->f64)
+			for (int64_t i = 0; i < a->nelems; i++)
+				ip->buf[t->id][i] = (float)ip->buf[t->id][i];
+	} else {
+		char got[256] = "[";
+		for (int i = 0; i < a->ndim; i++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)a->shape[i]);
+		error_plain("%s: the array is %s%s] but %s '%s' is %s%s", path, tio_dtype_name(a->dtype), got,
+		            tensor_kind_name(t->kind), t->name, dtype_name(t->dtype), shape_str(*s, s1, sizeof s1));
+		tio_close(f);
+		return false;
+	}
+	tio_close(f);
+	return true;
+}
+
+/* Replace every weight by the tensor of the same name in a safetensors file. */
+bool interp_load_weights(Interp *ip, const char *path)
+{
+	TioFile *f;
+	char err[512], s1[128];
+	if (tio_safetensors_open(path, &f, err, sizeof err)) {
+		error_plain("%s", err);
+		return false;
+	}
+	const Graph *g = ip->g;
+	int used = 0;
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->kind != TENSOR_WEIGHT)
+			continue;
+		const TioTensor *w = tio_find(f, t->name);
+		if (!w) {
+			error_plain("%s has no tensor '%s' (the model's weights are listed by 'autotmc graph')", path,
+			            t->name);
+			tio_close(f);
+			return false;
+		}
+		bool same = w->ndim == t->shape.ndim;
+		for (int k = 0; same && k < w->ndim; k++)
+			same = w->shape[k] == t->shape.d[k];
+		if (!same) {
+			char got[256] = "[";
+			for (int k = 0; k < w->ndim; k++)
+				snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "",
+				         (long long)w->shape[k]);
+			error_plain("%s: tensor '%s' has shape %s] in the file but %s in the model", path, t->name, got,
+			            shape_str(t->shape, s1, sizeof s1));
+			tio_close(f);
+			return false;
+		}
+		tio_to_f64(w, ip->buf[t->id]);
+		if (!ip->f64)
+			for (int64_t k = 0; k < w->nelems; k++)
+				ip->buf[t->id][k] = (float)ip->buf[t->id][k];
+		used++;
+	}
+	if (used < f->n)
+		fprintf(stderr, "autotmc: warning: %s holds %d tensors that the model does not use\n", path, f->n - used);
+	tio_close(f);
+	return true;
+}
+
+bool interp_save_weights(const Interp *ip, const char *path)
+{
+	const Graph *g = ip->g;
+	TioOut *out = xcalloc((size_t)g->tensors.n, sizeof *out);
+	int n = 0;
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (t->kind != TENSOR_WEIGHT)
+			continue;
+		out[n++] = (TioOut){t->name, t->shape.ndim, t->shape.d, TIO_F64, ip->buf[t->id]};
+	}
+	char err[512];
+	int rc = tio_safetensors_write(path, out, n, err, sizeof err);
+	free(out);
+	if (rc)
+		error_plain("%s", err);
+	return rc == 0;
+}

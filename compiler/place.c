@@ -1,0 +1,232 @@
+/*
+ * place.c - the placement pass: which optimizer places, and every policy
+ * around it (place.h).
+ *
+ * The optimizers themselves make one placement under one limit: the
+ * baselines by a rule (place_baselines.c), static, sync and async by an
+ * integer linear program (place_ilp.c). This file decides what to ask
+ * them for, and asks again when the answer does not fit:
+ *
+ *   ratio       --ratio S:F is relative to the peak of live bytes; below
+ *               the smallest feasible limit it means as little as can
+ *               work, so a few growing limits are tried from the lower
+ *               bound the ILP states, up to the peak;
+ *   packing     the fast pool is packed (memplan.c) and can fragment:
+ *               first-touch walks again with fewer fast pages; the ILP is
+ *               solved again with tighter per-step limits around what
+ *               overflows (AutoTM's rule, made to converge);
+ *   fallback    when async's re-solves find nothing, sync's placement,
+ *               which async could have chosen, is returned as async's;
+ *   um          the unified-memory baseline is every tensor in managed
+ *               memory: all-fast's placement, with the limit the runtime
+ *               caps the device at.
+ */
+#include "place.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "memplan.h"
+#include "predict.h"
+#include "util.h"
+
+static int64_t align_up(int64_t n)
+{
+	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+}
+
+/* Pages do not fragment; a packed pool can: walk again with the excess taken off the page budget. */
+static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
+{
+	int64_t budget = limit;
+	for (;;) {
+		Placement *p = place_first_touch_walk(g, s, budget, limit, a);
+		memplan(p, a);
+		if (p->fast_bytes <= limit || budget <= 0)
+			return p;
+		budget -= (p->fast_bytes - limit + PLACE_PAGE - 1) / PLACE_PAGE * PLACE_PAGE;
+	}
+}
+
+/*
+ * AutoTM's rule: when the packed fast pool (worst) exceeds the limit, the
+ * limits of the steps within PLACE_FRAG_RADIUS of every fast residency
+ * that reaches beyond the limit are scaled by
+ * max(0.90, 1 - (worst / limit - 1) / 2), and the ILP is solved again.
+ * Two changes make it converge when the excess is small: the cut is at
+ * least PLACE_FRAG_MIN_CUT, doubled for every attempt in a row that did
+ * not shrink the pool, and such attempts tighten every step.
+ *
+ * The time limit is the budget of all attempts: a re-solve gets what is
+ * left, but at least a quarter (a large async program needs that long
+ * to find a first solution), and none starts after twice the budget.
+ */
+static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                     PlaceStats *st, char *err, size_t errlen)
+{
+	int n = s->n;
+	int64_t *limits = arena_array(a, (size_t)n + 1, sizeof(int64_t));
+	for (int i = 0; i < n; i++)
+		limits[i] = o->step_limit ? o->step_limit[i] : o->limit;
+	PlaceOptions opt = *o;
+	opt.step_limit = limits;
+	double budget = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT, spent = 0;
+	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
+	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
+	int stuck = 0; /* attempts in a row that did not shrink the pool */
+	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
+		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
+		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
+		ctimes[attempt] = st->creation_time;
+		otimes[attempt] = st->solve_time;
+		spent += st->creation_time + st->solve_time;
+		alimit[attempt] = o->limit;
+		for (int i = 0; i < n; i++)
+			if (limits[i] < alimit[attempt])
+				alimit[attempt] = limits[i];
+		apool[attempt] = p ? 0 : -1;
+		if (p) {
+			memplan(p, a);
+			apool[attempt] = p->fast_bytes + p->workspace;
+		}
+		st->nattempts = attempt + 1;
+		memcpy(st->creation_times, ctimes, sizeof(double) * (size_t)(attempt + 1));
+		memcpy(st->optimization_times, otimes, sizeof(double) * (size_t)(attempt + 1));
+		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
+		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
+		st->total_time = spent;
+		if (!p)
+			return NULL;
+		if (p->fast_bytes + p->workspace <= o->limit)
+			return p;
+		/* around the tensors above the limit; everywhere while that does not shrink the pool */
+		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
+		stuck = everywhere ? stuck + 1 : 0;
+		double worst = (double)(p->fast_bytes + p->workspace), lim = (double)o->limit;
+		double cut = (worst / lim - 1) / 2, least = PLACE_FRAG_MIN_CUT * (double)(1 << stuck);
+		double scale = 1 - (cut > least ? cut : least);
+		if (scale < 0.90)
+			scale = 0.90;
+		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
+		for (int i = 0; i < p->res.n && !everywhere; i++) {
+			const Residency *r = p->res.v[i];
+			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) + p->workspace <= o->limit)
+				continue;
+			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
+			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)
+				mark[k] = true;
+		}
+		for (int k = 0; k < n; k++)
+			if (mark[k] || everywhere)
+				limits[k] = (int64_t)((double)limits[k] * scale);
+	}
+	char b1[64], b2[64];
+	snprintf(err, errlen,
+	         "fragmentation: the fast pool stays above the limit %s after %d attempts in %.0f s (last: %s); "
+	         "give a larger limit or more time (--solver-time)",
+	         fmt_bytes(o->limit, b1, sizeof b1), st->nattempts, spent,
+	         fmt_bytes(apool[st->nattempts - 1], b2, sizeof b2));
+	return NULL;
+}
+
+/* The ILP under the packing loop; for async, sync's placement when its re-solves find none. */
+static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                               char *err, size_t errlen)
+{
+	Placement *p = fragmentation_loop(g, s, o, a, st, err, errlen);
+	if (p || o->optimizer != OPT_ASYNC || st->nattempts < 2)
+		return p;
+	/*
+	 * Re-solves with tightened limits can leave async without a solution
+	 * where sync has one (near the smallest limit, where every byte is
+	 * spoken for); sync's placement is one async may choose.
+	 */
+	PlaceOptions so = *o;
+	so.optimizer = OPT_SYNC;
+	PlaceStats sst;
+	char serr[512];
+	p = fragmentation_loop(g, s, &so, a, &sst, serr, sizeof serr);
+	if (!p)
+		return NULL; /* async's message stands */
+	double async_time = st->total_time;
+	*st = sst;
+	st->total_time += async_time;
+	st->status = "sync's placement (async's re-solves for fragmentation found none)";
+	p->optimizer = OPT_ASYNC;
+	return p;
+}
+
+/* One placement of o's optimizer under o->limit. */
+static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                             char *err, size_t errlen)
+{
+	memset(st, 0, sizeof *st);
+	Placement *p = NULL;
+	switch (o->optimizer) {
+	case OPT_STATIC:
+	case OPT_SYNC:
+	case OPT_ASYNC:
+		return place_by_ilp(g, s, o, a, st, err, errlen);
+	case OPT_FIRST_TOUCH:
+		p = first_touch(g, s, o->limit, a);
+		break;
+	case OPT_ALL_FAST:
+		p = place_all_fast(g, s, a);
+		break;
+	case OPT_ALL_SLOW:
+		p = place_all_slow(g, s, a);
+		break;
+	case OPT_SPILL_ALL:
+		p = place_spill_all(g, s, a);
+		break;
+	case OPT_UM: /* every tensor in managed memory; the driver pages it (not predicted) */
+		p = place_all_fast(g, s, a);
+		p->optimizer = OPT_UM;
+		p->limit = o->limit;
+		st->status = "baseline";
+		return p;
+	case NUM_OPTIMIZERS:
+		unreachable();
+	}
+	st->status = "baseline";
+	st->predicted_time = st->objective = st->bound = o->cm ? placement_predict(p, o->cm, NULL) : 0;
+	return p;
+}
+
+Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
+                 size_t errlen)
+{
+	PlaceStats local;
+	if (!st)
+		st = &local;
+	PlaceOptions po = *o;
+	po.kernels_fast = target_info[o->target].kernels_fast;
+	if (po.ratio)
+		po.limit = (int64_t)((double)s->peak * po.fast_fraction);
+	Placement *p = place_once(g, s, &po, a, st, err, errlen);
+	if (p || !po.ratio || st->min_limit <= po.limit)
+		return p;
+	/*
+	 * A ratio is relative: below what can work, it means as little as can
+	 * work. The stated minimum is a lower bound (exact on a CPU; on a GPU,
+	 * or after packing, a little more may be needed), so a few growing
+	 * limits are tried, up to the peak.
+	 */
+	char b1[64], b2[64];
+	int64_t floor = st->min_limit;
+	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
+	                "placing for %s\n", o->ratio ? o->ratio : "", fmt_bytes(po.limit, b1, sizeof b1),
+	        fmt_bytes(floor, b2, sizeof b2));
+	for (int i = 0; i < 6 && !p; i++) {
+		po.limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
+		if (po.limit > s->peak && i > 0)
+			po.limit = s->peak;
+		if (i > 0)
+			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
+			        fmt_bytes(po.limit, b2, sizeof b2));
+		p = place_once(g, s, &po, a, st, err, errlen);
+		if (po.limit >= s->peak)
+			break;
+	}
+	return p;
+}

@@ -1,0 +1,89 @@
+/*
+ * placement.h - where every tensor lives at every step, and the moves:
+ * the data structure every optimizer fills (placement.c).
+ *
+ * A placement gives each tensor one or more residencies: a copy of the
+ * tensor in one tier (fast or slow) that holds its value over an interval of
+ * steps. A kernel at step s reads and writes the residency of each argument
+ * that covers s in the tier the placement chose for it. Moves copy a
+ * tensor from one residency to another between two steps: a synchronous
+ * move runs before the kernel of step `at`; an asynchronous one starts
+ * before the kernel of step `start` and is waited for before step `at`.
+ * memplan.c then gives every residency an offset in its tier's pool.
+ *
+ * Residencies are given in steps; memplan.c refines them to time points
+ * (kernel s at 2s, the boundary before it at 2s-1) so that a copy read by
+ * a move at a boundary never shares memory with a copy written at the same
+ * boundary. Moves at one boundary run in the order of `moves`.
+ */
+#ifndef AUTOTM_PLACEMENT_H
+#define AUTOTM_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "optimizer.h"
+#include "schedule.h"
+
+typedef enum Tier { TIER_FAST, TIER_SLOW } Tier;
+
+typedef struct KernelAlgo KernelAlgo; /* costmodel.h */
+
+typedef struct Residency {
+	int id;           /* index in Placement.res */
+	const Tensor *t;  /* the tensor */
+	Tier tier;        /* where this copy is */
+	int first, last;  /* steps over which the memory holds the value (inclusive) */
+	int64_t offset;   /* byte offset in the tier's pool (memplan.c) */
+} Residency;
+
+typedef struct Move {
+	const Tensor *t;   /* the tensor moved */
+	Residency *from;   /* source copy */
+	Residency *to;     /* destination copy */
+	int at;            /* done before the kernel of this step */
+	bool async;        /* overlaps kernels (start..at-1) */
+	int start;         /* async: issued before the kernel of this step */
+} Move;
+
+typedef VEC(Residency *) ResidencyVec;
+
+typedef struct Placement {
+	OptimizerId optimizer;   /* the optimizer that made it */
+	const Schedule *s;       /* the schedule it is for */
+	ResidencyVec res;        /* every residency */
+	ResidencyVec *of;        /* tensor id -> its residencies */
+	VEC(Move) moves;         /* every move, in order of `at` */
+	int64_t limit;           /* fast-tier byte limit it was made for (0: none) */
+	int64_t fast_bytes;      /* pool sizes, from memplan */
+	int64_t slow_bytes;
+	const KernelAlgo **algo; /* step -> the algorithm its kernel runs with; NULL: no choice made */
+	int64_t workspace;       /* the largest workspace of those algorithms: device memory the runtime
+	                            holds beside the fast pool, counted against the limit */
+} Placement;
+
+/* An empty placement of g (no residencies yet), for the optimizers. */
+Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, OptimizerId optimizer);
+
+/* The residency of t that step `step` uses: its fast copy if one covers the step. */
+Residency *placement_at(const Placement *p, const Tensor *t, int step);
+
+/* Add a residency / a move (used by the optimizers). */
+Residency *placement_add(Placement *p, Arena *a, const Tensor *t, Tier tier, int first, int last);
+void placement_move(Placement *p, Arena *a, Residency *from, Residency *to, int at);
+
+/* Check the placement's invariants; describe the first one broken. */
+bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errlen);
+
+/* Totals for reports: moves and bytes each way. */
+typedef struct MoveStats {
+	int nmoves, nasync;             /* moves, of which asynchronous */
+	int64_t bytes, bytes_to_fast, bytes_to_slow, bytes_async;
+} MoveStats;
+MoveStats placement_stats(const Placement *p);
+
+/* The name of the optimizer that made p, for reports. */
+const char *placement_name(const Placement *p);
+
+#endif
