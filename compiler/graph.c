@@ -148,7 +148,7 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
 		ICE("%s built with %d inputs", info->name, nin);
 	if (nin > info->max_in) {
 		/* only the variadic ops (add, concat) can get here from a model */
-		snprintf(err, errlen, "%s of %d tensors: a kernel takes at most %d (split it into several)", info->name,
+		snprintf(err, errlen, "%d inputs, but a kernel takes at most %d (group the branches into nested blocks)",
 		         nin, info->max_in);
 		return NULL;
 	}
