@@ -9,8 +9,6 @@
  */
 #include "opcases.h"
 
-#include <stddef.h>
-
 #include "testlib.h"
 #include "util.h"
 
@@ -44,7 +42,8 @@ const OpCase op_cases[] = {
 	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
 
 	/* small networks */
-	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)", NULL},
+	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",
+	 NULL},
 	{"conv net", OPCASE_NETWORK, "2, 3, 8, 8", "4",
 	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) "
 	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm relu avgpool(2x2) flatten dense(24 => 4)",
@@ -70,8 +69,12 @@ const OpCase op_cases[] = {
 	 "batchnorm relu conv(1x1, 10 => 5, bias = false) avgpool(2x2) globalavgpool flatten dense(5 => 3)",
 	 NULL},
 
-	/* for kernels only: tied maxima have no gradient; sizes that reach a kernel's larger blocking */
-	{"maxpool with ties", OPCASE_KERNEL, "2, 2, 5, 5", "50", "relu maxpool(3x3, stride = 1, pad = 1) flatten", NULL},
+	/*
+	 * for kernels only: which of tied maxima gets the gradient, and larger
+	 * sizes, which change how kernels block and launch but not the graph
+	 */
+	{"maxpool with ties", OPCASE_KERNEL, "2, 2, 5, 5", "50", "relu maxpool(3x3, stride = 1, pad = 1) flatten",
+	 NULL},
 	{"larger conv 14x14", OPCASE_KERNEL, "4, 8, 14, 14", "10",
 	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
@@ -87,6 +90,6 @@ const int nop_cases = (int)countof(op_cases);
 Graph *opcase_graph(Arena *a, const OpCase *c)
 {
 	char src[4096];
-	return test_training_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt),
-	                           true);
+	return test_training_graph(a, c->name,
+	                           test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt), true);
 }

@@ -19,7 +19,7 @@ typedef enum OpCaseKind {
 	OPCASE_OP,      /* one forward op (and the backward ops autodiff builds for it): every test */
 	OPCASE_NETWORK, /* a small network combining ops: every test */
 	OPCASE_UPDATE,  /* an optimizer's update op: the runtime tests (gradcheck checks updates apart) */
-	OPCASE_KERNEL,  /* what only a kernel cares about (tied maxima, larger sizes): the runtime tests */
+	OPCASE_KERNEL,  /* what only kernels care about (tied maxima, larger sizes): the runtime tests */
 } OpCaseKind;
 
 /* One case: a model of one chain, trained with the input's gradient too. */

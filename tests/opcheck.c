@@ -119,8 +119,8 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 	test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)", op_info[n->op].name, cname, where, n->name,
 	           worst_err * worst_scale, worst_scale);
 	if (!ok)
-		printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", worst_what, (long long)worst_i, worst_got,
-		       worst_ref);
+		printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", worst_what, (long long)worst_i,
+		       worst_got, worst_ref);
 	for (int k = 0; k < nargs; k++)
 		free(got[k]);
 }
