@@ -1,8 +1,10 @@
 /*
- * testlib.c - small training graphs from source text (testlib.h).
+ * testlib.c - small training graphs from source text, and the pass/fail
+ * reporter (testlib.h).
  */
 #include "testlib.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,4 +43,42 @@ Graph *test_training_graph(Arena *a, const char *name, const char *src, bool inp
 		return NULL;
 	}
 	return g;
+}
+
+static int npassed, nfailed;
+
+/* Count a check; print it if it failed or if `always`. */
+static void report(bool ok, bool always, const char *fmt, va_list ap)
+{
+	npassed += ok;
+	nfailed += !ok;
+	if (ok && !always)
+		return;
+	printf("%s %d - ", ok ? "ok" : "not ok", npassed + nfailed);
+	vprintf(fmt, ap);
+	putchar('\n');
+}
+
+bool test_check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	report(ok, true, fmt, ap);
+	va_end(ap);
+	return ok;
+}
+
+bool test_expect(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	report(ok, false, fmt, ap);
+	va_end(ap);
+	return ok;
+}
+
+int test_summary(void)
+{
+	printf("%d passed, %d failed\n", npassed, nfailed);
+	return nfailed ? 1 : 0;
 }

@@ -1,6 +1,9 @@
 /*
  * testlib.h - what the C tests share: small training graphs elaborated
- * from source text held in memory.
+ * from source text held in memory, and the pass/fail reporter.
+ *
+ * Every C test reports through test_check / test_expect and ends with
+ * test_summary, whose line "N passed, N failed" is the last it prints.
  */
 #ifndef AUTOTM_TESTLIB_H
 #define AUTOTM_TESTLIB_H
@@ -27,5 +30,20 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
  * printing the source or the verifier's complaint.
  */
 Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad);
+
+/*
+ * Count one check and print "ok N - what" or "not ok N - what", what
+ * formatted from fmt. Returns ok.
+ */
+bool test_check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * The same for a test of thousands of checks: counted alike, but printed
+ * only when it fails.
+ */
+bool test_expect(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print "N passed, N failed"; returns the exit status: 0, or 1 if any failed. */
+int test_summary(void);
 
 #endif

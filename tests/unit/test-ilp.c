@@ -16,7 +16,7 @@
  *     placement_predict() and memplan_fast_peak() <= limit;
  *   - the placement the ILP returns passes placement_verify and
  *     memplan_verify, its predicted time equals the ILP's objective, and
- *     its live fast bytes stay within the limit; place_optimize's packed
+ *     its live fast bytes stay within the limit; place()'s packed
  *     fast pool fits the limit;
  *   - async is no slower than sync, sync no slower than static;
  *   - an infeasible limit names the smallest feasible one, which is then
@@ -44,20 +44,6 @@
 #include "schedule.h"
 #include "util.h"
 #include "tests/testlib.h"
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                      \
-	do {                                                  \
-		if (cond) {                                   \
-			passed++;                             \
-		} else {                                      \
-			failed++;                             \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                  \
-			printf("\n");                         \
-		}                                             \
-	} while (0)
 
 typedef struct Case {
 	const char *name;   /* what it is */
@@ -379,34 +365,35 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	PlaceStats st;
 	char err[512];
 	Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
-	CHECK(p, "%s %s/%s limit %" PRId64 ": %s", c->name, optimizer, solver, limit, err);
+	test_expect(p, "%s %s/%s limit %" PRId64 ": %s", c->name, optimizer, solver, limit, err);
 	if (!p)
 		return NAN;
-	CHECK(!prove || !strcmp(st.status, "optimal"), "%s %s/%s limit %" PRId64 ": status %s", c->name, optimizer,
-	      solver, limit, st.status);
-	CHECK(st.bound <= st.objective * (1 + 1e-9) && st.gap >= 0, "%s: bound %g above objective %g", c->name,
-	      st.bound, st.objective);
-	CHECK(placement_verify(g, p, err, sizeof err), "%s %s/%s: placement_verify: %s", c->name, optimizer,
-	      solver, err);
+	test_expect(!prove || !strcmp(st.status, "optimal"), "%s %s/%s limit %" PRId64 ": status %s", c->name,
+	            optimizer, solver, limit, st.status);
+	test_expect(st.bound <= st.objective * (1 + 1e-9) && st.gap >= 0, "%s: bound %g above objective %g", c->name,
+	            st.bound, st.objective);
+	test_expect(placement_verify(g, p, err, sizeof err), "%s %s/%s: placement_verify: %s", c->name, optimizer,
+	            solver, err);
 	memplan(p, a);
-	CHECK(memplan_verify(p, a, err, sizeof err), "%s %s/%s: memplan_verify: %s", c->name, optimizer, solver,
-	      err);
+	test_expect(memplan_verify(p, a, err, sizeof err), "%s %s/%s: memplan_verify: %s", c->name, optimizer, solver,
+	            err);
 	int64_t peak = memplan_fast_peak(p, a);
-	CHECK(peak <= limit, "%s %s/%s: live fast bytes %" PRId64 " over the limit %" PRId64, c->name, optimizer,
-	      solver, peak, limit);
+	test_expect(peak <= limit, "%s %s/%s: live fast bytes %" PRId64 " over the limit %" PRId64, c->name, optimizer,
+	            solver, peak, limit);
 	double pred = placement_predict(p, cm, NULL);
-	CHECK(close_to(pred, st.objective), "%s %s/%s limit %" PRId64 ": predicted %.9g s, ILP objective %.9g s",
-	      c->name, optimizer, solver, limit, pred, st.objective);
-	CHECK(close_to(pred, st.predicted_time), "%s: stats.predicted_time", c->name);
+	test_expect(close_to(pred, st.objective), "%s %s/%s limit %" PRId64 ": predicted %.9g s, ILP objective %.9g s",
+	            c->name, optimizer, solver, limit, pred, st.objective);
+	test_expect(close_to(pred, st.predicted_time), "%s: stats.predicted_time", c->name);
 
 	/* place: the packed pool fits (not repeated for the time-limited runs) */
 	PlaceStats st2 = {0};
 	Placement *q = prove ? place(g, s, &o, a, &st2, err, sizeof err) : p;
-	CHECK(!prove || (q && q->fast_bytes <= limit),
-	      "%s %s/%s: place_optimize: %s (pool %" PRId64 ", limit %" PRId64 ")", c->name, optimizer, solver,
-	      q ? "over" : err, q ? q->fast_bytes : 0, limit);
+	test_expect(!prove || (q && q->fast_bytes <= limit),
+	            "%s %s/%s: place: %s (pool %" PRId64 ", limit %" PRId64 ")", c->name, optimizer, solver,
+	            q ? "over" : err, q ? q->fast_bytes : 0, limit);
 	if (q && prove)
-		CHECK(memplan_verify(q, a, err, sizeof err), "%s: place_optimize memplan_verify: %s", c->name, err);
+		test_expect(memplan_verify(q, a, err, sizeof err), "%s: place memplan_verify: %s", c->name,
+		            err);
 	printf("  %-6s %-8s limit %6" PRId64 ": %.6f us, %s, gap %.2g%%, %d rows, %d cols (%d int), %ld nz, "
 	       "kernels %d separable/%d configured, solve %.3f s, %d attempt(s)\n",
 	       optimizer, solver, limit, st.objective * 1e6, st.status, st.gap * 100, st.rows, st.cols, st.integers,
@@ -423,8 +410,8 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 	const CostModel *cm = &duplex;
 	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
 	char err[512];
-	CHECK(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
-	      "%s: kernels_fast accepts a 64-byte limit or does not state a bound: %s", c->name, err);
+	test_expect(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
+	            "%s: kernels_fast accepts a 64-byte limit or does not state a bound: %s", c->name, err);
 	const char *at = strstr(err, "at least ");
 	int64_t bound = at ? strtoll(at + strlen("at least "), NULL, 10) : peak;
 	for (int f = 0; f <= 4; f++) {
@@ -441,29 +428,32 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 				PlaceStats st;
 				Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
 				if (!p) {
-					CHECK(b.fitting == 0 || (oi == 1 && si == 1),
-					      "%s kernels_fast %s/%s limit %" PRId64 ": %s, but %ld placements fit", c->name,
-					      opts[oi], o.solver, limit, err, b.fitting);
+					test_expect(b.fitting == 0 || (oi == 1 && si == 1),
+					            "%s kernels_fast %s/%s limit %" PRId64
+					            ": %s, but %ld placements fit",
+					            c->name, opts[oi], o.solver, limit, err, b.fitting);
 					continue;
 				}
-				CHECK(args_fast(g, s, p), "%s kernels_fast %s/%s limit %" PRId64 ": a kernel argument is slow",
-				      c->name, opts[oi], o.solver, limit);
+				test_expect(args_fast(g, s, p),
+				            "%s kernels_fast %s/%s limit %" PRId64 ": a kernel argument is slow",
+				            c->name, opts[oi], o.solver, limit);
 				memplan(p, a);
-				CHECK(memplan_fast_peak(p, a) <= limit, "%s kernels_fast %s: over the limit", c->name,
-				      opts[oi]);
-				CHECK(close_to(placement_predict(p, cm, NULL), st.objective),
-				      "%s kernels_fast %s/%s: predicted %.9g, objective %.9g", c->name, opts[oi], o.solver,
-				      placement_predict(p, cm, NULL), st.objective);
+				test_expect(memplan_fast_peak(p, a) <= limit, "%s kernels_fast %s: over the limit",
+				            c->name, opts[oi]);
+				test_expect(close_to(placement_predict(p, cm, NULL), st.objective),
+				            "%s kernels_fast %s/%s: predicted %.9g, objective %.9g", c->name, opts[oi],
+				            o.solver, placement_predict(p, cm, NULL), st.objective);
 				if (si == 0)
 					obj[oi] = st.objective;
 				if (oi == 0)
-					CHECK(close_to(b.time, st.objective),
-					      "%s kernels_fast sync/%s limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name,
-					      o.solver, limit, b.time, st.objective);
+					test_expect(close_to(b.time, st.objective),
+					            "%s kernels_fast sync/%s limit %" PRId64
+					            ": brute force %.9g, ILP %.9g",
+					            c->name, o.solver, limit, b.time, st.objective);
 			}
 		if (!isnan(obj[0]))
-			CHECK(obj[1] <= obj[0] * (1 + 1e-9), "%s kernels_fast limit %" PRId64 ": async above sync", c->name,
-			      limit);
+			test_expect(obj[1] <= obj[0] * (1 + 1e-9),
+			            "%s kernels_fast limit %" PRId64 ": async above sync", c->name, limit);
 		printf("  kernels fast (bound %" PRId64 "), limit %6" PRId64 ": brute force %ld fit, best %.6f us; ILP sync %.6f, async "
 		       "%.6f us\n", bound, limit, b.fitting, b.time * 1e6, obj[0] * 1e6, obj[1] * 1e6);
 	}
@@ -473,7 +463,7 @@ static void run_case(const Case *c, const CostModel *cm)
 {
 	Arena a = {0};
 	Graph *g = build(&a, c);
-	CHECK(g, "%s: builds", c->name);
+	test_expect(g, "%s: builds", c->name);
 	if (!g)
 		return;
 	Schedule *s = schedule_graph(g, &a);
@@ -502,22 +492,27 @@ static void run_case(const Case *c, const CostModel *cm)
 				                              si == 0 || oi < 2 || lp_async_proves, &a);
 		for (int oi = 0; oi < 3; oi++)
 			if (oi < 2 || lp_async_proves)
-				CHECK(close_to(obj[oi][0], obj[oi][1]), "%s %s limit %" PRId64 ": cbc %.9g, lp_solve %.9g",
-				      c->name, opts[oi], limit, obj[oi][0], obj[oi][1]);
+				test_expect(close_to(obj[oi][0], obj[oi][1]),
+				            "%s %s limit %" PRId64 ": cbc %.9g, lp_solve %.9g", c->name, opts[oi],
+				            limit, obj[oi][0], obj[oi][1]);
 			else
-				CHECK(obj[oi][1] >= obj[oi][0] * (1 - 1e-9), "%s %s limit %" PRId64
-				      ": lp_solve %.9g below the optimum %.9g", c->name, opts[oi], limit, obj[oi][1], obj[oi][0]);
-		CHECK(obj[1][0] <= obj[0][0] * (1 + 1e-9), "%s limit %" PRId64 ": sync above static", c->name, limit);
-		CHECK(obj[2][0] <= obj[1][0] * (1 + 1e-9), "%s limit %" PRId64 ": async above sync", c->name, limit);
+				test_expect(obj[oi][1] >= obj[oi][0] * (1 - 1e-9),
+				            "%s %s limit %" PRId64 ": lp_solve %.9g below the optimum %.9g", c->name,
+				            opts[oi], limit, obj[oi][1], obj[oi][0]);
+		test_expect(obj[1][0] <= obj[0][0] * (1 + 1e-9), "%s limit %" PRId64 ": sync above static", c->name,
+		            limit);
+		test_expect(obj[2][0] <= obj[1][0] * (1 + 1e-9), "%s limit %" PRId64 ": async above sync", c->name,
+		            limit);
 
 		Best b = brute_force(g, s, cm, true, c->tiny, limit, false);
-		CHECK(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name,
-		      limit, b.time, obj[0][0]);
+		test_expect(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g",
+		            c->name, limit, b.time, obj[0][0]);
 		printf("  static brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting, b.time * 1e6);
 		if (c->sync_brute) {
 			b = brute_force(g, s, cm, false, c->tiny, limit, false);
-			CHECK(close_to(b.time, obj[1][0]), "%s sync limit %" PRId64 ": brute force %.9g, ILP %.9g",
-			      c->name, limit, b.time, obj[1][0]);
+			test_expect(close_to(b.time, obj[1][0]),
+			            "%s sync limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name, limit, b.time,
+			            obj[1][0]);
 			printf("  sync brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting,
 			       b.time * 1e6);
 		}
@@ -530,26 +525,27 @@ static void run_case(const Case *c, const CostModel *cm)
 	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 32, .cm = cm, .tiny = c->tiny};
 	char err[512];
 	Placement *p = place_ilp(g, s, &o, &a, NULL, err, sizeof err);
-	CHECK(!p, "%s: limit 32 accepted", c->name);
+	test_expect(!p, "%s: limit 32 accepted", c->name);
 	const char *at = strstr(err, "smallest feasible limit is ");
-	CHECK(at, "%s: message without the smallest limit: %s", c->name, err);
+	test_expect(at, "%s: message without the smallest limit: %s", c->name, err);
 	if (at) {
 		o.limit = strtoll(at + strlen("smallest feasible limit is "), NULL, 10);
 		p = place(g, s, &o, &a, NULL, err, sizeof err);
-		CHECK(p && p->fast_bytes <= o.limit, "%s: the smallest feasible limit %" PRId64 " fails: %s", c->name,
-		      o.limit, p ? "pool over it" : err);
+		test_expect(p && p->fast_bytes <= o.limit, "%s: the smallest feasible limit %" PRId64 " fails: %s",
+		            c->name, o.limit, p ? "pool over it" : err);
 	}
 
 	/* baselines */
 	PlaceOptions fo = {.optimizer = OPT_FIRST_TOUCH, .limit = peak / 2, .cm = cm};
 	Placement *ft = place(g, s, &fo, &a, NULL, err, sizeof err);
-	CHECK(placement_verify(g, ft, err, sizeof err), "%s: first-touch: %s", c->name, err);
-	CHECK(ft->fast_bytes <= peak / 2 && memplan_verify(ft, &a, err, sizeof err), "%s: first-touch pool", c->name);
+	test_expect(ft && placement_verify(g, ft, err, sizeof err), "%s: first-touch: %s", c->name, err);
+	test_expect(ft && ft->fast_bytes <= peak / 2 && memplan_verify(ft, &a, err, sizeof err), "%s: first-touch pool",
+	            c->name);
 	Placement *sl = place_all_slow(g, s, &a);
 	memplan(sl, &a);
-	CHECK(placement_verify(g, sl, err, sizeof err) && sl->fast_bytes == 0, "%s: all-slow", c->name);
-	CHECK(placement_predict(sl, cm, NULL) >= placement_predict(fast, cm, NULL), "%s: all-slow faster than all-fast",
-	      c->name);
+	test_expect(placement_verify(g, sl, err, sizeof err) && sl->fast_bytes == 0, "%s: all-slow", c->name);
+	test_expect(placement_predict(sl, cm, NULL) >= placement_predict(fast, cm, NULL),
+	            "%s: all-slow faster than all-fast", c->name);
 	arena_free(&a);
 }
 
@@ -566,6 +562,5 @@ int main(void)
 	for (size_t i = 0; i < countof(cases); i++)
 		run_case(&cases[i], cases[i].rereads ? &reread : cm);
 	arena_free(&a);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed != 0;
+	return test_summary();
 }

@@ -19,7 +19,6 @@
  * and prints it, or the error (exit 1).
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,21 +31,7 @@
 #include "kdesc.h"
 #include "profile.h"
 #include "schedule.h"
-
-static int npassed, nfailed;
-
-static void report(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	npassed += ok;
-	nfailed += !ok;
-}
+#include "tests/testlib.h"
 
 static const char *tmpdir;
 
@@ -86,21 +71,22 @@ static void test_hw_shipped(void)
 		snprintf(path, sizeof path, "%s/hw/%s", src, files[i].file);
 		HwModel hw;
 		bool ok = hw_load(path, &hw, err, sizeof err);
-		report(ok && hw.slow.read_bw == files[i].slow_read && hw.slow.write_bw == files[i].slow_write &&
-		           hw.fast.read_bw > hw.slow.read_bw && hw.name[0],
-		       "hw/%s parses: slow tier %.0f / %.0f GB/s%s%s", files[i].file, hw.slow.read_bw / 1e9,
-		       hw.slow.write_bw / 1e9, ok ? "" : ": ", ok ? "" : err);
+		test_check(ok && hw.slow.read_bw == files[i].slow_read && hw.slow.write_bw == files[i].slow_write &&
+		                   hw.fast.read_bw > hw.slow.read_bw && hw.name[0],
+		           "hw/%s parses: slow tier %.0f / %.0f GB/s%s%s", files[i].file, hw.slow.read_bw / 1e9,
+		           hw.slow.write_bw / 1e9, ok ? "" : ": ", ok ? "" : err);
 	}
 	HwModel hw;
 	char err[512];
-	report(hw_parse("t.hw", "[fast]\nread_bandwidth=1 TB/s\nwrite_bandwidth = 2 GiB/s\nlatency = 3 us\n"
-	                        "capacity = 4 KiB\n[slow]\nread_bandwidth = 5 MB/s # five\nwrite_bandwidth = 6 B/s\n"
-	                        "[link]\nasync_fraction = 0.25\n",
-	                &hw, err, sizeof err) &&
-	           hw.fast.read_bw == 1e12 && hw.fast.write_bw == 2.0 * (1 << 30) && fabs(hw.fast.latency - 3e-6) < 1e-15 &&
-	           hw.fast.capacity == 4096 && hw.slow.read_bw == 5e6 && hw.slow.write_bw == 6 &&
-	           hw.async_fraction == 0.25,
-	       "units convert: TB/s GiB/s MB/s B/s us KiB, comments, fractions");
+	test_check(hw_parse("t.hw",
+	                    "[fast]\nread_bandwidth=1 TB/s\nwrite_bandwidth = 2 GiB/s\nlatency = 3 us\n"
+	                    "capacity = 4 KiB\n[slow]\nread_bandwidth = 5 MB/s # five\nwrite_bandwidth = 6 B/s\n"
+	                    "[link]\nasync_fraction = 0.25\n",
+	                    &hw, err, sizeof err) &&
+	                   hw.fast.read_bw == 1e12 && hw.fast.write_bw == 2.0 * (1 << 30) &&
+	                   fabs(hw.fast.latency - 3e-6) < 1e-15 && hw.fast.capacity == 4096 && hw.slow.read_bw == 5e6 &&
+	                   hw.slow.write_bw == 6 && hw.async_fraction == 0.25,
+	           "units convert: TB/s GiB/s MB/s B/s us KiB, comments, fractions");
 }
 
 static void test_hw_errors(void)
@@ -136,17 +122,18 @@ static void test_hw_errors(void)
 		HwModel hw;
 		char err[512] = "";
 		bool ok = hw_parse("bad.hw", cases[i].text, &hw, err, sizeof err);
-		report(!ok && strncmp(err, cases[i].expect, strlen(cases[i].expect)) == 0, "hw error: %s", ok ? "(accepted)" : err);
+		test_check(!ok && strncmp(err, cases[i].expect, strlen(cases[i].expect)) == 0, "hw error: %s",
+		           ok ? "(accepted)" : err);
 	}
 	HwModel hw;
 	char err[512];
-	report(hw_parse("good.hw", ok_tiers, &hw, err, sizeof err), "a minimal hw file is accepted");
+	test_check(hw_parse("good.hw", ok_tiers, &hw, err, sizeof err), "a minimal hw file is accepted");
 	/* a binary file read from disk */
 	const char *bin = tmp_path("binary.hw");
 	write_bytes(bin, "[fast]\n\0\x01\x02", 10);
-	report(!hw_load(bin, &hw, err, sizeof err) && strstr(err, "NUL byte"), "a binary hw file: %s", err);
-	report(!hw_load(tmp_path("missing.hw"), &hw, err, sizeof err) && strstr(err, "cannot read the hw file"),
-	       "a missing hw file: %s", err);
+	test_check(!hw_load(bin, &hw, err, sizeof err) && strstr(err, "NUL byte"), "a binary hw file: %s", err);
+	test_check(!hw_load(tmp_path("missing.hw"), &hw, err, sizeof err) && strstr(err, "cannot read the hw file"),
+	           "a missing hw file: %s", err);
 }
 
 /* ---- a model ------------------------------------------------------------------------- */
@@ -178,7 +165,8 @@ static bool compile_model(Arena *a, Graph **g, Schedule **s)
 static void test_signatures(const Graph *g, const Schedule *s, Arena *a)
 {
 	ProfileSigs *sigs = profile_signatures(g, s, a);
-	report(sigs->n > 0 && sigs->n < s->n, "%d nodes share %d signatures (identical layers once)", s->n, sigs->n);
+	test_check(sigs->n > 0 && sigs->n < s->n, "%d nodes share %d signatures (identical layers once)", s->n,
+	           sigs->n);
 	bool mapped = true;
 	for (int i = 0; i < s->n; i++) {
 		const Node *n = s->order[i];
@@ -189,13 +177,13 @@ static void test_signatures(const Graph *g, const Schedule *s, Arena *a)
 		mapped = mapped && sigs->of_node[n->id] >= 0 &&
 		         strcmp(sigs->v[sigs->of_node[n->id]]->text, kdesc_signature(d, t, sizeof t)) == 0;
 	}
-	report(mapped, "every node maps to the signature of its own description");
+	test_check(mapped, "every node maps to the signature of its own description");
 	const char *conv = NULL;
 	for (int i = 0; i < sigs->n && !conv; i++)
 		if (strncmp(sigs->v[i]->text, "conv2d ", 7) == 0)
 			conv = sigs->v[i]->text;
-	report(conv && strcmp(conv, "conv2d [4,3,8,8] [8,3,3,3] [8] -> [4,8,8,8] kh=3 kw=3 sh=1 sw=1 ph=1 pw=1 groups=1") == 0,
-	       "the first convolution's signature: %s", conv ? conv : "(none)");
+	const char *want = "conv2d [4,3,8,8] [8,3,3,3] [8] -> [4,8,8,8] kh=3 kw=3 sh=1 sw=1 ph=1 pw=1 groups=1";
+	test_check(conv && strcmp(conv, want) == 0, "the first convolution's signature: %s", conv ? conv : "(none)");
 }
 
 /* ---- the database ---------------------------------------------------------------------- */
@@ -209,7 +197,7 @@ static void test_db_errors(void)
 		bytes[i] = (unsigned char)(i * 2654435761u >> 13);
 	write_bytes(junk, bytes, sizeof bytes);
 	ProfileDb *db = pdb_open(junk, true, err, sizeof err);
-	report(!db && strstr(err, junk) && strstr(err, "not an autotm profile database"), "random bytes: %s", err);
+	test_check(!db && strstr(err, junk) && strstr(err, "not an autotm profile database"), "random bytes: %s", err);
 
 	const char *foreign = tmp_path("foreign.db");
 	char cmd[2048];
@@ -219,20 +207,21 @@ static void test_db_errors(void)
 	         foreign);
 	if (system(cmd) == 0) {
 		db = pdb_open(foreign, true, err, sizeof err);
-		report(!db && strstr(err, "an SQLite database but not an autotm profile database"), "a foreign database: %s",
-		       err);
+		test_check(!db && strstr(err, "an SQLite database but not an autotm profile database"),
+		           "a foreign database: %s", err);
 	} else {
-		report(true, "# skipped the foreign database (no python3 sqlite3)");
+		test_check(true, "# skipped the foreign database (no python3 sqlite3)");
 	}
 
 	const char *fresh = tmp_path("fresh.db");
 	db = pdb_open(fresh, false, err, sizeof err);
-	report(!db && strstr(err, "no profile database at"), "a missing database is not created when reading: %s", err);
+	test_check(!db && strstr(err, "no profile database at"), "a missing database is not created when reading: %s",
+	           err);
 	db = pdb_open(fresh, true, err, sizeof err);
-	report(db != NULL, "a fresh database is created%s%s", db ? "" : ": ", db ? "" : err);
+	test_check(db != NULL, "a fresh database is created%s%s", db ? "" : ": ", db ? "" : err);
 	pdb_close(db);
 	db = pdb_open(fresh, false, err, sizeof err);
-	report(db != NULL, "and opened again%s%s", db ? "" : ": ", db ? "" : err);
+	test_check(db != NULL, "and opened again%s%s", db ? "" : ": ", db ? "" : err);
 	pdb_close(db);
 	snprintf(cmd, sizeof cmd,
 	         "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
@@ -240,7 +229,8 @@ static void test_db_errors(void)
 	         fresh);
 	if (system(cmd) == 0) {
 		db = pdb_open(fresh, true, err, sizeof err);
-		report(!db && strstr(err, "schema version 9") && strstr(err, "newer autotmc"), "a newer schema: %s", err);
+		test_check(!db && strstr(err, "schema version 9") && strstr(err, "newer autotmc"), "a newer schema: %s",
+		           err);
 	}
 }
 
@@ -265,10 +255,10 @@ static void test_profiler(const Graph *g, const Schedule *s, Arena *a)
 		}
 		rt_profiler_kernel_free(p, k);
 	}
-	report(ok, "%d kernel timings (all-fast and all-slow of every signature) are positive", measured);
+	test_check(ok, "%d kernel timings (all-fast and all-slow of every signature) are positive", measured);
 	RtTiming small = rt_profiler_move(p, 64 << 10, true, false), big = rt_profiler_move(p, 16 << 20, false, true);
-	report(small.median > 0 && big.median > small.median, "moves: 64 KiB sync %.1f us, 16 MiB async %.1f us",
-	       1e6 * small.median, 1e6 * big.median);
+	test_check(small.median > 0 && big.median > small.median, "moves: 64 KiB sync %.1f us, 16 MiB async %.1f us",
+	           1e6 * small.median, 1e6 * big.median);
 	rt_profiler_free(p);
 }
 
@@ -280,21 +270,21 @@ static void test_profile_and_models(const Graph *g, const Schedule *s, Arena *a)
 	ProfileOptions po = {.db = tmp_path("tiny.db"), .threads = 1, .runs = 3, .slow_dir = tmpdir, .quiet = true,
 	                     .model = "tiny.net"};
 	int missing = profile_missing(g, s, &po, err, sizeof err);
-	report(missing > 0, "before profiling %d kernels are missing", missing);
-	report(!costmodel_from_profile(g, s, &po, a, err, sizeof err) && strstr(err, "autotmc profile"),
-	       "no cost model without a profile: %s", err);
+	test_check(missing > 0, "before profiling %d kernels are missing", missing);
+	test_check(!costmodel_from_profile(g, s, &po, a, err, sizeof err) && strstr(err, "autotmc profile"),
+	           "no cost model without a profile: %s", err);
 	ProfileReport r;
 	bool ok = profile_graph(g, s, &po, &r, err, sizeof err);
-	report(ok && r.kernels > 0 && r.measurements >= 2 * r.kernels && r.noise + r.all + r.additive == r.kernels,
-	       "profiled %d kernels: %d within noise, %d every configuration, %d additive, %d measurements%s%s", r.kernels,
-	       r.noise, r.all, r.additive, r.measurements, ok ? "" : ": ", ok ? "" : err);
+	test_check(ok && r.kernels > 0 && r.measurements >= 2 * r.kernels && r.noise + r.all + r.additive == r.kernels,
+	           "profiled %d kernels: %d within noise, %d every configuration, %d additive, %d measurements%s%s",
+	           r.kernels, r.noise, r.all, r.additive, r.measurements, ok ? "" : ": ", ok ? "" : err);
 	missing = profile_missing(g, s, &po, err, sizeof err);
-	report(missing == 0, "afterwards nothing is missing (%d)", missing);
+	test_check(missing == 0, "afterwards nothing is missing (%d)", missing);
 	ok = profile_graph(g, s, &po, &r, err, sizeof err);
-	report(ok && r.measurements == 0 && r.already == r.kernels, "a second profile measures nothing");
+	test_check(ok && r.measurements == 0 && r.already == r.kernels, "a second profile measures nothing");
 
 	CostModel *cm = costmodel_from_profile(g, s, &po, a, err, sizeof err);
-	report(cm && !cm->modeled, "cost model from the profile%s%s", cm ? "" : ": ", cm ? "" : err);
+	test_check(cm && !cm->modeled, "cost model from the profile%s%s", cm ? "" : ": ", cm ? "" : err);
 	if (cm) {
 		bool mono = true;
 		for (int i = 0; i < s->n; i++) {
@@ -304,39 +294,42 @@ static void test_profile_and_models(const Graph *g, const Schedule *s, Arena *a)
 			for (uint32_t c = 0; c <= all; c++)
 				mono = mono && cm->kernel_time(cm, n, c) >= t0 && t0 > 0;
 		}
-		report(mono, "every configuration of every node takes at least its all-fast time");
+		test_check(mono, "every configuration of every node takes at least its all-fast time");
 		double m1 = cm->move_time(cm, 1 << 20, TIER_FAST, TIER_SLOW, false);
 		double m2 = cm->move_time(cm, 100 << 20, TIER_FAST, TIER_SLOW, false);
 		double m3 = cm->move_time(cm, INT64_C(1) << 31, TIER_SLOW, TIER_FAST, true);
-		report(m1 > 0 && m2 > m1 && m3 > m2, "move times grow with the size: 1 MiB %.1f us, 100 MiB %.2f ms, 2 GiB %.1f ms",
-		       1e6 * m1, 1e3 * m2, 1e3 * m3);
+		test_check(m1 > 0 && m2 > m1 && m3 > m2,
+		           "move times grow with the size: 1 MiB %.1f us, 100 MiB %.2f ms, 2 GiB %.1f ms", 1e6 * m1,
+		           1e3 * m2, 1e3 * m3);
 	}
 
 	/* the hw model: measured all-fast times plus the roofline penalty */
 	double *fast = profile_fast_times(g, s, &po, a, err, sizeof err);
-	report(fast != NULL, "all-fast times from the profile%s%s", fast ? "" : ": ", fast ? "" : err);
+	test_check(fast != NULL, "all-fast times from the profile%s%s", fast ? "" : ": ", fast ? "" : err);
 	const char *src = getenv("TOP_SRCDIR") ? getenv("TOP_SRCDIR") : ".";
 	HwModel hw;
 	char path[1024];
 	snprintf(path, sizeof path, "%s/hw/optane-6dimm.hw", src);
 	if (fast && hw_load(path, &hw, err, sizeof err)) {
 		CostModel *hm = costmodel_from_hw(&hw, g, fast, a);
-		report(hm->modeled && strcmp(hm->source, "modeled: hw/optane-6dimm.hw") == 0, "source: %s", hm->source);
+		test_check(hm->modeled && strcmp(hm->source, "modeled: hw/optane-6dimm.hw") == 0, "source: %s",
+		           hm->source);
 		const Node *n = s->order[0]; /* the first convolution: x, weight, bias -> y */
 		double expect = fast[n->id] + (double)n->in[0]->bytes * (1 / 39e9 - 1 / 105e9) +
 		                (double)n->out[0]->bytes * (1 / 14e9 - 1 / 80e9);
 		uint32_t cfg = 1u | 1u << n->nin;
 		double got = hm->kernel_time(hm, n, cfg);
-		report(fabs(got - expect) <= 1e-12 * expect && hm->kernel_time(hm, n, 0) == fast[n->id],
-		       "%s with x and y in Optane: %.3f us = fast %.3f us + the penalty", n->name, 1e6 * got,
-		       1e6 * fast[n->id]);
+		test_check(fabs(got - expect) <= 1e-12 * expect && hm->kernel_time(hm, n, 0) == fast[n->id],
+		           "%s with x and y in Optane: %.3f us = fast %.3f us + the penalty", n->name, 1e6 * got,
+		           1e6 * fast[n->id]);
 		double mv = hm->move_time(hm, 1 << 30, TIER_FAST, TIER_SLOW, false);
-		report(fabs(mv - (double)(1 << 30) / 14e9 - 300e-9) < 1e-9, "1 GiB to Optane: %.1f ms at 14 GB/s", 1e3 * mv);
+		test_check(fabs(mv - (double)(1 << 30) / 14e9 - 300e-9) < 1e-9, "1 GiB to Optane: %.1f ms at 14 GB/s",
+		           1e3 * mv);
 		double mva = hm->move_time(hm, 1 << 30, TIER_SLOW, TIER_FAST, true);
-		report(fabs(mva - (double)(1 << 30) / (39e9 * 0.3) - 300e-9) < 1e-9, "1 GiB from Optane, async: %.1f ms",
-		       1e3 * mva);
+		test_check(fabs(mva - (double)(1 << 30) / (39e9 * 0.3) - 300e-9) < 1e-9,
+		           "1 GiB from Optane, async: %.1f ms", 1e3 * mva);
 	} else {
-		report(false, "hw model: %s", err);
+		test_check(false, "hw model: %s", err);
 	}
 }
 
@@ -369,7 +362,7 @@ int main(int argc, char **argv)
 	Graph *g;
 	Schedule *s;
 	if (!compile_model(&a, &g, &s)) {
-		report(false, "the test model compiles");
+		test_check(false, "the test model compiles");
 	} else {
 		test_signatures(g, s, &a);
 		test_profiler(g, s, &a);
@@ -380,6 +373,5 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed ? 1 : 0;
+	return test_summary();
 }

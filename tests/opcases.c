@@ -1,0 +1,95 @@
+/*
+ * opcases.c - the op cases the op tests share (opcases.h).
+ *
+ * The forward-op cases come first, at least one per forward op of ops.def
+ * (the backward ops are only ever built by autodiff, so they are covered
+ * through the op they differentiate), then the update ops, the small
+ * networks, and the cases only kernels care about. A new op gets its case
+ * here, and every op test takes it.
+ */
+#include "opcases.h"
+
+#include "testlib.h"
+#include "util.h"
+
+const OpCase op_cases[] = {
+	/* one forward op each */
+	{"conv2d", OPCASE_OP, "2, 3, 6, 6", "36", "conv(3x3, 3 => 4, stride = 2, pad = 1) flatten", NULL},
+	{"conv2d groups, no bias", OPCASE_OP, "2, 4, 5, 5", "54", "conv(3x3, 4 => 6, groups = 2, bias = false) flatten",
+	 NULL},
+	{"conv2d asymmetric", OPCASE_OP, "2, 3, 4, 5", "20",
+	 "conv((1, 3), 3 => 2, stride = (2, 1), pad = (0, 1)) flatten", NULL},
+	{"dense", OPCASE_OP, "3, 5", "4", "dense(5 => 4)", NULL},
+	{"dense without bias", OPCASE_OP, "3, 5", "4", "dense(5 => 4, bias = false)", NULL},
+	{"maxpool", OPCASE_OP, "2, 2, 5, 5", "18", "maxpool(3x3, stride = 2, pad = 1) flatten", NULL},
+	{"avgpool", OPCASE_OP, "2, 2, 5, 5", "18", "avgpool(3x3, stride = 2, pad = 1) flatten", NULL},
+	{"globalavgpool", OPCASE_OP, "2, 3, 4, 4", "3", "globalavgpool flatten", NULL},
+	{"batchnorm 4d", OPCASE_OP, "3, 2, 3, 3", "18", "batchnorm flatten", NULL},
+	{"batchnorm 2d", OPCASE_OP, "4, 3", "3", "batchnorm(eps = 0.001)", NULL},
+	{"relu", OPCASE_OP, "3, 5", "5", "relu", NULL},
+	{"sigmoid", OPCASE_OP, "3, 5", "5", "sigmoid", NULL},
+	{"tanh", OPCASE_OP, "3, 5", "5", "tanh", NULL},
+	{"softmax", OPCASE_OP, "3, 5", "4", "softmax dense(5 => 4)", NULL},
+	{"reshape", OPCASE_OP, "2, 2, 2, 3", "12", "flatten", NULL},
+	{"dropout", OPCASE_OP, "3, 6", "6", "dropout(0.3)", NULL},
+	{"add of 3", OPCASE_OP, "3, 5", "5", "add { branch { dense(5 => 5) } branch { relu } branch { tanh } }", NULL},
+	{"concat 2d", OPCASE_OP, "3, 5", "8", "concat { branch { dense(5 => 3) } branch { tanh } }", NULL},
+	{"concat 4d", OPCASE_OP, "2, 2, 3, 3", "45",
+	 "concat { branch { conv(1x1, 2 => 3) } branch { maxpool(3x3, stride = 1, pad = 1) } } flatten", NULL},
+	{"softmax_crossentropy", OPCASE_OP, "4, 6", "6", "tanh", NULL},
+
+	/* update ops (sgd: every other case) */
+	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
+
+	/* small networks */
+	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",
+	 NULL},
+	{"conv net", OPCASE_NETWORK, "2, 3, 8, 8", "4",
+	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) "
+	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm relu avgpool(2x2) flatten dense(24 => 4)",
+	 NULL},
+	{"residual block", OPCASE_NETWORK, "2, 4, 6, 6", "5",
+	 "residual(shortcut = chain { conv(1x1, 4 => 8, stride = 2, bias = false) batchnorm }) {"
+	 "  conv(3x3, 4 => 8, stride = 2, pad = 1, bias = false) batchnorm relu"
+	 "  conv(3x3, 8 => 8, pad = 1, bias = false) batchnorm"
+	 "} relu globalavgpool flatten dense(8 => 5)",
+	 NULL},
+	{"inception block", OPCASE_NETWORK, "2, 4, 5, 5", "5",
+	 "concat {"
+	 "  branch { conv(1x1, 4 => 2) relu }"
+	 "  branch { conv(1x1, 4 => 2) relu conv(3x3, 2 => 3, pad = 1) relu }"
+	 "  branch { conv(1x1, 4 => 1) relu conv((1, 3), 1 => 2, pad = (0, 1)) conv((3, 1), 2 => 2, pad = (1, 0)) }"
+	 "  branch { avgpool(3x3, stride = 1, pad = 1) conv(1x1, 4 => 2) }"
+	 "} globalavgpool flatten dense(9 => 5)",
+	 NULL},
+	{"densenet block", OPCASE_NETWORK, "2, 4, 4, 4", "3",
+	 "repeat 3 as i { concat { branch { identity } "
+	 "  branch { batchnorm relu conv(1x1, 4 + 2 * i => 4, bias = false) batchnorm relu "
+	 "           conv(3x3, 4 => 2, pad = 1, bias = false) } } } "
+	 "batchnorm relu conv(1x1, 10 => 5, bias = false) avgpool(2x2) globalavgpool flatten dense(5 => 3)",
+	 NULL},
+
+	/*
+	 * for kernels only: which of tied maxima gets the gradient, and larger
+	 * sizes, which change how kernels block and launch but not the graph
+	 */
+	{"maxpool with ties", OPCASE_KERNEL, "2, 2, 5, 5", "50", "relu maxpool(3x3, stride = 1, pad = 1) flatten",
+	 NULL},
+	{"larger conv 14x14", OPCASE_KERNEL, "4, 8, 14, 14", "10",
+	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
+	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
+	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
+	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
+	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",
+	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+};
+
+const int nop_cases = (int)countof(op_cases);
+
+Graph *opcase_graph(Arena *a, const OpCase *c)
+{
+	char src[4096];
+	return test_training_graph(a, c->name,
+	                           test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt), true);
+}

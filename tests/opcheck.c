@@ -1,0 +1,157 @@
+/*
+ * opcheck.c - a runtime's kernels against the reference interpreter, node
+ * by node (opcheck.h).
+ *
+ * The runtime is whichever the test links with: libautotmrt.a or
+ * libautotmrt-cuda.a. Only where the arguments live differs, and the
+ * caller says it with an ArgMemory.
+ */
+#include "opcheck.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kdesc.h"
+#include "schedule.h"
+#include "testlib.h"
+#include "util.h"
+
+/* The worst error of one op over every node checked. */
+typedef struct OpStat {
+	int checked;  /* nodes checked */
+	int failed;   /* of which wrong */
+	double worst; /* max of error / tolerance scale */
+} OpStat;
+
+static OpStat stats[NUM_OPS];
+
+static void *host_alloc(size_t bytes)
+{
+	return xmalloc(bytes);
+}
+
+static void host_copy(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
+static void host_wait(void)
+{
+}
+
+const ArgMemory opcheck_host_memory = {NULL, host_alloc, host_copy, host_wait, free};
+
+/* Compare got with ref; returns the error relative to max(1, max |ref|), and the worst element. */
+static double compare(const float *got, const double *ref, int64_t n, int64_t *worst, double *scale)
+{
+	double mx = 0, err = 0;
+	*worst = 0;
+	for (int64_t i = 0; i < n; i++)
+		mx = fmax(mx, fabs(ref[i]));
+	for (int64_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - ref[i]);
+		if (isnan(got[i]) || isnan(e))
+			e = INFINITY;
+		if (e > err) {
+			err = e;
+			*worst = i;
+		}
+	}
+	*scale = fmax(1.0, mx);
+	return err / *scale;
+}
+
+void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname, const ArgMemory *mem)
+{
+	int nargs = n->nin + n->nout;
+	void *args[RT_MAX_ARGS];
+	float *got[RT_MAX_ARGS]; /* each argument on the host: before the kernel, and after */
+	for (int k = 0; k < nargs; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		int64_t m = shape_elems(t->shape);
+		size_t bytes = sizeof(float) * (size_t)(m ? m : 1);
+		got[k] = xmalloc(bytes);
+		for (int64_t i = 0; i < m; i++) /* inputs; outputs NaN, so that an element not written shows */
+			got[k][i] = k < n->nin ? (float)ip->buf[t->id][i] : NAN;
+		args[k] = mem->alloc(bytes);
+		mem->copy(args[k], got[k], sizeof(float) * (size_t)m);
+	}
+	interp_node(ip, n);
+
+	int64_t desc[RT_DESC_LEN];
+	node_describe(n, desc);
+	rt_kernel(ctx, id, desc);
+	rt_launch(ctx, id, args);
+	mem->wait();
+
+	double worst_err = 0, worst_got = 0, worst_ref = 0, worst_scale = 1;
+	const char *worst_what = "";
+	int64_t worst_i = 0;
+	for (int k = 0; k < nargs; k++) {
+		bool is_out = k >= n->nin;
+		const Tensor *t = is_out ? n->out[k - n->nin] : n->in[k];
+		int64_t m = shape_elems(t->shape);
+		mem->copy(got[k], args[k], sizeof(float) * (size_t)m);
+		mem->release(args[k]);
+		if (!is_out && !(op_info[n->op].inplace >> k & 1))
+			continue;
+		int64_t i;
+		double scale, e = compare(got[k], ip->buf[t->id], m, &i, &scale);
+		if (e >= worst_err) {
+			worst_err = e;
+			worst_what = t->name;
+			worst_i = i;
+			worst_got = got[k][i];
+			worst_ref = ip->buf[t->id][i];
+			worst_scale = scale;
+		}
+	}
+	bool ok = worst_err <= 1e-4;
+	OpStat *st = &stats[n->op];
+	st->checked++;
+	st->failed += !ok;
+	st->worst = fmax(st->worst, worst_err);
+	char where[16] = "";
+	if (mem->where)
+		snprintf(where, sizeof where, "%-6s ", mem->where);
+	test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)", op_info[n->op].name, cname, where, n->name,
+	           worst_err * worst_scale, worst_scale);
+	if (!ok)
+		printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", worst_what, (long long)worst_i,
+		       worst_got, worst_ref);
+	for (int k = 0; k < nargs; k++)
+		free(got[k]);
+}
+
+bool opcheck_case(RtCtx *ctx, const OpCase *c, int32_t *next_id, const ArgMemory *mem)
+{
+	Arena a = {0};
+	Graph *g = opcase_graph(&a, c);
+	if (!g) {
+		test_check(false, "%s: the case does not build", c->name);
+		arena_free(&a);
+		return false;
+	}
+	Schedule *s = schedule_graph(g, &a);
+	Interp *ip = interp_new(g, s, false, 42);
+	for (int i = 0; i < s->n; i++)
+		opcheck_node(ctx, ip, s->order[i], (*next_id)++, c->name, mem);
+	interp_free(ip);
+	arena_free(&a);
+	return true;
+}
+
+int opcheck_print_ops(bool all)
+{
+	int missing = 0;
+	for (int op = 0; op < NUM_OPS; op++) {
+		const OpStat *st = &stats[op];
+		missing += st->checked == 0;
+		if (st->checked || all)
+			printf("#   %-26s %4d  %.2e%s\n", op_info[op].name, st->checked, st->worst,
+			       st->checked ? (st->failed ? "  FAILED" : "") : "  NOT COVERED");
+	}
+	return missing;
+}
