@@ -1,6 +1,7 @@
 /*
- * cpu/kernels.c - the CPU backend: every op of ops.def, forward and
- * backward, as a oneDNN primitive or as plain C.
+ * cpu/kernels.c - the kernels of the CPU backend (its table's kernels
+ * group): every op of ops.def, forward and backward, as a oneDNN
+ * primitive or as plain C.
  *
  * A kernel is made once, from its description (autotm/rt.h), and launched
  * many times on tensor addresses. For a oneDNN op, making it means
@@ -32,7 +33,7 @@
  * The reference for every kernel is compiler/interp.c; the unit test
  * tests/unit/test-runtime-ops.c checks each against it.
  */
-#include "../rt_internal.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -854,7 +855,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 	switch (k->op) {
 	case RT_OP_RESHAPE:
 		if (a[1] != a[0])
-			rt_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
+			cpu_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
 		break;
 	case RT_OP_BIAS_GRAD:
 		run_bias_grad(d, a);
@@ -886,7 +887,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 	}
 }
 
-/* ---- the backend ------------------------------------------------------------ */
+/* ---- the kernels group of the backend table (cpu/backend.c) ------------------ */
 
 /*
  * How OpenMP threads wait for work. Spinning long (libgomp's default, or
@@ -900,7 +901,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
  * libgomp reads these only when it loads, so a program started without an
  * explicit OMP_WAIT_POLICY sets them and starts itself again.
  */
-static void cpu_prepare(int argc, char **argv)
+void cpu_prepare(int argc, char **argv)
 {
 	if (argc <= 0 || !argv || getenv("OMP_WAIT_POLICY"))
 		return;
@@ -911,12 +912,12 @@ static void cpu_prepare(int argc, char **argv)
 	/* no /proc: keep going with the default policy */
 }
 
-static int cpu_cores(void)
+int cpu_cores(void)
 {
 	return omp_get_num_procs();
 }
 
-static void *cpu_open(int threads)
+void *cpu_kernels_open(int threads)
 {
 	omp_set_num_threads(threads); /* oneDNN's threads, and the blocking moves' */
 	CpuState *s = rt_xcalloc(sizeof *s);
@@ -925,7 +926,7 @@ static void *cpu_open(int threads)
 	return s;
 }
 
-static void cpu_close(void *state)
+void cpu_kernels_close(void *state)
 {
 	CpuState *s = state;
 	DNNL_CHECK(dnnl_stream_destroy(s->stream));
@@ -934,7 +935,7 @@ static void cpu_close(void *state)
 	free(s);
 }
 
-static void *cpu_create(void *state, int32_t id, const int64_t *desc)
+void *cpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	CpuState *s = state;
 	CpuKernel *k = rt_xcalloc(sizeof *k);
@@ -1006,7 +1007,7 @@ static void reorder(CpuState *s, dnnl_primitive_t prim, dnnl_memory_t from, dnnl
 	DNNL_CHECK(dnnl_primitive_execute(prim, s->stream, 2, a));
 }
 
-static void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
+void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
 {
 	CpuState *s = state;
 	CpuKernel *k = kernel;
@@ -1031,7 +1032,7 @@ static void cpu_launch(void *state, void *kernel, void *const *args, uint64_t st
 	DNNL_CHECK(dnnl_stream_wait(s->stream));
 }
 
-static void cpu_destroy(void *state, void *kernel)
+void cpu_destroy(void *state, void *kernel)
 {
 	(void)state;
 	CpuKernel *k = kernel;
@@ -1048,33 +1049,17 @@ static void cpu_destroy(void *state, void *kernel)
 	free(k);
 }
 
-static const char *cpu_impl_name(void *kernel)
+const char *cpu_impl_name(void *kernel)
 {
 	return ((CpuKernel *)kernel)->impl;
 }
 
-static int64_t cpu_scratch_bytes(void *state)
+int64_t cpu_scratch_bytes(void *state)
 {
 	return (int64_t)((CpuState *)state)->scratch_size;
 }
 
-static void cpu_sync(void *state)
+void cpu_sync(void *state)
 {
 	(void)state; /* a launch returns when its kernel is done */
 }
-
-const RtBackend rt_cpu_backend = {
-	.name = "cpu",
-	.prepare = cpu_prepare,
-	.cores = cpu_cores,
-	.open = cpu_open,
-	.close = cpu_close,
-	.create = cpu_create,
-	.launch = cpu_launch,
-	.destroy = cpu_destroy,
-	.impl_name = cpu_impl_name,
-	.scratch_bytes = cpu_scratch_bytes,
-	.sync = cpu_sync,
-};
-
-const RtBackend *const rt_backend = &rt_cpu_backend;

@@ -1,7 +1,7 @@
 /*
- * cuda/kernels.c - the GPU backend: every op of ops.def, forward and
- * backward, on the compute stream, as cuDNN, cuBLAS or a CUDA kernel of
- * cuda/elementwise.cu.
+ * cuda/kernels.c - the kernels of the CUDA backend (its table's kernels
+ * group): every op of ops.def, forward and backward, on the compute
+ * stream, as cuDNN, cuBLAS or a CUDA kernel of cuda/elementwise.cu.
  *
  * The semantics are the CPU backend's (runtime/cpu/kernels.c) and the
  * reference interpreter's (compiler/interp.c); every tensor is plain
@@ -454,7 +454,7 @@ static int activation(RtOp op)
 	       : op == RT_OP_SIGMOID || op == RT_OP_SIGMOID_BWD ? GPU_SIGMOID : GPU_TANH;
 }
 
-static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
+void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 {
 	GpuState *s = state;
 	GpuKernel *k = kernel;
@@ -556,20 +556,20 @@ static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	}
 }
 
-/* ---- the backend ------------------------------------------------------------ */
+/* ---- the kernels group of the backend table (cuda/backend.c) ----------------- */
 
-static void gpu_prepare(int argc, char **argv)
+void gpu_prepare(int argc, char **argv)
 {
 	(void)argc, (void)argv;
 }
 
-static int gpu_cores(void)
+int gpu_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
 }
 
-static void *gpu_open(int threads)
+void *gpu_kernels_open(int threads)
 {
 	(void)threads; /* the host does no work of the kernels */
 	GpuState *s = rt_xcalloc(sizeof *s);
@@ -584,7 +584,7 @@ static void *gpu_open(int threads)
 	return s;
 }
 
-static void gpu_close(void *state)
+void gpu_kernels_close(void *state)
 {
 	GpuState *s = state;
 	CUDA_CHECK(cudaStreamSynchronize(s->stream));
@@ -594,7 +594,7 @@ static void gpu_close(void *state)
 	free(s);
 }
 
-static void *gpu_create(void *state, int32_t id, const int64_t *desc)
+void *gpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	GpuState *s = state;
 	GpuKernel *k = rt_xcalloc(sizeof *k);
@@ -641,7 +641,7 @@ static void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	return k;
 }
 
-static void gpu_destroy(void *state, void *kernel)
+void gpu_destroy(void *state, void *kernel)
 {
 	(void)state;
 	GpuKernel *k = kernel;
@@ -662,17 +662,17 @@ static void gpu_destroy(void *state, void *kernel)
 	free(k);
 }
 
-static const char *gpu_impl_name(void *kernel)
+const char *gpu_impl_name(void *kernel)
 {
 	return ((GpuKernel *)kernel)->impl;
 }
 
-static int64_t gpu_scratch_bytes(void *state)
+int64_t gpu_scratch_bytes(void *state)
 {
 	return (int64_t)((GpuState *)state)->workspace_size;
 }
 
-static void gpu_sync(void *state)
+void gpu_sync(void *state)
 {
 	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
 }
@@ -748,19 +748,3 @@ const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a
 	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, own));
 	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
 }
-
-const RtBackend rt_cuda_backend = {
-	.name = "cuda",
-	.prepare = gpu_prepare,
-	.cores = gpu_cores,
-	.open = gpu_open,
-	.close = gpu_close,
-	.create = gpu_create,
-	.launch = gpu_launch,
-	.destroy = gpu_destroy,
-	.impl_name = gpu_impl_name,
-	.scratch_bytes = gpu_scratch_bytes,
-	.sync = gpu_sync,
-};
-
-const RtBackend *const rt_backend = &rt_cuda_backend;
