@@ -483,29 +483,29 @@ static void make_dense_bwd_weight(CpuState *s, CpuKernel *k)
 }
 
 /*
- * Pooling forward of x (argument x) into y. Global average pooling is an
- * average over a window the size of the image. Max pooling runs as
+ * Pooling forward of x (argument x) into y with algorithm alg. Global
+ * pooling has a window the size of the image. Max pooling runs as
  * inference (no workspace: its backward pass is plain C); average pooling
  * counts the padding, so the divisor is always kh * kw as in the
  * interpreter.
  */
-static void pool_fwd_desc(const int64_t *d, dnnl_pooling_v2_desc_t *pd, dnnl_alg_kind_t alg, int x, int y)
+static void pool_fwd_desc(const int64_t *d, dnnl_pooling_v2_desc_t *pd, dnnl_alg_kind_t alg, bool global, int x,
+                          int y)
 {
 	dnnl_memory_desc_t xm = md_arg(d, x), ym = md_arg(d, y);
 	Window g = window(d);
-	if (d[RT_D_OP] == RT_OP_GLOBALAVGPOOL || d[RT_D_OP] == RT_OP_GLOBALAVGPOOL_BWD) {
+	if (global)
 		g = (Window){.strides = {1, 1}, .kernel = {RT_ARG_DIM(d, x, 2), RT_ARG_DIM(d, x, 3)}};
-	}
 	dnnl_prop_kind_t prop = alg == dnnl_pooling_max ? dnnl_forward_inference : dnnl_forward_training;
 	DNNL_CHECK(dnnl_pooling_v2_forward_desc_init(pd, prop, alg, &xm, &ym, g.strides, g.kernel, g.dilation, g.pad_l,
 	                                             g.pad_r));
 }
 
-static void make_pool(CpuState *s, CpuKernel *k)
+/* maxpool, avgpool, globalavgpool: x -> y */
+static void make_pool(CpuState *s, CpuKernel *k, dnnl_alg_kind_t alg, bool global)
 {
-	dnnl_alg_kind_t alg = k->op == RT_OP_MAXPOOL ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
 	dnnl_pooling_v2_desc_t pdesc;
-	pool_fwd_desc(k->desc, &pdesc, alg, 0, 1);
+	pool_fwd_desc(k->desc, &pdesc, alg, global, 0, 1);
 	dnnl_primitive_desc_t pd = make_pd(s, &pdesc, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
@@ -514,11 +514,11 @@ static void make_pool(CpuState *s, CpuKernel *k)
 }
 
 /* avgpool_bwd, globalavgpool_bwd: dy -> dx */
-static void make_pool_bwd(CpuState *s, CpuKernel *k)
+static void make_pool_bwd(CpuState *s, CpuKernel *k, bool global)
 {
 	const int64_t *d = k->desc;
 	dnnl_pooling_v2_desc_t fd, bd;
-	pool_fwd_desc(d, &fd, dnnl_pooling_avg_include_padding, 1, 0);
+	pool_fwd_desc(d, &fd, dnnl_pooling_avg_include_padding, global, 1, 0);
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
 	dnnl_memory_desc_t dx = md_arg(d, 1), dy = md_arg(d, 0);
 	DNNL_CHECK(dnnl_pooling_v2_backward_desc_init(&bd, dnnl_pooling_avg_include_padding, &dx, &dy, fd.strides,
@@ -1022,11 +1022,11 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE: make_dense(s, k); break;
 	case RT_OP_DENSE_BWD_DATA: make_dense_bwd_data(s, k); break;
 	case RT_OP_DENSE_BWD_WEIGHT: make_dense_bwd_weight(s, k); break;
-	case RT_OP_MAXPOOL:
-	case RT_OP_AVGPOOL:
-	case RT_OP_GLOBALAVGPOOL: make_pool(s, k); break;
-	case RT_OP_AVGPOOL_BWD:
-	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k); break;
+	case RT_OP_MAXPOOL: make_pool(s, k, dnnl_pooling_max, false); break;
+	case RT_OP_AVGPOOL: make_pool(s, k, dnnl_pooling_avg_include_padding, false); break;
+	case RT_OP_GLOBALAVGPOOL: make_pool(s, k, dnnl_pooling_avg_include_padding, true); break;
+	case RT_OP_AVGPOOL_BWD: make_pool_bwd(s, k, false); break;
+	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k, true); break;
 	case RT_OP_BATCHNORM: make_batchnorm(s, k); break;
 	case RT_OP_BATCHNORM_BWD: make_batchnorm_bwd(s, k); break;
 	case RT_OP_RELU:

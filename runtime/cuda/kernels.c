@@ -352,16 +352,15 @@ static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 
 /*
  * maxpool, avgpool (padding counted: the divisor is always kh * kw),
- * globalavgpool (a window the size of the image): x -> y.
+ * globalavgpool (global: a window the size of the image): x -> y.
  */
-static void make_pool(GpuKernel *k)
+static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 {
 	const int64_t *d = k->desc;
 	k->x = tensor_desc(k, 0);
 	k->y = tensor_desc(k, 1);
 	CUDNN_CHECK(cudnnCreatePoolingDescriptor(&k->pool));
-	cudnnPoolingMode_t mode = k->op == RT_OP_MAXPOOL ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-	if (k->op == RT_OP_GLOBALAVGPOOL)
+	if (global)
 		CUDNN_CHECK(cudnnSetPooling2dDescriptor(k->pool, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(k, RT_ARG_DIM(d, 0, 2)),
 		                                        to_int(k, RT_ARG_DIM(d, 0, 3)), 0, 0, 1, 1));
 	else
@@ -643,9 +642,13 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		make_conv(s, k, CONV_BWD_FILTER);
 		break;
 	case RT_OP_MAXPOOL:
+		make_pool(k, CUDNN_POOLING_MAX, false);
+		break;
 	case RT_OP_AVGPOOL:
+		make_pool(k, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, false);
+		break;
 	case RT_OP_GLOBALAVGPOOL:
-		make_pool(k);
+		make_pool(k, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, true);
 		break;
 	case RT_OP_SOFTMAX:
 	case RT_OP_SOFTMAX_BWD:
