@@ -12,10 +12,10 @@
  * a missing tensor or a wrong shape are those of `autotmc interpret`.
  *
  * Weights and state are made in host memory and stored to their place in
- * their pool (rt_store: the pool may be a GPU's). The input and labels are
- * kept in a host buffer owned by the runtime and stored to wherever the
- * memory plan puts them each step (rt_data): the planner may reuse their
- * memory once they are dead.
+ * their pool (the backend's memory.store: the pool may be a GPU's). The
+ * input and labels are kept in a host buffer owned by the runtime and
+ * stored to wherever the memory plan puts them each step (rt_data): the
+ * planner may reuse their memory once they are dead.
  */
 #include "rt_internal.h"
 
@@ -171,7 +171,7 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 			load_weight(ctx, t, host);
 		else
 			fill_init(ctx, t, host, n);
-		rt_store(dst, host, (size_t)bytes);
+		ctx->backend->memory.store(dst, host, (size_t)bytes);
 		free(host);
 		if (t->kind == RT_TENSOR_WEIGHT)
 			remember_weight(ctx, t);
@@ -204,7 +204,7 @@ void rt_data(RtCtx *ctx, int32_t which, void *dst)
 	const RtBatch *b = &ctx->batch[which];
 	if (!b->data)
 		RT_ICE("rt_data: no %s tensor was declared with rt_tensor", which == RT_DATA_INPUT ? "input" : "labels");
-	rt_store(dst, b->data, (size_t)b->bytes);
+	ctx->backend->memory.store(dst, b->data, (size_t)b->bytes);
 }
 
 void rt_data_finish_loading(RtCtx *ctx)
@@ -231,7 +231,7 @@ bool rt_data_save_weights(RtCtx *ctx)
 		const RtWeight *w = &ctx->weights[i];
 		int64_t bytes = rt_elems(w->ndim, w->shape) * (int64_t)sizeof(float);
 		host[i] = rt_xmalloc((size_t)bytes);
-		rt_load(host[i], place(ctx, w->pool, w->offset, bytes, w->name), (size_t)bytes);
+		ctx->backend->memory.load(host[i], place(ctx, w->pool, w->offset, bytes, w->name), (size_t)bytes);
 		out[i] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, host[i]};
 	}
 	char err[512];

@@ -1,8 +1,9 @@
 /*
  * profile.c - timing kernels and moves in-process (autotm/profile.h).
  *
- * The profiler makes the same pools a training program makes (pool.c)
- * and lays out each kernel's arguments at the same offsets in both, so
+ * The profiler runs on the CPU backend (rt_backend of libautotmrt.a; the
+ * GPU's profiler is cuda/gpuprof.c). It makes the same pools a training
+ * program makes, through the backend's table, and lays out each kernel's arguments at the same offsets in both, so
  * that an IO configuration - which arguments are in the slow tier - is
  * only a choice of base address per argument: the kernel, its inputs'
  * values and the offsets stay the same from one configuration to the
@@ -20,7 +21,7 @@
  *
  * Moves are timed through the ABI generated code calls - rt_move (a copy
  * split across the threads) and rt_move_async + rt_move_wait (the copy
- * thread) - on a context that holds only the copy thread.
+ * thread) - on a context that holds only the backend and its copier.
  */
 #include "rt_internal.h"
 
@@ -29,7 +30,6 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -50,9 +50,9 @@ struct RtProfiler {
 	RtProfilerOptions o;        /* as given, with defaults filled in */
 	RtPool fast, slow;          /* the tiers; both `cap` bytes */
 	int64_t cap;                /* bytes each pool holds (0: not made yet) */
-	const RtBackend *backend;   /* kernels */
-	void *state;                /* its engine and stream */
-	RtCtx *ctx;                 /* for rt_move / rt_move_async: only the copy thread */
+	const RtBackend *backend;   /* rt_backend: pools, copies, kernels */
+	void *state;                /* its kernels' engine and stream */
+	RtCtx *ctx;                 /* for rt_move / rt_move_async: only the backend and its copier */
 	float *block;               /* FILL_FLOATS random values in [0.5, 1.5) */
 	double *times;              /* room for o.runs timed runs */
 };
@@ -77,12 +77,13 @@ static void ensure_pools(RtProfiler *p, int64_t need)
 {
 	if (need <= p->cap)
 		return;
-	rt_mover_drain(p->ctx->mover);
+	const RtMemoryOps *mem = &p->backend->memory;
+	p->backend->copies.drain(p->ctx->copier);
 	int64_t cap = round_up(need > 2 * p->cap ? need : 2 * p->cap, POOL_STEP);
-	rt_pool_close(&p->fast);
-	rt_pool_close(&p->slow);
-	rt_pool_fast_open(&p->fast, cap, 0);
-	rt_pool_slow_open(&p->slow, cap, (RtSlowKind)p->o.slow_kind, p->o.slow_dir, p->o.numa_node);
+	mem->close(&p->fast);
+	mem->close(&p->slow);
+	mem->open_fast(&p->fast, cap, 0);
+	mem->open_slow(&p->slow, cap, (RtSlowKind)p->o.slow_kind, p->o.slow_dir, p->o.numa_node);
 	p->cap = cap;
 }
 
@@ -119,11 +120,12 @@ RtProfiler *rt_profiler_new(const RtProfilerOptions *o)
 		p->o.warmup = 0;
 	p->fast = (RtPool){.name = "fast"};
 	p->slow = (RtPool){.name = "slow"};
-	p->backend = &rt_cpu_backend;
-	p->state = p->backend->open(p->o.threads);
+	p->backend = rt_backend;
+	p->state = p->backend->kernels.open(p->o.threads);
 	p->ctx = rt_xcalloc(sizeof *p->ctx);
 	p->ctx->opt.threads = p->o.threads;
-	p->ctx->mover = rt_mover_new();
+	p->ctx->backend = p->backend;
+	p->ctx->copier = p->backend->copies.open();
 	p->times = rt_xmalloc(sizeof *p->times * (size_t)p->o.runs);
 	p->block = rt_xmalloc(sizeof *p->block * FILL_FLOATS);
 	uint64_t x = 0x9e3779b97f4a7c15ULL; /* xorshift64*: any finite values will do */
@@ -138,11 +140,11 @@ void rt_profiler_free(RtProfiler *p)
 {
 	if (!p)
 		return;
-	rt_mover_free(p->ctx->mover);
+	p->backend->copies.close(p->ctx->copier);
 	free(p->ctx);
-	p->backend->close(p->state);
-	rt_pool_close(&p->fast);
-	rt_pool_close(&p->slow);
+	p->backend->kernels.close(p->state);
+	p->backend->memory.close(&p->fast);
+	p->backend->memory.close(&p->slow);
 	free(p->times);
 	free(p->block);
 	free(p);
@@ -154,17 +156,17 @@ const char *rt_profiler_slow_where(RtProfiler *p, char *buf, size_t size)
 		snprintf(buf, size, "not made yet");
 		return buf;
 	}
-	return rt_pool_where(&p->slow, buf, size);
+	return p->backend->memory.where(&p->slow, buf, size);
 }
 
 /* ---- kernels -------------------------------------------------------------------- */
 
-/* Tile dst with the random block. */
+/* Tile dst, in a pool, with the random block. */
 static void fill(const RtProfiler *p, char *dst, int64_t bytes)
 {
 	const int64_t chunk = (int64_t)sizeof(float) * FILL_FLOATS;
 	for (int64_t at = 0; at < bytes; at += chunk)
-		memcpy(dst + at, p->block, (size_t)(bytes - at < chunk ? bytes - at : chunk));
+		p->backend->memory.store(dst + at, p->block, (size_t)(bytes - at < chunk ? bytes - at : chunk));
 }
 
 RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
@@ -186,7 +188,7 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 		k->total = round_up(k->total + k->bytes[i], ARG_ALIGN);
 	}
 	ensure_pools(p, k->total);
-	k->impl = p->backend->create(p->state, 0, desc);
+	k->impl = p->backend->kernels.create(p->state, 0, desc);
 	/* Every argument, outputs included, holds finite values in both tiers. */
 	for (int i = 0; i < k->nargs; i++) {
 		fill(p, (char *)p->fast.base + k->off[i], k->bytes[i]);
@@ -197,7 +199,7 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 
 const char *rt_profiler_kernel_impl(RtProfiler *p, const RtProfKernel *k)
 {
-	return p->backend->impl_name(k->impl);
+	return p->backend->kernels.impl_name(k->impl);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -226,7 +228,7 @@ RtTiming rt_profiler_time(RtProfiler *p, RtProfKernel *k, uint32_t slow)
 		flush += k->bytes[i];
 	}
 	for (int w = 0; w < p->o.warmup; w++)
-		p->backend->launch(p->state, k->impl, args, 0);
+		p->backend->kernels.launch(p->state, k->impl, args, 0);
 	int n = 0;
 	double spent = 0;
 	while (n < p->o.runs && (n < p->o.min_runs || spent < p->o.max_seconds)) {
@@ -234,7 +236,7 @@ RtTiming rt_profiler_time(RtProfiler *p, RtProfKernel *k, uint32_t slow)
 			for (int i = 0; i < k->nargs; i++)
 				flush_range(args[i], k->bytes[i]);
 		double t0 = rt_now();
-		p->backend->launch(p->state, k->impl, args, 0);
+		p->backend->kernels.launch(p->state, k->impl, args, 0);
 		p->times[n] = rt_now() - t0;
 		spent += p->times[n++];
 	}
@@ -245,7 +247,7 @@ void rt_profiler_kernel_free(RtProfiler *p, RtProfKernel *k)
 {
 	if (!k)
 		return;
-	p->backend->destroy(p->state, k->impl);
+	p->backend->kernels.destroy(p->state, k->impl);
 	free(k);
 }
 

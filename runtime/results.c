@@ -40,7 +40,12 @@ static cJSON *number_array(const double *v, int64_t n)
 
 static const char *slow_kind_name(RtSlowKind k)
 {
-	return k == RT_SLOW_PMEM ? "pmem" : k == RT_SLOW_DAX ? "dax-kmem" : "numa";
+	switch (k) {
+	case RT_SLOW_PMEM: return "pmem";
+	case RT_SLOW_DAX: return "dax-kmem";
+	case RT_SLOW_NUMA: return "numa";
+	}
+	RT_ICE("no slow kind %d", (int)k);
 }
 
 /* Write text to path through a temporary file and rename. */
@@ -101,13 +106,14 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 	put(r, "pmem_alloc_size", cJSON_CreateNumber((double)ctx->slow.bytes));
 	put(r, "dram_limit", cJSON_CreateNumber((double)p->fast_limit));
 	put(r, "num_kernels", cJSON_CreateNumber(ctx->nkernels));
-	put(r, "kernel_scratch_size", cJSON_CreateNumber((double)ctx->backend->scratch_bytes(ctx->backend_state)));
+	int64_t scratch = ctx->backend->kernels.scratch_bytes(ctx->kernel_state);
+	put(r, "kernel_scratch_size", cJSON_CreateNumber((double)scratch));
 	put(r, "iterations", cJSON_CreateNumber((double)ctx->nsteps));
 	put(r, "losses", number_array(ctx->losses, ctx->nsteps));
 	put(r, "step_times", number_array(ctx->step_times, ctx->nsteps));
 	put(r, "threads", cJSON_CreateNumber(ctx->opt.threads));
 	put(r, "seed", cJSON_CreateNumber((double)ctx->opt.seed));
-	put(r, "slow_tier", cJSON_CreateString(ctx->slow.bytes ? slow_kind_name(ctx->slow.kind) : "none"));
+	put(r, "slow_tier", cJSON_CreateString(ctx->slow.bytes ? slow_kind_name(ctx->opt.slow_kind) : "none"));
 	put(r, "backend", cJSON_CreateString(ctx->backend->name));
 	char *text = cJSON_Print(r);
 	cJSON_Delete(r);

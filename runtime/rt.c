@@ -1,7 +1,9 @@
 /*
  * rt.c - the life of a generated training program: rt_begin parses the
- * program's command line and makes the pools, the copy thread and the
- * backend; rt_kernel / rt_launch create kernels once and launch them by id;
+ * program's command line and makes the pools, the asynchronous copies and
+ * the kernels' engine, all through the backend table (rt_backend);
+ * rt_kernel / rt_launch create kernels once and launch them by id;
+ * rt_move, rt_move_async and rt_move_wait hand copies to the backend;
  * rt_step_begin / rt_step_end time the steps and record the losses; rt_end
  * saves the weights, reports and writes the results record.
  *
@@ -45,14 +47,14 @@ void rt_set_prog_name(const char *argv0)
 
 /*
  * A fatal error ends the process at once: output flushed, the slow tier's
- * temporary directory removed, nothing else torn down. Memory is left to
+ * temporary directory removed (by the backend), nothing else torn down. Memory is left to
  * the kernel on purpose, so no exit handler runs (a sanitizer build's leak
  * check is for the paths that end normally).
  */
 noreturn void rt_exit_error(int status)
 {
 	fflush(NULL);
-	rt_remove_temp_dirs();
+	rt_backend->memory.remove_temp_dirs();
 	_exit(status);
 }
 
@@ -160,7 +162,7 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  -h, --help           show this help\n"
 	        "\n"
 	        "Documentation: docs/runtime.md.\n",
-	        prog_name, p->model ? p->model : "?", rt_backend->cores());
+	        prog_name, p->model ? p->model : "?", rt_backend->kernels.cores());
 }
 
 static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -275,23 +277,23 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 
 RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 {
-	rt_backend->prepare(argc, argv);
+	const RtBackend *b = rt_backend;
+	b->kernels.prepare(argc, argv);
 	if (argc > 0 && argv)
 		rt_set_prog_name(argv[0]);
 	RtCtx *ctx = rt_xcalloc(sizeof *ctx);
 	ctx->program = program;
-	ctx->opt = (RtOptions){.iters = 10, .threads = rt_backend->cores(), .seed = 1};
+	ctx->backend = b;
+	ctx->opt = (RtOptions){.iters = 10, .threads = b->kernels.cores(), .seed = 1};
 	parse_options(argc, argv, program, &ctx->opt);
 
 	if (program->flags & RT_PROGRAM_MANAGED)
-		rt_pool_managed_open(&ctx->fast, program->fast_bytes, program->fast_limit);
+		b->memory.open_managed(&ctx->fast, program->fast_bytes, program->fast_limit);
 	else
-		rt_pool_fast_open(&ctx->fast, program->fast_bytes, program->fast_limit);
-	rt_pool_slow_open(&ctx->slow, program->slow_bytes, ctx->opt.slow_kind, ctx->opt.slow_dir,
-	                  ctx->opt.numa_node);
-	ctx->mover = rt_mover_new();
-	ctx->backend = rt_backend;
-	ctx->backend_state = ctx->backend->open(ctx->opt.threads);
+		b->memory.open_fast(&ctx->fast, program->fast_bytes, program->fast_limit);
+	b->memory.open_slow(&ctx->slow, program->slow_bytes, ctx->opt.slow_kind, ctx->opt.slow_dir, ctx->opt.numa_node);
+	ctx->copier = b->copies.open();
+	ctx->kernel_state = b->kernels.open(ctx->opt.threads);
 	if (program->nkernels > 0) {
 		ctx->nkernel_slots = program->nkernels;
 		ctx->kernels = rt_xcalloc(sizeof *ctx->kernels * (size_t)program->nkernels);
@@ -312,19 +314,6 @@ void rt_pool_fast_check(int64_t bytes, int64_t limit)
 	if (limit > 0 && bytes > limit)
 		rt_fatal("the fast pool (%s) exceeds the limit (%s)", fmt_bytes(bytes, b1, sizeof b1),
 		         fmt_bytes(limit, b2, sizeof b2));
-}
-
-/* Asynchronous moves go through the mover of the linked runtime (move.c, cuda/memory.c). */
-int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
-{
-	if (bytes < 0)
-		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
-	return rt_mover_submit(ctx->mover, dst, src, (size_t)bytes);
-}
-
-void rt_move_wait(RtCtx *ctx, int32_t handle)
-{
-	rt_mover_wait(ctx->mover, handle);
 }
 
 void *rt_pool_base(RtCtx *ctx, int32_t pool)
@@ -392,7 +381,7 @@ static void print_profile(RtCtx *ctx)
 	for (int32_t i = 0; i < n; i++) {
 		const RtKernelSlot *k = &ctx->kernels[order[i]];
 		printf("%6d  %-26s %-28s %7lld %12.3f %11.4f %6.1f%%\n", order[i], op_name(k->op),
-		       ctx->backend->impl_name(k->impl), (long long)k->calls, 1e3 * k->seconds,
+		       ctx->backend->kernels.impl_name(k->impl), (long long)k->calls, 1e3 * k->seconds,
 		       k->calls ? 1e3 * k->seconds / (double)k->calls : 0.0, total > 0 ? 100 * k->seconds / total : 0.0);
 	}
 	free(order);
@@ -404,7 +393,8 @@ int rt_end(RtCtx *ctx)
 	if (ctx->in_step)
 		RT_ICE("rt_end inside a step");
 	rt_data_finish_loading(ctx);
-	rt_mover_drain(ctx->mover);
+	const RtBackend *b = ctx->backend;
+	b->copies.drain(ctx->copier);
 	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
 		status = 1;
 
@@ -413,20 +403,20 @@ int rt_end(RtCtx *ctx)
 	if (!ctx->opt.quiet) {
 		char b1[32], b2[32], b3[32], w[512], fw[64];
 		int64_t nmoves, moved;
-		rt_mover_stats(ctx->mover, &nmoves, &moved);
+		b->copies.stats(ctx->copier, &nmoves, &moved);
 		printf("median step time: %.3f ms over %lld steps\n", 1e3 * med, (long long)ctx->nsteps);
 		if (p->predicted_seconds > 0)
 			printf("predicted step time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * p->predicted_seconds,
 			       med / p->predicted_seconds);
 		printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
-		       rt_pool_where(&ctx->fast, fw, sizeof fw));
+		       b->memory.where(&ctx->fast, fw, sizeof fw));
 		if (p->fast_limit > 0)
 			printf(", limit %s", fmt_bytes(p->fast_limit, b2, sizeof b2));
 		printf("); slow pool: %s", fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
 		if (ctx->slow.bytes > 0)
-			printf(" (%s)", rt_pool_where(&ctx->slow, w, sizeof w));
+			printf(" (%s)", b->memory.where(&ctx->slow, w, sizeof w));
 		printf("\nkernels: %d (scratch %s); asynchronous moves: %lld (%s); threads: %d\n", ctx->nkernels,
-		       fmt_bytes(ctx->backend->scratch_bytes(ctx->backend_state), b2, sizeof b2), (long long)nmoves,
+		       fmt_bytes(b->kernels.scratch_bytes(ctx->kernel_state), b2, sizeof b2), (long long)nmoves,
 		       fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
 	}
 	if (ctx->opt.profile)
@@ -440,17 +430,38 @@ int rt_end(RtCtx *ctx)
 
 	for (int32_t i = 0; i < ctx->nkernel_slots; i++)
 		if (ctx->kernels[i].impl)
-			ctx->backend->destroy(ctx->backend_state, ctx->kernels[i].impl);
+			b->kernels.destroy(ctx->kernel_state, ctx->kernels[i].impl);
 	free(ctx->kernels);
-	ctx->backend->close(ctx->backend_state);
-	rt_mover_free(ctx->mover);
-	rt_pool_close(&ctx->fast);
-	rt_pool_close(&ctx->slow);
+	b->kernels.close(ctx->kernel_state);
+	b->copies.close(ctx->copier);
+	b->memory.close(&ctx->fast);
+	b->memory.close(&ctx->slow);
 	rt_data_free(ctx);
 	free(ctx->step_times);
 	free(ctx->losses);
 	free(ctx);
 	return status;
+}
+
+/* ---- moves ---------------------------------------------------------------- */
+
+void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+{
+	if (bytes < 0)
+		RT_ICE("rt_move of %lld bytes", (long long)bytes);
+	ctx->backend->copies.move(dst, src, (size_t)bytes);
+}
+
+int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+{
+	if (bytes < 0)
+		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
+	return ctx->backend->copies.submit(ctx->copier, dst, src, (size_t)bytes);
+}
+
+void rt_move_wait(RtCtx *ctx, int32_t handle)
+{
+	ctx->backend->copies.wait(ctx->copier, handle);
 }
 
 /* ---- kernels -------------------------------------------------------------- */
@@ -495,7 +506,7 @@ void rt_kernel(RtCtx *ctx, int32_t id, const int64_t *desc)
 	if (ctx->kernels[id].impl)
 		RT_ICE("kernel %d created twice", id);
 	check_desc(id, desc);
-	ctx->kernels[id].impl = ctx->backend->create(ctx->backend_state, id, desc);
+	ctx->kernels[id].impl = ctx->backend->kernels.create(ctx->kernel_state, id, desc);
 	ctx->kernels[id].op = desc[RT_D_OP];
 	ctx->nkernels++;
 }
@@ -505,13 +516,14 @@ void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
 	if (id < 0 || id >= ctx->nkernel_slots || !ctx->kernels[id].impl)
 		RT_ICE("rt_launch: kernel %d was never created", id);
 	RtKernelSlot *k = &ctx->kernels[id];
+	const RtKernelOps *ko = &ctx->backend->kernels;
 	if (!ctx->opt.profile) {
-		ctx->backend->launch(ctx->backend_state, k->impl, args, ctx->step);
+		ko->launch(ctx->kernel_state, k->impl, args, ctx->step);
 		return;
 	}
 	double t0 = rt_now();
-	ctx->backend->launch(ctx->backend_state, k->impl, args, ctx->step);
-	ctx->backend->sync(ctx->backend_state);
+	ko->launch(ctx->kernel_state, k->impl, args, ctx->step);
+	ko->sync(ctx->kernel_state);
 	k->seconds += rt_now() - t0;
 	k->calls++;
 }
@@ -532,12 +544,12 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 {
 	if (!ctx->in_step)
 		RT_ICE("rt_step_end without rt_step_begin");
-	rt_mover_drain(ctx->mover); /* a step is over when its moves and kernels are */
-	ctx->backend->sync(ctx->backend_state);
+	ctx->backend->copies.drain(ctx->copier); /* a step is over when its moves and kernels are */
+	ctx->backend->kernels.sync(ctx->kernel_state);
 	double t = rt_now() - ctx->step_start;
 	float lv = NAN;
 	if (loss)
-		rt_load(&lv, loss, sizeof lv);
+		ctx->backend->memory.load(&lv, loss, sizeof lv);
 	double l = lv;
 	ctx->in_step = false;
 	if (ctx->nsteps == ctx->steps_cap) {

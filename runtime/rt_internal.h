@@ -1,38 +1,52 @@
 /*
  * rt_internal.h - what the files of libautotmrt share and generated code
- * never sees: the context, the pools, the copy thread, the backend table
- * and the error-checking helpers.
+ * never sees: the context, the pools, the backend table and the
+ * error-checking helpers.
  *
  * The runtime is split by responsibility:
  *
  *   rt.c        rt_begin / rt_end: options, the step loop's bookkeeping,
- *               reports, kernel creation and launch through the backend
+ *               reports; pools, moves and kernels through the backend
  *   data.c      rt_tensor / rt_data: initial values, --weights, --input,
  *               --labels, --save-weights
  *   results.c   the results record (JSON, AutoTM's field names)
- *   pool.c      the fast and slow pools and the slow tier's directory
- *   move.c      synchronous copies, the copy thread, host staging
- *   cpu/kernels.c  the CPU backend: oneDNN primitives and plain C
+ *   tensorio.c  safetensors and .npy files
+ *   profile.c   timing kernels and moves in-process (the CPU's profiler)
  *
- * Two libraries are built from these files. rt.c, data.c, results.c and
- * tensorio.c are the same in both; the memory tiers and the kernels are
- * chosen by which files are linked, each set defining the functions of
- * the "pools", "moves" and "backends" sections below:
+ * Everything that depends on the machine is behind one table, RtBackend
+ * (below), in three groups of functions:
  *
- *   libautotmrt.a       pool.c, move.c, cpu/kernels.c, profile.c:
- *                       DRAM and memkind, a copy thread, oneDNN
- *   libautotmrt-cuda.a  cuda/memory.c, cuda/kernels.c, cuda/elementwise.cu:
- *                       device and pinned host memory, copy streams,
- *                       cuDNN, cuBLAS and CUDA kernels (cuda/gpu.h)
+ *   memory   open and close the fast, slow and managed pools, describe a
+ *            pool, store and load between host memory and a pool
+ *   copies   blocking moves; asynchronous ones (submit, wait, drain) and
+ *            their statistics
+ *   kernels  create kernels from descriptions, launch them, report them
+ *
+ * A backend is one instance of the table, made of its own files, whose
+ * functions carry its prefix and are declared in its own header:
+ *
+ *   rt_cpu_backend   cpu/backend.c (cpu/cpu.h): cpu/pool.c (DRAM and
+ *                    memkind), cpu/move.c (a copy thread, host staging),
+ *                    cpu/kernels.c (oneDNN and plain C)
+ *   rt_cuda_backend  cuda/backend.c (cuda/gpu.h): cuda/memory.c (device
+ *                    and pinned host memory, copy streams, host staging),
+ *                    cuda/kernels.c and cuda/elementwise.cu (cuDNN,
+ *                    cuBLAS and CUDA kernels)
+ *
+ * Two libraries are built: libautotmrt.a (the shared files and the CPU
+ * backend) and libautotmrt-cuda.a (the shared files and the CUDA
+ * backend). Each defines rt_backend, the instance it runs on; the shared
+ * files reach the machine through it (ctx->backend is the same pointer)
+ * and nothing else.
  *
  * The shared files never touch a pool's memory themselves: they read and
- * write it through rt_store / rt_load, which are a memcpy on the CPU and a
- * staged copy on a GPU.
+ * write it through memory.store / memory.load, which are a memcpy on the
+ * CPU and a staged copy on a GPU.
  *
  * Every failure of the system (an allocation, a oneDNN, memkind or CUDA
  * call, a file) goes through rt_fatal(): a message naming what failed and
- * why, then exit(1); the atexit handler of pool.c removes the slow tier's
- * temporary directory on that path too.
+ * why, then exit(1) through rt_exit_error, which removes the slow tier's
+ * temporary directory on that path too (memory.remove_temp_dirs).
  */
 #ifndef AUTOTM_RT_INTERNAL_H
 #define AUTOTM_RT_INTERNAL_H
@@ -53,8 +67,6 @@
 noreturn void rt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit with an error status at once: flush output, remove the slow tier's directory. */
 noreturn void rt_exit_error(int status);
-/* Remove the slow tier's temporary directories (pool.c; also run at exit). */
-void rt_remove_temp_dirs(void);
 /* "PROG: warning: message" on stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A bug in the runtime or in the code calling it: file:line, then abort(). */
@@ -76,99 +88,120 @@ double rt_now(void);
 /* Elements of the ndim sizes in shape. */
 int64_t rt_elems(int64_t ndim, const int64_t *shape);
 
-/* ---- pools (pool.c) ---------------------------------------------------- */
+/* ---- the backend table --------------------------------------------------- */
 
-/* Where the slow pool's memory comes from. */
+/* Where the CPU backend's slow pool comes from (--slow). */
 typedef enum RtSlowKind {
 	RT_SLOW_PMEM, /* memkind_create_pmem on a directory (any file system) */
 	RT_SLOW_DAX,  /* memkind's MEMKIND_DAX_KMEM (persistent memory as a NUMA node) */
 	RT_SLOW_NUMA, /* anonymous memory bound to one NUMA node (mbind) */
 } RtSlowKind;
 
+/*
+ * A pool: the one allocation the memory plan's offsets point into. The
+ * first four fields mean the same on every backend; what a backend needs
+ * to free and describe its pool is its own, behind `priv`.
+ */
 typedef struct RtPool {
-	const char *name;     /* "fast" or "slow", for messages */
-	void *base;           /* first byte; NULL when the pool is empty */
-	int64_t bytes;        /* bytes the program asked for */
-	int64_t mapped;       /* bytes allocated (bytes rounded up to the alignment) */
-	RtSlowKind kind;      /* slow pool: its source; fast pool: unused */
-	void *mk_kind;        /* memkind_t of a pmem or DAX pool, else NULL */
-	bool mk_owned;        /* mk_kind was created by us (memkind_destroy_kind at the end) */
-	bool anon_map;        /* base came from mmap (munmap it) */
-	char *dir;            /* pmem: the temporary directory holding its file */
-	int numa_node;        /* numa: the node it is bound to */
-	bool managed;         /* cuda: the fast pool is managed memory */
-	void *balloon;        /* cuda, managed: device memory held so that only the limit is left */
+	const char *name; /* "fast" or "slow", for messages */
+	void *base;       /* first byte; NULL when the pool is empty */
+	int64_t bytes;    /* bytes the program asked for */
+	int64_t mapped;   /* bytes allocated (bytes rounded up to the alignment) */
+	void *priv;       /* the backend's part: a CpuPool (cpu/pool.c) or a GpuPool
+	                     (cuda/memory.c); NULL until the pool is opened */
 } RtPool;
 
-/* A fast pool of `bytes` under a non-zero `limit`: fatal if over it (rt.c, for both runtimes). */
+/* A fast pool of `bytes` under a non-zero `limit`: fatal if over it (rt.c, for both backends). */
 void rt_pool_fast_check(int64_t bytes, int64_t limit);
-/* The fast pool: one 2 MiB-aligned allocation; fatal if over a non-zero limit. */
-void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit);
-/*
- * The fast pool of an RT_PROGRAM_MANAGED program: managed memory on a
- * device capped at a non-zero limit (cuda/memory.c); fatal on the CPU.
- */
-void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit);
-/*
- * The slow pool. kind RT_SLOW_PMEM: a fresh directory made with mkdtemp
- * inside `parent` (NULL: $TMPDIR or /tmp), removed at exit, on error and
- * on SIGINT/SIGTERM.
- */
-void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *parent, int numa_node);
-void rt_pool_close(RtPool *p);
-/* Describe where a slow pool lives: "pmem in /tmp/autotm-slow.x1y2z3". */
-const char *rt_pool_where(const RtPool *p, char *buf, size_t size);
-
-/* ---- moves (move.c) ---------------------------------------------------- */
-
-/* Copy bytes; non-temporal stores from RT_NT_THRESHOLD bytes on. */
-enum { RT_NT_THRESHOLD = 1 << 20 };
-void rt_copy(void *dst, const void *src, size_t bytes);
 
 /*
- * Host memory into a pool and back: the only way the shared files touch
- * tensors. They return when the copy is done, ordered after every kernel
- * and move launched before them.
+ * Memory: the pools, and the way between host memory and them. A pool is
+ * opened zeroed, and every failure is fatal.
  */
-void rt_store(void *dst, const void *src, size_t bytes);
-void rt_load(void *dst, const void *src, size_t bytes);
-
-typedef struct RtMover RtMover;
-RtMover *rt_mover_new(void);
-/* Enqueue a copy; returns its handle (positive). */
-int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes);
-/* Block until the copy with this handle (and every earlier one) is done. */
-void rt_mover_wait(RtMover *m, int32_t handle);
-/* Block until every copy submitted is done. */
-void rt_mover_drain(RtMover *m);
-/* Drain, stop the thread and free. */
-void rt_mover_free(RtMover *m);
-/* Copies submitted, and their bytes. */
-void rt_mover_stats(RtMover *m, int64_t *count, int64_t *bytes);
-
-/* ---- backends ---------------------------------------------------------- */
+typedef struct RtMemoryOps {
+	/* The fast pool; fatal if over a non-zero limit (rt_pool_fast_check). */
+	void (*open_fast)(RtPool *p, int64_t bytes, int64_t limit);
+	/*
+	 * The fast pool of an RT_PROGRAM_MANAGED program: managed memory on a
+	 * device capped at a non-zero limit; fatal on a backend without it.
+	 */
+	void (*open_managed)(RtPool *p, int64_t bytes, int64_t limit);
+	/*
+	 * The slow pool. The CPU's comes from `kind`; for RT_SLOW_PMEM in a
+	 * fresh directory made with mkdtemp inside `dir` (NULL: $TMPDIR or
+	 * /tmp), removed at exit, on error and on SIGINT/SIGTERM/SIGHUP. A
+	 * GPU's is pinned host memory and warns that the options do not apply.
+	 */
+	void (*open_slow)(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node);
+	/* Free a pool, opened or only named, and leave it empty with its name. */
+	void (*close)(RtPool *p);
+	/* Where a pool lives, for reports: "DRAM", "pmem file in /tmp/autotm-slow.x1y2z3". */
+	const char *(*where)(const RtPool *p, char *buf, size_t size);
+	/*
+	 * Host memory into a pool, and back: the only way the shared files
+	 * touch tensors. Each returns when its copy is done, ordered after
+	 * every kernel and move launched before it.
+	 */
+	void (*store)(void *dst, const void *src, size_t bytes);
+	void (*load)(void *dst, const void *src, size_t bytes); /* see store */
+	/*
+	 * Remove what the pools made in the file system (the pmem pool's
+	 * directory), async-signal-safely: rt_exit_error's last act.
+	 */
+	void (*remove_temp_dirs)(void);
+} RtMemoryOps;
 
 /*
- * A backend creates kernels from descriptions (rt.h's layout) and launches
- * them on tensor addresses. `state` is what open() returned. Creation
- * failures are fatal (rt_fatal); launch never fails.
+ * Copies between the pools, as generated code asks for them: rt_move,
+ * rt_move_async and rt_move_wait. Waiting for an asynchronous copy waits
+ * for every copy submitted before it too. A handle is the copy's
+ * sequence number folded into 1..INT32_MAX.
  */
-typedef struct RtBackend {
-	const char *name;                                          /* "cpu" */
-	void (*prepare)(int argc, char **argv);                    /* first thing rt_begin does */
-	int (*cores)(void);                                        /* the default --threads */
-	void *(*open)(int threads);                                /* engine, stream */
-	void (*close)(void *state);                                /* release them */
+typedef struct RtCopyOps {
+	/* rt_move: a copy that the kernels and copies launched after it see done. */
+	void (*move)(void *dst, const void *src, size_t bytes);
+	/* Start the asynchronous copies' machinery (a copy thread, copy streams): the `copier`. */
+	void *(*open)(void);
+	/* Drain, stop and free it. */
+	void (*close)(void *copier);
+	/* Start a copy; returns its handle (positive). */
+	int32_t (*submit)(void *copier, void *dst, const void *src, size_t bytes);
+	/* The kernels and copies launched next see the copy with this handle, and every earlier one, done. */
+	void (*wait)(void *copier, int32_t handle);
+	/* Block the host until every copy submitted is done. */
+	void (*drain)(void *copier);
+	/* Copies submitted so far, and their bytes. */
+	void (*stats)(void *copier, int64_t *count, int64_t *bytes);
+} RtCopyOps;
+
+/*
+ * Kernels: created from descriptions (rt.h's layout), launched on tensor
+ * addresses. `state` is what open() returned. Creation failures are
+ * fatal (rt_fatal); launch never fails.
+ */
+typedef struct RtKernelOps {
+	void (*prepare)(int argc, char **argv);                        /* first thing rt_begin does */
+	int (*cores)(void);                                            /* the default --threads */
+	void *(*open)(int threads);                                    /* engine, stream */
+	void (*close)(void *state);                                    /* release them */
 	void *(*create)(void *state, int32_t id, const int64_t *desc); /* one kernel */
-	void (*launch)(void *state, void *kernel, void *const *args, uint64_t step);
-	void (*destroy)(void *state, void *kernel);                /* free one kernel */
-	const char *(*impl_name)(void *kernel);                    /* "oneDNN gemm:jit" or "plain C" */
-	int64_t (*scratch_bytes)(void *state);                     /* memory kernels use outside the pools */
-	void (*sync)(void *state);                                 /* wait for every kernel launched */
+	void (*launch)(void *state, void *kernel, void *const *args, uint64_t step); /* run it */
+	void (*destroy)(void *state, void *kernel);                    /* free one kernel */
+	const char *(*impl_name)(void *kernel);                        /* "oneDNN gemm:jit" or "plain C" */
+	int64_t (*scratch_bytes)(void *state);                         /* memory kernels use outside the pools */
+	void (*sync)(void *state);                                     /* wait for every kernel launched */
+} RtKernelOps;
+
+/* A backend: one machine's memory tiers, copies and kernels. */
+typedef struct RtBackend {
+	const char *name;    /* "cpu" or "cuda": reports and the results record */
+	RtMemoryOps memory;  /* the pools and host staging */
+	RtCopyOps copies;    /* the moves */
+	RtKernelOps kernels; /* the kernels */
 } RtBackend;
 
-extern const RtBackend rt_cpu_backend;  /* cpu/kernels.c */
-extern const RtBackend rt_cuda_backend; /* cuda/kernels.c */
+extern const RtBackend rt_cpu_backend;  /* cpu/backend.c, in libautotmrt.a */
+extern const RtBackend rt_cuda_backend; /* cuda/backend.c, in libautotmrt-cuda.a */
 /* The backend of the library linked: &rt_cpu_backend or &rt_cuda_backend. */
 extern const RtBackend *const rt_backend;
 
@@ -221,10 +254,10 @@ typedef struct RtWeight {
 struct RtCtx {
 	const RtProgram *program;  /* what the compiler knows */
 	RtOptions opt;             /* the command line */
+	const RtBackend *backend;  /* rt_backend: memory, copies and kernels */
 	RtPool fast, slow;         /* RT_POOL_FAST, RT_POOL_SLOW */
-	RtMover *mover;            /* the copy thread */
-	const RtBackend *backend;  /* kernels */
-	void *backend_state;       /* its engine and stream */
+	void *copier;              /* the backend's asynchronous copies (copies.open) */
+	void *kernel_state;        /* its kernels' engine and stream (kernels.open) */
 	RtKernelSlot *kernels;     /* by id */
 	int32_t nkernel_slots;     /* entries in kernels */
 	int32_t nkernels;          /* kernels created */

@@ -1,6 +1,7 @@
 /*
- * cpu/kernels.c - the CPU backend: every op of ops.def, forward and
- * backward, as a oneDNN primitive or as plain C.
+ * cpu/kernels.c - the kernels of the CPU backend (its table's kernels
+ * group): every op of ops.def, forward and backward, as a oneDNN
+ * primitive or as plain C.
  *
  * A kernel is made once, from its description (autotm/rt.h), and launched
  * many times on tensor addresses. For a oneDNN op, making it means
@@ -32,7 +33,7 @@
  * The reference for every kernel is compiler/interp.c; the unit test
  * tests/unit/test-runtime-ops.c checks each against it.
  */
-#include "../rt_internal.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -317,26 +318,33 @@ static dnnl_memory_desc_t md_any(const dnnl_memory_desc_t *plain)
 	return md;
 }
 
+/* Which of the three convolution ops a kernel is (cpu_create tells make_conv). */
+typedef enum ConvDir {
+	CONV_FWD,        /* conv2d */
+	CONV_BWD_DATA,   /* conv2d_bwd_data */
+	CONV_BWD_FILTER, /* conv2d_bwd_filter */
+} ConvDir;
+
 /* The plain layouts of a convolution's tensors: x, weights, y (dx, dweight, dy for backward ops). */
 typedef struct ConvMds {
 	dnnl_memory_desc_t x, w, b, y; /* plain */
 	bool bias;                     /* forward with a bias */
 } ConvMds;
 
-static ConvMds conv_mds(const int64_t *d)
+static ConvMds conv_mds(const int64_t *d, ConvDir dir)
 {
 	ConvMds m = {0};
-	switch (d[RT_D_OP]) {
-	case RT_OP_CONV2D:
+	switch (dir) {
+	case CONV_FWD:
 		m.x = md_arg(d, 0), m.w = md_conv_weights(d, 1), m.y = md_arg(d, (int)d[RT_D_NIN]);
 		m.bias = d[RT_D_NIN] == 3;
 		if (m.bias)
 			m.b = md_arg(d, 2);
 		break;
-	case RT_OP_CONV2D_BWD_DATA: /* dy, weight -> dx */
+	case CONV_BWD_DATA: /* dy, weight -> dx */
 		m.x = md_arg(d, 2), m.w = md_conv_weights(d, 1), m.y = md_arg(d, 0);
 		break;
-	default: /* conv2d_bwd_filter: x, dy -> dweight */
+	case CONV_BWD_FILTER: /* x, dy -> dweight */
 		m.x = md_arg(d, 0), m.w = md_conv_weights(d, 2), m.y = md_arg(d, 1);
 		break;
 	}
@@ -344,7 +352,7 @@ static ConvMds conv_mds(const int64_t *d)
 }
 
 /* The primitive descriptor of a convolution op, with free layouts or plain ones. */
-static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, const ConvMds *p, bool any)
+static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, ConvDir dir, const ConvMds *p, bool any)
 {
 	dnnl_memory_desc_t x = any ? md_any(&p->x) : p->x, w = any ? md_any(&p->w) : p->w;
 	dnnl_memory_desc_t y = any ? md_any(&p->y) : p->y;
@@ -354,10 +362,10 @@ static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, const ConvMd
 	                                              p->bias ? &p->b : NULL, &y, g.strides, g.pad_l, g.pad_r));
 	dnnl_status_t st;
 	dnnl_primitive_desc_t pd, hint;
-	if (d[RT_D_OP] == RT_OP_CONV2D) {
+	if (dir == CONV_FWD) {
 		st = dnnl_primitive_desc_create(&pd, &fd, NULL, s->engine, NULL);
 	} else {
-		if (d[RT_D_OP] == RT_OP_CONV2D_BWD_DATA)
+		if (dir == CONV_BWD_DATA)
 			DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x, &w, &y,
 			                                                    g.strides, g.pad_l, g.pad_r));
 		else
@@ -380,11 +388,11 @@ static bool use_blocked_layouts(void)
 }
 
 /* conv2d: x, weight[, bias] -> y;  conv2d_bwd_data: dy, weight -> dx;  conv2d_bwd_filter: x, dy -> dweight */
-static void make_conv(CpuState *s, CpuKernel *k)
+static void make_conv(CpuState *s, CpuKernel *k, ConvDir dir)
 {
 	const int64_t *d = k->desc;
-	ConvMds p = conv_mds(d);
-	dnnl_primitive_desc_t pd = use_blocked_layouts() ? conv_pd(s, d, &p, true) : NULL;
+	ConvMds p = conv_mds(d, dir);
+	dnnl_primitive_desc_t pd = use_blocked_layouts() ? conv_pd(s, d, dir, &p, true) : NULL;
 	const char *impl = NULL;
 	if (pd && (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
 	           strstr(impl, "ref"))) {
@@ -392,22 +400,22 @@ static void make_conv(CpuState *s, CpuKernel *k)
 		pd = NULL;
 	}
 	if (!pd)
-		pd = conv_pd(s, d, &p, false);
+		pd = conv_pd(s, d, dir, &p, false);
 	int nin = (int)d[RT_D_NIN];
-	switch (k->op) {
-	case RT_OP_CONV2D:
+	switch (dir) {
+	case CONV_FWD:
 		bind_as(s, k, pd, DNNL_ARG_SRC, 0, &p.x);
 		bind_as(s, k, pd, DNNL_ARG_WEIGHTS, 1, &p.w);
 		if (p.bias)
 			bind_as(s, k, pd, DNNL_ARG_BIAS, 2, &p.b);
 		bind_as(s, k, pd, DNNL_ARG_DST, nin, &p.y);
 		break;
-	case RT_OP_CONV2D_BWD_DATA:
+	case CONV_BWD_DATA:
 		bind_as(s, k, pd, DNNL_ARG_DIFF_DST, 0, &p.y);
 		bind_as(s, k, pd, DNNL_ARG_WEIGHTS, 1, &p.w);
 		bind_as(s, k, pd, DNNL_ARG_DIFF_SRC, 2, &p.x);
 		break;
-	default:
+	case CONV_BWD_FILTER:
 		bind_as(s, k, pd, DNNL_ARG_SRC, 0, &p.x);
 		bind_as(s, k, pd, DNNL_ARG_DIFF_DST, 1, &p.y);
 		bind_as(s, k, pd, DNNL_ARG_DIFF_WEIGHTS, 2, &p.w);
@@ -475,29 +483,29 @@ static void make_dense_bwd_weight(CpuState *s, CpuKernel *k)
 }
 
 /*
- * Pooling forward of x (argument x) into y. Global average pooling is an
- * average over a window the size of the image. Max pooling runs as
+ * Pooling forward of x (argument x) into y with algorithm alg. Global
+ * pooling has a window the size of the image. Max pooling runs as
  * inference (no workspace: its backward pass is plain C); average pooling
  * counts the padding, so the divisor is always kh * kw as in the
  * interpreter.
  */
-static void pool_fwd_desc(const int64_t *d, dnnl_pooling_v2_desc_t *pd, dnnl_alg_kind_t alg, int x, int y)
+static void pool_fwd_desc(const int64_t *d, dnnl_pooling_v2_desc_t *pd, dnnl_alg_kind_t alg, bool global, int x,
+                          int y)
 {
 	dnnl_memory_desc_t xm = md_arg(d, x), ym = md_arg(d, y);
 	Window g = window(d);
-	if (d[RT_D_OP] == RT_OP_GLOBALAVGPOOL || d[RT_D_OP] == RT_OP_GLOBALAVGPOOL_BWD) {
+	if (global)
 		g = (Window){.strides = {1, 1}, .kernel = {RT_ARG_DIM(d, x, 2), RT_ARG_DIM(d, x, 3)}};
-	}
 	dnnl_prop_kind_t prop = alg == dnnl_pooling_max ? dnnl_forward_inference : dnnl_forward_training;
 	DNNL_CHECK(dnnl_pooling_v2_forward_desc_init(pd, prop, alg, &xm, &ym, g.strides, g.kernel, g.dilation, g.pad_l,
 	                                             g.pad_r));
 }
 
-static void make_pool(CpuState *s, CpuKernel *k)
+/* maxpool, avgpool, globalavgpool: x -> y */
+static void make_pool(CpuState *s, CpuKernel *k, dnnl_alg_kind_t alg, bool global)
 {
-	dnnl_alg_kind_t alg = k->op == RT_OP_MAXPOOL ? dnnl_pooling_max : dnnl_pooling_avg_include_padding;
 	dnnl_pooling_v2_desc_t pdesc;
-	pool_fwd_desc(k->desc, &pdesc, alg, 0, 1);
+	pool_fwd_desc(k->desc, &pdesc, alg, global, 0, 1);
 	dnnl_primitive_desc_t pd = make_pd(s, &pdesc, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
@@ -506,11 +514,11 @@ static void make_pool(CpuState *s, CpuKernel *k)
 }
 
 /* avgpool_bwd, globalavgpool_bwd: dy -> dx */
-static void make_pool_bwd(CpuState *s, CpuKernel *k)
+static void make_pool_bwd(CpuState *s, CpuKernel *k, bool global)
 {
 	const int64_t *d = k->desc;
 	dnnl_pooling_v2_desc_t fd, bd;
-	pool_fwd_desc(d, &fd, dnnl_pooling_avg_include_padding, 1, 0);
+	pool_fwd_desc(d, &fd, dnnl_pooling_avg_include_padding, global, 1, 0);
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
 	dnnl_memory_desc_t dx = md_arg(d, 1), dy = md_arg(d, 0);
 	DNNL_CHECK(dnnl_pooling_v2_backward_desc_init(&bd, dnnl_pooling_avg_include_padding, &dx, &dy, fd.strides,
@@ -579,45 +587,59 @@ static void make_batchnorm_bwd(CpuState *s, CpuKernel *k)
 	finish(k, pd);
 }
 
-/* relu, sigmoid, tanh: the *_use_dst_for_bwd algorithms, so that backward reads y. */
-static dnnl_alg_kind_t eltwise_alg(RtOp op)
+/*
+ * The oneDNN algorithm of an activation (base/activation.h), or
+ * dnnl_alg_kind_undef where oneDNN has none with its semantics: the
+ * kernels are then plain C (run_act, run_act_bwd). The algorithm's
+ * backward pass must read what the gradient op is given (act_from): y
+ * for the *_use_dst_for_bwd algorithms, x for the others.
+ */
+static dnnl_alg_kind_t eltwise_alg(Act a)
 {
-	switch (op) {
-	case RT_OP_RELU:
-	case RT_OP_RELU_BWD:
+	switch (a) {
+	case ACT_RELU:
 		return dnnl_eltwise_relu_use_dst_for_bwd;
-	case RT_OP_SIGMOID:
-	case RT_OP_SIGMOID_BWD:
+	case ACT_SIGMOID:
 		return dnnl_eltwise_logistic_use_dst_for_bwd;
-	default:
+	case ACT_TANH:
 		return dnnl_eltwise_tanh_use_dst_for_bwd;
+	case ACT_NONE:
+	case NUM_ACTS:
+		break;
 	}
+	RT_ICE("kernel %d (%s): no activation (%d)", creating_id, op_name(creating_op), (int)a);
 }
 
-/* relu, sigmoid, tanh: x -> y */
+/* An activation op (relu, sigmoid, tanh, ...): x -> y */
 static void make_eltwise(CpuState *s, CpuKernel *k)
 {
+	dnnl_alg_kind_t alg = eltwise_alg(op_info[k->op].act);
+	if (alg == dnnl_alg_kind_undef)
+		return; /* plain C */
 	dnnl_eltwise_desc_t ed;
 	dnnl_memory_desc_t x = md_flat(k->desc, 0);
-	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, eltwise_alg(k->op), &x, 0.f, 0.f));
+	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, alg, &x, 0.f, 0.f));
 	dnnl_primitive_desc_t pd = make_pd(s, &ed, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
 	finish(k, pd);
 }
 
-/* relu_bwd, sigmoid_bwd, tanh_bwd: y, dy -> dx */
+/* Its gradient (relu_bwd, sigmoid_bwd, tanh_bwd, ...): y or x (act_from), dy -> dx */
 static void make_eltwise_bwd(CpuState *s, CpuKernel *k)
 {
+	Act a = op_info[k->op].act;
+	dnnl_alg_kind_t alg = eltwise_alg(a);
+	if (alg == dnnl_alg_kind_undef)
+		return; /* plain C */
 	dnnl_eltwise_desc_t fd, bd;
-	dnnl_memory_desc_t y = md_flat(k->desc, 0), dy = md_flat(k->desc, 1);
-	dnnl_alg_kind_t alg = eltwise_alg(k->op);
-	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training, alg, &y, 0.f, 0.f));
+	dnnl_memory_desc_t saved = md_flat(k->desc, 0), dy = md_flat(k->desc, 1);
+	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training, alg, &saved, 0.f, 0.f));
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
-	DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, alg, &dy, &y, 0.f, 0.f));
+	DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, alg, &dy, &saved, 0.f, 0.f));
 	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
 	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
-	bind(s, k, pd, DNNL_ARG_DST, 0);
+	bind(s, k, pd, act_from(a) == ACT_FROM_Y ? DNNL_ARG_DST : DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
 	finish(k, pd);
@@ -685,6 +707,28 @@ static void make_concat(CpuState *s, CpuKernel *k)
 }
 
 /* ---- plain C kernels -------------------------------------------------------- */
+
+/* An activation without a oneDNN algorithm: x -> y = act(x), in double as the interpreter */
+static void run_act(const int64_t *d, void *const *a, Act act)
+{
+	const float *x = a[0];
+	float *y = a[1];
+	int64_t n = arg_elems(d, 0);
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		y[i] = (float)act_value(act, (double)x[i]);
+}
+
+/* Its gradient: y or x (act_from), dy -> dx */
+static void run_act_bwd(const int64_t *d, void *const *a, Act act)
+{
+	const float *saved = a[0], *dy = a[1];
+	float *dx = a[2];
+	int64_t n = arg_elems(d, 0);
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		dx[i] = (float)act_grad(act, (double)saved[i], (double)dy[i]);
+}
 
 /* bias_grad: dy [N, O, ...] -> dbias [O], summed over every dimension but 1 */
 static void run_bias_grad(const int64_t *d, void *const *a)
@@ -852,9 +896,19 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 {
 	const int64_t *d = k->desc;
 	switch (k->op) {
+	case RT_OP_RELU:
+	case RT_OP_SIGMOID:
+	case RT_OP_TANH:
+		run_act(d, a, op_info[k->op].act);
+		break;
+	case RT_OP_RELU_BWD:
+	case RT_OP_SIGMOID_BWD:
+	case RT_OP_TANH_BWD:
+		run_act_bwd(d, a, op_info[k->op].act);
+		break;
 	case RT_OP_RESHAPE:
 		if (a[1] != a[0])
-			rt_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
+			cpu_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
 		break;
 	case RT_OP_BIAS_GRAD:
 		run_bias_grad(d, a);
@@ -881,12 +935,29 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_SGD_MOMENTUM:
 		run_sgd_momentum(d, a);
 		break;
-	default:
+	case RT_OP_CONV2D:
+	case RT_OP_CONV2D_BWD_DATA:
+	case RT_OP_CONV2D_BWD_FILTER:
+	case RT_OP_DENSE:
+	case RT_OP_DENSE_BWD_DATA:
+	case RT_OP_DENSE_BWD_WEIGHT:
+	case RT_OP_MAXPOOL:
+	case RT_OP_AVGPOOL:
+	case RT_OP_AVGPOOL_BWD:
+	case RT_OP_GLOBALAVGPOOL:
+	case RT_OP_GLOBALAVGPOOL_BWD:
+	case RT_OP_BATCHNORM:
+	case RT_OP_BATCHNORM_BWD:
+	case RT_OP_SOFTMAX:
+	case RT_OP_SOFTMAX_BWD:
+	case RT_OP_ADD:
+	case RT_OP_CONCAT:
+	case RT_NUM_OPS:
 		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, op_name(k->op));
 	}
 }
 
-/* ---- the backend ------------------------------------------------------------ */
+/* ---- the kernels group of the backend table (cpu/backend.c) ------------------ */
 
 /*
  * How OpenMP threads wait for work. Spinning long (libgomp's default, or
@@ -900,7 +971,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
  * libgomp reads these only when it loads, so a program started without an
  * explicit OMP_WAIT_POLICY sets them and starts itself again.
  */
-static void cpu_prepare(int argc, char **argv)
+void cpu_prepare(int argc, char **argv)
 {
 	if (argc <= 0 || !argv || getenv("OMP_WAIT_POLICY"))
 		return;
@@ -911,12 +982,12 @@ static void cpu_prepare(int argc, char **argv)
 	/* no /proc: keep going with the default policy */
 }
 
-static int cpu_cores(void)
+int cpu_cores(void)
 {
 	return omp_get_num_procs();
 }
 
-static void *cpu_open(int threads)
+void *cpu_kernels_open(int threads)
 {
 	omp_set_num_threads(threads); /* oneDNN's threads, and the blocking moves' */
 	CpuState *s = rt_xcalloc(sizeof *s);
@@ -925,7 +996,7 @@ static void *cpu_open(int threads)
 	return s;
 }
 
-static void cpu_close(void *state)
+void cpu_kernels_close(void *state)
 {
 	CpuState *s = state;
 	DNNL_CHECK(dnnl_stream_destroy(s->stream));
@@ -934,7 +1005,7 @@ static void cpu_close(void *state)
 	free(s);
 }
 
-static void *cpu_create(void *state, int32_t id, const int64_t *desc)
+void *cpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	CpuState *s = state;
 	CpuKernel *k = rt_xcalloc(sizeof *k);
@@ -945,17 +1016,17 @@ static void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	creating_id = id;
 	creating_op = k->op;
 	switch (k->op) {
-	case RT_OP_CONV2D:
-	case RT_OP_CONV2D_BWD_DATA:
-	case RT_OP_CONV2D_BWD_FILTER: make_conv(s, k); break;
+	case RT_OP_CONV2D: make_conv(s, k, CONV_FWD); break;
+	case RT_OP_CONV2D_BWD_DATA: make_conv(s, k, CONV_BWD_DATA); break;
+	case RT_OP_CONV2D_BWD_FILTER: make_conv(s, k, CONV_BWD_FILTER); break;
 	case RT_OP_DENSE: make_dense(s, k); break;
 	case RT_OP_DENSE_BWD_DATA: make_dense_bwd_data(s, k); break;
 	case RT_OP_DENSE_BWD_WEIGHT: make_dense_bwd_weight(s, k); break;
-	case RT_OP_MAXPOOL:
-	case RT_OP_AVGPOOL:
-	case RT_OP_GLOBALAVGPOOL: make_pool(s, k); break;
-	case RT_OP_AVGPOOL_BWD:
-	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k); break;
+	case RT_OP_MAXPOOL: make_pool(s, k, dnnl_pooling_max, false); break;
+	case RT_OP_AVGPOOL: make_pool(s, k, dnnl_pooling_avg_include_padding, false); break;
+	case RT_OP_GLOBALAVGPOOL: make_pool(s, k, dnnl_pooling_avg_include_padding, true); break;
+	case RT_OP_AVGPOOL_BWD: make_pool_bwd(s, k, false); break;
+	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k, true); break;
 	case RT_OP_BATCHNORM: make_batchnorm(s, k); break;
 	case RT_OP_BATCHNORM_BWD: make_batchnorm_bwd(s, k); break;
 	case RT_OP_RELU:
@@ -1006,7 +1077,7 @@ static void reorder(CpuState *s, dnnl_primitive_t prim, dnnl_memory_t from, dnnl
 	DNNL_CHECK(dnnl_primitive_execute(prim, s->stream, 2, a));
 }
 
-static void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
+void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
 {
 	CpuState *s = state;
 	CpuKernel *k = kernel;
@@ -1031,7 +1102,7 @@ static void cpu_launch(void *state, void *kernel, void *const *args, uint64_t st
 	DNNL_CHECK(dnnl_stream_wait(s->stream));
 }
 
-static void cpu_destroy(void *state, void *kernel)
+void cpu_destroy(void *state, void *kernel)
 {
 	(void)state;
 	CpuKernel *k = kernel;
@@ -1048,33 +1119,17 @@ static void cpu_destroy(void *state, void *kernel)
 	free(k);
 }
 
-static const char *cpu_impl_name(void *kernel)
+const char *cpu_impl_name(void *kernel)
 {
 	return ((CpuKernel *)kernel)->impl;
 }
 
-static int64_t cpu_scratch_bytes(void *state)
+int64_t cpu_scratch_bytes(void *state)
 {
 	return (int64_t)((CpuState *)state)->scratch_size;
 }
 
-static void cpu_sync(void *state)
+void cpu_sync(void *state)
 {
 	(void)state; /* a launch returns when its kernel is done */
 }
-
-const RtBackend rt_cpu_backend = {
-	.name = "cpu",
-	.prepare = cpu_prepare,
-	.cores = cpu_cores,
-	.open = cpu_open,
-	.close = cpu_close,
-	.create = cpu_create,
-	.launch = cpu_launch,
-	.destroy = cpu_destroy,
-	.impl_name = cpu_impl_name,
-	.scratch_bytes = cpu_scratch_bytes,
-	.sync = cpu_sync,
-};
-
-const RtBackend *const rt_backend = &rt_cpu_backend;

@@ -13,8 +13,9 @@
  *   - the pooling gradients gather: each input element sums the windows
  *     that contain it, in the raster order in which the CPU backend
  *     scatters them, so nothing is summed with atomics;
- *   - dropout calls autotm/random.h's rt_dropout_keep, the very function
- *     the interpreter and the CPU backend use.
+ *   - dropout calls autotm/random.h's rt_dropout_keep, and the
+ *     activations base/activation.h's act_value and act_grad (in
+ *     double), the very functions the interpreter uses.
  */
 #include "elementwise.h"
 
@@ -72,21 +73,16 @@ __global__ void fill_rows(float *y, const float *b, int64_t n, int64_t cols)
 		y[i] = b[i % cols];
 }
 
-__global__ void eltwise(int act, const float *x, float *y, int64_t n)
+__global__ void eltwise(Act act, const float *x, float *y, int64_t n)
 {
-	FOR_EACH(i, n) {
-		float v = x[i];
-		y[i] = act == GPU_RELU ? (v > 0 ? v : 0.0f) : act == GPU_SIGMOID ? 1.0f / (1.0f + expf(-v)) : tanhf(v);
-	}
+	FOR_EACH(i, n)
+		y[i] = (float)act_value(act, (double)x[i]);
 }
 
-__global__ void eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n)
+__global__ void eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n)
 {
-	FOR_EACH(i, n) {
-		float v = y[i];
-		dx[i] = act == GPU_RELU ? (v > 0 ? dy[i] : 0.0f) : act == GPU_SIGMOID ? dy[i] * v * (1.0f - v)
-		                                                                         : dy[i] * (1.0f - v * v);
-	}
+	FOR_EACH(i, n)
+		dx[i] = (float)act_grad(act, (double)saved[i], (double)dy[i]);
 }
 
 /* The inputs of an add, passed by value. */
@@ -311,15 +307,15 @@ cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, 
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_eltwise(int act, const float *x, float *y, int64_t n, cudaStream_t st)
+cudaError_t gpu_eltwise(Act act, const float *x, float *y, int64_t n, cudaStream_t st)
 {
 	eltwise<<<grid(n), THREADS, 0, st>>>(act, x, y, n);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n, cudaStream_t st)
+cudaError_t gpu_eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n, cudaStream_t st)
 {
-	eltwise_bwd<<<grid(n), THREADS, 0, st>>>(act, y, dy, dx, n);
+	eltwise_bwd<<<grid(n), THREADS, 0, st>>>(act, saved, dy, dx, n);
 	return cudaGetLastError();
 }
 

@@ -12,20 +12,22 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "activation.h" /* base/ */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Activations of gpu_eltwise and gpu_eltwise_bwd. */
-enum { GPU_RELU, GPU_SIGMOID, GPU_TANH };
 
 enum { GPU_MAX_ADD = 16 };
 
 /* Each row of y [rows, cols] = b [cols] (dense's bias, before the product adds to it). */
 cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st);
-/* y = f(x);  dx = dy * f'(x) from y = f(x). */
-cudaError_t gpu_eltwise(int act, const float *x, float *y, int64_t n, cudaStream_t st);
-cudaError_t gpu_eltwise_bwd(int act, const float *y, const float *dy, float *dx, int64_t n, cudaStream_t st);
+/*
+ * y = act(x);  dx = dy * act'(x) from `saved`, y or x as act_from(act)
+ * says: base/activation.h's act_value and act_grad, in double.
+ */
+cudaError_t gpu_eltwise(Act act, const float *x, float *y, int64_t n, cudaStream_t st);
+cudaError_t gpu_eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n, cudaStream_t st);
 /* y = x1 + x2 + ... (nin of them, at most GPU_MAX_ADD). */
 cudaError_t gpu_add(const float *const *x, int nin, float *y, int64_t n, cudaStream_t st);
 /* y = kept x / (1 - p), 0 elsewhere: the mask of autotm/random.h's rt_dropout_keep. */

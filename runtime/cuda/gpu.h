@@ -1,6 +1,12 @@
 /*
- * cuda/gpu.h - what the C files of the GPU runtime (libautotmrt-cuda.a)
- * share: the compute stream and the checking of CUDA runtime calls.
+ * cuda/gpu.h - what the C files of the CUDA backend (libautotmrt-cuda.a)
+ * share: the compute stream, the checking of CUDA runtime calls, the
+ * functions that cuda/backend.c puts in rt_cuda_backend (rt_internal.h
+ * says what each does), and what autotm-gpu-profile needs beyond them.
+ *
+ *   cuda/memory.c       memory and copies: device, managed and pinned
+ *                       host pools, copy streams, host staging
+ *   cuda/kernels.c      kernels: cuDNN, cuBLAS, cuda/elementwise.cu
  *
  * One process drives one device (the current one: choose it with
  * CUDA_VISIBLE_DEVICES) and one compute stream. Every kernel, every
@@ -28,6 +34,38 @@ void gpu_check_cuda(cudaError_t err, const char *what, const char *file, int lin
  * cudaMemcpyDefault finds every copy's direction) and creates the stream.
  */
 cudaStream_t gpu_stream(void);
+
+/* ---- memory and copies (cuda/memory.c) ------------------------------------ */
+
+void gpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit);
+void gpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit);
+void gpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node);
+void gpu_pool_close(RtPool *p);
+const char *gpu_pool_where(const RtPool *p, char *buf, size_t size);
+void gpu_remove_temp_dirs(void);
+void gpu_store(void *dst, const void *src, size_t bytes);
+void gpu_load(void *dst, const void *src, size_t bytes);
+
+void gpu_move(void *dst, const void *src, size_t bytes);
+void *gpu_copier_open(void);
+void gpu_copier_close(void *copier);
+int32_t gpu_copy_submit(void *copier, void *dst, const void *src, size_t bytes);
+void gpu_copy_wait(void *copier, int32_t handle);
+void gpu_copy_drain(void *copier);
+void gpu_copy_stats(void *copier, int64_t *count, int64_t *bytes);
+
+/* ---- kernels (cuda/kernels.c) ---------------------------------------------- */
+
+void gpu_prepare(int argc, char **argv);
+int gpu_cores(void);
+void *gpu_kernels_open(int threads);
+void gpu_kernels_close(void *state);
+void *gpu_create(void *state, int32_t id, const int64_t *desc);
+void gpu_launch(void *state, void *kernel, void *const *args, uint64_t step);
+void gpu_destroy(void *state, void *kernel);
+const char *gpu_impl_name(void *kernel);
+int64_t gpu_scratch_bytes(void *state);
+void gpu_sync(void *state);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 

@@ -372,7 +372,7 @@ static void open_device(Prof *p)
 	/* The backend reads AUTOTM_TF32 when it opens: --tf32 decides, whatever the environment says. */
 	if (setenv("AUTOTM_TF32", p->o.tf32 ? "1" : "0", 1) != 0)
 		rt_fatal("cannot set AUTOTM_TF32: %s", strerror(errno));
-	p->state = rt_cuda_backend.open(0);
+	p->state = rt_cuda_backend.kernels.open(0);
 	p->stream = gpu_stream();
 	p->start = rt_xmalloc(sizeof *p->start * (size_t)p->o.runs);
 	p->stop = rt_xmalloc(sizeof *p->stop * (size_t)p->o.runs);
@@ -400,7 +400,7 @@ static void close_device(Prof *p)
 		CUDA_CHECK(cudaEventDestroy(p->stop[r]));
 	}
 	CUDA_CHECK(cudaFree(p->block));
-	rt_cuda_backend.close(p->state);
+	rt_cuda_backend.kernels.close(p->state);
 	free(p->start);
 	free(p->stop);
 	free(p->times);
@@ -453,7 +453,7 @@ typedef struct Launch {
 static const char *launch(Prof *p, const Launch *l)
 {
 	if (!l->algo) {
-		rt_cuda_backend.launch(p->state, l->kernel, l->args, 0);
+		rt_cuda_backend.kernels.launch(p->state, l->kernel, l->args, 0);
 		return NULL;
 	}
 	return gpu_conv_launch_algo(p->state, l->kernel, l->algo, l->ws, l->args);
@@ -583,7 +583,7 @@ static void profile_kernel(Prof *p, const Kernel *k, int index, int nkernels)
 		total = round_up(total + (int64_t)sizeof(float) * rt_elems(RT_ARG_NDIM(d, i), &RT_ARG_DIM(d, i, 0)),
 		                 ARG_ALIGN);
 	}
-	void *kernel = rt_cuda_backend.create(p->state, index, d);
+	void *kernel = rt_cuda_backend.kernels.create(p->state, index, d);
 	char *base;
 	cudaError_t err = cudaMalloc((void **)&base, (size_t)total);
 	if (err != cudaSuccess) {
@@ -598,13 +598,13 @@ static void profile_kernel(Prof *p, const Kernel *k, int index, int nkernels)
 
 	Timing t;
 	time_launches(p, &(Launch){kernel, args, NULL, NULL}, &t);
-	const char *impl = rt_cuda_backend.impl_name(kernel);
+	const char *impl = rt_cuda_backend.kernels.impl_name(kernel);
 	emit(p, "kernel\t%s\t%.9g\t%.9g\t%d\t%s\t%zu", k->sig, t.median, t.spread, t.runs, impl,
 	     gpu_kernel_workspace(kernel));
 	progress(p, "[%d/%d] %s: %.3f ms (%s)", index + 1, nkernels, k->sig, 1e3 * t.median, impl);
 	profile_algos(p, k, kernel, args);
 
-	rt_cuda_backend.destroy(p->state, kernel);
+	rt_cuda_backend.kernels.destroy(p->state, kernel);
 	CUDA_CHECK(cudaFree(base));
 }
 

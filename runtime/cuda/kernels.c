@@ -1,7 +1,7 @@
 /*
- * cuda/kernels.c - the GPU backend: every op of ops.def, forward and
- * backward, on the compute stream, as cuDNN, cuBLAS or a CUDA kernel of
- * cuda/elementwise.cu.
+ * cuda/kernels.c - the kernels of the CUDA backend (its table's kernels
+ * group): every op of ops.def, forward and backward, on the compute
+ * stream, as cuDNN, cuBLAS or a CUDA kernel of cuda/elementwise.cu.
  *
  * The semantics are the CPU backend's (runtime/cpu/kernels.c) and the
  * reference interpreter's (compiler/interp.c); every tensor is plain
@@ -60,11 +60,20 @@ typedef struct GpuState {
 	size_t workspace_size; /* its size: the most any kernel needs */
 } GpuState;
 
+/* Which of the three convolution ops a kernel is, if one. */
+typedef enum ConvDir {
+	CONV_NONE,       /* not a convolution */
+	CONV_FWD,        /* conv2d */
+	CONV_BWD_DATA,   /* conv2d_bwd_data */
+	CONV_BWD_FILTER, /* conv2d_bwd_filter */
+} ConvDir;
+
 /* A kernel: its description and, for a cuDNN op, its descriptors. */
 typedef struct GpuKernel {
 	int32_t id;                       /* the id generated code launches it by */
 	RtOp op;                          /* what it computes */
 	int64_t desc[RT_DESC_LEN];        /* its description */
+	ConvDir dir;                      /* convolutions: which one (gpu_create sets it) */
 	cudnnTensorDescriptor_t x, y;     /* cuDNN: the input and output side (x / dx, y / dy) */
 	cudnnTensorDescriptor_t bias;     /* conv2d with a bias: [1, O, 1, 1] */
 	cudnnFilterDescriptor_t w;        /* convolutions: the weights [O, C/g, kh, kw] */
@@ -171,13 +180,23 @@ _Static_assert((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT <= (int)MAX_CONV_ALGOS &&
                    (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= (int)MAX_CONV_ALGOS,
                "room for every algorithm cuDNN reports");
 
-static const char *conv_algo_name(RtOp op, int algo)
+static const char *conv_algo_name(ConvDir dir, int algo)
 {
-	const char *const *names = op == RT_OP_CONV2D ? fwd_algo_names
-	                           : op == RT_OP_CONV2D_BWD_DATA ? bwd_data_algo_names : bwd_filter_algo_names;
-	int n = op == RT_OP_CONV2D ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
-	        : op == RT_OP_CONV2D_BWD_DATA ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
-	                                      : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+	const char *const *names = NULL;
+	int n = 0;
+	switch (dir) {
+	case CONV_FWD:
+		names = fwd_algo_names, n = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+		break;
+	case CONV_BWD_DATA:
+		names = bwd_data_algo_names, n = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+		break;
+	case CONV_BWD_FILTER:
+		names = bwd_filter_algo_names, n = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+		break;
+	case CONV_NONE:
+		break;
+	}
 	return algo >= 0 && algo < n ? names[algo] : "?";
 }
 
@@ -190,8 +209,8 @@ static bool is_tensor_op(cudnnMathType_t math)
 static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 {
 	int n = 0;
-	switch (k->op) {
-	case RT_OP_CONV2D: {
+	switch (k->dir) {
+	case CONV_FWD: {
 		cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
 		CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(s->dnn, k->x, k->w, k->conv, k->y,
 		                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, p));
@@ -199,7 +218,7 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
 		break;
 	}
-	case RT_OP_CONV2D_BWD_DATA: {
+	case CONV_BWD_DATA: {
 		cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
 		CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(s->dnn, k->w, k->y, k->conv, k->x,
 		                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, p));
@@ -207,7 +226,7 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
 		break;
 	}
-	default: {
+	case CONV_BWD_FILTER: {
 		cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
 		CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(s->dnn, k->x, k->y, k->conv, k->w,
 		                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, p));
@@ -215,6 +234,8 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 			out[i] = (ConvAlgo){p[i].algo, p[i].status, p[i].determinism, p[i].mathType};
 		break;
 	}
+	case CONV_NONE:
+		RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 	}
 	return n;
 }
@@ -222,17 +243,20 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 /* The workspace of algorithm `algo` for k; a failure means it cannot run here. */
 static cudnnStatus_t conv_workspace(GpuState *s, GpuKernel *k, int algo, size_t *bytes)
 {
-	switch (k->op) {
-	case RT_OP_CONV2D:
+	switch (k->dir) {
+	case CONV_FWD:
 		return cudnnGetConvolutionForwardWorkspaceSize(s->dnn, k->x, k->w, k->conv, k->y,
 		                                               (cudnnConvolutionFwdAlgo_t)algo, bytes);
-	case RT_OP_CONV2D_BWD_DATA:
+	case CONV_BWD_DATA:
 		return cudnnGetConvolutionBackwardDataWorkspaceSize(s->dnn, k->w, k->y, k->conv, k->x,
 		                                                    (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
-	default:
+	case CONV_BWD_FILTER:
 		return cudnnGetConvolutionBackwardFilterWorkspaceSize(s->dnn, k->x, k->y, k->conv, k->w,
 		                                                      (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+	case CONV_NONE:
+		break;
 	}
+	RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 }
 
 /* Choose k's algorithm: the best-ranked usable one, deterministic if there is one. */
@@ -252,13 +276,13 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			if (conv_workspace(s, k, algo, &k->ws) != CUDNN_STATUS_SUCCESS)
 				continue;
 			k->algo = algo;
-			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s (placed)", conv_algo_name(k->op, algo),
+			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s (placed)", conv_algo_name(k->dir, algo),
 			         tensor_op ? " tf32" : "");
 			return;
 		}
 		rt_fatal("kernel %d (%s): the placement chose cuDNN's %s, which cuDNN does not offer for this "
 		         "convolution on this GPU%s; profile this GPU again", k->id, op_name(k->op),
-		         conv_algo_name(k->op, algo), s->tf32 ? "" : " without TF32");
+		         conv_algo_name(k->dir, algo), s->tf32 ? "" : " without TF32");
 	}
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
@@ -273,7 +297,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 				continue;
 			k->algo = a[i].algo;
 			k->ws = ws;
-			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->op, a[i].algo),
+			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->dir, a[i].algo),
 			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
 			return;
 		}
@@ -285,14 +309,16 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
  * conv2d: x, weight[, bias] -> y;  conv2d_bwd_data: dy, weight -> dx;
  * conv2d_bwd_filter: x, dy -> dweight. k->x describes x (dx), k->y y (dy).
  */
-static void make_conv(GpuState *s, GpuKernel *k)
+static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 {
 	const int64_t *d = k->desc;
-	int nin = (int)d[RT_D_NIN], xi, yi, wi;
-	switch (k->op) {
-	case RT_OP_CONV2D: xi = 0, wi = 1, yi = nin; break;
-	case RT_OP_CONV2D_BWD_DATA: xi = 2, wi = 1, yi = 0; break;
-	default: xi = 0, wi = 2, yi = 1; break;
+	int nin = (int)d[RT_D_NIN], xi = 0, yi = 0, wi = 0;
+	k->dir = dir;
+	switch (dir) {
+	case CONV_FWD: xi = 0, wi = 1, yi = nin; break;
+	case CONV_BWD_DATA: xi = 2, wi = 1, yi = 0; break;
+	case CONV_BWD_FILTER: xi = 0, wi = 2, yi = 1; break;
+	case CONV_NONE: RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 	}
 	k->x = tensor_desc(k, xi);
 	k->y = tensor_desc(k, yi);
@@ -306,7 +332,7 @@ static void make_conv(GpuState *s, GpuKernel *k)
 	CUDNN_CHECK(cudnnSetConvolutionGroupCount(k->conv, d[RT_D_GROUPS] > 1 ? (int)d[RT_D_GROUPS] : 1));
 	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, s->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 	choose_conv_algo(s, k);
-	if (k->op == RT_OP_CONV2D && nin == 3) {
+	if (dir == CONV_FWD && nin == 3) {
 		CUDNN_CHECK(cudnnCreateTensorDescriptor(&k->bias));
 		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
 		                                       to_int(k, RT_ARG_DIM(d, 2, 0)), 1, 1));
@@ -326,16 +352,15 @@ static void make_conv(GpuState *s, GpuKernel *k)
 
 /*
  * maxpool, avgpool (padding counted: the divisor is always kh * kw),
- * globalavgpool (a window the size of the image): x -> y.
+ * globalavgpool (global: a window the size of the image): x -> y.
  */
-static void make_pool(GpuKernel *k)
+static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 {
 	const int64_t *d = k->desc;
 	k->x = tensor_desc(k, 0);
 	k->y = tensor_desc(k, 1);
 	CUDNN_CHECK(cudnnCreatePoolingDescriptor(&k->pool));
-	cudnnPoolingMode_t mode = k->op == RT_OP_MAXPOOL ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-	if (k->op == RT_OP_GLOBALAVGPOOL)
+	if (global)
 		CUDNN_CHECK(cudnnSetPooling2dDescriptor(k->pool, mode, CUDNN_NOT_PROPAGATE_NAN, to_int(k, RT_ARG_DIM(d, 0, 2)),
 		                                        to_int(k, RT_ARG_DIM(d, 0, 3)), 0, 0, 1, 1));
 	else
@@ -353,22 +378,23 @@ static cudnnStatus_t run_conv(GpuState *s, const GpuKernel *k, int algo, void *w
 	const float one = 1, zero = 0;
 	int nin = (int)k->desc[RT_D_NIN];
 	cudnnStatus_t st;
-	switch (k->op) {
-	case RT_OP_CONV2D:
+	switch (k->dir) {
+	case CONV_FWD:
 		st = cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv, (cudnnConvolutionFwdAlgo_t)algo,
 		                             ws, ws_size, &zero, k->y, a[nin]);
 		if (st == CUDNN_STATUS_SUCCESS && nin == 3)
 			st = cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]);
 		return st;
-	case RT_OP_CONV2D_BWD_DATA:
+	case CONV_BWD_DATA:
 		return cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
 		                                    (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_size, &zero, k->x, a[2]);
-	case RT_OP_CONV2D_BWD_FILTER:
+	case CONV_BWD_FILTER:
 		return cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
 		                                      (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_size, &zero, k->w, a[2]);
-	default:
-		RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
+	case CONV_NONE:
+		break;
 	}
+	RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 }
 
 /* A launch of one of our CUDA kernels. */
@@ -394,28 +420,33 @@ static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
 	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
-	switch (k->op) {
-	case RT_OP_DENSE: {
-		int nin = (int)d[RT_D_NIN], fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, nin, 1));
-		if (nin == 3)
-			launched(k, gpu_fill_rows(a[3], a[2], nb, fo, s->stream));
-		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, &one, a[1], fi, a[0], fi,
-		                         nin == 3 ? &one : &zero, a[nin], fo));
-		break;
-	}
-	case RT_OP_DENSE_BWD_DATA: { /* dy [N, O], W [O, I] -> dx [N, I] */
-		int fo = to_int(k, RT_ARG_DIM(d, 0, 1)), fi = to_int(k, RT_ARG_DIM(d, 2, 1));
-		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, &one, a[1], fi, a[0], fo, &zero, a[2],
-		                         fi));
-		break;
-	}
-	default: { /* dense_bwd_weight: x [N, I], dy [N, O] -> dW [O, I] */
-		int fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, 1, 1));
-		CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, &one, a[0], fi, a[1], fo, &zero, a[2],
-		                         fi));
-		break;
-	}
-	}
+	int nin = (int)d[RT_D_NIN], fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, nin, 1));
+	if (nin == 3)
+		launched(k, gpu_fill_rows(a[3], a[2], nb, fo, s->stream));
+	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, &one, a[1], fi, a[0], fi,
+	                         nin == 3 ? &one : &zero, a[nin], fo));
+}
+
+/* dense_bwd_data: dy [N, O], W [O, I] -> dx [N, I] */
+static void run_dense_bwd_data(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	const float one = 1, zero = 0;
+	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
+	int fo = to_int(k, RT_ARG_DIM(d, 0, 1)), fi = to_int(k, RT_ARG_DIM(d, 2, 1));
+	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, &one, a[1], fi, a[0], fo, &zero, a[2],
+	                         fi));
+}
+
+/* dense_bwd_weight: x [N, I], dy [N, O] -> dW [O, I] */
+static void run_dense_bwd_weight(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	const float one = 1, zero = 0;
+	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
+	int fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, 1, 1));
+	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, &one, a[0], fi, a[1], fo, &zero, a[2],
+	                         fi));
 }
 
 /* concat: x1, x2, ... -> y;  slice: x -> y: blocks of `inner` elements side by side along the axis. */
@@ -448,13 +479,7 @@ static GpuWindow window(const int64_t *d)
 	return (GpuWindow){d[RT_D_KH], d[RT_D_KW], d[RT_D_SH], d[RT_D_SW], d[RT_D_PH], d[RT_D_PW]};
 }
 
-static int activation(RtOp op)
-{
-	return op == RT_OP_RELU || op == RT_OP_RELU_BWD ? GPU_RELU
-	       : op == RT_OP_SIGMOID || op == RT_OP_SIGMOID_BWD ? GPU_SIGMOID : GPU_TANH;
-}
-
-static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
+void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 {
 	GpuState *s = state;
 	GpuKernel *k = kernel;
@@ -469,9 +494,13 @@ static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		CUDNN_CHECK(run_conv(s, k, k->algo, s->workspace, k->ws, a));
 		break;
 	case RT_OP_DENSE:
-	case RT_OP_DENSE_BWD_DATA:
-	case RT_OP_DENSE_BWD_WEIGHT:
 		run_dense(s, k, a);
+		break;
+	case RT_OP_DENSE_BWD_DATA:
+		run_dense_bwd_data(s, k, a);
+		break;
+	case RT_OP_DENSE_BWD_WEIGHT:
+		run_dense_bwd_weight(s, k, a);
 		break;
 	case RT_OP_MAXPOOL:
 	case RT_OP_AVGPOOL:
@@ -501,12 +530,12 @@ static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
-		launched(k, gpu_eltwise(activation(k->op), a[0], a[1], arg_elems(d, 0), st));
+		launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), st));
 		break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
-		launched(k, gpu_eltwise_bwd(activation(k->op), a[0], a[1], a[2], arg_elems(d, 0), st));
+		launched(k, gpu_eltwise_bwd(op_info[k->op].act, a[0], a[1], a[2], arg_elems(d, 0), st));
 		break;
 	case RT_OP_SOFTMAX:
 		CUDNN_CHECK(cudnnSoftmaxForward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, k->x, a[0],
@@ -556,20 +585,20 @@ static void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	}
 }
 
-/* ---- the backend ------------------------------------------------------------ */
+/* ---- the kernels group of the backend table (cuda/backend.c) ----------------- */
 
-static void gpu_prepare(int argc, char **argv)
+void gpu_prepare(int argc, char **argv)
 {
 	(void)argc, (void)argv;
 }
 
-static int gpu_cores(void)
+int gpu_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
 }
 
-static void *gpu_open(int threads)
+void *gpu_kernels_open(int threads)
 {
 	(void)threads; /* the host does no work of the kernels */
 	GpuState *s = rt_xcalloc(sizeof *s);
@@ -584,7 +613,7 @@ static void *gpu_open(int threads)
 	return s;
 }
 
-static void gpu_close(void *state)
+void gpu_kernels_close(void *state)
 {
 	GpuState *s = state;
 	CUDA_CHECK(cudaStreamSynchronize(s->stream));
@@ -594,7 +623,7 @@ static void gpu_close(void *state)
 	free(s);
 }
 
-static void *gpu_create(void *state, int32_t id, const int64_t *desc)
+void *gpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	GpuState *s = state;
 	GpuKernel *k = rt_xcalloc(sizeof *k);
@@ -604,14 +633,22 @@ static void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	snprintf(k->impl, sizeof k->impl, "CUDA");
 	switch (k->op) {
 	case RT_OP_CONV2D:
+		make_conv(s, k, CONV_FWD);
+		break;
 	case RT_OP_CONV2D_BWD_DATA:
+		make_conv(s, k, CONV_BWD_DATA);
+		break;
 	case RT_OP_CONV2D_BWD_FILTER:
-		make_conv(s, k);
+		make_conv(s, k, CONV_BWD_FILTER);
 		break;
 	case RT_OP_MAXPOOL:
+		make_pool(k, CUDNN_POOLING_MAX, false);
+		break;
 	case RT_OP_AVGPOOL:
+		make_pool(k, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, false);
+		break;
 	case RT_OP_GLOBALAVGPOOL:
-		make_pool(k);
+		make_pool(k, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, true);
 		break;
 	case RT_OP_SOFTMAX:
 	case RT_OP_SOFTMAX_BWD:
@@ -635,13 +672,37 @@ static void *gpu_create(void *state, int32_t id, const int64_t *desc)
 			rt_fatal("kernel %d (add): %lld inputs, the GPU runtime adds at most %d", id,
 			         (long long)desc[RT_D_NIN], GPU_MAX_ADD);
 		break;
-	default:
-		break; /* our own kernels: the description is all they need */
+	case RT_OP_RELU:
+	case RT_OP_SIGMOID:
+	case RT_OP_TANH:
+	case RT_OP_RELU_BWD:
+	case RT_OP_SIGMOID_BWD:
+	case RT_OP_TANH_BWD:
+		if (op_info[k->op].act == ACT_NONE)
+			RT_ICE("kernel %d (%s): ops.def names no activation", id, op_name(k->op));
+		break;
+	case RT_OP_MAXPOOL_BWD:
+	case RT_OP_AVGPOOL_BWD:
+	case RT_OP_GLOBALAVGPOOL_BWD:
+	case RT_OP_BATCHNORM:
+	case RT_OP_BATCHNORM_BWD:
+	case RT_OP_RESHAPE:
+	case RT_OP_DROPOUT:
+	case RT_OP_DROPOUT_BWD:
+	case RT_OP_CONCAT:
+	case RT_OP_SLICE:
+	case RT_OP_SOFTMAX_XENT_BWD:
+	case RT_OP_BIAS_GRAD:
+	case RT_OP_SGD:
+	case RT_OP_SGD_MOMENTUM:
+		break; /* our own kernels and copies: the description is all they need */
+	case RT_NUM_OPS:
+		RT_ICE("kernel %d: no op", id);
 	}
 	return k;
 }
 
-static void gpu_destroy(void *state, void *kernel)
+void gpu_destroy(void *state, void *kernel)
 {
 	(void)state;
 	GpuKernel *k = kernel;
@@ -662,41 +723,40 @@ static void gpu_destroy(void *state, void *kernel)
 	free(k);
 }
 
-static const char *gpu_impl_name(void *kernel)
+const char *gpu_impl_name(void *kernel)
 {
 	return ((GpuKernel *)kernel)->impl;
 }
 
-static int64_t gpu_scratch_bytes(void *state)
+int64_t gpu_scratch_bytes(void *state)
 {
 	return (int64_t)((GpuState *)state)->workspace_size;
 }
 
-static void gpu_sync(void *state)
+void gpu_sync(void *state)
 {
 	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
 }
 
 /* ---- for autotm-gpu-profile (gpu.h) ----------------------------------------- */
 
-static bool is_conv(RtOp op)
-{
-	return op == RT_OP_CONV2D || op == RT_OP_CONV2D_BWD_DATA || op == RT_OP_CONV2D_BWD_FILTER;
-}
-
 size_t gpu_kernel_workspace(const void *kernel)
 {
 	const GpuKernel *k = kernel;
-	if (k->op == RT_OP_SOFTMAX_XENT)
+	if (k->rowloss)
 		return sizeof(double) * (size_t)RT_ARG_DIM(k->desc, 0, 0);
-	return is_conv(k->op) ? k->ws : 0;
+	return k->dir != CONV_NONE ? k->ws : 0;
 }
 
 const char *gpu_conv_direction(const void *kernel)
 {
-	RtOp op = ((const GpuKernel *)kernel)->op;
-	return op == RT_OP_CONV2D ? "fwd" : op == RT_OP_CONV2D_BWD_DATA ? "bwd_data"
-	       : op == RT_OP_CONV2D_BWD_FILTER ? "bwd_filter" : NULL;
+	switch (((const GpuKernel *)kernel)->dir) {
+	case CONV_FWD: return "fwd";
+	case CONV_BWD_DATA: return "bwd_data";
+	case CONV_BWD_FILTER: return "bwd_filter";
+	case CONV_NONE: break;
+	}
+	return NULL;
 }
 
 /*
@@ -707,7 +767,7 @@ int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out)
 {
 	GpuState *s = state;
 	GpuKernel *k = kernel;
-	if (!is_conv(k->op))
+	if (k->dir == CONV_NONE)
 		return 0;
 	ConvAlgo a[MAX_CONV_ALGOS];
 	int n = conv_algos(s, k, a), nout = 0;
@@ -724,7 +784,7 @@ int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out)
 		if (seen)
 			continue;
 		GpuConvAlgo *o = &out[nout++];
-		*o = (GpuConvAlgo){.algo = a[i].algo, .math = (int)math, .name = conv_algo_name(k->op, a[i].algo),
+		*o = (GpuConvAlgo){.algo = a[i].algo, .math = (int)math, .name = conv_algo_name(k->dir, a[i].algo),
 		                   .tensor_op = tensor_op, .deterministic = a[i].det == CUDNN_DETERMINISTIC};
 		cudnnStatus_t st = a[i].status;
 		if (st == CUDNN_STATUS_SUCCESS) {
@@ -748,19 +808,3 @@ const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a
 	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, own));
 	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
 }
-
-const RtBackend rt_cuda_backend = {
-	.name = "cuda",
-	.prepare = gpu_prepare,
-	.cores = gpu_cores,
-	.open = gpu_open,
-	.close = gpu_close,
-	.create = gpu_create,
-	.launch = gpu_launch,
-	.destroy = gpu_destroy,
-	.impl_name = gpu_impl_name,
-	.scratch_bytes = gpu_scratch_bytes,
-	.sync = gpu_sync,
-};
-
-const RtBackend *const rt_backend = &rt_cuda_backend;

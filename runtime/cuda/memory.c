@@ -1,7 +1,7 @@
 /*
- * cuda/memory.c - the pools, the moves and the host staging of the GPU
- * runtime: what pool.c and move.c are to the CPU runtime, with the same
- * functions (rt_internal.h).
+ * cuda/memory.c - the pools, the moves and the host staging of the CUDA
+ * backend (its table's memory and copies groups): what cpu/pool.c and
+ * cpu/move.c are to the CPU backend.
  *
  * The pools (one allocation each, as on the CPU, zeroed when made):
  *
@@ -17,6 +17,9 @@
  *   slow  pinned host memory (cudaHostAlloc): the copy engines reach it at
  *         full PCIe speed, and with unified addressing kernels may read
  *         and write it in place.
+ *
+ * What a pool needs beyond RtPool's common fields - which of the three
+ * allocations it is, and the balloon - is a GpuPool behind RtPool.priv.
  *
  * The moves. A blocking move (rt_move) is a copy on the compute stream:
  * it is blocking for the kernels, which run after it on that stream, not
@@ -36,13 +39,13 @@
  *           this one (each copy stream is in order).
  *
  * A handle is the move's sequence number folded into 1..INT32_MAX, as in
- * move.c; `done` events are recycled through a ring of RING of them. A
- * handle waited for after its event was recorded again by a later move
+ * cpu/move.c; `done` events are recycled through a ring of RING of them.
+ * A handle waited for after its event was recorded again by a later move
  * waits for every move submitted so far, which is later than needed but
- * never too early. rt_mover_drain waits (on the host) for both copy
+ * never too early. gpu_copy_drain waits (on the host) for both copy
  * streams; rt_step_end then also waits for the compute stream.
  *
- * Host staging: rt_store and rt_load copy between host memory and a pool
+ * Host staging: gpu_store and gpu_load copy between host memory and a pool
  * on the compute stream and wait for the copy, so they come after every
  * kernel and move launched before them.
  */
@@ -84,6 +87,28 @@ cudaStream_t gpu_stream(void)
 
 /* ---- pools -------------------------------------------------------------- */
 
+/* Which allocation a pool is. */
+typedef enum GpuMemory {
+	GPU_DEVICE,  /* cudaMalloc: the fast pool */
+	GPU_MANAGED, /* cudaMallocManaged: the fast pool of an RT_PROGRAM_MANAGED program */
+	GPU_PINNED,  /* cudaHostAlloc: the slow pool */
+} GpuMemory;
+
+/* The CUDA backend's part of a pool (RtPool.priv). */
+typedef struct GpuPool {
+	GpuMemory memory; /* what base is */
+	void *balloon;    /* managed: device memory held so that only the limit is left; else NULL */
+} GpuPool;
+
+/* Open p's common fields and its GpuPool. */
+static GpuPool *pool_init(RtPool *p, const char *name, int64_t bytes, GpuMemory memory)
+{
+	GpuPool *g = rt_xcalloc(sizeof *g);
+	g->memory = memory;
+	*p = (RtPool){.name = name, .bytes = bytes, .priv = g};
+	return g;
+}
+
 static int64_t round_up(int64_t n, int64_t a)
 {
 	return (n + a - 1) / a * a;
@@ -95,11 +120,11 @@ static void zero_device(RtPool *p)
 	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
 }
 
-void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
+void gpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit)
 {
-	*p = (RtPool){.name = "fast", .bytes = bytes};
 	char b1[32];
 	rt_pool_fast_check(bytes, limit);
+	pool_init(p, "fast", bytes, GPU_DEVICE);
 	if (bytes == 0)
 		return;
 	p->mapped = round_up(bytes, POOL_ALIGN);
@@ -111,19 +136,19 @@ void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 	zero_device(p);
 }
 
-void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
+void gpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit)
 {
-	*p = (RtPool){.name = "fast", .bytes = bytes, .managed = true};
 	char b1[32], b2[32];
 	if (bytes < 0)
 		RT_ICE("negative fast pool size %lld", (long long)bytes);
+	GpuPool *g = pool_init(p, "fast", bytes, GPU_MANAGED);
 	gpu_stream();
 	if (limit > 0) {
 		size_t free_bytes, total;
 		CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
 		if ((size_t)limit < free_bytes) {
 			size_t hold = free_bytes - (size_t)limit;
-			cudaError_t err = cudaMalloc(&p->balloon, hold);
+			cudaError_t err = cudaMalloc(&g->balloon, hold);
 			if (err != cudaSuccess)
 				rt_fatal("cannot occupy %s of device memory to leave only the limit (%s): %s",
 				         fmt_bytes((int64_t)hold, b1, sizeof b1), fmt_bytes(limit, b2, sizeof b2),
@@ -143,12 +168,13 @@ void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
 	zero_device(p);
 }
 
-void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *parent, int numa_node)
+void gpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node)
 {
-	*p = (RtPool){.name = "slow", .bytes = bytes, .kind = kind, .numa_node = numa_node};
+	(void)numa_node;
 	if (bytes < 0)
 		RT_ICE("negative slow pool size %lld", (long long)bytes);
-	if (kind != RT_SLOW_PMEM || parent)
+	pool_init(p, "slow", bytes, GPU_PINNED);
+	if (kind != RT_SLOW_PMEM || dir)
 		rt_warn("--slow and --slow-dir do not apply to the GPU runtime: its slow pool is pinned host memory");
 	if (bytes == 0)
 		return;
@@ -163,40 +189,60 @@ void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *pa
 	memset(p->base, 0, (size_t)p->mapped);
 }
 
-void rt_pool_close(RtPool *p)
+void gpu_pool_close(RtPool *p)
 {
-	if (p->base && strcmp(p->name, "slow") == 0)
-		CUDA_CHECK(cudaFreeHost(p->base));
-	else if (p->base)
-		CUDA_CHECK(cudaFree(p->base));
-	if (p->balloon)
-		CUDA_CHECK(cudaFree(p->balloon));
+	GpuPool *g = p->priv;
+	if (g && p->base) {
+		switch (g->memory) {
+		case GPU_DEVICE:
+		case GPU_MANAGED:
+			CUDA_CHECK(cudaFree(p->base));
+			break;
+		case GPU_PINNED:
+			CUDA_CHECK(cudaFreeHost(p->base));
+			break;
+		}
+	}
+	if (g && g->balloon)
+		CUDA_CHECK(cudaFree(g->balloon));
+	free(g);
 	*p = (RtPool){.name = p->name};
 }
 
-const char *rt_pool_where(const RtPool *p, char *buf, size_t size)
+const char *gpu_pool_where(const RtPool *p, char *buf, size_t size)
 {
-	if (strcmp(p->name, "fast") == 0)
-		snprintf(buf, size, "%s", p->managed ? "managed memory" : "device memory");
-	else
-		snprintf(buf, size, "%s", p->bytes == 0 ? "none" : "pinned host memory");
+	const GpuPool *g = p->priv;
+	const char *what = "none";
+	if (g)
+		switch (g->memory) {
+		case GPU_DEVICE:
+			what = "device memory";
+			break;
+		case GPU_MANAGED:
+			what = "managed memory";
+			break;
+		case GPU_PINNED:
+			what = p->bytes == 0 ? "none" : "pinned host memory";
+			break;
+		}
+	snprintf(buf, size, "%s", what);
 	return buf;
 }
 
-/* Nothing of the GPU runtime lives in a file. */
-void rt_remove_temp_dirs(void)
+/* Nothing of the GPU's pools lives in a file. */
+void gpu_remove_temp_dirs(void)
 {
 }
 
 /* ---- host staging ------------------------------------------------------- */
 
-void rt_store(void *dst, const void *src, size_t bytes)
+void gpu_store(void *dst, const void *src, size_t bytes)
 {
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_stream()));
 	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
 }
 
-void rt_load(void *dst, const void *src, size_t bytes)
+void gpu_load(void *dst, const void *src, size_t bytes)
 {
 	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_stream()));
 	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
@@ -204,7 +250,8 @@ void rt_load(void *dst, const void *src, size_t bytes)
 
 /* ---- the copy streams ---------------------------------------------------- */
 
-struct RtMover {
+/* The copy streams and the moves' events: the copier of gpu_copier_open. */
+typedef struct CopyStreams {
 	cudaStream_t copy[2];      /* [TO_DEVICE], [TO_HOST]: one per PCIe direction */
 	cudaEvent_t submitted_at;  /* recorded on the compute stream as a move is submitted */
 	cudaEvent_t done[RING];    /* move with sequence number s: done[(s - 1) % RING]; NULL until used */
@@ -212,11 +259,11 @@ struct RtMover {
 	int64_t last[2];           /* the last move on each copy stream (0: none) */
 	int64_t submitted;         /* sequence number of the last move (1-based) */
 	int64_t bytes_total;       /* bytes of every move */
-};
+} CopyStreams;
 
-RtMover *rt_mover_new(void)
+void *gpu_copier_open(void)
 {
-	RtMover *m = rt_xcalloc(sizeof *m);
+	CopyStreams *m = rt_xcalloc(sizeof *m);
 	gpu_stream();
 	for (int i = 0; i < 2; i++)
 		CUDA_CHECK(cudaStreamCreateWithFlags(&m->copy[i], cudaStreamNonBlocking));
@@ -232,8 +279,9 @@ static bool on_device(const void *p)
 	return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes)
+int32_t gpu_copy_submit(void *copier, void *dst, const void *src, size_t bytes)
 {
+	CopyStreams *m = copier;
 	int dir = on_device(dst) ? TO_DEVICE : TO_HOST;
 	int64_t s = ++m->submitted;
 	int slot = (int)((s - 1) % RING);
@@ -250,14 +298,15 @@ int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes)
 }
 
 /* The compute stream waits for move s (0: nothing). */
-static void compute_waits(RtMover *m, int64_t s)
+static void compute_waits(CopyStreams *m, int64_t s)
 {
 	if (s > 0)
 		CUDA_CHECK(cudaStreamWaitEvent(gpu_stream(), m->done[(s - 1) % RING], 0));
 }
 
-void rt_mover_wait(RtMover *m, int32_t handle)
+void gpu_copy_wait(void *copier, int32_t handle)
 {
+	CopyStreams *m = copier;
 	int64_t s = m->submitted;
 	if (handle <= 0 || (s < HANDLE_MOD && handle > s))
 		RT_ICE("rt_move_wait: %d is not the handle of a move (%lld submitted)", handle, (long long)s);
@@ -271,17 +320,19 @@ void rt_mover_wait(RtMover *m, int32_t handle)
 	compute_waits(m, before);
 }
 
-void rt_mover_drain(RtMover *m)
+void gpu_copy_drain(void *copier)
 {
+	CopyStreams *m = copier;
 	for (int i = 0; i < 2; i++)
 		CUDA_CHECK(cudaStreamSynchronize(m->copy[i]));
 }
 
-void rt_mover_free(RtMover *m)
+void gpu_copier_close(void *copier)
 {
+	CopyStreams *m = copier;
 	if (!m)
 		return;
-	rt_mover_drain(m);
+	gpu_copy_drain(m);
 	for (int i = 0; i < RING; i++)
 		if (m->done[i])
 			CUDA_CHECK(cudaEventDestroy(m->done[i]));
@@ -291,18 +342,17 @@ void rt_mover_free(RtMover *m)
 	free(m);
 }
 
-void rt_mover_stats(RtMover *m, int64_t *count, int64_t *bytes)
+void gpu_copy_stats(void *copier, int64_t *count, int64_t *bytes)
 {
+	const CopyStreams *m = copier;
 	*count = m->submitted;
 	*bytes = m->bytes_total;
 }
 
-/* ---- the ABI -------------------------------------------------------------- */
+/* ---- blocking moves --------------------------------------------------------- */
 
-void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
+/* On the compute stream: blocking for the kernels after it, not for the host. */
+void gpu_move(void *dst, const void *src, size_t bytes)
 {
-	(void)ctx;
-	if (bytes < 0)
-		RT_ICE("rt_move of %lld bytes", (long long)bytes);
-	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, gpu_stream()));
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, gpu_stream()));
 }

@@ -1,9 +1,10 @@
 /*
- * move.c - copies between the pools: synchronous ones, and asynchronous
- * ones on a copy thread that overlap the kernels.
+ * cpu/move.c - the copies of the CPU backend (its table's copies group):
+ * blocking ones, and asynchronous ones on a copy thread that overlap the
+ * kernels; and host staging, which here is a copy too.
  *
  * A move is a plain memory copy; what makes it fast or slow is which
- * tiers the two addresses are in. Large copies (RT_NT_THRESHOLD bytes and
+ * tiers the two addresses are in. Large copies (CPU_NT_THRESHOLD bytes and
  * more) use non-temporal stores: the destination is not read first and
  * does not evict the cache the kernels are working in, which matters
  * most when the destination is persistent memory. A blocking move (the
@@ -14,11 +15,11 @@
  * The copy thread serves one FIFO queue (a ring of requests), so moves
  * complete in the order they were submitted and "move h is done" is the
  * same as "the completed counter has reached h". A handle is the move's
- * sequence number folded into 1..INT32_MAX; rt_mover_wait unfolds it
+ * sequence number folded into 1..INT32_MAX; cpu_copy_wait unfolds it
  * against the number submitted, which is exact as long as fewer than
  * 2^31 - 1 moves are outstanding (the ring holds far fewer).
  */
-#include "rt_internal.h"
+#include "cpu.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -62,30 +63,30 @@ static void copy_nt(unsigned char *d, const unsigned char *s, size_t n)
 #endif
 }
 
-void rt_copy(void *dst, const void *src, size_t bytes)
+void cpu_copy(void *dst, const void *src, size_t bytes)
 {
-	if (bytes < RT_NT_THRESHOLD)
+	if (bytes < CPU_NT_THRESHOLD)
 		memcpy(dst, src, bytes);
 	else
 		copy_nt(dst, src, bytes);
 }
 
 /* Host memory and the pools are the same memory here. */
-void rt_store(void *dst, const void *src, size_t bytes)
+void cpu_store(void *dst, const void *src, size_t bytes)
 {
-	rt_copy(dst, src, bytes);
+	cpu_copy(dst, src, bytes);
 }
 
-void rt_load(void *dst, const void *src, size_t bytes)
+void cpu_load(void *dst, const void *src, size_t bytes)
 {
 	memcpy(dst, src, bytes);
 }
 
-/* A blocking copy: large ones in CHUNK pieces on every thread. */
-static void copy_parallel(void *dst, const void *src, size_t bytes)
+/* A blocking move: large ones in CHUNK pieces on every thread. */
+void cpu_move(void *dst, const void *src, size_t bytes)
 {
 	if (bytes < 4 * (size_t)CHUNK) {
-		rt_copy(dst, src, bytes);
+		cpu_copy(dst, src, bytes);
 		return;
 	}
 	int64_t nchunks = (int64_t)((bytes + CHUNK - 1) / CHUNK);
@@ -105,7 +106,8 @@ typedef struct MoveReq {
 	size_t bytes;     /* size */
 } MoveReq;
 
-struct RtMover {
+/* The copy thread and its queue: the copier of cpu_copier_open. */
+typedef struct CopyThread {
 	pthread_t thread;       /* the copy thread */
 	pthread_mutex_t lock;   /* guards everything below */
 	pthread_cond_t wake;    /* to the thread: a request, or stop */
@@ -115,7 +117,7 @@ struct RtMover {
 	int64_t completed;      /* sequence number of the last request copied */
 	int64_t bytes_total;    /* bytes of every request */
 	bool stop;              /* the thread exits once the ring is empty */
-};
+} CopyThread;
 
 #define PCHECK(call)                                                                                     \
 	do {                                                                                             \
@@ -126,7 +128,7 @@ struct RtMover {
 
 static void *copy_thread(void *arg)
 {
-	RtMover *m = arg;
+	CopyThread *m = arg;
 	PCHECK(pthread_mutex_lock(&m->lock));
 	for (;;) {
 		while (m->completed == m->submitted && !m->stop)
@@ -135,7 +137,7 @@ static void *copy_thread(void *arg)
 			break; /* stop, and nothing left */
 		MoveReq r = m->ring[m->completed % RING];
 		PCHECK(pthread_mutex_unlock(&m->lock));
-		rt_copy(r.dst, r.src, r.bytes);
+		cpu_copy(r.dst, r.src, r.bytes);
 		PCHECK(pthread_mutex_lock(&m->lock));
 		m->completed++;
 		PCHECK(pthread_cond_broadcast(&m->done));
@@ -144,9 +146,9 @@ static void *copy_thread(void *arg)
 	return NULL;
 }
 
-RtMover *rt_mover_new(void)
+void *cpu_copier_open(void)
 {
-	RtMover *m = rt_xcalloc(sizeof *m);
+	CopyThread *m = rt_xcalloc(sizeof *m);
 	PCHECK(pthread_mutex_init(&m->lock, NULL));
 	PCHECK(pthread_cond_init(&m->wake, NULL));
 	PCHECK(pthread_cond_init(&m->done, NULL));
@@ -154,8 +156,9 @@ RtMover *rt_mover_new(void)
 	return m;
 }
 
-int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes)
+int32_t cpu_copy_submit(void *copier, void *dst, const void *src, size_t bytes)
 {
+	CopyThread *m = copier;
 	PCHECK(pthread_mutex_lock(&m->lock));
 	while (m->submitted - m->completed >= RING)
 		PCHECK(pthread_cond_wait(&m->done, &m->lock));
@@ -168,8 +171,9 @@ int32_t rt_mover_submit(RtMover *m, void *dst, const void *src, size_t bytes)
 	return h;
 }
 
-void rt_mover_wait(RtMover *m, int32_t handle)
+void cpu_copy_wait(void *copier, int32_t handle)
 {
+	CopyThread *m = copier;
 	PCHECK(pthread_mutex_lock(&m->lock));
 	int64_t s = m->submitted;
 	if (handle <= 0 || (s < HANDLE_MOD && handle > s))
@@ -180,16 +184,18 @@ void rt_mover_wait(RtMover *m, int32_t handle)
 	PCHECK(pthread_mutex_unlock(&m->lock));
 }
 
-void rt_mover_drain(RtMover *m)
+void cpu_copy_drain(void *copier)
 {
+	CopyThread *m = copier;
 	PCHECK(pthread_mutex_lock(&m->lock));
 	while (m->completed < m->submitted)
 		PCHECK(pthread_cond_wait(&m->done, &m->lock));
 	PCHECK(pthread_mutex_unlock(&m->lock));
 }
 
-void rt_mover_free(RtMover *m)
+void cpu_copier_close(void *copier)
 {
+	CopyThread *m = copier;
 	if (!m)
 		return;
 	PCHECK(pthread_mutex_lock(&m->lock));
@@ -203,20 +209,11 @@ void rt_mover_free(RtMover *m)
 	free(m);
 }
 
-void rt_mover_stats(RtMover *m, int64_t *count, int64_t *bytes)
+void cpu_copy_stats(void *copier, int64_t *count, int64_t *bytes)
 {
+	CopyThread *m = copier;
 	PCHECK(pthread_mutex_lock(&m->lock));
 	*count = m->submitted;
 	*bytes = m->bytes_total;
 	PCHECK(pthread_mutex_unlock(&m->lock));
-}
-
-/* ---- the ABI -------------------------------------------------------------- */
-
-void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
-{
-	(void)ctx;
-	if (bytes < 0)
-		RT_ICE("rt_move of %lld bytes", (long long)bytes);
-	copy_parallel(dst, src, (size_t)bytes);
 }

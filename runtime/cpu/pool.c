@@ -1,5 +1,6 @@
 /*
- * pool.c - the fast and slow memory pools.
+ * cpu/pool.c - the fast and slow memory pools of the CPU backend (its
+ * table's memory group; host staging is in cpu/move.c).
  *
  * The compiler's memory plan gives every tensor a byte offset in one of
  * two pools, so the runtime makes exactly one allocation per pool (as
@@ -23,11 +24,15 @@
  *
  * The pmem directory is ours: memkind unlinks its file as soon as it is
  * created, so removing the (empty) directory is all the cleaning there
- * is, and it happens on every exit path: rt_pool_close, an atexit handler
- * (errors exit through rt_fatal), and SIGINT/SIGTERM/SIGHUP handlers that
- * rmdir (async-signal-safe) before re-raising the signal.
+ * is, and it happens on every exit path: cpu_pool_close, an atexit
+ * handler, rt_exit_error (errors exit through rt_fatal, which calls the
+ * table's memory.remove_temp_dirs), and SIGINT/SIGTERM/SIGHUP handlers
+ * that rmdir (async-signal-safe) before re-raising the signal.
+ *
+ * What a pool needs beyond RtPool's common fields - where its memory came
+ * from, so that it is freed the same way - is a CpuPool behind RtPool.priv.
  */
-#include "rt_internal.h"
+#include "cpu.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,13 +50,22 @@
 
 enum { POOL_ALIGN = 2 << 20, MAX_TEMP_DIRS = 8 };
 
+/* The CPU backend's part of a pool (RtPool.priv). */
+typedef struct CpuPool {
+	bool slow;       /* the slow pool; else the fast one (posix_memalign in DRAM) */
+	RtSlowKind kind; /* slow: where its memory comes from */
+	memkind_t mk;    /* slow, pmem: the kind made on dir (memkind_destroy_kind at close) */
+	char *dir;       /* slow, pmem: the temporary directory holding its file */
+	int numa_node;   /* slow, numa: the node it is bound to */
+} CpuPool;
+
 /* ---- temporary directories removed on every exit path ------------------ */
 
 /* Directories to rmdir at exit or on a signal; an empty string is a free slot. */
 static char temp_dirs[MAX_TEMP_DIRS][PATH_MAX];
 static bool handlers_installed;
 
-void rt_remove_temp_dirs(void)
+void cpu_remove_temp_dirs(void)
 {
 	for (int i = 0; i < MAX_TEMP_DIRS; i++)
 		if (temp_dirs[i][0])
@@ -61,7 +75,7 @@ void rt_remove_temp_dirs(void)
 /* Only async-signal-safe calls here: rmdir, signal, raise. */
 static void on_signal(int sig)
 {
-	rt_remove_temp_dirs();
+	cpu_remove_temp_dirs();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -70,7 +84,7 @@ static void register_temp_dir(const char *dir)
 {
 	if (!handlers_installed) {
 		handlers_installed = true;
-		if (atexit(rt_remove_temp_dirs) != 0)
+		if (atexit(cpu_remove_temp_dirs) != 0)
 			rt_fatal("cannot register the slow pool's clean-up (atexit)");
 		const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -120,7 +134,7 @@ static void prefault(RtPool *p)
 		char b[32], w[PATH_MAX + 64];
 		sigaction(SIGBUS, &old, NULL);
 		rt_fatal("the %s pool (%s, %s) could not be backed by memory: its file system is full",
-		         p->name, fmt_bytes(p->bytes, b, sizeof b), rt_pool_where(p, w, sizeof w));
+		         p->name, fmt_bytes(p->bytes, b, sizeof b), cpu_pool_where(p, w, sizeof w));
 	}
 	memset(p->base, 0, (size_t)p->mapped);
 	sigaction(SIGBUS, &old, NULL);
@@ -133,11 +147,11 @@ static int64_t round_up(int64_t n, int64_t a)
 
 /* ---- fast -------------------------------------------------------------- */
 
-void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
+void cpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit)
 {
-	*p = (RtPool){.name = "fast", .bytes = bytes};
 	char b1[32];
 	rt_pool_fast_check(bytes, limit);
+	*p = (RtPool){.name = "fast", .bytes = bytes, .priv = rt_xcalloc(sizeof(CpuPool))};
 	if (bytes == 0)
 		return;
 	p->mapped = round_up(bytes, POOL_ALIGN);
@@ -150,7 +164,7 @@ void rt_pool_fast_open(RtPool *p, int64_t bytes, int64_t limit)
 	prefault(p);
 }
 
-void rt_pool_managed_open(RtPool *p, int64_t bytes, int64_t limit)
+void cpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit)
 {
 	(void)p, (void)bytes, (void)limit;
 	rt_fatal("this program was compiled for unified memory on a GPU (managed); link it with libautotmrt-cuda.a");
@@ -169,7 +183,7 @@ static void memkind_check(int err, const char *what, const char *file, int line)
 }
 #define MEMKIND_CHECK(call) memkind_check((call), #call, __FILE__, __LINE__)
 
-static void open_pmem(RtPool *p, const char *parent)
+static void open_pmem(RtPool *p, CpuPool *c, const char *parent)
 {
 	char b1[32], b2[32];
 	if (!parent || !parent[0])
@@ -179,23 +193,20 @@ static void open_pmem(RtPool *p, const char *parent)
 		rt_fatal("--slow-dir '%s' is too long a path", parent);
 	if (!mkdtemp(tmpl))
 		rt_fatal("cannot create the slow pool's directory in '%s': %s", parent, strerror(errno));
-	p->dir = rt_xstrdup(tmpl);
-	register_temp_dir(p->dir);
+	c->dir = rt_xstrdup(tmpl);
+	register_temp_dir(c->dir);
 
 	struct statvfs vfs;
-	if (statvfs(p->dir, &vfs) == 0) {
+	if (statvfs(c->dir, &vfs) == 0) {
 		int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
 		if (avail < p->mapped)
 			rt_fatal("the slow pool needs %s but the file system of '%s' has %s free (choose another with --slow-dir)",
 			         fmt_bytes(p->mapped, b1, sizeof b1), parent, fmt_bytes(avail, b2, sizeof b2));
 	}
-	memkind_t kind;
-	MEMKIND_CHECK(memkind_create_pmem(p->dir, 0, &kind)); /* 0: the file grows as needed */
-	p->mk_kind = kind;
-	p->mk_owned = true;
-	int err = memkind_posix_memalign(kind, &p->base, POOL_ALIGN, (size_t)p->mapped);
+	MEMKIND_CHECK(memkind_create_pmem(c->dir, 0, &c->mk)); /* 0: the file grows as needed */
+	int err = memkind_posix_memalign(c->mk, &p->base, POOL_ALIGN, (size_t)p->mapped);
 	if (err || !p->base)
-		rt_fatal("cannot allocate the slow pool (%s) in '%s': %s", fmt_bytes(p->bytes, b1, sizeof b1), p->dir,
+		rt_fatal("cannot allocate the slow pool (%s) in '%s': %s", fmt_bytes(p->bytes, b1, sizeof b1), c->dir,
 		         strerror(err ? err : ENOMEM));
 }
 
@@ -210,7 +221,6 @@ static void open_dax(RtPool *p)
 		         "use the default --slow pmem with --slow-dir on its DAX file system instead",
 		         msg);
 	}
-	p->mk_kind = MEMKIND_DAX_KMEM;
 	err = memkind_posix_memalign(MEMKIND_DAX_KMEM, &p->base, POOL_ALIGN, (size_t)p->mapped);
 	if (err || !p->base)
 		rt_fatal("cannot allocate the slow pool (%s) from MEMKIND_DAX_KMEM: %s", fmt_bytes(p->bytes, b, sizeof b),
@@ -243,7 +253,6 @@ static void open_numa(RtPool *p, int node)
 		p->base = NULL;
 		rt_fatal("cannot map the slow pool (%s): %s", fmt_bytes(p->bytes, b, sizeof b), strerror(errno));
 	}
-	p->anon_map = true;
 	/* mbind(MPOL_BIND) without libnuma: a bit mask of nodes, one bit per node. */
 	unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
 	mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
@@ -251,12 +260,13 @@ static void open_numa(RtPool *p, int node)
 	if (syscall(SYS_mbind, p->base, (unsigned long)p->mapped, mpol_bind, mask, (unsigned long)1024 + 1,
 	            mpol_mf_strict) != 0)
 		rt_fatal("cannot bind the slow pool to NUMA node %d (mbind): %s", node, strerror(errno));
-	p->numa_node = node;
 }
 
-void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *parent, int numa_node)
+void cpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node)
 {
-	*p = (RtPool){.name = "slow", .bytes = bytes, .kind = kind, .numa_node = numa_node};
+	*p = (RtPool){.name = "slow", .bytes = bytes};
+	CpuPool *c = p->priv = rt_xcalloc(sizeof *c);
+	*c = (CpuPool){.slow = true, .kind = kind, .numa_node = numa_node};
 	if (bytes < 0)
 		RT_ICE("negative slow pool size %lld", (long long)bytes);
 	if (bytes == 0)
@@ -264,7 +274,7 @@ void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *pa
 	p->mapped = round_up(bytes, POOL_ALIGN);
 	switch (kind) {
 	case RT_SLOW_PMEM:
-		open_pmem(p, parent);
+		open_pmem(p, c, dir);
 		break;
 	case RT_SLOW_DAX:
 		open_dax(p);
@@ -276,38 +286,62 @@ void rt_pool_slow_open(RtPool *p, int64_t bytes, RtSlowKind kind, const char *pa
 	prefault(p);
 }
 
-void rt_pool_close(RtPool *p)
+/* Free a slow pool the way its memory came. */
+static void close_slow(RtPool *p, CpuPool *c)
 {
-	if (p->base) {
-		if (p->mk_kind)
-			memkind_free((memkind_t)p->mk_kind, p->base);
-		else if (p->anon_map)
+	switch (c->kind) {
+	case RT_SLOW_PMEM:
+		if (p->base)
+			memkind_free(c->mk, p->base);
+		if (c->mk)
+			MEMKIND_CHECK(memkind_destroy_kind(c->mk));
+		if (c->dir) {
+			if (rmdir(c->dir) != 0)
+				rt_warn("cannot remove the slow pool's directory '%s': %s", c->dir, strerror(errno));
+			unregister_temp_dir(c->dir);
+			free(c->dir);
+		}
+		break;
+	case RT_SLOW_DAX:
+		if (p->base)
+			memkind_free(MEMKIND_DAX_KMEM, p->base);
+		break;
+	case RT_SLOW_NUMA:
+		if (p->base)
 			munmap(p->base, (size_t)p->mapped);
-		else
-			free(p->base);
+		break;
 	}
-	if (p->mk_owned)
-		MEMKIND_CHECK(memkind_destroy_kind((memkind_t)p->mk_kind));
-	if (p->dir) {
-		if (rmdir(p->dir) != 0)
-			rt_warn("cannot remove the slow pool's directory '%s': %s", p->dir, strerror(errno));
-		unregister_temp_dir(p->dir);
-		free(p->dir);
-	}
+}
+
+void cpu_pool_close(RtPool *p)
+{
+	CpuPool *c = p->priv;
+	if (c && c->slow)
+		close_slow(p, c);
+	else
+		free(p->base);
+	free(c);
 	*p = (RtPool){.name = p->name};
 }
 
-const char *rt_pool_where(const RtPool *p, char *buf, size_t size)
+const char *cpu_pool_where(const RtPool *p, char *buf, size_t size)
 {
-	if (strcmp(p->name, "fast") == 0)
+	const CpuPool *c = p->priv;
+	if (!c || !c->slow)
 		snprintf(buf, size, "DRAM");
 	else if (p->bytes == 0)
 		snprintf(buf, size, "none");
-	else if (p->kind == RT_SLOW_PMEM)
-		snprintf(buf, size, "pmem file in %s", p->dir ? p->dir : "?");
-	else if (p->kind == RT_SLOW_DAX)
-		snprintf(buf, size, "MEMKIND_DAX_KMEM");
 	else
-		snprintf(buf, size, "NUMA node %d", p->numa_node);
+		switch (c->kind) {
+		case RT_SLOW_PMEM:
+			snprintf(buf, size, "pmem file in %s", c->dir ? c->dir : "?");
+			break;
+		case RT_SLOW_DAX:
+			snprintf(buf, size, "MEMKIND_DAX_KMEM");
+			break;
+		case RT_SLOW_NUMA:
+			snprintf(buf, size, "NUMA node %d", c->numa_node);
+			break;
+		}
 	return buf;
 }

@@ -1,0 +1,54 @@
+/*
+ * cpu/cpu.h - what the files of the CPU backend share: the functions
+ * that cpu/backend.c puts in rt_cpu_backend (rt_internal.h says what each
+ * does), and the one-thread copy that both the copy thread and the
+ * reshape kernel use.
+ *
+ *   cpu/pool.c     memory: DRAM, memkind (pmem, DAX) and NUMA pools
+ *   cpu/move.c     copies: blocking moves, the copy thread; host staging
+ *   cpu/kernels.c  kernels: oneDNN primitives and plain C
+ */
+#ifndef AUTOTM_CPU_H
+#define AUTOTM_CPU_H
+
+#include "../rt_internal.h"
+
+/* ---- memory (cpu/pool.c; store and load in cpu/move.c) ------------------- */
+
+void cpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit);
+void cpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit);
+void cpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node);
+void cpu_pool_close(RtPool *p);
+const char *cpu_pool_where(const RtPool *p, char *buf, size_t size);
+void cpu_remove_temp_dirs(void);
+void cpu_store(void *dst, const void *src, size_t bytes);
+void cpu_load(void *dst, const void *src, size_t bytes);
+
+/* ---- copies (cpu/move.c) -------------------------------------------------- */
+
+/* Copy on the calling thread; non-temporal stores from CPU_NT_THRESHOLD bytes on. */
+enum { CPU_NT_THRESHOLD = 1 << 20 };
+void cpu_copy(void *dst, const void *src, size_t bytes);
+
+void cpu_move(void *dst, const void *src, size_t bytes);
+void *cpu_copier_open(void);
+void cpu_copier_close(void *copier);
+int32_t cpu_copy_submit(void *copier, void *dst, const void *src, size_t bytes);
+void cpu_copy_wait(void *copier, int32_t handle);
+void cpu_copy_drain(void *copier);
+void cpu_copy_stats(void *copier, int64_t *count, int64_t *bytes);
+
+/* ---- kernels (cpu/kernels.c) ---------------------------------------------- */
+
+void cpu_prepare(int argc, char **argv);
+int cpu_cores(void);
+void *cpu_kernels_open(int threads);
+void cpu_kernels_close(void *state);
+void *cpu_create(void *state, int32_t id, const int64_t *desc);
+void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step);
+void cpu_destroy(void *state, void *kernel);
+const char *cpu_impl_name(void *kernel);
+int64_t cpu_scratch_bytes(void *state);
+void cpu_sync(void *state);
+
+#endif
