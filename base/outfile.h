@@ -1,0 +1,49 @@
+/*
+ * outfile.h - writing an output file the way its user expects, for the
+ * compiler and the runtime alike.
+ *
+ * Every file autotmc or a generated program writes (weights, results
+ * records, sweep results, plots, traces, programs) goes through here:
+ *
+ *   - a new file, or an existing regular file, is replaced atomically: the
+ *     bytes go to a temporary file beside it, are synced, and the
+ *     temporary file is renamed over it; an existing file keeps its mode;
+ *   - a symbolic link is followed: its target is replaced as above and the
+ *     link stays;
+ *   - anything else that exists (a device such as /dev/null, a FIFO, a
+ *     terminal) is written straight through, never replaced;
+ *   - a directory, or a path whose directory is missing or not writable,
+ *     is refused.
+ *
+ * outfile_check() says, before any work, whether a path can be written,
+ * so that a command never trains for an hour and then loses its result.
+ */
+#ifndef AUTOTM_OUTFILE_H
+#define AUTOTM_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Whether path can be written as above; false with the reason in err ("PATH: reason"). */
+bool outfile_check(const char *path, char *err, size_t errlen);
+
+/* An output file being written: open, write to f, then commit or abort. */
+typedef struct OutFile {
+	FILE *f;           /* write here */
+	char *path;        /* the destination (a link's target, resolved) */
+	char *tmp;         /* the temporary file, NULL when writing straight through */
+	int mode;          /* the mode the result gets (an existing file's, or new) */
+} OutFile;
+
+/* Start writing path; false with err. */
+bool outfile_open(OutFile *o, const char *path, char *err, size_t errlen);
+/* Finish: flush, sync and rename into place; false with err (the destination is then untouched). */
+bool outfile_commit(OutFile *o, char *err, size_t errlen);
+/* Give up: remove the temporary file; the destination is untouched. */
+void outfile_abort(OutFile *o);
+
+/* The whole of data into path: open, write, commit. */
+bool outfile_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+#endif
