@@ -107,6 +107,11 @@ bool outfile_check(const char *path, char *err, size_t errlen)
 
 bool outfile_open(OutFile *o, const char *path, char *err, size_t errlen)
 {
+	return outfile_open_mode(o, path, 0666, err, errlen);
+}
+
+bool outfile_open_mode(OutFile *o, const char *path, int new_mode, char *err, size_t errlen)
+{
 	*o = (OutFile){0};
 	if (!outfile_check(path, err, errlen))
 		return false;
@@ -131,7 +136,7 @@ bool outfile_open(OutFile *o, const char *path, char *err, size_t errlen)
 	} else {
 		mode_t mask = umask(0);
 		umask(mask);
-		o->mode = (int)(0666 & ~mask);
+		o->mode = (int)((mode_t)new_mode & ~mask);
 	}
 	char *dir = dir_of(o->path);
 	const char *base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;

@@ -36,8 +36,10 @@ typedef struct OutFile {
 	int mode;          /* the mode the result gets (an existing file's, or new) */
 } OutFile;
 
-/* Start writing path; false with err. */
+/* Start writing path; false with err. A new file gets mode 0666 less the umask. */
 bool outfile_open(OutFile *o, const char *path, char *err, size_t errlen);
+/* The same; a new file gets new_mode less the umask (0777: a program). */
+bool outfile_open_mode(OutFile *o, const char *path, int new_mode, char *err, size_t errlen);
 /* Finish: flush, sync and rename into place; false with err (the destination is then untouched). */
 bool outfile_commit(OutFile *o, char *err, size_t errlen);
 /* Give up: remove the temporary file; the destination is untouched. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "autotm/profile.h"
+#include "outfile.h"
 #include "util.h"
 
 #ifndef AUTOTM_STDLIBDIR
@@ -95,6 +96,7 @@ bool command_find(const char *name, Command *out)
 typedef enum ValueKind {
 	V_FLAG,      /* none: sets a bool */
 	V_TEXT,      /* any text (a path, a list checked later): a const char * */
+	V_OUTPUT,    /* a file to write: a const char *, checked writable before any work */
 	V_LONG,      /* a whole number from min to max: a long */
 	V_INT,       /* the same, into an int */
 	V_BYTES,     /* a size such as 2GiB: an int64_t */
@@ -148,7 +150,7 @@ static const Option options[] = {
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */
-	{"output", 'o', V_TEXT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
+	{"output", 'o', V_OUTPUT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
 	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
 	 "rewritten after every run"},
 	{"emit-llvm", 0, V_FLAG, F(emit_llvm), C(BUILD) | C(RUN), 0, 0, NULL,
@@ -159,18 +161,18 @@ static const Option options[] = {
 	{"json", 0, V_FLAG, F(json), C(GRAPH) | C(SCHEDULE), 0, 0, NULL,
 	 "print JSON instead (docs/training.md, docs/schedule.md)"},
 	{"summary", 0, V_FLAG, F(summary), C(SCHEDULE), 0, 0, NULL, "print only the summary"},
-	{"trace", 0, V_TEXT, F(trace), C(SCHEDULE), 0, 0, "T.json", "also write the schedule in Chrome Trace Event format (Perfetto)"},
-	{"plot", 0, V_TEXT, F(plot), C(SCHEDULE), 0, 0, "P.png|P.svg", "also plot the bytes in each tier over the step (gnuplot)"},
+	{"trace", 0, V_OUTPUT, F(trace), C(SCHEDULE), 0, 0, "T.json", "also write the schedule in Chrome Trace Event format (Perfetto)"},
+	{"plot", 0, V_OUTPUT, F(plot), C(SCHEDULE), 0, 0, "P.png|P.svg", "also plot the bytes in each tier over the step (gnuplot)"},
 	/* training */
 	{"iters", 0, V_LONG, F(iters), C_TRAIN | C(SWEEP), 0, 1000000, "N",
 	 "training steps (default: interpret 3, run 10, sweep 5; 0 only initialises)"},
 	{"seed", 0, V_LONG, F(seed), C_TRAIN, 0, 0x7fffffff, "S", "seed of weights and synthetic data (default 1)"},
 	{"f64", 0, V_FLAG, F(f64), C(INTERPRET), 0, 0, NULL, "compute in float64 (default: float32 results)"},
 	{"weights", 0, V_TEXT, F(weights), C_TRAIN, 0, 0, "W", "load the weights from the safetensors file W"},
-	{"save-weights", 0, V_TEXT, F(save_weights), C_TRAIN, 0, 0, "OUT", "save the weights after training (safetensors)"},
+	{"save-weights", 0, V_OUTPUT, F(save_weights), C_TRAIN, 0, 0, "OUT", "save the weights after training (safetensors)"},
 	{"input", 0, V_TEXT, F(input), C_TRAIN, 0, 0, "X.npy", "the input batch (default: N(0, 1) from the seed)"},
 	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats or [N] class indices"},
-	{"results", 0, V_TEXT, F(results), C(RUN), 0, 0, "R.json", "write the results record"},
+	{"results", 0, V_OUTPUT, F(results), C(RUN), 0, 0, "R.json", "write the results record"},
 	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
 	/* profile */
 	{"runs", 0, V_INT, F(runs), C(PROFILE), 1, 1000, "N",
@@ -179,7 +181,7 @@ static const Option options[] = {
 	{"fast-only", 0, V_FLAG, F(fast_only), C(PROFILE), 0, 0, NULL,
 	 "measure only the all-fast time of each kernel and no moves: what modeling\nanother machine with --hw needs"},
 	{"quiet", 0, V_FLAG, F(quiet), C(PROFILE), 0, 0, NULL, "print nothing but errors"},
-	{"export", 0, V_TEXT, F(export_path), C(PROFILE), 0, 0, "K.tsv",
+	{"export", 0, V_OUTPUT, F(export_path), C(PROFILE), 0, 0, "K.tsv",
 	 "with --backend gpu: write the step's distinct kernels for autotm-gpu-profile,\n"
 	 "which times them on a GPU (docs/gpu.md)"},
 	/* sweep */
@@ -388,6 +390,7 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 		*(bool *)field = true;
 		break;
 	case V_TEXT:
+	case V_OUTPUT:
 		if (!*v)
 			usage_error(cmd, "--%s expects a value, got an empty one", o->name);
 		*(const char **)field = v;
@@ -528,6 +531,26 @@ static void check_placement(Settings *s)
 		            oi->summary);
 }
 
+/*
+ * Every file the command will write must be writable now, before any
+ * work: a wrong path is an error of the system (exit 1), not of the
+ * command line.
+ */
+static void check_outputs(Arena *a, const Settings *s)
+{
+	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
+		const Option *o = &options[i];
+		const char *path = o->kind == V_OUTPUT && (o->cmds >> s->cmd & 1) ? *(const char **)((char *)s + o->field)
+		                                                                   : NULL;
+		const char *ll = path && o->field == F(output) && s->emit_llvm ? arena_printf(a, "%s.ll", path) : NULL;
+		char err[512];
+		if ((path && !outfile_check(path, err, sizeof err)) || (ll && !outfile_check(ll, err, sizeof err))) {
+			fprintf(stderr, "autotmc: error: %s\n", err);
+			exit(1);
+		}
+	}
+}
+
 /* The combinations of options that no single row can check, and each command's defaults. */
 static void check_settings(Arena *a, Settings *s)
 {
@@ -576,6 +599,7 @@ static void check_settings(Arena *a, Settings *s)
 	}
 	if (s->dot && s->json)
 		usage_error(cmd, "--dot and --json cannot be combined");
+	check_outputs(a, s);
 }
 
 /* ---- parsing ------------------------------------------------------------ */

@@ -14,7 +14,7 @@
 static ProfileOptions profile_options(const CostRequest *r)
 {
 	return (ProfileOptions){.db = r->db, .model = r->model, .fast_only = r->fast_only || r->hw,
-	                        .slow_dir = r->slow_dir, .threads = r->threads};
+	                        .slow_dir = r->slow_dir, .threads = r->threads, .report = stderr};
 }
 
 bool costmodel_measure(const Graph *g, const Schedule *s, const CostRequest *r, char *err, size_t errlen)

@@ -31,9 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "util.h"
 
 #ifndef AUTOTM_LIBDIR
@@ -107,9 +109,20 @@ bool link_program(const char *obj, const char *out, TargetId target, char *err, 
 	char *libs = xstrdup(gpu ? AUTOTM_RT_CUDA_LIBS " -Wl,-rpath,$ORIGIN" : AUTOTM_RT_LIBS);
 	const char *argv[64];
 	int argc = 0;
+	/* the linker writes a temporary file; out is written from it as base/outfile.h writes files */
+	const char *tmpdir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	char linked[PATH_MAX];
+	snprintf(linked, sizeof linked, "%s/autotm-link.XXXXXX", tmpdir);
+	int lfd = mkstemp(linked);
+	if (lfd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file in %s: %s", tmpdir, strerror(errno));
+		free(libs);
+		return false;
+	}
+	close(lfd);
 	argv[argc++] = cc;
 	argv[argc++] = "-o";
-	argv[argc++] = out;
+	argv[argc++] = linked;
 	argv[argc++] = obj;
 	argv[argc++] = lib;
 	for (char *tok = strtok(libs, " "); tok && argc < (int)countof(argv) - 1; tok = strtok(NULL, " "))
@@ -132,13 +145,34 @@ bool link_program(const char *obj, const char *out, TargetId target, char *err, 
 		if (errno != EINTR) {
 			snprintf(err, errlen, "waiting for the linker: %s", strerror(errno));
 			free(libs);
+			unlink(linked);
 			return false;
 		}
 	free(libs);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		snprintf(err, errlen, "linking %s failed (%s exited with status %d)", out, cc,
 		         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		unlink(linked);
 		return false;
 	}
-	return !gpu || copy_cjson_beside(out, err, errlen);
+	size_t len = 0;
+	char *bytes = read_file(linked, &len);
+	unlink(linked);
+	if (!bytes) {
+		snprintf(err, errlen, "cannot read the linked program %s: %s", linked, strerror(errno));
+		return false;
+	}
+	OutFile o;
+	bool ok = outfile_open_mode(&o, out, 0777, err, errlen);
+	if (ok && fwrite(bytes, 1, len, o.f) != len) {
+		snprintf(err, errlen, "cannot write %s: %s", out, strerror(errno));
+		outfile_abort(&o);
+		ok = false;
+	} else if (ok) {
+		ok = outfile_commit(&o, err, errlen);
+	}
+	free(bytes);
+	struct stat st;
+	bool regular = stat(out, &st) == 0 && S_ISREG(st.st_mode);
+	return ok && (!gpu || !regular || copy_cjson_beside(out, err, errlen));
 }

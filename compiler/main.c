@@ -123,7 +123,7 @@ static int cmd_schedule(const Settings *s, Arena *a)
 	} else {
 		if (!s->summary)
 			schedule_table(stdout, c.g, c.place, tl);
-		schedule_summary(stdout, c.g, c.place, tl, c.cm);
+		printf("%smodel %s\n", s->summary ? "" : "\n", c.g->model);
 		schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
 	}
 	bool ok = true;

@@ -18,15 +18,22 @@ bool plot_open(Plot *p, const char *path, int width, int height)
 		error_plain("%s: a plot is written as .png or .svg", path);
 		return false;
 	}
+	char err[512];
+	if (!outfile_open(&p->out, path, err, sizeof err)) {
+		error_plain("%s", err);
+		return false;
+	}
 	int fds[2];
 	if (pipe(fds) != 0) {
 		error_plain("cannot start gnuplot: %s", strerror(errno));
+		outfile_abort(&p->out);
 		return false;
 	}
 	fflush(NULL);
 	p->pid = fork();
 	if (p->pid == 0) {
 		dup2(fds[0], 0);
+		dup2(fileno(p->out.f), 1);
 		close(fds[0]);
 		close(fds[1]);
 		execlp("gnuplot", "gnuplot", (char *)NULL);
@@ -40,10 +47,10 @@ bool plot_open(Plot *p, const char *path, int width, int height)
 		close(fds[1]);
 		if (p->pid > 0)
 			waitpid(p->pid, NULL, 0);
+		outfile_abort(&p->out);
 		return false;
 	}
-	fprintf(p->f, "set terminal %s size %d,%d\n", svg ? "svg" : "png", width, height);
-	fprintf(p->f, "set output '%s'\n", path);
+	fprintf(p->f, "set terminal %s size %d,%d\nset output\n", svg ? "svg" : "png", width, height);
 	return true;
 }
 
@@ -55,6 +62,12 @@ bool plot_close(Plot *p)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		error_plain("gnuplot failed to write %s", p->path);
+		outfile_abort(&p->out);
+		return false;
+	}
+	char err[512];
+	if (!outfile_commit(&p->out, err, sizeof err)) {
+		error_plain("%s", err);
 		return false;
 	}
 	return true;

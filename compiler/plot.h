@@ -8,15 +8,20 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "outfile.h"
+
 typedef struct Plot {
 	FILE *f;          /* the script: write gnuplot commands and inline data here */
 	pid_t pid;        /* gnuplot */
 	const char *path; /* the image it writes */
+	OutFile out;      /* the image, opened here: gnuplot writes it on its standard output */
 } Plot;
 
 /*
  * Start gnuplot writing path (.png or .svg, width x height pixels): the
- * terminal and output are set. False after an error message.
+ * terminal is set, and the image goes to the file opened here as
+ * base/outfile.h writes files, so that the path never appears in the
+ * script, whatever characters it holds. False after an error message.
  */
 bool plot_open(Plot *p, const char *path, int width, int height);
 /* End the script and wait for gnuplot; false after an error message if it failed. */

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "autotm/profile.h"
 #include "costmodel.h"
@@ -55,6 +56,8 @@ typedef struct ProfileOptions {
 	int numa_node;         /* numa: the node */
 	bool fast_only;        /* measure only all-fast times and no moves (what --hw needs) */
 	bool quiet;            /* print nothing but errors */
+	FILE *report;          /* where the report goes (NULL: stdout; stderr when profiling for another command,
+	                          whose standard output is its own) */
 	const char *model;     /* the model's file, for messages ("run autotmc profile FILE") */
 } ProfileOptions;
 
@@ -192,11 +195,14 @@ ProfileSig *profile_sig_find(const ProfileSigs *sigs, const char *text);
 const ProfileMeas *profile_sig_meas(const ProfileSig *sig, uint32_t config);
 
 /*
- * Open a database; with `create`, a missing file is created with the
- * schema. A file that is not SQLite, or SQLite of another schema, is an
- * error naming the path.
+ * Open a database: with `create` (to measure), read-write, a missing file
+ * created with the schema; else read-only (a shared database, a read-only
+ * mount). A file that is not SQLite, damaged, or SQLite of another schema
+ * is an error naming the path and what to do. NULL with err.
  */
 ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen);
+/* Make the directory the database at path goes in; false with err. */
+bool pdb_make_parent(const char *path, char *err, size_t errlen);
 void pdb_close(ProfileDb *db);
 bool pdb_add_machine(ProfileDb *db, const ProfileMachine *m, char *err, size_t errlen);
 /* Fill the `known` fields of every signature from the database. */

@@ -23,6 +23,10 @@
 
 #include <math.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +341,34 @@ static void print_moves(FILE *f, const ProfileMoves *mv)
 
 /* ---- the driver ----------------------------------------------------------------------- */
 
+/*
+ * One profiler at a time per database: two would measure the same
+ * kernels twice and disturb each other's timings. The lock is an flock
+ * on DB.lock beside the database (released when the process ends, however
+ * it ends); a second profiler says so and waits, then measures only what
+ * the first left missing. Returns the lock's descriptor, or -1 with err.
+ */
+static int lock_database(const char *db, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s.lock", db);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot lock the profile database for measuring (%s): %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	fprintf(stderr, "profile: another process is profiling into %s; waiting for it to finish\n", db);
+	while (flock(fd, LOCK_EX) != 0)
+		if (errno != EINTR) {
+			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 /* Open the database and load what it holds for the step's signatures and the moves. */
 static bool load(Run *run, const Graph *g, const Schedule *s, const ProfileOptions *in, bool create,
                  ProfileMachine *mach, ProfileSigs **sigs, ProfileMoves *mv)
@@ -366,7 +398,12 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 	ProfileMachine mach;
 	ProfileSigs *sigs = NULL;
 	ProfileMoves mv = {0};
-	bool ok = load(&run, g, s, o, true, &mach, &sigs, &mv);
+	ProfileOptions ro;
+	profile_resolve(o, &ro, &a);
+	bool made = pdb_make_parent(ro.db, err, errlen);
+	int lock = made ? lock_database(ro.db, err, errlen) : -1;
+	bool ok = lock >= 0 && load(&run, g, s, o, true, &mach, &sigs, &mv);
+	FILE *out = o->report ? o->report : stdout;
 	if (ok) {
 		r->kernels = sigs->n;
 		int todo = 0;
@@ -376,13 +413,13 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 		bool moves = !run.o.fast_only && moves_missing(&mv) > 0;
 		if (!run.o.quiet) {
 			if (todo == 0 && !moves)
-				printf("profile: the database has every kernel (%d, of %d nodes)%s: nothing to measure\n",
+				fprintf(out, "profile: the database has every kernel (%d, of %d nodes)%s: nothing to measure\n",
 				       sigs->n, s->n, run.o.fast_only ? "" : " and the moves");
 			else
-				printf("profile: %d kernels of %d nodes to profile (%d already in the database)%s\n", todo,
+				fprintf(out, "profile: %d kernels of %d nodes to profile (%d already in the database)%s\n", todo,
 				       s->n, r->already, moves ? ", and the moves" : "");
-			printf("database: %s\nmachine: %s (cpu backend, %d threads)\n", run.o.db, mach.key, run.o.threads);
-			fflush(stdout);
+			fprintf(out, "database: %s\nmachine: %s (cpu backend, %d threads)\n", run.o.db, mach.key, run.o.threads);
+			fflush(out);
 		}
 		progress_begin(&run.pr, todo + moves, run.o.quiet);
 		for (int i = 0; ok && i < sigs->n; i++)
@@ -396,18 +433,20 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 	if (ok && !run.o.quiet) {
 		char d[32];
 		if (r->measurements > 0 && run.o.fast_only)
-			printf("profiled %d kernels (all-fast only): %d measurements in %s\n", r->profiled, r->measurements,
+			fprintf(out, "profiled %d kernels (all-fast only): %d measurements in %s\n", r->profiled, r->measurements,
 			       fmt_duration(r->seconds, d, sizeof d));
 		else if (r->measurements > 0)
-			printf("profiled %d kernels (%d within noise, %d every configuration, %d additive): "
+			fprintf(out, "profiled %d kernels (%d within noise, %d every configuration, %d additive): "
 			       "%d measurements in %s\n",
 			       r->profiled, r->noise, r->all, r->additive, r->measurements,
 			       fmt_duration(r->seconds, d, sizeof d));
 		if (!run.o.fast_only)
-			print_moves(stdout, &mv);
+			print_moves(out, &mv);
 	}
 	rt_profiler_free(run.p);
 	pdb_close(run.db);
+	if (lock >= 0)
+		close(lock);
 	arena_free(&a);
 	return ok;
 }

@@ -323,8 +323,16 @@ static int count_tables(ProfileDb *db, char *err, size_t errlen)
 	if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
-	if (n < 0)
-		snprintf(err, errlen, "%s is not an autotm profile database: %s", db->path, sqlite3_errmsg(db->h));
+	if (n < 0) {
+		int code = sqlite3_extended_errcode(db->h) & 0xff;
+		if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+			snprintf(err, errlen,
+			         "the profile database %s is damaged or not an SQLite database (%s): move it away and "
+			         "profile again (autotmc profile), or give another file with --profile-db",
+			         db->path, sqlite3_errmsg(db->h));
+		else
+			snprintf(err, errlen, "cannot read the profile database %s: %s", db->path, sqlite3_errmsg(db->h));
+	}
 	sqlite3_finalize(st);
 	return n;
 }
@@ -381,7 +389,7 @@ static bool check_schema(ProfileDb *db, char *err, size_t errlen)
 }
 
 /* mkdir -p of the directory holding path. */
-static bool make_parent(const char *path, char *err, size_t errlen)
+bool pdb_make_parent(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", path);
@@ -414,7 +422,7 @@ static bool prepare(ProfileDb *db, const char *sql, sqlite3_stmt **st, char *err
 
 ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 {
-	if (create && !make_parent(path, err, errlen))
+	if (create && !pdb_make_parent(path, err, errlen))
 		return NULL;
 	if (!create && access(path, F_OK) != 0) {
 		snprintf(err, errlen, "no profile database at %s (run autotmc profile first)", path);
@@ -422,15 +430,42 @@ ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 	}
 	ProfileDb *db = xcalloc(1, sizeof *db);
 	db->path = xstrdup(path);
-	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-	if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
-		snprintf(err, errlen, "cannot open the profile database %s: %s", path,
-		         db->h ? sqlite3_errmsg(db->h) : "out of memory");
-		pdb_close(db);
-		return NULL;
+	/*
+	 * Reading needs no write access: a shared database, or one on a
+	 * read-only mount, serves placements. A write-ahead-logged database
+	 * whose directory cannot take the log's index is read as immutable.
+	 */
+	int flags = create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+	int n = -1;
+	for (int immutable = 0; immutable < 2 && n < 0; immutable++) {
+		if (db->h)
+			sqlite3_close(db->h);
+		db->h = NULL;
+		int rc;
+		if (!immutable) {
+			rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+		} else {
+			/* file:PATH?immutable=1, with the path's own '%', '?' and '#' escaped */
+			char *uri = sqlite3_mprintf("file:");
+			for (const char *q = path; uri && *q; q++)
+				uri = strchr("%?#", *q) ? sqlite3_mprintf("%z%%%02X", uri, (unsigned char)*q)
+				                        : sqlite3_mprintf("%z%c", uri, *q);
+			uri = uri ? sqlite3_mprintf("%z?immutable=1", uri) : NULL;
+			rc = uri ? sqlite3_open_v2(uri, &db->h, flags | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+			sqlite3_free(uri);
+		}
+		if (rc != SQLITE_OK) {
+			snprintf(err, errlen, "cannot open the profile database %s: %s", path,
+			         db->h ? sqlite3_errmsg(db->h) : "out of memory");
+			pdb_close(db);
+			return NULL;
+		}
+		sqlite3_busy_timeout(db->h, 30000);
+		n = count_tables(db, err, errlen);
+		int code = n < 0 ? sqlite3_extended_errcode(db->h) & 0xff : SQLITE_OK;
+		if (create || (code != SQLITE_CANTOPEN && code != SQLITE_READONLY && code != SQLITE_IOERR))
+			break;
 	}
-	sqlite3_busy_timeout(db->h, 30000);
-	int n = count_tables(db, err, errlen);
 	bool ok = n >= 0;
 	if (ok && n == 0) {
 		if (!create) {
@@ -443,8 +478,9 @@ ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 	ok = ok && check_schema(db, err, errlen);
 	/* WAL: readers do not wait for the profiler; NORMAL: a commit survives a
 	   killed process (not necessarily a power cut), which is what resuming needs. */
-	ok = ok && exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", "setting its journal mode", err,
-	                errlen);
+	ok = ok && (!create ||
+	            exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", "setting its journal mode", err,
+	                 errlen));
 	ok = ok &&
 	     prepare(db,
 	             "INSERT INTO kernels (machine, backend, threads, signature, op, nargs, rule, complete) "

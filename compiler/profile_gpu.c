@@ -15,6 +15,7 @@
 
 #include "autotm/rt.h"
 #include "profile.h"
+#include "outfile.h"
 #include "util.h"
 
 #define KERNELS_HEADER "# autotm gpu kernels 1"
@@ -23,12 +24,10 @@
 int gpu_export_kernels(const char *path, const Graph *g, const Schedule *s, Arena *a, char *err, size_t errlen)
 {
 	ProfileSigs *sigs = profile_signatures(g, s, a);
-	char *tmp = arena_printf(a, "%s.tmp%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+	OutFile out;
+	if (!outfile_open(&out, path, err, errlen))
 		return -1;
-	}
+	FILE *f = out.f;
 	fprintf(f, "%s\n# %s: %d distinct kernels of %d in the training step\n", KERNELS_HEADER, g->model, sigs->n,
 	        s->n);
 	for (int i = 0; i < sigs->n; i++) {
@@ -37,17 +36,7 @@ int gpu_export_kernels(const char *path, const Graph *g, const Schedule *s, Aren
 			fprintf(f, "%c%" PRId64, k ? ',' : '\t', sigs->v[i]->desc[k]);
 		fputc('\n', f);
 	}
-	bool ok = !ferror(f);
-	if (fclose(f) != 0)
-		ok = false;
-	if (ok && rename(tmp, path) != 0)
-		ok = false;
-	if (!ok) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return sigs->n;
+	return outfile_commit(&out, err, errlen) ? sigs->n : -1;
 }
 
 /* ------------------------------------------------------------ reading */

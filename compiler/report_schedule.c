@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "util.h"
 
 Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
@@ -115,35 +116,6 @@ void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline 
 		}
 		fputc('\n', f);
 	}
-}
-
-void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm)
-{
-	char b1[64], b2[64], b3[64];
-	MoveStats ms = placement_stats(p);
-	int nsync_fast = 0, nsync_slow = 0, nasync_fast = 0, nasync_slow = 0;
-	for (int i = 0; i < p->moves.n; i++) {
-		const Move *m = &p->moves.v[i];
-		int *count = m->to->tier == TIER_FAST ? (m->async ? &nasync_fast : &nsync_fast)
-		                                      : (m->async ? &nasync_slow : &nsync_slow);
-		(*count)++;
-	}
-	fprintf(f, "\nmodel %s, placement %s\n", g->model, placement_name(p));
-	fprintf(f, "moves to slow: %d sync + %d async, %s\n", nsync_slow, nasync_slow,
-	        fmt_bytes(ms.bytes_to_slow, b1, sizeof b1));
-	fprintf(f, "moves to fast: %d sync + %d async, %s\n", nsync_fast, nasync_fast,
-	        fmt_bytes(ms.bytes_to_fast, b1, sizeof b1));
-	fprintf(f, "fast pool: %s", fmt_bytes(p->fast_bytes, b1, sizeof b1));
-	if (p->limit > 0)
-		fprintf(f, " of a %s limit (%.1f%%)", fmt_bytes(p->limit, b2, sizeof b2),
-		        100.0 * (double)p->fast_bytes / (double)p->limit);
-	if (p->workspace > 0)
-		fprintf(f, " + a convolution workspace of %s (%.1f%% of the limit together)",
-		        fmt_bytes(p->workspace, b1, sizeof b1),
-		        p->limit > 0 ? 100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit : 0.0);
-	fprintf(f, "; slow pool: %s; peak live bytes %s\n", fmt_bytes(p->slow_bytes, b3, sizeof b3),
-	        fmt_bytes(p->s->peak, b2, sizeof b2));
-	fprintf(f, "predicted step time: %.3f ms (%s)\n", tl->total * 1e3, cm->source);
 }
 
 static cJSON *num(double v)
@@ -286,13 +258,11 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 	cJSON_Delete(root);
 	if (!text)
 		fatal_sys("out of memory");
-	FILE *f = fopen(path, "w");
-	bool ok = f && fputs(text, f) >= 0;
-	if (f && fclose(f) != 0)
-		ok = false;
+	char err[512];
+	bool ok = outfile_write(path, text, strlen(text), err, sizeof err);
 	free(text);
 	if (!ok)
-		error_plain("cannot write %s: %s", path, strerror(errno));
+		error_plain("%s", err);
 	return ok;
 }
 
@@ -329,15 +299,18 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	char b1[64], b2[64], b3[64];
 	int64_t bound = memplan_fast_peak(p, a);
 	MoveStats ms = placement_stats(p);
-	fprintf(f, "placement: %s; %d moves, %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
-	        fmt_bytes(ms.bytes_to_fast, b1, sizeof b1), fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
+	fprintf(f, "placement: %s; %d moves (%d async), %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
+	        ms.nasync, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1), fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
 	fprintf(f, "fast pool: %s for %s live at once (fragmentation %.1f%%); slow pool: %s\n",
 	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
 	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
+	if (p->workspace > 0)
+		fprintf(f, "convolution workspace: %s beside the fast pool\n", fmt_bytes(p->workspace, b1, sizeof b1));
 	if (p->limit > 0)
-		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes)\n", fmt_bytes(p->limit, b1, sizeof b1),
-		        100.0 * (double)p->limit / (double)s->peak);
+		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes, %s); pools use %.1f%% of it\n",
+		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)s->peak,
+		        fmt_bytes(s->peak, b2, sizeof b2), 100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
 	if (st->nattempts > 0)
 		fprintf(f, "ILP: %d rows, %d columns, %d integers, %ld nonzeros; built in %.2f s, solved in %.2f s; "
 		           "%.2f s in all (%d attempt%s), %s, gap %.2f%%\n",

@@ -25,12 +25,11 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a);
 
 /* One line per step (kernel, each argument's tier) with its moves before it. */
 void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl);
-/* Moves and bytes each way, pools against the limit, predicted time. */
-void schedule_summary(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm);
 /* The schedule as JSON (docs/schedule.md); `extra` is a JSON object of solver facts, or NULL. */
 void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
                    const char *extra);
-/* The placement's pools, moves and solver figures, a few lines (schedule, build, run). */
+/* The summary: moves and bytes each way, the pools against the limit and their fragmentation, the
+   solver's figures, the predicted step time (schedule, build, run). */
 void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostModel *cm, const PlaceStats *st,
                    Arena *a);
 /* The solver's figures as a JSON object (free() it), or NULL when no ILP was solved. */

@@ -30,6 +30,7 @@
 #include "driver.h"
 #include "sweep.h"
 #include "plot.h"
+#include "outfile.h"
 #include "util.h"
 
 /* Split a comma-separated list (cli.c has checked its entries). */
@@ -64,26 +65,18 @@ typedef struct Sweep {
 	int failed;            /* runs without a result */
 } Sweep;
 
-/* Write the results document through a temporary file. */
+/* Write the results document (atomically where it is a file: base/outfile.h). */
 static bool save(const Sweep *sw)
 {
 	char *text = cJSON_Print(sw->doc);
 	if (!text)
 		fatal_sys("out of memory printing %s", sw->out);
-	size_t len = strlen(sw->out) + 16;
-	char *tmp = xmalloc(len);
-	snprintf(tmp, len, "%s.tmp%d", sw->out, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && fclose(f) != 0)
-		ok = false;
-	if (ok && rename(tmp, sw->out) != 0)
-		ok = false;
-	if (!ok) {
-		error_plain("cannot write %s: %s", sw->out, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
+	char err[512];
+	size_t len = strlen(text);
+	text[len] = '\n'; /* cJSON's terminating NUL becomes the last line's end */
+	bool ok = outfile_write(sw->out, text, len + 1, err, sizeof err);
+	if (!ok)
+		error_plain("%s", err);
 	free(text);
 	return ok;
 }
@@ -342,6 +335,17 @@ int cmd_sweep(const Settings *set, Arena *arena)
 	const char *model = probe.g->model;
 	if (!out)
 		out = arena_printf(&a, "%s-sweep.json", model);
+	/* every file the sweep writes, before the first run */
+	const char *outputs[] = {out, strcmp(plots, "none") ? plot_path(&a, out, "speedup", plots) : NULL,
+	                         strcmp(plots, "none") ? plot_path(&a, out, "predicted", plots) : NULL};
+	for (size_t i = 0; i < countof(outputs); i++) {
+		char err[512];
+		if (outputs[i] && !outfile_check(outputs[i], err, sizeof err)) {
+			error_plain("%s", err);
+			arena_free(&a);
+			return 1;
+		}
+	}
 	char tmpl[] = "/tmp/autotm-sweep.XXXXXX";
 	Sweep sw = {.base = set, .iters = iters, .out = out, .tmpdir = mkdtemp(tmpl),
 	            .total = autothreads ? 0 : 2 + nopt * nratio};
@@ -379,13 +383,18 @@ int cmd_sweep(const Settings *set, Arena *arena)
 		t = next_threads(t, fast, t_all);
 	}
 	add_matrix(&sw);
-	bool ok = save(&sw);
+	bool saved = save(&sw), drawn = true;
 	if (strcmp(plots, "none") != 0)
-		ok = draw(&a, &sw, plots, model, opts, nopt, ratios, nratio, first) && ok;
-	printf("sweep: %d run%s, %d failed; wrote %s", sw.nrun, sw.nrun == 1 ? "" : "s", sw.failed, out);
-	if (strcmp(plots, "none") != 0)
-		printf(", %s and %s", plot_path(&a, out, "speedup", plots), plot_path(&a, out, "predicted", plots));
+		drawn = draw(&a, &sw, plots, model, opts, nopt, ratios, nratio, first);
+	printf("sweep: %d run%s, %d failed", sw.nrun, sw.nrun == 1 ? "" : "s", sw.failed);
+	if (saved)
+		printf("; wrote %s", out);
+	if (drawn && strcmp(plots, "none") != 0)
+		printf("%s %s and %s", saved ? "," : "; wrote", outputs[1], outputs[2]);
+	if (!saved || !drawn)
+		printf("; %s could not be written (see above)", !saved ? out : "the plots");
 	printf("\n");
+	bool ok = saved && drawn;
 	unlink(arena_printf(&a, "%s/run.json", sw.tmpdir));
 	rmdir(sw.tmpdir);
 	cJSON_Delete(sw.doc);

@@ -197,7 +197,7 @@ static void test_db_errors(void)
 		bytes[i] = (unsigned char)(i * 2654435761u >> 13);
 	write_bytes(junk, bytes, sizeof bytes);
 	ProfileDb *db = pdb_open(junk, true, err, sizeof err);
-	test_check(!db && strstr(err, junk) && strstr(err, "not an autotm profile database"), "random bytes: %s", err);
+	test_check(!db && strstr(err, junk) && strstr(err, "damaged or not an SQLite database"), "random bytes: %s", err);
 
 	const char *foreign = tmp_path("foreign.db");
 	char cmd[2048];

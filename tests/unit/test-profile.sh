@@ -149,7 +149,7 @@ fi
 head -c 65536 /dev/urandom >junk.db
 profile tiny.net "${opts[@]}" --profile-db junk.db >out.txt 2>err.txt
 rc=$?
-if [ $rc -eq 1 ] && grep -q "junk.db is not an autotm profile database" err.txt; then
+if [ $rc -eq 1 ] && grep -q "junk.db is damaged or not an SQLite database" err.txt; then
     ok "random bytes: $(head -1 err.txt)"
 else
     fail "random bytes: exit $rc"; cat err.txt
