@@ -83,20 +83,37 @@ struct Env {
 	Env *parent;   /* enclosing frame (model parameters at the root) */
 };
 
+/*
+ * A hash table from names to pointers, so that no lookup by name is linear:
+ * a chain of 100,000 layers checks each new name against the earlier ones,
+ * and a file may define as many layers. Open addressing with linear
+ * probing; the slots live in the arena (growing abandons the old ones).
+ */
+typedef struct NameSlot {
+	const char *name; /* key, NULL in an empty slot */
+	void *val;        /* what the name stands for */
+} NameSlot;
+
+typedef struct NameTable {
+	NameSlot *slots; /* cap entries, or NULL before the first insertion */
+	size_t cap;      /* a power of two */
+	size_t n;        /* names stored */
+} NameTable;
+
 /* Per-chain naming state: counters per kind and the names already used. */
-typedef struct Counter { const char *kind; int n; struct Counter *next; } Counter;
-typedef struct Child { const char *name; SrcLoc loc; struct Child *next; } Child;
+typedef struct Counter { int n; } Counter;
+typedef struct Child { SrcLoc loc; } Child;
 typedef struct Scope {
-	const char *path;  /* full name of the layer owning this scope ("" at the root) */
-	Counter *counters; /* next index per kind */
-	Child *children;   /* names given so far */
+	const char *path;   /* full name of the layer owning this scope ("" at the root) */
+	NameTable counters; /* kind -> Counter: next index per kind */
+	NameTable children; /* name -> Child: the names given so far */
 } Scope;
 
 typedef struct Ctx {
 	Arena *arena;              /* everything */
 	Graph *g;                  /* graph being built */
 	const ElabOptions *opt;    /* search path, -D */
-	VEC(const Decl *) layers;  /* user layer definitions */
+	NameTable layers;          /* name -> Decl: user layer definitions */
 	VEC(const char *) loaded;  /* real paths of loaded files */
 	struct {
 		const char *real;  /* real path of a file being loaded */
@@ -155,6 +172,48 @@ static const char *val_kind_name(ValKind k)
 	unreachable();
 }
 
+/* FNV-1a */
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return (size_t)h;
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static NameSlot *name_slot(const NameTable *t, const char *name)
+{
+	size_t i = name_hash(name) & (t->cap - 1);
+	while (t->slots[i].name && strcmp(t->slots[i].name, name) != 0)
+		i = (i + 1) & (t->cap - 1);
+	return &t->slots[i];
+}
+
+static void *name_get(const NameTable *t, const char *name)
+{
+	return t->cap ? name_slot(t, name)->val : NULL;
+}
+
+/* Bind name to val (val not NULL), replacing an earlier binding. */
+static void name_put(Arena *a, NameTable *t, const char *name, void *val)
+{
+	if (2 * (t->n + 1) > t->cap) {
+		NameTable bigger = {.cap = t->cap ? 2 * t->cap : 8};
+		bigger.slots = arena_array(a, bigger.cap, sizeof *bigger.slots);
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->slots[i].name)
+				*name_slot(&bigger, t->slots[i].name) = t->slots[i];
+		bigger.n = t->n;
+		*t = bigger;
+	}
+	NameSlot *s = name_slot(t, name);
+	if (!s->name)
+		t->n++;
+	s->name = name;
+	s->val = val;
+}
+
 static Scope *scope_new(Ctx *c, const char *path)
 {
 	Scope *s = arena_alloc(c->arena, sizeof *s);
@@ -165,15 +224,10 @@ static Scope *scope_new(Ctx *c, const char *path)
 /* The next automatic name for a layer of `kind` in scope: conv1, conv2, ... */
 static const char *auto_name(Ctx *c, Scope *s, const char *kind)
 {
-	Counter *k;
-	for (k = s->counters; k; k = k->next)
-		if (strcmp(k->kind, kind) == 0)
-			break;
+	Counter *k = name_get(&s->counters, kind);
 	if (!k) {
 		k = arena_alloc(c->arena, sizeof *k);
-		k->kind = kind;
-		k->next = s->counters;
-		s->counters = k;
+		name_put(c->arena, &s->counters, kind, k);
 	}
 	return arena_printf(c->arena, "%s%d", kind, ++k->n);
 }
@@ -181,27 +235,21 @@ static const char *auto_name(Ctx *c, Scope *s, const char *kind)
 /* Record a child name, refusing a second layer of the same name. */
 static void claim_name(Ctx *c, Scope *s, const char *name, SrcLoc loc)
 {
-	for (Child *ch = s->children; ch; ch = ch->next) {
-		if (strcmp(ch->name, name) == 0) {
-			diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
-			           s->path[0] ? "'" : "the network", s->path, s->path[0] ? "'" : "");
-			note_at(ch->loc, "'%s' was named here", name);
-			diag_abort();
-		}
+	const Child *prev = name_get(&s->children, name);
+	if (prev) {
+		diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
+		           s->path[0] ? "'" : "the network", s->path, s->path[0] ? "'" : "");
+		note_at(prev->loc, "'%s' was named here", name);
+		diag_abort();
 	}
 	Child *ch = arena_alloc(c->arena, sizeof *ch);
-	ch->name = name;
 	ch->loc = loc;
-	ch->next = s->children;
-	s->children = ch;
+	name_put(c->arena, &s->children, name, ch);
 }
 
 static const Decl *find_layer(Ctx *c, const char *name)
 {
-	for (int i = 0; i < c->layers.n; i++)
-		if (strcmp(c->layers.v[i]->name, name) == 0)
-			return c->layers.v[i];
-	return NULL;
+	return name_get(&c->layers, name);
 }
 
 static const Binding *find_var(Env *env, const char *name)
@@ -1062,7 +1110,7 @@ static void declare(Ctx *c, const Decl *d, bool is_main)
 		if (find_builtin(d->name))
 			error_at(d->name_loc, "'%s' is a built-in layer and cannot be redefined", d->name);
 		check_params(d);
-		vec_push(c->arena, &c->layers, d);
+		name_put(c->arena, &c->layers, d->name, (void *)d);
 		return;
 	}
 	case DECL_MODEL: slot = &c->model; what = "model"; check_params(d); break;
