@@ -45,6 +45,7 @@ enum {
 	MAX_CALL_DEPTH = 256,    /* nested layer applications */
 	MAX_IMPORT_DEPTH = 64,   /* nested imports */
 	MAX_NODES = 1 << 20,     /* nodes in one forward graph */
+	MAX_APPLIED = 4 << 20,   /* layers applied in building it (identity, if, ...) */
 	MAX_FILE_BYTES = 16 << 20,
 	MAX_PARAMS = 64,         /* parameters of one layer */
 	MAX_WINDOW = 1 << 16,    /* kernel, stride, padding, groups */
@@ -104,10 +105,18 @@ typedef struct NameTable {
 typedef struct Counter { int n; } Counter;
 typedef struct Child { SrcLoc loc; } Child;
 typedef struct Scope {
-	const char *path;   /* full name of the layer owning this scope ("" at the root) */
-	NameTable counters; /* kind -> Counter: next index per kind */
-	NameTable children; /* name -> Child: the names given so far */
+	struct Scope *parent; /* enclosing scope, or NULL */
+	const char *name;     /* the owning layer's name in parent */
+	const char *path;     /* its full name ("" at the root); made when first needed */
+	NameTable counters;   /* kind -> Counter: next index per kind */
+	NameTable children;   /* name -> Child: the names given so far */
 } Scope;
+
+/* What applying some layers will at least do. */
+typedef struct Work {
+	int64_t nodes;   /* nodes added */
+	int64_t applied; /* items of chains applied */
+} Work;
 
 typedef struct Ctx {
 	Arena *arena;              /* everything */
@@ -131,6 +140,8 @@ typedef struct Ctx {
 	} stack[MAX_CALL_DEPTH];
 	int depth;                 /* entries in stack */
 	uint32_t ndropout;         /* dropout streams handed out */
+	int64_t napplied;          /* layers applied so far (items of chains) */
+	Work promised;             /* still to come from the repeats being expanded */
 } Ctx;
 
 typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);
@@ -148,9 +159,17 @@ static Value eval(Ctx *c, const Expr *e, Env *env);
 
 /* ---- small helpers --------------------------------------------------- */
 
+/* path.name, or name at the root (without printf: this runs for every layer) */
 static const char *join(Ctx *c, const char *path, const char *name)
 {
-	return path[0] ? arena_printf(c->arena, "%s.%s", path, name) : name;
+	if (!path[0])
+		return name;
+	size_t np = strlen(path), nn = strlen(name);
+	char *s = arena_alloc(c->arena, np + nn + 2);
+	memcpy(s, path, np);
+	s[np] = '.';
+	memcpy(s + np + 1, name, nn + 1);
+	return s;
 }
 
 static const char *type_str(Ctx *c, const Tensor *t)
@@ -199,7 +218,7 @@ static void *name_get(const NameTable *t, const char *name)
 static void name_put(Arena *a, NameTable *t, const char *name, void *val)
 {
 	if (2 * (t->n + 1) > t->cap) {
-		NameTable bigger = {.cap = t->cap ? 2 * t->cap : 8};
+		NameTable bigger = {.cap = t->cap ? 2 * t->cap : 4};
 		bigger.slots = arena_array(a, bigger.cap, sizeof *bigger.slots);
 		for (size_t i = 0; i < t->cap; i++)
 			if (t->slots[i].name)
@@ -214,11 +233,32 @@ static void name_put(Arena *a, NameTable *t, const char *name, void *val)
 	s->val = val;
 }
 
+/* The scope of a layer whose full name is path. */
 static Scope *scope_new(Ctx *c, const char *path)
 {
 	Scope *s = arena_alloc(c->arena, sizeof *s);
 	s->path = path;
 	return s;
+}
+
+/*
+ * The scope of the layer called name in parent. Its path is joined only
+ * when asked for: most layers applied in a deep program build no node and
+ * never need theirs.
+ */
+static Scope *scope_child(Ctx *c, Scope *parent, const char *name)
+{
+	Scope *s = arena_alloc(c->arena, sizeof *s);
+	s->parent = parent;
+	s->name = name;
+	return s;
+}
+
+static const char *scope_path(Ctx *c, Scope *s)
+{
+	if (!s->path)
+		s->path = join(c, scope_path(c, s->parent), s->name);
+	return s->path;
 }
 
 /* The next automatic name for a layer of `kind` in scope: conv1, conv2, ... */
@@ -229,7 +269,17 @@ static const char *auto_name(Ctx *c, Scope *s, const char *kind)
 		k = arena_alloc(c->arena, sizeof *k);
 		name_put(c->arena, &s->counters, kind, k);
 	}
-	return arena_printf(c->arena, "%s%d", kind, ++k->n);
+	/* kind and a decimal int, without printf's cost: this runs for every layer */
+	char digits[16];
+	int nd = 0;
+	for (unsigned v = (unsigned)++k->n; v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	size_t len = strlen(kind);
+	char *name = arena_alloc(c->arena, len + (size_t)nd + 1);
+	memcpy(name, kind, len);
+	while (nd > 0)
+		name[len++] = digits[--nd];
+	return name;
 }
 
 /* Record a child name, refusing a second layer of the same name. */
@@ -237,8 +287,9 @@ static void claim_name(Ctx *c, Scope *s, const char *name, SrcLoc loc)
 {
 	const Child *prev = name_get(&s->children, name);
 	if (prev) {
+		const char *path = scope_path(c, s);
 		diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
-		           s->path[0] ? "'" : "the network", s->path, s->path[0] ? "'" : "");
+		           path[0] ? "'" : "the network", path, path[0] ? "'" : "");
 		note_at(prev->loc, "'%s' was named here", name);
 		diag_abort();
 	}
@@ -758,12 +809,19 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 
 /* ---- applying layers -------------------------------------------------- */
 
+/* How messages name the callee: a built-in's or block's name, or "layer 'NAME'" for def. */
+static const char *callee(Ctx *c, const char *layer, const Decl *def)
+{
+	return def ? arena_printf(c->arena, "layer '%s'", def->name) : layer;
+}
+
 /*
  * Bind call arguments to parameter names: positional ones in order, then
  * named ones. out[i] is the value for params[i], or NULL if not given.
+ * The callee is the user layer def, or else the built-in or block `layer`.
  */
-static void bind_args(Ctx *c, const char *layer, const char *const *params, int np, const Arg *args, Env *env,
-                      Value **out, const char *defname, SrcLoc def)
+static void bind_args(Ctx *c, const char *layer, const Decl *def, const char *const *params, int np,
+                      const Arg *args, Env *env, Value **out)
 {
 	int npos = 0, nargs = 0;
 	for (int i = 0; i < np; i++)
@@ -775,29 +833,32 @@ static void bind_args(Ctx *c, const char *layer, const char *const *params, int 
 				if (strcmp(params[i], a->name) == 0)
 					break;
 			if (i == np) {
-				diag_print("error", a->name_loc, "%s has no parameter '%s'", layer, a->name);
-				if (def.file)
-					note_at(def, "'%s' is defined here", defname);
+				diag_print("error", a->name_loc, "%s has no parameter '%s'", callee(c, layer, def),
+				           a->name);
+				if (def)
+					note_at(def->name_loc, "'%s' is defined here", def->name);
 				diag_abort();
 			}
 			if (out[i])
-				error_at(a->name_loc, "'%s' of %s is given twice", a->name, layer);
+				error_at(a->name_loc, "'%s' of %s is given twice", a->name, callee(c, layer, def));
 		} else {
 			if (nargs != npos)
-				error_at(a->value->loc, "positional argument after named ones in call to %s", layer);
+				error_at(a->value->loc, "positional argument after named ones in call to %s",
+				         callee(c, layer, def));
 			i = npos++;
 			if (i >= np) {
 				int total = 0;
 				for (const Arg *t = args; t; t = t->next)
 					total++;
+				layer = callee(c, layer, def);
 				if (np == 0)
 					diag_print("error", a->value->loc, "%s takes no arguments, but %d %s given", layer,
 					           total, total == 1 ? "was" : "were");
 				else
 					diag_print("error", a->value->loc, "%s takes at most %d argument%s, but %d were given",
 					           layer, np, np == 1 ? "" : "s", total);
-				if (def.file)
-					note_at(def, "'%s' is defined here", defname);
+				if (def)
+					note_at(def->name_loc, "'%s' is defined here", def->name);
 				diag_abort();
 			}
 		}
@@ -829,13 +890,16 @@ static const Arg *call_args(const Expr *e)
 	return e->kind == EX_CALL ? e->call.args : NULL;
 }
 
-static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, Tensor *x, const char *path)
+static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
 	int np = 0;
 	while (np < (int)countof(b->params) && b->params[np])
 		np++;
 	Value *args[8];
-	bind_args(c, b->name, b->params, np, call_args(e), env, args, NULL, (SrcLoc){0});
+	bind_args(c, b->name, NULL, b->params, np, call_args(e), env, args);
+	if (b->op == NUM_OPS)
+		return b->fn(c, b, args, x, "", e->loc); /* identity: no node, no name */
+	const char *path = scope_path(c, own);
 	if (!path[0])
 		path = b->name;
 	return b->fn(c, b, args, x, path, e->loc);
@@ -862,8 +926,7 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 		names[np++] = p->name; /* declare() checked the count and uniqueness */
 	}
 	Value *args[MAX_PARAMS];
-	bind_args(c, arena_printf(c->arena, "layer '%s'", d->name), names, np, call_args(e), env, args, d->name,
-	          d->name_loc);
+	bind_args(c, NULL, d, names, np, call_args(e), env, args);
 	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
 	Env *frame = env_new(c, c->globals);
 	for (int i = 0; i < np; i++)
@@ -890,6 +953,154 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 	return y;
 }
 
+/*
+ * Bounding a repeat before expanding it. `repeat 1000000 { repeat 1000000
+ * { relu } }` must fail at once, not after building a million nodes, and
+ * a repeat of layers that add no node must not run on either. So a repeat
+ * first counts what one iteration of its body will at least do: the items
+ * it applies (exactly) and the nodes they add (a lower bound, found without
+ * applying anything: built-in layers that always add a node, blocks made
+ * of them, and nested repeats with a constant count). The later iterations
+ * of every repeat being expanded are promised in Ctx.promised; a repeat
+ * whose iterations would take the graph or the count of applied layers
+ * past the limit, counting what is promised, is an error before it starts.
+ */
+
+/* Counts saturate at bound_cap, where the sum of two cannot overflow. */
+static const int64_t bound_cap = INT64_MAX / 4;
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	return a + b > bound_cap ? bound_cap : a + b;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	return a > 0 && b > bound_cap / a ? bound_cap : a * b;
+}
+
+/* The value of a repeat count if it is a constant (integers, known names, + - *). */
+static bool const_int(const Expr *e, Env *env, int64_t *out)
+{
+	int64_t a, b;
+	switch (e->kind) {
+	case EX_INT:
+		*out = e->ival;
+		return true;
+	case EX_IDENT: {
+		const Binding *v = find_var(env, e->ident);
+		if (!v || v->val.kind != V_INT)
+			return false;
+		*out = v->val.i;
+		return true;
+	}
+	case EX_BINARY:
+		if (!const_int(e->op.a, env, &a) || !const_int(e->op.b, env, &b))
+			return false;
+		switch (e->op.op) {
+		case BIN_ADD: return !__builtin_add_overflow(a, b, out);
+		case BIN_SUB: return !__builtin_sub_overflow(a, b, out);
+		case BIN_MUL: return !__builtin_mul_overflow(a, b, out);
+		default: return false;
+		}
+	default:
+		return false;
+	}
+}
+
+/* The built-in layer an IDENT or CALL names in env, or NULL. */
+static const Builtin *names_builtin(Ctx *c, const Expr *e, Env *env)
+{
+	const char *name = e->kind == EX_IDENT ? e->ident : e->call.name;
+	const Binding *b = find_var(env, name);
+	if (b)
+		return b->val.kind == V_LAYER ? b->val.layer.builtin : NULL;
+	return find_layer(c, name) ? NULL : find_builtin(name);
+}
+
+static Work work_add(Work a, Work b)
+{
+	return (Work){sat_add(a.nodes, b.nodes), sat_add(a.applied, b.applied)};
+}
+
+static Work min_work(Ctx *c, const Item *items, Env *env);
+
+/* What applying e as an item will at least do (user layers: the item only). */
+static Work min_work_of(Ctx *c, const Expr *e, Env *env)
+{
+	Work w = {0, 1}, body;
+	int64_t count;
+	switch (e->kind) {
+	case EX_IDENT:
+	case EX_CALL: {
+		const Builtin *b = names_builtin(c, e, env);
+		/* identity adds nothing, nor does flatten of [N, C] */
+		w.nodes = b && b->op != NUM_OPS && b->op != OP_RESHAPE ? 1 : 0;
+		return w;
+	}
+	case EX_CHAIN:
+		return work_add(w, min_work(c, e->chain.items, env));
+	case EX_RESIDUAL:
+		return work_add((Work){1, 1}, min_work(c, e->residual.items, env));
+	case EX_CONCAT:
+	case EX_ADD:
+		for (const Expr *b = e->merge.branches; b; b = b->next_branch)
+			w = work_add(w, min_work(c, b->chain.items, env));
+		if (e->merge.branches->next_branch)
+			w.nodes = sat_add(w.nodes, 1);
+		return w;
+	case EX_REPEAT:
+		if (e->repeat.var || !const_int(e->repeat.count, env, &count) || count <= 0)
+			return w;
+		body = min_work(c, e->repeat.items, env);
+		return work_add(w, (Work){sat_mul(count, body.nodes), sat_mul(count, body.applied)});
+	default:
+		return w;
+	}
+}
+
+static Work min_work(Ctx *c, const Item *items, Env *env)
+{
+	Work w = {0, 0};
+	for (const Item *it = items; it; it = it->next)
+		w = work_add(w, min_work_of(c, it->layer, env));
+	return w;
+}
+
+/* Apply the body of `repeat n` n times, refusing at once what would grow too large. */
+static Tensor *apply_repeat(Ctx *c, const Expr *e, int64_t n, Env *env, Tensor *x, Scope *own)
+{
+	Work each = min_work(c, e->repeat.items, env), outer = c->promised;
+	for (int64_t i = 0; i < n; i++) {
+		/* this iteration and the later ones */
+		Work ahead = {sat_mul(n - i, each.nodes), sat_mul(n - i, each.applied)};
+		if (sat_add(c->g->nodes.n, sat_add(outer.nodes, ahead.nodes)) > MAX_NODES) {
+			diag_print("error", e->loc, "network too large: expanding this repeat makes more than %d nodes",
+			           MAX_NODES);
+			note_at(e->repeat.count->loc, "%" PRId64 " times a body that adds at least %" PRId64 " node%s",
+			        n - i, each.nodes, each.nodes == 1 ? "" : "s");
+			diag_abort();
+		}
+		if (sat_add(c->napplied, sat_add(outer.applied, ahead.applied)) > MAX_APPLIED) {
+			diag_print("error", e->loc,
+			           "network too large: expanding this repeat applies more than %d layers", MAX_APPLIED);
+			note_at(e->repeat.count->loc, "%" PRId64 " times a body of at least %" PRId64 " layer%s",
+			        n - i, each.applied, each.applied == 1 ? "" : "s");
+			diag_abort();
+		}
+		c->promised.nodes = outer.nodes + ahead.nodes - each.nodes;
+		c->promised.applied = outer.applied + ahead.applied - each.applied;
+		Env *frame = env;
+		if (e->repeat.var) {
+			frame = env_new(c, env);
+			bind(c, frame, e->repeat.var, (Value){.kind = V_INT, .loc = e->repeat.var_loc, .i = i});
+		}
+		x = apply_items(c, e->repeat.items, frame, x, own);
+	}
+	c->promised = outer;
+	return x;
+}
+
 /* Apply a list of branches to x, for concat and add. */
 static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
@@ -899,7 +1110,7 @@ static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 	VEC(const Expr *) bs = {0};
 	for (const Expr *b = e->merge.branches; b; b = b->next_branch) {
 		const char *name = auto_name(c, own, "branch");
-		Scope *bs_scope = scope_new(c, join(c, own->path, name));
+		Scope *bs_scope = scope_child(c, own, name);
 		vec_push(c->arena, &ys, apply_items(c, b->chain.items, env, x, bs_scope));
 		vec_push(c->arena, &bs, b);
 	}
@@ -912,34 +1123,34 @@ static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 			ok = (cat && d == 1) || a.d[d] == s.d[d];
 		if (!ok) {
 			diag_print("error", bs.v[i]->loc, "%s '%s': branch %d gives %s but branch 1 gives %s", kind,
-			           own->path, i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
+			           scope_path(c, own), i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
 			note_at(bs.v[0]->loc, "branch 1 is here");
 			diag_abort();
 		}
 	}
 	Attrs a = {.axis = 1};
-	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, own->path, e->loc);
+	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_residual(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
 	static const char *const params[] = {"shortcut"};
 	Value *args[1];
-	bind_args(c, "residual", params, 1, e->residual.args, env, args, NULL, (SrcLoc){0});
+	bind_args(c, "residual", NULL, params, 1, e->residual.args, env, args);
 	Tensor *body = apply_items(c, e->residual.items, env, x, own);
 	Tensor *sc = x;
 	if (args[0]) {
 		if (args[0]->kind != V_LAYER)
 			error_at(args[0]->loc, "the shortcut must be a layer, not %s", val_kind_name(args[0]->kind));
-		sc = apply_value(c, args[0], x, scope_new(c, join(c, own->path, "shortcut")), args[0]->loc);
+		sc = apply_value(c, args[0], x, scope_child(c, own, "shortcut"), args[0]->loc);
 	}
 	if (!shape_eq(body->shape, sc->shape)) {
-		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", own->path,
+		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", scope_path(c, own),
 		         type_str(c, body), type_str(c, sc),
 		         args[0] ? "" : "; add a projection with residual(shortcut = ...)");
 	}
 	Tensor *in[2] = {body, sc};
-	return add_node(c, OP_ADD, in, 2, NULL, "residual", own->path, e->loc);
+	return add_node(c, OP_ADD, in, 2, NULL, "residual", scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
@@ -960,15 +1171,7 @@ static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 			error_at(n.loc, "repeat count must not be negative, got %" PRId64, n.i);
 		if (n.i > MAX_NODES)
 			error_at(n.loc, "repeat count %" PRId64 " is too large", n.i);
-		for (int64_t i = 0; i < n.i; i++) {
-			Env *frame = env;
-			if (e->repeat.var) {
-				frame = env_new(c, env);
-				bind(c, frame, e->repeat.var, (Value){.kind = V_INT, .loc = e->repeat.var_loc, .i = i});
-			}
-			x = apply_items(c, e->repeat.items, frame, x, own);
-		}
-		return x;
+		return apply_repeat(c, e, n.i, env, x, own);
 	}
 	case EX_IF: {
 		Value v = eval(c, e->cond.cond, env);
@@ -985,7 +1188,7 @@ static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc
 	if (v->kind != V_LAYER)
 		error_at(loc, "expected a layer, but this is %s", val_kind_name(v->kind));
 	if (v->layer.builtin)
-		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own->path);
+		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own);
 	if (v->layer.decl)
 		return call_user(c, v->layer.decl, v->layer.e, v->layer.env, x, own);
 	return apply_block(c, v->layer.e, v->layer.env, x, own);
@@ -995,6 +1198,8 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 {
 	for (const Item *it = items; it; it = it->next) {
 		const Expr *e = it->layer;
+		if (++c->napplied > MAX_APPLIED)
+			error_at(e->loc, "network too large: more than %d layers applied", MAX_APPLIED);
 		if (!it->label && (e->kind == EX_REPEAT || e->kind == EX_IF)) {
 			x = apply_block(c, e, env, x, scope); /* shares the enclosing scope */
 			continue;
@@ -1005,7 +1210,7 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 			         e->kind == EX_IDENT ? e->ident : "this", val_kind_name(v.kind));
 		const char *name = it->label ? it->label : auto_name(c, scope, layer_kind(&v));
 		claim_name(c, scope, name, it->label ? it->label_loc : e->loc);
-		x = apply_value(c, &v, x, scope_new(c, join(c, scope->path, name)), e->loc);
+		x = apply_value(c, &v, x, scope_child(c, scope, name), e->loc);
 	}
 	return x;
 }
@@ -1380,7 +1585,7 @@ static void build_optimizer(Ctx *c)
 		error_at(e->loc, "unknown optimizer; the supported one is sgd(lr = ..., momentum = ...)");
 	static const char *const params[] = {"lr", "momentum"};
 	Value *args[2];
-	bind_args(c, "sgd", params, 2, call_args(e), c->globals, args, NULL, (SrcLoc){0});
+	bind_args(c, "sgd", NULL, params, 2, call_args(e), c->globals, args);
 	if (args[0]) {
 		o->lr = want_float(args[0], "lr", "sgd");
 		if (!(o->lr > 0) || !isfinite(o->lr))

@@ -64,6 +64,55 @@ expect 0 30 repeat-200k.net
 } >definitions-100k.net
 expect 0 30 definitions-100k.net
 
+# A million nodes, just under the limit.
+{
+    echo 'model m(batch = 2)'
+    echo 'network = chain {'
+    echo '    repeat 1000000 { relu }'
+    echo '    dense(4 => 3)'
+    echo '}'
+    tail_decls
+} >nodes-1m.net
+expect 0 60 nodes-1m.net
+
+# Over the limit: a repeat of repeats fails before it expands anything ...
+{
+    echo 'model m(batch = 2)'
+    echo 'network = chain {'
+    echo '    repeat 1000000 { repeat 1000000 { relu } }'
+    echo '    dense(4 => 3)'
+    echo '}'
+    tail_decls
+} >repeat-nodes.net
+expect 1 10 repeat-nodes.net 'repeat-nodes.net:3:5: error: network too large: expanding this repeat makes more'
+
+# ... also when its layers add no node ...
+{
+    echo 'model m(batch = 2)'
+    echo 'network = chain {'
+    echo '    repeat 1000000 { repeat 1000000 { identity } }'
+    echo '    dense(4 => 3)'
+    echo '}'
+    tail_decls
+} >repeat-identity.net
+expect 1 10 repeat-identity.net 'repeat-identity.net:3:5: error: network too large: expanding this repeat applies more'
+
+# ... and layers calling layers twice over stop at the limit of layers applied.
+for act in identity relu; do
+    {
+        echo 'model m(batch = 2)'
+        echo "layer l0 = $act"
+        for i in $(seq 1 40); do echo "layer l$i = chain { l$((i - 1)) l$((i - 1)) }"; done
+        echo 'network = chain {'
+        echo '    l40'
+        echo '    dense(4 => 3)'
+        echo '}'
+        tail_decls
+    } >tree-$act.net
+done
+expect 1 20 tree-identity.net 'error: network too large: more than [0-9]* layers applied'
+expect 1 20 tree-relu.net 'error: network too large: more than [0-9]* nodes'
+
 rm -f ./*.net out.txt err.txt
 echo "$fails failed"
 [ $fails -eq 0 ]
