@@ -1217,28 +1217,27 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 
 /* ---- loading files ---------------------------------------------------- */
 
+/*
+ * Read a source file: the main file (from has no file) or an import (from
+ * is the import's path). A file that cannot be a source, such as a FIFO or
+ * /dev/zero, is refused before anything is read from it.
+ */
 static SrcFile *open_source(Ctx *c, const char *path, const char *shown, SrcLoc from)
 {
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (from.file)
-			error_at(from, "cannot import '%s': it is a directory", shown);
-		error_plain("cannot read '%s': it is a directory", shown);
-		diag_abort();
-	}
 	size_t len;
-	char *text = read_file(path, &len);
+	const char *kind;
+	char *text = read_regular_file(path, MAX_FILE_BYTES, &len, &kind);
 	if (!text) {
-		if (from.file)
-			error_at(from, "cannot read '%s': %s", shown, strerror(errno));
-		error_plain("cannot read '%s': %s", shown, strerror(errno));
-		diag_abort();
-	}
-	if (len > MAX_FILE_BYTES) {
-		free(text);
-		if (from.file)
-			error_at(from, "'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
-		error_plain("'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
+		const char *verb = from.file ? "import" : "read";
+		if (kind && strcmp(kind, "a directory") == 0)
+			diag_print("error", from, "cannot %s '%s': it is a directory", verb, shown);
+		else if (kind)
+			diag_print("error", from, "cannot %s '%s': it is %s, not a regular file", verb, shown, kind);
+		else if (errno == EFBIG)
+			diag_print("error", from, "'%s' is too large for a .net file (more than %d MiB)", shown,
+			           MAX_FILE_BYTES >> 20);
+		else
+			diag_print("error", from, "cannot read '%s': %s", shown, strerror(errno));
 		diag_abort();
 	}
 	SrcFile *f = arena_alloc(c->arena, sizeof *f);
