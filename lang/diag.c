@@ -3,6 +3,7 @@
  */
 #include "diag.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,21 +28,31 @@ int diag_error_count(void)
 	return nerrors;
 }
 
+/* The end of the line that starts at s: its LF, CR or CRLF, or end. */
+static const char *line_end(const char *s, const char *end)
+{
+	while (s < end && *s != '\n' && *s != '\r')
+		s++;
+	return s;
+}
+
 const char *srcfile_line(const SrcFile *f, int line, int *len)
 {
 	const char *s = f->text, *end = f->text + f->len;
+	if (line < 1) {
+		*len = 0;
+		return "";
+	}
 	for (int l = 1; l < line; l++) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		if (!nl || line < 1) {
+		const char *e = line_end(s, end);
+		if (e == end) {
 			*len = 0;
 			return "";
 		}
-		s = nl + 1;
+		s = e + (e[0] == '\r' && e + 1 < end && e[1] == '\n' ? 2 : 1);
 	}
-	const char *e = s;
-	while (e < end && *e != '\n' && *e != '\r')
-		e++;
-	*len = (int)(e - s);
+	const char *e = line_end(s, end);
+	*len = e - s > INT_MAX ? INT_MAX : (int)(e - s);
 	return s;
 }
 
