@@ -123,7 +123,7 @@ typedef struct Ctx {
 	Graph *g;                  /* graph being built */
 	const ElabOptions *opt;    /* search path, -D */
 	NameTable layers;          /* name -> Decl: user layer definitions */
-	VEC(const char *) loaded;  /* real paths of loaded files */
+	NameTable loaded;          /* real paths of the files loaded */
 	struct {
 		const char *real;  /* real path of a file being loaded */
 		const char *shown; /* its name in messages */
@@ -909,9 +909,8 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 {
 	for (int i = 0; i < c->depth; i++) {
 		if (c->stack[i].layer == d) {
+			/* the notes of note_context() show the calls in between */
 			diag_print("error", e->loc, "layer '%s' is used inside its own definition", d->name);
-			for (int j = c->depth - 1; j > i; j--)
-				note_at(c->stack[j].call, "through '%s' used here", c->stack[j].layer->name);
 			note_at(d->name_loc, "'%s' is defined here", d->name);
 			diag_abort();
 		}
@@ -927,6 +926,17 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 	}
 	Value *args[MAX_PARAMS];
 	bind_args(c, NULL, d, names, np, call_args(e), env, args);
+	for (int i = 0; i < np; i++) {
+		if (!args[i] && !ps[i]->def) {
+			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
+			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
+			diag_abort();
+		}
+	}
+	/* From here on an error is inside d: note_context() shows this call. */
+	c->stack[c->depth].layer = d;
+	c->stack[c->depth].call = e->loc;
+	c->depth++;
 	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
 	Env *frame = env_new(c, c->globals);
 	for (int i = 0; i < np; i++)
@@ -935,18 +945,10 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 	for (int i = 0; i < np; i++) {
 		if (args[i])
 			continue;
-		if (!ps[i]->def) {
-			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
-			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
-			diag_abort();
-		}
 		c->unbound = ps[i];
 		bind(c, frame, names[i], eval(c, ps[i]->def, frame));
 		c->unbound = NULL;
 	}
-	c->stack[c->depth].layer = d;
-	c->stack[c->depth].call = e->loc;
-	c->depth++;
 	Value body = eval(c, d->body, frame);
 	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
 	c->depth--;
@@ -1338,18 +1340,13 @@ static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from)
 	char *rp = realpath(path, NULL);
 	const char *real = rp ? arena_strdup(c->arena, rp) : path;
 	free(rp);
-	for (int i = 0; i < c->nimporting; i++) {
-		if (strcmp(c->importing[i].real, real) == 0) {
-			diag_print("error", from, "import cycle: '%s' imports itself%s", c->importing[i].shown,
-			           i + 1 < c->nimporting ? " through other files" : "");
-			for (int j = c->nimporting - 1; j > i; j--)
-				note_at(c->importing[j].from, "'%s' is imported here", c->importing[j].shown);
-			diag_abort();
-		}
-	}
-	for (int i = 0; i < c->loaded.n; i++)
-		if (strcmp(c->loaded.v[i], real) == 0)
-			return; /* each file is loaded once */
+	/* the notes of note_context() show the cycle */
+	for (int i = 0; i < c->nimporting; i++)
+		if (strcmp(c->importing[i].real, real) == 0)
+			error_at(from, "import cycle: '%s' imports itself%s", c->importing[i].shown,
+			         i + 1 < c->nimporting ? " through other files" : "");
+	if (name_get(&c->loaded, real))
+		return; /* each file is loaded once */
 	if (c->nimporting == MAX_IMPORT_DEPTH)
 		error_at(from, "imports nested too deeply (more than %d levels)", MAX_IMPORT_DEPTH);
 	SrcFile *f;
@@ -1362,25 +1359,53 @@ static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from)
 	} else {
 		f = open_source(c, path, shown, from);
 	}
+	/* on the stack while it is parsed and declared, for note_context() */
+	c->importing[c->nimporting].real = real;
+	c->importing[c->nimporting].shown = f->name;
+	c->importing[c->nimporting].from = from;
+	c->nimporting++;
 	Module *m = parse_file(f, c->arena);
 	if (!m)
 		diag_abort();
 	if (!from.file)
 		c->main = f;
-	c->importing[c->nimporting].real = real;
-	c->importing[c->nimporting].shown = f->name;
-	c->importing[c->nimporting].from = from;
-	c->nimporting++;
 	for (const Decl *d = m->decls; d; d = d->next)
 		if (d->kind == DECL_IMPORT)
 			load_import(c, d, f);
-	c->nimporting--;
-	vec_push(c->arena, &c->loaded, real);
+	name_put(c->arena, &c->loaded, real, (void *)real);
 	for (const Decl *d = m->decls; d; d = d->next)
 		declare(c, d, !from.file);
+	c->nimporting--;
 }
 
 /* ---- model parameters, input, loss, optimizer -------------------------- */
+
+/*
+ * After an error, notes for how elaboration got there, innermost first:
+ * the calls of the user layers being applied (not the network's own, which
+ * the loss declaration makes) and the imports of the files being loaded.
+ * A deep stack is cut to its innermost MAX_CONTEXT_NOTES.
+ */
+static void note_context(const Ctx *c)
+{
+	enum { MAX_CONTEXT_NOTES = 8 };
+	int shown = 0;
+	for (int j = c->depth - 1; j >= 1; j--, shown++) {
+		if (shown == MAX_CONTEXT_NOTES) {
+			note_at((SrcLoc){0}, "and %d more calls of layers around these", j);
+			break;
+		}
+		note_at(c->stack[j].call, "in layer '%s' called from here", c->stack[j].layer->name);
+	}
+	shown = 0;
+	for (int j = c->nimporting - 1; j >= 1; j--, shown++) {
+		if (shown == MAX_CONTEXT_NOTES) {
+			note_at((SrcLoc){0}, "and %d more imports around these", j);
+			break;
+		}
+		note_at(c->importing[j].from, "in file '%s' imported from here", c->importing[j].shown);
+	}
+}
 
 static Value parse_define(const Define *def, const Value *old)
 {
@@ -1607,8 +1632,10 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 
 	DiagHandler h;
 	diag_push(&h);
-	if (setjmp(h.jb))
+	if (setjmp(h.jb)) {
+		note_context(c);
 		return NULL;
+	}
 	load_file(c, path, path, (SrcLoc){0});
 	SrcLoc top = {c->main, 1, 1, 1, 1};
 	bind_model_params(c);
