@@ -102,8 +102,12 @@ typedef struct NameTable {
 } NameTable;
 
 /* Per-chain naming state: counters per kind and the names already used. */
-typedef struct Counter { int n; } Counter;
-typedef struct Child { SrcLoc loc; } Child;
+typedef struct Counter {
+	int n; /* layers of this kind named so far */
+} Counter;
+typedef struct Child {
+	SrcLoc loc; /* where the name was given */
+} Child;
 typedef struct Scope {
 	struct Scope *parent; /* enclosing scope, or NULL */
 	const char *name;     /* the owning layer's name in parent */
@@ -959,10 +963,10 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
  * Bounding a repeat before expanding it. `repeat 1000000 { repeat 1000000
  * { relu } }` must fail at once, not after building a million nodes, and
  * a repeat of layers that add no node must not run on either. So a repeat
- * first counts what one iteration of its body will at least do: the items
- * it applies (exactly) and the nodes they add (a lower bound, found without
- * applying anything: built-in layers that always add a node, blocks made
- * of them, and nested repeats with a constant count). The later iterations
+ * first counts what one iteration of its body will at least do, without
+ * applying anything: the items it applies and the nodes they add, from
+ * built-in layers that always add a node, blocks, and nested repeats with
+ * a constant count (a user layer counts as one item). The later iterations
  * of every repeat being expanded are promised in Ctx.promised; a repeat
  * whose iterations would take the graph or the count of applied layers
  * past the limit, counting what is promised, is an error before it starts.
