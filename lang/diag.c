@@ -127,7 +127,7 @@ static void show_source(SrcLoc loc)
 			fputc(c == '\t' || (c >= 0x20 && c < 0x7f) ? c : '?', o);
 		i += n > 1 ? n : 1;
 	}
-	fprintf(o, "%s\n %*s | %s", cut_end ? "..." : "", w, "", from > 0 ? "   " : "");
+	fprintf(o, "%s\n %*s | %s", cut_end ? "..." : "", w, "", lead[0] ? "   " : "");
 	for (int i = 0; i < col - 1 && i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if ((c & 0xc0) != 0x80) /* one column per UTF-8 character */
@@ -167,8 +167,11 @@ static void print_message(FILE *o, const char *fmt, va_list ap)
 		int j = i;
 		while (j < n && is_word_char(msg[j]))
 			j++;
-		if (j == i)
+		if (j == i) { /* one other character, all bytes of it */
 			j = i + 1;
+			while (j < n && ((unsigned char)msg[j] & 0xc0) == 0x80)
+				j++;
+		}
 		int take = j - i > MAX_WORD ? MAX_WORD : j - i;
 		if (shown + take > MAX_MESSAGE) {
 			fputs("...", o);
