@@ -146,6 +146,7 @@ typedef struct Ctx {
 	uint32_t ndropout;         /* dropout streams handed out */
 	int64_t napplied;          /* layers applied so far (items of chains) */
 	Work promised;             /* still to come from the repeats being expanded */
+	NameTable decl_work;       /* layer name -> Work: what applying it does at least */
 } Ctx;
 
 typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);
@@ -909,67 +910,19 @@ static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, T
 	return b->fn(c, b, args, x, path, e->loc);
 }
 
-static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor *x, Scope *own)
-{
-	for (int i = 0; i < c->depth; i++) {
-		if (c->stack[i].layer == d) {
-			/* the notes of note_context() show the calls in between */
-			diag_print("error", e->loc, "layer '%s' is used inside its own definition", d->name);
-			note_at(d->name_loc, "'%s' is defined here", d->name);
-			diag_abort();
-		}
-	}
-	if (c->depth == MAX_CALL_DEPTH)
-		error_at(e->loc, "layers nested too deeply (more than %d levels)", MAX_CALL_DEPTH);
-	const char *names[MAX_PARAMS] = {0};
-	const Param *ps[MAX_PARAMS] = {0};
-	int np = 0;
-	for (const Param *p = d->params; p; p = p->next) {
-		ps[np] = p;
-		names[np++] = p->name; /* declare() checked the count and uniqueness */
-	}
-	Value *args[MAX_PARAMS];
-	bind_args(c, NULL, d, names, np, call_args(e), env, args);
-	for (int i = 0; i < np; i++) {
-		if (!args[i] && !ps[i]->def) {
-			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
-			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
-			diag_abort();
-		}
-	}
-	/* From here on an error is inside d: note_context() shows this call. */
-	c->stack[c->depth].layer = d;
-	c->stack[c->depth].call = e->loc;
-	c->depth++;
-	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
-	Env *frame = env_new(c, c->globals);
-	for (int i = 0; i < np; i++)
-		if (args[i])
-			bind(c, frame, names[i], *args[i]);
-	for (int i = 0; i < np; i++) {
-		if (args[i])
-			continue;
-		c->unbound = ps[i];
-		bind(c, frame, names[i], eval(c, ps[i]->def, frame));
-		c->unbound = NULL;
-	}
-	Value body = eval(c, d->body, frame);
-	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
-	c->depth--;
-	return y;
-}
-
 /*
  * Bounding a repeat before expanding it. `repeat 1000000 { repeat 1000000
  * { relu } }` must fail at once, not after building a million nodes, and
  * a repeat of layers that add no node must not run on either. So a repeat
  * first counts what one iteration of its body will at least do, without
  * applying anything: the items it applies and the nodes they add, from
- * built-in layers that always add a node, blocks, and nested repeats with
- * a constant count (a user layer counts as one item). The later iterations
- * of every repeat being expanded are promised in Ctx.promised; a repeat
- * whose iterations would take the graph or the count of applied layers
- * past the limit, counting what is promised, is an error before it starts.
+ * built-in layers that always add a node, blocks, nested repeats with a
+ * constant count, and user layers (whatever their arguments: their
+ * parameters count as unknown). The later iterations of every repeat being
+ * expanded are promised in Ctx.promised; a repeat whose iterations would
+ * take the graph or the count of applied layers past the limit, counting
+ * what is promised, is an error before it starts. So is the use of a user
+ * layer that would, which stops layers that call layers twice over.
  */
 
 /* Counts saturate at bound_cap, where the sum of two cannot overflow. */
@@ -1014,88 +967,171 @@ static bool const_int(const Expr *e, Env *env, int64_t *out)
 	}
 }
 
-/* The built-in layer an IDENT or CALL names in env, or NULL. */
-static const Builtin *names_builtin(Ctx *c, const Expr *e, Env *env)
-{
-	const char *name = e->kind == EX_IDENT ? e->ident : e->call.name;
-	const Binding *b = find_var(env, name);
-	if (b)
-		return b->val.kind == V_LAYER ? b->val.layer.builtin : NULL;
-	return find_layer(c, name) ? NULL : find_builtin(name);
-}
-
 static Work work_add(Work a, Work b)
 {
 	return (Work){sat_add(a.nodes, b.nodes), sat_add(a.applied, b.applied)};
 }
 
-static Work min_work(Ctx *c, const Item *items, Env *env);
+static Work min_work_of(Ctx *c, const Expr *e, Env *env, int depth);
 
-/* What applying e as an item will at least do (user layers: the item only). */
-static Work min_work_of(Ctx *c, const Expr *e, Env *env)
+static Work min_work(Ctx *c, const Item *items, Env *env, int depth)
+{
+	Work w = {0, 0};
+	for (const Item *it = items; it; it = it->next)
+		w = work_add(w, min_work_of(c, it->layer, env, depth));
+	return w;
+}
+
+/*
+ * What applying the user layer d does at least, whatever its arguments,
+ * computed once. Layers nested deeper than calls can be, and a layer
+ * inside its own definition, count as nothing.
+ */
+static Work decl_work(Ctx *c, const Decl *d, int depth)
+{
+	Work *w = name_get(&c->decl_work, d->name);
+	if (w)
+		return *w;
+	w = arena_alloc(c->arena, sizeof *w); /* nothing, while it is computed */
+	if (depth >= MAX_CALL_DEPTH)
+		return *w;
+	name_put(c->arena, &c->decl_work, d->name, w);
+	Env *frame = env_new(c, c->globals);
+	for (const Param *p = d->params; p; p = p->next) /* neither a count nor a layer */
+		bind(c, frame, p->name, (Value){.kind = V_FLOAT, .loc = p->loc});
+	Work body = min_work_of(c, d->body, frame, depth + 1);
+	body.applied--; /* the body is applied, but not as an item */
+	*w = body;
+	return *w;
+}
+
+/* What applying e as an item will at least do. */
+static Work min_work_of(Ctx *c, const Expr *e, Env *env, int depth)
 {
 	Work w = {0, 1}, body;
 	int64_t count;
 	switch (e->kind) {
 	case EX_IDENT:
 	case EX_CALL: {
-		const Builtin *b = names_builtin(c, e, env);
+		const char *name = e->kind == EX_IDENT ? e->ident : e->call.name;
+		const Binding *v = find_var(env, name);
+		const Decl *d = v ? (v->val.kind == V_LAYER ? v->val.layer.decl : NULL) : find_layer(c, name);
+		const Builtin *b = v ? (v->val.kind == V_LAYER ? v->val.layer.builtin : NULL)
+		                 : d ? NULL : find_builtin(name);
+		if (d)
+			return work_add(w, decl_work(c, d, depth));
 		/* identity adds nothing, nor does flatten of [N, C] */
 		w.nodes = b && b->op != NUM_OPS && b->op != OP_RESHAPE ? 1 : 0;
 		return w;
 	}
 	case EX_CHAIN:
-		return work_add(w, min_work(c, e->chain.items, env));
+		return work_add(w, min_work(c, e->chain.items, env, depth));
 	case EX_RESIDUAL:
-		return work_add((Work){1, 1}, min_work(c, e->residual.items, env));
+		return work_add((Work){1, 1}, min_work(c, e->residual.items, env, depth));
 	case EX_CONCAT:
 	case EX_ADD:
 		for (const Expr *b = e->merge.branches; b; b = b->next_branch)
-			w = work_add(w, min_work(c, b->chain.items, env));
+			w = work_add(w, min_work(c, b->chain.items, env, depth));
 		if (e->merge.branches->next_branch)
 			w.nodes = sat_add(w.nodes, 1);
 		return w;
 	case EX_REPEAT:
 		if (e->repeat.var || !const_int(e->repeat.count, env, &count) || count <= 0)
 			return w;
-		body = min_work(c, e->repeat.items, env);
+		body = min_work(c, e->repeat.items, env, depth);
 		return work_add(w, (Work){sat_mul(count, body.nodes), sat_mul(count, body.applied)});
 	default:
 		return w;
 	}
 }
 
-static Work min_work(Ctx *c, const Item *items, Env *env)
+/*
+ * Refuse what would take the graph past a limit, counting what is
+ * promised: `passes` more passes through a repeat's body at loc, each
+ * doing `each` at least, or (with layer) one use of that layer at loc.
+ */
+static void check_room(Ctx *c, Work each, int64_t passes, const Decl *layer, SrcLoc loc, SrcLoc note_loc)
 {
-	Work w = {0, 0};
-	for (const Item *it = items; it; it = it->next)
-		w = work_add(w, min_work_of(c, it->layer, env));
-	return w;
+	Work more = {sat_mul(passes, each.nodes), sat_mul(passes, each.applied)};
+	Work total = work_add(work_add((Work){c->g->nodes.n, c->napplied}, c->promised), more);
+	bool nodes = total.nodes > MAX_NODES;
+	if (!nodes && total.applied <= MAX_APPLIED)
+		return;
+	const char *what = layer ? arena_printf(c->arena, "using layer '%s' here", layer->name)
+	                         : "expanding this repeat";
+	const char *unit = layer ? arena_printf(c->arena, "'%s'", layer->name)
+	                         : arena_printf(c->arena, "each of its %" PRId64 " passes", passes);
+	if (nodes) {
+		diag_print("error", loc, "network too large: %s makes more than %d nodes", what, MAX_NODES);
+		note_at(note_loc, "%s adds at least %" PRId64 " node%s", unit, each.nodes, each.nodes == 1 ? "" : "s");
+	} else {
+		diag_print("error", loc, "network too large: %s applies more than %d layers", what, MAX_APPLIED);
+		note_at(note_loc, "%s applies at least %" PRId64 " layer%s", unit, each.applied,
+		        each.applied == 1 ? "" : "s");
+	}
+	diag_abort();
+}
+
+static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor *x, Scope *own)
+{
+	for (int i = 0; i < c->depth; i++) {
+		if (c->stack[i].layer == d) {
+			/* the notes of note_context() show the calls in between */
+			diag_print("error", e->loc, "layer '%s' is used inside its own definition", d->name);
+			note_at(d->name_loc, "'%s' is defined here", d->name);
+			diag_abort();
+		}
+	}
+	if (c->depth == MAX_CALL_DEPTH)
+		error_at(e->loc, "layers nested too deeply (more than %d levels)", MAX_CALL_DEPTH);
+	check_room(c, decl_work(c, d, c->depth), 1, d, e->loc, d->name_loc);
+	const char *names[MAX_PARAMS] = {0};
+	const Param *ps[MAX_PARAMS] = {0};
+	int np = 0;
+	for (const Param *p = d->params; p; p = p->next) {
+		ps[np] = p;
+		names[np++] = p->name; /* declare() checked the count and uniqueness */
+	}
+	Value *args[MAX_PARAMS];
+	bind_args(c, NULL, d, names, np, call_args(e), env, args);
+	for (int i = 0; i < np; i++) {
+		if (!args[i] && !ps[i]->def) {
+			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
+			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
+			diag_abort();
+		}
+	}
+	/* From here on an error is inside d: note_context() shows this call. */
+	c->stack[c->depth].layer = d;
+	c->stack[c->depth].call = e->loc;
+	c->depth++;
+	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
+	Env *frame = env_new(c, c->globals);
+	for (int i = 0; i < np; i++)
+		if (args[i])
+			bind(c, frame, names[i], *args[i]);
+	for (int i = 0; i < np; i++) {
+		if (args[i])
+			continue;
+		c->unbound = ps[i];
+		bind(c, frame, names[i], eval(c, ps[i]->def, frame));
+		c->unbound = NULL;
+	}
+	Value body = eval(c, d->body, frame);
+	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
+	c->depth--;
+	return y;
 }
 
 /* Apply the body of `repeat n` n times, refusing at once what would grow too large. */
 static Tensor *apply_repeat(Ctx *c, const Expr *e, int64_t n, Env *env, Tensor *x, Scope *own)
 {
-	Work each = min_work(c, e->repeat.items, env), outer = c->promised;
+	Work each = min_work(c, e->repeat.items, env, c->depth), outer = c->promised;
 	for (int64_t i = 0; i < n; i++) {
-		/* this iteration and the later ones */
-		Work ahead = {sat_mul(n - i, each.nodes), sat_mul(n - i, each.applied)};
-		if (sat_add(c->g->nodes.n, sat_add(outer.nodes, ahead.nodes)) > MAX_NODES) {
-			diag_print("error", e->loc, "network too large: expanding this repeat makes more than %d nodes",
-			           MAX_NODES);
-			note_at(e->repeat.count->loc, "%" PRId64 " times a body that adds at least %" PRId64 " node%s",
-			        n - i, each.nodes, each.nodes == 1 ? "" : "s");
-			diag_abort();
-		}
-		if (sat_add(c->napplied, sat_add(outer.applied, ahead.applied)) > MAX_APPLIED) {
-			diag_print("error", e->loc,
-			           "network too large: expanding this repeat applies more than %d layers", MAX_APPLIED);
-			note_at(e->repeat.count->loc, "%" PRId64 " times a body of at least %" PRId64 " layer%s",
-			        n - i, each.applied, each.applied == 1 ? "" : "s");
-			diag_abort();
-		}
-		c->promised.nodes = outer.nodes + ahead.nodes - each.nodes;
-		c->promised.applied = outer.applied + ahead.applied - each.applied;
+		/* this pass and the later ones */
+		c->promised = outer;
+		check_room(c, each, n - i, NULL, e->loc, e->repeat.count->loc);
+		c->promised = work_add(outer, (Work){sat_mul(n - i - 1, each.nodes), sat_mul(n - i - 1, each.applied)});
 		Env *frame = env;
 		if (e->repeat.var) {
 			frame = env_new(c, env);

@@ -98,7 +98,7 @@ expect 1 20 repeat-nodes.net 'repeat-nodes.net:3:5: error: network too large: ex
 } >repeat-identity.net
 expect 1 20 repeat-identity.net 'repeat-identity.net:3:5: error: network too large: expanding this repeat applies more'
 
-# ... and layers calling layers twice over stop at the limit of layers applied.
+# ... and so does a layer that calls layers twice over, 2^40 times ...
 for act in identity relu; do
     {
         echo 'model m(batch = 2)'
@@ -111,8 +111,25 @@ for act in identity relu; do
         tail_decls
     } >tree-$act.net
 done
-expect 1 60 tree-identity.net 'error: network too large: more than [0-9]* layers applied'
-expect 1 60 tree-relu.net 'error: network too large: more than [0-9]* nodes'
+expect 1 20 tree-identity.net "tree-identity.net:44:5: error: network too large: using layer 'l40' here applies more"
+expect 1 20 tree-relu.net "tree-relu.net:44:5: error: network too large: using layer 'l40' here makes more"
+
+# ... and where layers passed as arguments hide the count, the count of
+# layers applied stops it.
+{
+    echo 'model m(batch = 2)'
+    echo 'layer l0 = identity'
+    for i in $(seq 1 40); do
+        echo "layer twice$i(f) = chain { f f }"
+        echo "layer l$i = twice$i(l$((i - 1)))"
+    done
+    echo 'network = chain {'
+    echo '    l40'
+    echo '    dense(4 => 3)'
+    echo '}'
+    tail_decls
+} >tree-arguments.net
+expect 1 60 tree-arguments.net 'error: network too large: more than [0-9]* layers applied'
 
 # A name of a megabyte is not echoed whole: the message shows 64 bytes of
 # it and the source line a window around the caret.
