@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Large programs elaborate in seconds, and programs over the node limit fail
 # at once: no step of elaboration may be quadratic in the number of layers
-# of one scope or of one file, and a repeat is checked against the limit
-# before it is expanded; a name of a megabyte is not echoed whole.  Each
+# of one scope or of one file, and a repeat or a use of a layer is checked
+# against the limits before it is expanded; a name of a megabyte is not
+# echoed whole.  Each
 # case runs under a timeout far above what it needs (on a busy machine),
 # and far below what a quadratic step takes.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}
+case $autotmc in /*) ;; *) autotmc=$(pwd)/$autotmc ;; esac
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 cd "$tmp" || exit 1
 fails=0
