@@ -5,10 +5,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void ice_at(const char *file, int line, const char *fmt, ...)
@@ -83,6 +85,81 @@ char *read_file(const char *path, size_t *len)
 	if (err) {
 		free(buf);
 		errno = err;
+		return NULL;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+/* What a file that is not a regular one is, for messages. */
+static const char *file_type_name(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a regular file";
+}
+
+char *read_regular_file(const char *path, size_t max, size_t *len, const char **not_regular)
+{
+	*not_regular = NULL;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		*not_regular = file_type_name(st.st_mode);
+		return NULL;
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		errno = EFBIG;
+		return NULL;
+	}
+	/* The size is a hint: the file may grow, and /proc files say 0. */
+	size_t cap = (size_t)st.st_size + 1 < 4096 ? 4096 : (size_t)st.st_size + 1, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n == cap - 1) {
+			if (n > max)
+				break;
+			cap = cap > max / 2 ? max + 2 : 2 * cap;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int err = errno;
+			free(buf);
+			close(fd);
+			errno = err;
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	close(fd);
+	if (n > max) {
+		free(buf);
+		errno = EFBIG;
 		return NULL;
 	}
 	buf[n] = '\0';

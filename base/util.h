@@ -32,6 +32,17 @@ char *xstrdup(const char *s);
 /* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
 char *read_file(const char *path, size_t *len);
 
+/*
+ * Read a source file: a regular file of at most max bytes, into a
+ * NUL-terminated buffer. It is opened without blocking (a FIFO would wait
+ * for a writer) and its type is taken from the open descriptor, so a file
+ * swapped after a stat cannot block or feed an endless device. Returns NULL
+ * on failure with *not_regular set to what the path is ("a directory", "a
+ * FIFO", ...) when it is not a regular file, or else errno set: EFBIG when
+ * it holds more than max bytes, or what open or read failed with.
+ */
+char *read_regular_file(const char *path, size_t max, size_t *len, const char **not_regular);
+
 /* The directory of the running executable (for files installed beside it), or NULL. */
 const char *exe_dir(void);
 

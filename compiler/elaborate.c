@@ -45,6 +45,7 @@ enum {
 	MAX_CALL_DEPTH = 256,    /* nested layer applications */
 	MAX_IMPORT_DEPTH = 64,   /* nested imports */
 	MAX_NODES = 1 << 20,     /* nodes in one forward graph */
+	MAX_APPLIED = 4 << 20,   /* layers applied in building it (identity, if, ...) */
 	MAX_FILE_BYTES = 16 << 20,
 	MAX_PARAMS = 64,         /* parameters of one layer */
 	MAX_WINDOW = 1 << 16,    /* kernel, stride, padding, groups */
@@ -83,21 +84,50 @@ struct Env {
 	Env *parent;   /* enclosing frame (model parameters at the root) */
 };
 
+/*
+ * A hash table from names to pointers, so that no lookup by name is linear:
+ * a chain of 100,000 layers checks each new name against the earlier ones,
+ * and a file may define as many layers. Open addressing with linear
+ * probing; the slots live in the arena (growing abandons the old ones).
+ */
+typedef struct NameSlot {
+	const char *name; /* key, NULL in an empty slot */
+	void *val;        /* what the name stands for */
+} NameSlot;
+
+typedef struct NameTable {
+	NameSlot *slots; /* cap entries, or NULL before the first insertion */
+	size_t cap;      /* a power of two */
+	size_t n;        /* names stored */
+} NameTable;
+
 /* Per-chain naming state: counters per kind and the names already used. */
-typedef struct Counter { const char *kind; int n; struct Counter *next; } Counter;
-typedef struct Child { const char *name; SrcLoc loc; struct Child *next; } Child;
+typedef struct Counter {
+	int n; /* layers of this kind named so far */
+} Counter;
+typedef struct Child {
+	SrcLoc loc; /* where the name was given */
+} Child;
 typedef struct Scope {
-	const char *path;  /* full name of the layer owning this scope ("" at the root) */
-	Counter *counters; /* next index per kind */
-	Child *children;   /* names given so far */
+	struct Scope *parent; /* enclosing scope, or NULL */
+	const char *name;     /* the owning layer's name in parent */
+	const char *path;     /* its full name ("" at the root); made when first needed */
+	NameTable counters;   /* kind -> Counter: next index per kind */
+	NameTable children;   /* name -> Child: the names given so far */
 } Scope;
+
+/* What applying some layers will at least do. */
+typedef struct Work {
+	int64_t nodes;   /* nodes added */
+	int64_t applied; /* items of chains applied */
+} Work;
 
 typedef struct Ctx {
 	Arena *arena;              /* everything */
 	Graph *g;                  /* graph being built */
 	const ElabOptions *opt;    /* search path, -D */
-	VEC(const Decl *) layers;  /* user layer definitions */
-	VEC(const char *) loaded;  /* real paths of loaded files */
+	NameTable layers;          /* name -> Decl: user layer definitions */
+	NameTable loaded;          /* real paths of the files loaded */
 	struct {
 		const char *real;  /* real path of a file being loaded */
 		const char *shown; /* its name in messages */
@@ -114,6 +144,9 @@ typedef struct Ctx {
 	} stack[MAX_CALL_DEPTH];
 	int depth;                 /* entries in stack */
 	uint32_t ndropout;         /* dropout streams handed out */
+	int64_t napplied;          /* layers applied so far (items of chains) */
+	Work promised;             /* still to come from the repeats being expanded */
+	NameTable decl_work;       /* layer name -> Work: what applying it does at least */
 } Ctx;
 
 typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);
@@ -131,9 +164,17 @@ static Value eval(Ctx *c, const Expr *e, Env *env);
 
 /* ---- small helpers --------------------------------------------------- */
 
+/* path.name, or name at the root (without printf: this runs for every layer) */
 static const char *join(Ctx *c, const char *path, const char *name)
 {
-	return path[0] ? arena_printf(c->arena, "%s.%s", path, name) : name;
+	if (!path[0])
+		return name;
+	size_t np = strlen(path), nn = strlen(name);
+	char *s = arena_alloc(c->arena, np + nn + 2);
+	memcpy(s, path, np);
+	s[np] = '.';
+	memcpy(s + np + 1, name, nn + 1);
+	return s;
 }
 
 static const char *type_str(Ctx *c, const Tensor *t)
@@ -155,6 +196,49 @@ static const char *val_kind_name(ValKind k)
 	unreachable();
 }
 
+/* FNV-1a */
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return (size_t)h;
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static NameSlot *name_slot(const NameTable *t, const char *name)
+{
+	size_t i = name_hash(name) & (t->cap - 1);
+	while (t->slots[i].name && strcmp(t->slots[i].name, name) != 0)
+		i = (i + 1) & (t->cap - 1);
+	return &t->slots[i];
+}
+
+static void *name_get(const NameTable *t, const char *name)
+{
+	return t->cap ? name_slot(t, name)->val : NULL;
+}
+
+/* Bind name to val (val not NULL), replacing an earlier binding. */
+static void name_put(Arena *a, NameTable *t, const char *name, void *val)
+{
+	if (2 * (t->n + 1) > t->cap) {
+		NameTable bigger = {.cap = t->cap ? 2 * t->cap : 4};
+		bigger.slots = arena_array(a, bigger.cap, sizeof *bigger.slots);
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->slots[i].name)
+				*name_slot(&bigger, t->slots[i].name) = t->slots[i];
+		bigger.n = t->n;
+		*t = bigger;
+	}
+	NameSlot *s = name_slot(t, name);
+	if (!s->name)
+		t->n++;
+	s->name = name;
+	s->val = val;
+}
+
+/* The scope of a layer whose full name is path. */
 static Scope *scope_new(Ctx *c, const char *path)
 {
 	Scope *s = arena_alloc(c->arena, sizeof *s);
@@ -162,46 +246,66 @@ static Scope *scope_new(Ctx *c, const char *path)
 	return s;
 }
 
+/*
+ * The scope of the layer called name in parent. Its path is joined only
+ * when asked for: most layers applied in a deep program build no node and
+ * never need theirs.
+ */
+static Scope *scope_child(Ctx *c, Scope *parent, const char *name)
+{
+	Scope *s = arena_alloc(c->arena, sizeof *s);
+	s->parent = parent;
+	s->name = name;
+	return s;
+}
+
+static const char *scope_path(Ctx *c, Scope *s)
+{
+	if (!s->path)
+		s->path = join(c, scope_path(c, s->parent), s->name);
+	return s->path;
+}
+
 /* The next automatic name for a layer of `kind` in scope: conv1, conv2, ... */
 static const char *auto_name(Ctx *c, Scope *s, const char *kind)
 {
-	Counter *k;
-	for (k = s->counters; k; k = k->next)
-		if (strcmp(k->kind, kind) == 0)
-			break;
+	Counter *k = name_get(&s->counters, kind);
 	if (!k) {
 		k = arena_alloc(c->arena, sizeof *k);
-		k->kind = kind;
-		k->next = s->counters;
-		s->counters = k;
+		name_put(c->arena, &s->counters, kind, k);
 	}
-	return arena_printf(c->arena, "%s%d", kind, ++k->n);
+	/* kind and a decimal int, without printf's cost: this runs for every layer */
+	char digits[16];
+	int nd = 0;
+	for (unsigned v = (unsigned)++k->n; v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	size_t len = strlen(kind);
+	char *name = arena_alloc(c->arena, len + (size_t)nd + 1);
+	memcpy(name, kind, len);
+	while (nd > 0)
+		name[len++] = digits[--nd];
+	return name;
 }
 
 /* Record a child name, refusing a second layer of the same name. */
 static void claim_name(Ctx *c, Scope *s, const char *name, SrcLoc loc)
 {
-	for (Child *ch = s->children; ch; ch = ch->next) {
-		if (strcmp(ch->name, name) == 0) {
-			diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
-			           s->path[0] ? "'" : "the network", s->path, s->path[0] ? "'" : "");
-			note_at(ch->loc, "'%s' was named here", name);
-			diag_abort();
-		}
+	const Child *prev = name_get(&s->children, name);
+	if (prev) {
+		const char *path = scope_path(c, s);
+		diag_print("error", loc, "a layer named '%s' already exists in %s%s%s", name,
+		           path[0] ? "'" : "the network", path, path[0] ? "'" : "");
+		note_at(prev->loc, "'%s' was named here", name);
+		diag_abort();
 	}
 	Child *ch = arena_alloc(c->arena, sizeof *ch);
-	ch->name = name;
 	ch->loc = loc;
-	ch->next = s->children;
-	s->children = ch;
+	name_put(c->arena, &s->children, name, ch);
 }
 
 static const Decl *find_layer(Ctx *c, const char *name)
 {
-	for (int i = 0; i < c->layers.n; i++)
-		if (strcmp(c->layers.v[i]->name, name) == 0)
-			return c->layers.v[i];
-	return NULL;
+	return name_get(&c->layers, name);
 }
 
 static const Binding *find_var(Env *env, const char *name)
@@ -710,12 +814,19 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 
 /* ---- applying layers -------------------------------------------------- */
 
+/* How messages name the callee: a built-in's or block's name, or "layer 'NAME'" for def. */
+static const char *callee(Ctx *c, const char *layer, const Decl *def)
+{
+	return def ? arena_printf(c->arena, "layer '%s'", def->name) : layer;
+}
+
 /*
  * Bind call arguments to parameter names: positional ones in order, then
  * named ones. out[i] is the value for params[i], or NULL if not given.
+ * The callee is the user layer def, or else the built-in or block `layer`.
  */
-static void bind_args(Ctx *c, const char *layer, const char *const *params, int np, const Arg *args, Env *env,
-                      Value **out, const char *defname, SrcLoc def)
+static void bind_args(Ctx *c, const char *layer, const Decl *def, const char *const *params, int np,
+                      const Arg *args, Env *env, Value **out)
 {
 	int npos = 0, nargs = 0;
 	for (int i = 0; i < np; i++)
@@ -727,29 +838,32 @@ static void bind_args(Ctx *c, const char *layer, const char *const *params, int 
 				if (strcmp(params[i], a->name) == 0)
 					break;
 			if (i == np) {
-				diag_print("error", a->name_loc, "%s has no parameter '%s'", layer, a->name);
-				if (def.file)
-					note_at(def, "'%s' is defined here", defname);
+				diag_print("error", a->name_loc, "%s has no parameter '%s'", callee(c, layer, def),
+				           a->name);
+				if (def)
+					note_at(def->name_loc, "'%s' is defined here", def->name);
 				diag_abort();
 			}
 			if (out[i])
-				error_at(a->name_loc, "'%s' of %s is given twice", a->name, layer);
+				error_at(a->name_loc, "'%s' of %s is given twice", a->name, callee(c, layer, def));
 		} else {
 			if (nargs != npos)
-				error_at(a->value->loc, "positional argument after named ones in call to %s", layer);
+				error_at(a->value->loc, "positional argument after named ones in call to %s",
+				         callee(c, layer, def));
 			i = npos++;
 			if (i >= np) {
 				int total = 0;
 				for (const Arg *t = args; t; t = t->next)
 					total++;
+				layer = callee(c, layer, def);
 				if (np == 0)
 					diag_print("error", a->value->loc, "%s takes no arguments, but %d %s given", layer,
 					           total, total == 1 ? "was" : "were");
 				else
 					diag_print("error", a->value->loc, "%s takes at most %d argument%s, but %d were given",
 					           layer, np, np == 1 ? "" : "s", total);
-				if (def.file)
-					note_at(def, "'%s' is defined here", defname);
+				if (def)
+					note_at(def->name_loc, "'%s' is defined here", def->name);
 				diag_abort();
 			}
 		}
@@ -781,31 +895,196 @@ static const Arg *call_args(const Expr *e)
 	return e->kind == EX_CALL ? e->call.args : NULL;
 }
 
-static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, Tensor *x, const char *path)
+static Tensor *call_builtin(Ctx *c, const Builtin *b, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
 	int np = 0;
 	while (np < (int)countof(b->params) && b->params[np])
 		np++;
 	Value *args[8];
-	bind_args(c, b->name, b->params, np, call_args(e), env, args, NULL, (SrcLoc){0});
+	bind_args(c, b->name, NULL, b->params, np, call_args(e), env, args);
+	if (b->op == NUM_OPS)
+		return b->fn(c, b, args, x, "", e->loc); /* identity: no node, no name */
+	const char *path = scope_path(c, own);
 	if (!path[0])
 		path = b->name;
 	return b->fn(c, b, args, x, path, e->loc);
+}
+
+/*
+ * Bounding a repeat before expanding it. `repeat 1000000 { repeat 1000000
+ * { relu } }` must fail at once, not after building a million nodes, and
+ * a repeat of layers that add no node must not run on either. So a repeat
+ * first counts what one iteration of its body will at least do, without
+ * applying anything: the items it applies and the nodes they add, from
+ * built-in layers that always add a node, blocks, nested repeats with a
+ * constant count, and user layers (whatever their arguments: their
+ * parameters count as unknown). The later iterations of every repeat being
+ * expanded are promised in Ctx.promised; a repeat whose iterations would
+ * take the graph or the count of applied layers past the limit, counting
+ * what is promised, is an error before it starts. So is the use of a user
+ * layer that would, which stops layers that call layers twice over.
+ */
+
+/* Counts saturate at bound_cap, where the sum of two cannot overflow. */
+static const int64_t bound_cap = INT64_MAX / 4;
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	return a + b > bound_cap ? bound_cap : a + b;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+	return a > 0 && b > bound_cap / a ? bound_cap : a * b;
+}
+
+/* The value of a repeat count if it is a constant (integers, known names, + - *). */
+static bool const_int(const Expr *e, Env *env, int64_t *out)
+{
+	int64_t a, b;
+	switch (e->kind) {
+	case EX_INT:
+		*out = e->ival;
+		return true;
+	case EX_IDENT: {
+		const Binding *v = find_var(env, e->ident);
+		if (!v || v->val.kind != V_INT)
+			return false;
+		*out = v->val.i;
+		return true;
+	}
+	case EX_BINARY:
+		if (!const_int(e->op.a, env, &a) || !const_int(e->op.b, env, &b))
+			return false;
+		switch (e->op.op) {
+		case BIN_ADD: return !__builtin_add_overflow(a, b, out);
+		case BIN_SUB: return !__builtin_sub_overflow(a, b, out);
+		case BIN_MUL: return !__builtin_mul_overflow(a, b, out);
+		default: return false;
+		}
+	default:
+		return false;
+	}
+}
+
+static Work work_add(Work a, Work b)
+{
+	return (Work){sat_add(a.nodes, b.nodes), sat_add(a.applied, b.applied)};
+}
+
+static Work min_work_of(Ctx *c, const Expr *e, Env *env, int depth);
+
+static Work min_work(Ctx *c, const Item *items, Env *env, int depth)
+{
+	Work w = {0, 0};
+	for (const Item *it = items; it; it = it->next)
+		w = work_add(w, min_work_of(c, it->layer, env, depth));
+	return w;
+}
+
+/*
+ * What applying the user layer d does at least, whatever its arguments,
+ * computed once. Layers nested deeper than calls can be, and a layer
+ * inside its own definition, count as nothing.
+ */
+static Work decl_work(Ctx *c, const Decl *d, int depth)
+{
+	Work *w = name_get(&c->decl_work, d->name);
+	if (w)
+		return *w;
+	w = arena_alloc(c->arena, sizeof *w); /* nothing, while it is computed */
+	if (depth >= MAX_CALL_DEPTH)
+		return *w;
+	name_put(c->arena, &c->decl_work, d->name, w);
+	Env *frame = env_new(c, c->globals);
+	for (const Param *p = d->params; p; p = p->next) /* neither a count nor a layer */
+		bind(c, frame, p->name, (Value){.kind = V_FLOAT, .loc = p->loc});
+	Work body = min_work_of(c, d->body, frame, depth + 1);
+	body.applied--; /* the body is applied, but not as an item */
+	*w = body;
+	return *w;
+}
+
+/* What applying e as an item will at least do. */
+static Work min_work_of(Ctx *c, const Expr *e, Env *env, int depth)
+{
+	Work w = {0, 1}, body;
+	int64_t count;
+	switch (e->kind) {
+	case EX_IDENT:
+	case EX_CALL: {
+		const char *name = e->kind == EX_IDENT ? e->ident : e->call.name;
+		const Binding *v = find_var(env, name);
+		const Decl *d = v ? (v->val.kind == V_LAYER ? v->val.layer.decl : NULL) : find_layer(c, name);
+		const Builtin *b = v ? (v->val.kind == V_LAYER ? v->val.layer.builtin : NULL)
+		                 : d ? NULL : find_builtin(name);
+		if (d)
+			return work_add(w, decl_work(c, d, depth));
+		/* identity adds nothing, nor does flatten of [N, C] */
+		w.nodes = b && b->op != NUM_OPS && b->op != OP_RESHAPE ? 1 : 0;
+		return w;
+	}
+	case EX_CHAIN:
+		return work_add(w, min_work(c, e->chain.items, env, depth));
+	case EX_RESIDUAL:
+		return work_add((Work){1, 1}, min_work(c, e->residual.items, env, depth));
+	case EX_CONCAT:
+	case EX_ADD:
+		for (const Expr *b = e->merge.branches; b; b = b->next_branch)
+			w = work_add(w, min_work(c, b->chain.items, env, depth));
+		if (e->merge.branches->next_branch)
+			w.nodes = sat_add(w.nodes, 1);
+		return w;
+	case EX_REPEAT:
+		if (e->repeat.var || !const_int(e->repeat.count, env, &count) || count <= 0)
+			return w;
+		body = min_work(c, e->repeat.items, env, depth);
+		return work_add(w, (Work){sat_mul(count, body.nodes), sat_mul(count, body.applied)});
+	default:
+		return w;
+	}
+}
+
+/*
+ * Refuse what would take the graph past a limit, counting what is
+ * promised: `passes` more passes through a repeat's body at loc, each
+ * doing `each` at least, or (with layer) one use of that layer at loc.
+ */
+static void check_room(Ctx *c, Work each, int64_t passes, const Decl *layer, SrcLoc loc, SrcLoc note_loc)
+{
+	Work more = {sat_mul(passes, each.nodes), sat_mul(passes, each.applied)};
+	Work total = work_add(work_add((Work){c->g->nodes.n, c->napplied}, c->promised), more);
+	bool nodes = total.nodes > MAX_NODES;
+	if (!nodes && total.applied <= MAX_APPLIED)
+		return;
+	const char *what = layer ? arena_printf(c->arena, "using layer '%s' here", layer->name)
+	                         : "expanding this repeat";
+	const char *unit = layer ? arena_printf(c->arena, "'%s'", layer->name)
+	                         : arena_printf(c->arena, "each of its %" PRId64 " passes", passes);
+	if (nodes) {
+		diag_print("error", loc, "network too large: %s makes more than %d nodes", what, MAX_NODES);
+		note_at(note_loc, "%s adds at least %" PRId64 " node%s", unit, each.nodes, each.nodes == 1 ? "" : "s");
+	} else {
+		diag_print("error", loc, "network too large: %s applies more than %d layers", what, MAX_APPLIED);
+		note_at(note_loc, "%s applies at least %" PRId64 " layer%s", unit, each.applied,
+		        each.applied == 1 ? "" : "s");
+	}
+	diag_abort();
 }
 
 static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
 	for (int i = 0; i < c->depth; i++) {
 		if (c->stack[i].layer == d) {
+			/* the notes of note_context() show the calls in between */
 			diag_print("error", e->loc, "layer '%s' is used inside its own definition", d->name);
-			for (int j = c->depth - 1; j > i; j--)
-				note_at(c->stack[j].call, "through '%s' used here", c->stack[j].layer->name);
 			note_at(d->name_loc, "'%s' is defined here", d->name);
 			diag_abort();
 		}
 	}
 	if (c->depth == MAX_CALL_DEPTH)
 		error_at(e->loc, "layers nested too deeply (more than %d levels)", MAX_CALL_DEPTH);
+	check_room(c, decl_work(c, d, c->depth), 1, d, e->loc, d->name_loc);
 	const char *names[MAX_PARAMS] = {0};
 	const Param *ps[MAX_PARAMS] = {0};
 	int np = 0;
@@ -814,8 +1093,18 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 		names[np++] = p->name; /* declare() checked the count and uniqueness */
 	}
 	Value *args[MAX_PARAMS];
-	bind_args(c, arena_printf(c->arena, "layer '%s'", d->name), names, np, call_args(e), env, args, d->name,
-	          d->name_loc);
+	bind_args(c, NULL, d, names, np, call_args(e), env, args);
+	for (int i = 0; i < np; i++) {
+		if (!args[i] && !ps[i]->def) {
+			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
+			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
+			diag_abort();
+		}
+	}
+	/* From here on an error is inside d: note_context() shows this call. */
+	c->stack[c->depth].layer = d;
+	c->stack[c->depth].call = e->loc;
+	c->depth++;
 	/* Defaults are evaluated in the new frame, so they see earlier parameters. */
 	Env *frame = env_new(c, c->globals);
 	for (int i = 0; i < np; i++)
@@ -824,22 +1113,34 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 	for (int i = 0; i < np; i++) {
 		if (args[i])
 			continue;
-		if (!ps[i]->def) {
-			diag_print("error", e->loc, "missing argument '%s' in use of layer '%s'", names[i], d->name);
-			note_at(ps[i]->loc, "'%s' is declared here without a default", names[i]);
-			diag_abort();
-		}
 		c->unbound = ps[i];
 		bind(c, frame, names[i], eval(c, ps[i]->def, frame));
 		c->unbound = NULL;
 	}
-	c->stack[c->depth].layer = d;
-	c->stack[c->depth].call = e->loc;
-	c->depth++;
 	Value body = eval(c, d->body, frame);
 	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
 	c->depth--;
 	return y;
+}
+
+/* Apply the body of `repeat n` n times, refusing at once what would grow too large. */
+static Tensor *apply_repeat(Ctx *c, const Expr *e, int64_t n, Env *env, Tensor *x, Scope *own)
+{
+	Work each = min_work(c, e->repeat.items, env, c->depth), outer = c->promised;
+	for (int64_t i = 0; i < n; i++) {
+		/* this pass and the later ones */
+		c->promised = outer;
+		check_room(c, each, n - i, NULL, e->loc, e->repeat.count->loc);
+		c->promised = work_add(outer, (Work){sat_mul(n - i - 1, each.nodes), sat_mul(n - i - 1, each.applied)});
+		Env *frame = env;
+		if (e->repeat.var) {
+			frame = env_new(c, env);
+			bind(c, frame, e->repeat.var, (Value){.kind = V_INT, .loc = e->repeat.var_loc, .i = i});
+		}
+		x = apply_items(c, e->repeat.items, frame, x, own);
+	}
+	c->promised = outer;
+	return x;
 }
 
 /* Apply a list of branches to x, for concat and add. */
@@ -851,7 +1152,7 @@ static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 	VEC(const Expr *) bs = {0};
 	for (const Expr *b = e->merge.branches; b; b = b->next_branch) {
 		const char *name = auto_name(c, own, "branch");
-		Scope *bs_scope = scope_new(c, join(c, own->path, name));
+		Scope *bs_scope = scope_child(c, own, name);
 		vec_push(c->arena, &ys, apply_items(c, b->chain.items, env, x, bs_scope));
 		vec_push(c->arena, &bs, b);
 	}
@@ -864,34 +1165,34 @@ static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 			ok = (cat && d == 1) || a.d[d] == s.d[d];
 		if (!ok) {
 			diag_print("error", bs.v[i]->loc, "%s '%s': branch %d gives %s but branch 1 gives %s", kind,
-			           own->path, i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
+			           scope_path(c, own), i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
 			note_at(bs.v[0]->loc, "branch 1 is here");
 			diag_abort();
 		}
 	}
 	Attrs a = {.axis = 1};
-	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, own->path, e->loc);
+	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_residual(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
 {
 	static const char *const params[] = {"shortcut"};
 	Value *args[1];
-	bind_args(c, "residual", params, 1, e->residual.args, env, args, NULL, (SrcLoc){0});
+	bind_args(c, "residual", NULL, params, 1, e->residual.args, env, args);
 	Tensor *body = apply_items(c, e->residual.items, env, x, own);
 	Tensor *sc = x;
 	if (args[0]) {
 		if (args[0]->kind != V_LAYER)
 			error_at(args[0]->loc, "the shortcut must be a layer, not %s", val_kind_name(args[0]->kind));
-		sc = apply_value(c, args[0], x, scope_new(c, join(c, own->path, "shortcut")), args[0]->loc);
+		sc = apply_value(c, args[0], x, scope_child(c, own, "shortcut"), args[0]->loc);
 	}
 	if (!shape_eq(body->shape, sc->shape)) {
-		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", own->path,
+		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", scope_path(c, own),
 		         type_str(c, body), type_str(c, sc),
 		         args[0] ? "" : "; add a projection with residual(shortcut = ...)");
 	}
 	Tensor *in[2] = {body, sc};
-	return add_node(c, OP_ADD, in, 2, NULL, "residual", own->path, e->loc);
+	return add_node(c, OP_ADD, in, 2, NULL, "residual", scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
@@ -912,15 +1213,7 @@ static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 			error_at(n.loc, "repeat count must not be negative, got %" PRId64, n.i);
 		if (n.i > MAX_NODES)
 			error_at(n.loc, "repeat count %" PRId64 " is too large", n.i);
-		for (int64_t i = 0; i < n.i; i++) {
-			Env *frame = env;
-			if (e->repeat.var) {
-				frame = env_new(c, env);
-				bind(c, frame, e->repeat.var, (Value){.kind = V_INT, .loc = e->repeat.var_loc, .i = i});
-			}
-			x = apply_items(c, e->repeat.items, frame, x, own);
-		}
-		return x;
+		return apply_repeat(c, e, n.i, env, x, own);
 	}
 	case EX_IF: {
 		Value v = eval(c, e->cond.cond, env);
@@ -937,7 +1230,7 @@ static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc
 	if (v->kind != V_LAYER)
 		error_at(loc, "expected a layer, but this is %s", val_kind_name(v->kind));
 	if (v->layer.builtin)
-		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own->path);
+		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own);
 	if (v->layer.decl)
 		return call_user(c, v->layer.decl, v->layer.e, v->layer.env, x, own);
 	return apply_block(c, v->layer.e, v->layer.env, x, own);
@@ -947,6 +1240,8 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 {
 	for (const Item *it = items; it; it = it->next) {
 		const Expr *e = it->layer;
+		if (++c->napplied > MAX_APPLIED)
+			error_at(e->loc, "network too large: more than %d layers applied", MAX_APPLIED);
 		if (!it->label && (e->kind == EX_REPEAT || e->kind == EX_IF)) {
 			x = apply_block(c, e, env, x, scope); /* shares the enclosing scope */
 			continue;
@@ -957,35 +1252,34 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 			         e->kind == EX_IDENT ? e->ident : "this", val_kind_name(v.kind));
 		const char *name = it->label ? it->label : auto_name(c, scope, layer_kind(&v));
 		claim_name(c, scope, name, it->label ? it->label_loc : e->loc);
-		x = apply_value(c, &v, x, scope_new(c, join(c, scope->path, name)), e->loc);
+		x = apply_value(c, &v, x, scope_child(c, scope, name), e->loc);
 	}
 	return x;
 }
 
 /* ---- loading files ---------------------------------------------------- */
 
+/*
+ * Read a source file: the main file (from has no file) or an import (from
+ * is the import's path). A file that cannot be a source, such as a FIFO or
+ * /dev/zero, is refused before anything is read from it.
+ */
 static SrcFile *open_source(Ctx *c, const char *path, const char *shown, SrcLoc from)
 {
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (from.file)
-			error_at(from, "cannot import '%s': it is a directory", shown);
-		error_plain("cannot read '%s': it is a directory", shown);
-		diag_abort();
-	}
 	size_t len;
-	char *text = read_file(path, &len);
+	const char *kind;
+	char *text = read_regular_file(path, MAX_FILE_BYTES, &len, &kind);
 	if (!text) {
-		if (from.file)
-			error_at(from, "cannot read '%s': %s", shown, strerror(errno));
-		error_plain("cannot read '%s': %s", shown, strerror(errno));
-		diag_abort();
-	}
-	if (len > MAX_FILE_BYTES) {
-		free(text);
-		if (from.file)
-			error_at(from, "'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
-		error_plain("'%s' is too large for a .net file (more than %d MiB)", shown, MAX_FILE_BYTES >> 20);
+		const char *verb = from.file ? "import" : "read";
+		if (kind && strcmp(kind, "a directory") == 0)
+			diag_print("error", from, "cannot %s '%s': it is a directory", verb, shown);
+		else if (kind)
+			diag_print("error", from, "cannot %s '%s': it is %s, not a regular file", verb, shown, kind);
+		else if (errno == EFBIG)
+			diag_print("error", from, "'%s' is too large for a .net file (more than %d MiB)", shown,
+			           MAX_FILE_BYTES >> 20);
+		else
+			diag_print("error", from, "cannot read '%s': %s", shown, strerror(errno));
 		diag_abort();
 	}
 	SrcFile *f = arena_alloc(c->arena, sizeof *f);
@@ -1062,7 +1356,7 @@ static void declare(Ctx *c, const Decl *d, bool is_main)
 		if (find_builtin(d->name))
 			error_at(d->name_loc, "'%s' is a built-in layer and cannot be redefined", d->name);
 		check_params(d);
-		vec_push(c->arena, &c->layers, d);
+		name_put(c->arena, &c->layers, d->name, (void *)d);
 		return;
 	}
 	case DECL_MODEL: slot = &c->model; what = "model"; check_params(d); break;
@@ -1086,18 +1380,13 @@ static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from)
 	char *rp = realpath(path, NULL);
 	const char *real = rp ? arena_strdup(c->arena, rp) : path;
 	free(rp);
-	for (int i = 0; i < c->nimporting; i++) {
-		if (strcmp(c->importing[i].real, real) == 0) {
-			diag_print("error", from, "import cycle: '%s' imports itself%s", c->importing[i].shown,
-			           i + 1 < c->nimporting ? " through other files" : "");
-			for (int j = c->nimporting - 1; j > i; j--)
-				note_at(c->importing[j].from, "'%s' is imported here", c->importing[j].shown);
-			diag_abort();
-		}
-	}
-	for (int i = 0; i < c->loaded.n; i++)
-		if (strcmp(c->loaded.v[i], real) == 0)
-			return; /* each file is loaded once */
+	/* the notes of note_context() show the cycle */
+	for (int i = 0; i < c->nimporting; i++)
+		if (strcmp(c->importing[i].real, real) == 0)
+			error_at(from, "import cycle: '%s' imports itself%s", c->importing[i].shown,
+			         i + 1 < c->nimporting ? " through other files" : "");
+	if (name_get(&c->loaded, real))
+		return; /* each file is loaded once */
 	if (c->nimporting == MAX_IMPORT_DEPTH)
 		error_at(from, "imports nested too deeply (more than %d levels)", MAX_IMPORT_DEPTH);
 	SrcFile *f;
@@ -1110,25 +1399,53 @@ static void load_file(Ctx *c, const char *path, const char *shown, SrcLoc from)
 	} else {
 		f = open_source(c, path, shown, from);
 	}
+	/* on the stack while it is parsed and declared, for note_context() */
+	c->importing[c->nimporting].real = real;
+	c->importing[c->nimporting].shown = f->name;
+	c->importing[c->nimporting].from = from;
+	c->nimporting++;
 	Module *m = parse_file(f, c->arena);
 	if (!m)
 		diag_abort();
 	if (!from.file)
 		c->main = f;
-	c->importing[c->nimporting].real = real;
-	c->importing[c->nimporting].shown = f->name;
-	c->importing[c->nimporting].from = from;
-	c->nimporting++;
 	for (const Decl *d = m->decls; d; d = d->next)
 		if (d->kind == DECL_IMPORT)
 			load_import(c, d, f);
-	c->nimporting--;
-	vec_push(c->arena, &c->loaded, real);
+	name_put(c->arena, &c->loaded, real, (void *)real);
 	for (const Decl *d = m->decls; d; d = d->next)
 		declare(c, d, !from.file);
+	c->nimporting--;
 }
 
 /* ---- model parameters, input, loss, optimizer -------------------------- */
+
+/*
+ * After an error, notes for how elaboration got there, innermost first:
+ * the calls of the user layers being applied (not the network's own, which
+ * the loss declaration makes) and the imports of the files being loaded.
+ * A deep stack is cut to its innermost MAX_CONTEXT_NOTES.
+ */
+static void note_context(const Ctx *c)
+{
+	enum { MAX_CONTEXT_NOTES = 8 };
+	int shown = 0;
+	for (int j = c->depth - 1; j >= 1; j--, shown++) {
+		if (shown == MAX_CONTEXT_NOTES) {
+			note_at((SrcLoc){0}, "and %d more calls of layers around these", j);
+			break;
+		}
+		note_at(c->stack[j].call, "in layer '%s' called from here", c->stack[j].layer->name);
+	}
+	shown = 0;
+	for (int j = c->nimporting - 1; j >= 1; j--, shown++) {
+		if (shown == MAX_CONTEXT_NOTES) {
+			note_at((SrcLoc){0}, "and %d more imports around these", j);
+			break;
+		}
+		note_at(c->importing[j].from, "in file '%s' imported from here", c->importing[j].shown);
+	}
+}
 
 static Value parse_define(const Define *def, const Value *old)
 {
@@ -1332,7 +1649,7 @@ static void build_optimizer(Ctx *c)
 		error_at(e->loc, "unknown optimizer; the supported one is sgd(lr = ..., momentum = ...)");
 	static const char *const params[] = {"lr", "momentum"};
 	Value *args[2];
-	bind_args(c, "sgd", params, 2, call_args(e), c->globals, args, NULL, (SrcLoc){0});
+	bind_args(c, "sgd", NULL, params, 2, call_args(e), c->globals, args);
 	if (args[0]) {
 		o->lr = want_float(args[0], "lr", "sgd");
 		if (!(o->lr > 0) || !isfinite(o->lr))
@@ -1355,8 +1672,10 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 
 	DiagHandler h;
 	diag_push(&h);
-	if (setjmp(h.jb))
+	if (setjmp(h.jb)) {
+		note_context(c);
 		return NULL;
+	}
 	load_file(c, path, path, (SrcLoc){0});
 	SrcLoc top = {c->main, 1, 1, 1, 1};
 	bind_model_params(c);

@@ -1,12 +1,25 @@
 /*
  * diag.c - printing diagnostics with the source line and a caret.
+ *
+ * Messages quote names and numbers from the user's file, which may be of
+ * any length: a run of more than MAX_WORD name characters is shown as its
+ * first MAX_WORD and "...", and a message is cut at MAX_MESSAGE bytes. A
+ * long source line is shown as a window of WIDTH bytes around the caret.
  */
 #include "diag.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+
+enum {
+	MAX_WORD = 64,      /* name characters shown of one name or number */
+	MAX_MESSAGE = 1024, /* bytes shown of one message */
+	WIDTH = 100,        /* bytes shown of a long source line */
+};
 
 static FILE *diag_out;
 static int nerrors;
@@ -27,21 +40,31 @@ int diag_error_count(void)
 	return nerrors;
 }
 
+/* The end of the line that starts at s: its LF, CR or CRLF, or end. */
+static const char *line_end(const char *s, const char *end)
+{
+	while (s < end && *s != '\n' && *s != '\r')
+		s++;
+	return s;
+}
+
 const char *srcfile_line(const SrcFile *f, int line, int *len)
 {
 	const char *s = f->text, *end = f->text + f->len;
+	if (line < 1) {
+		*len = 0;
+		return "";
+	}
 	for (int l = 1; l < line; l++) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		if (!nl || line < 1) {
+		const char *e = line_end(s, end);
+		if (e == end) {
 			*len = 0;
 			return "";
 		}
-		s = nl + 1;
+		s = e + (e[0] == '\r' && e + 1 < end && e[1] == '\n' ? 2 : 1);
 	}
-	const char *e = s;
-	while (e < end && *e != '\n' && *e != '\r')
-		e++;
-	*len = (int)(e - s);
+	const char *e = line_end(s, end);
+	*len = e - s > INT_MAX ? INT_MAX : (int)(e - s);
 	return s;
 }
 
@@ -67,15 +90,23 @@ static void show_source(SrcLoc loc)
 	FILE *o = out();
 	int col = loc.first_column < 1 ? 1 : loc.first_column;
 	int last = loc.last_line == loc.first_line ? loc.last_column : len;
-	/* Show at most WIDTH characters of a long line, around the caret. */
-	enum { WIDTH = 100 };
+	/*
+	 * Show at most WIDTH bytes of a long line, around the caret, cut at
+	 * character boundaries and marked "..." where cut.
+	 */
 	int from = 0;
 	if (len > WIDTH && col > WIDTH / 2) {
 		from = col - WIDTH / 2;
 		if (from > len - WIDTH)
 			from = len - WIDTH > 0 ? len - WIDTH : 0;
+		while (from > 0 && ((unsigned char)s[from] & 0xc0) == 0x80)
+			from--;
 	}
 	int to = from + WIDTH < len ? from + WIDTH : len;
+	while (to < len && ((unsigned char)s[to] & 0xc0) == 0x80)
+		to--;
+	bool cut_end = to < len;
+	const char *lead = from > 0 ? "..." : "";
 	s += from;
 	len = to - from;
 	col -= from;
@@ -84,7 +115,7 @@ static void show_source(SrcLoc loc)
 	int w = snprintf(num, sizeof num, "%d", loc.first_line);
 	if (w < 4)
 		w = 4;
-	fprintf(o, " %*d | ", w, loc.first_line);
+	fprintf(o, " %*d | %s", w, loc.first_line, lead);
 	for (int i = 0; i < len;) {
 		/* keep the line printable whatever bytes it holds: control bytes and
 		   bytes that are not valid UTF-8 are shown as '?' */
@@ -96,7 +127,7 @@ static void show_source(SrcLoc loc)
 			fputc(c == '\t' || (c >= 0x20 && c < 0x7f) ? c : '?', o);
 		i += n > 1 ? n : 1;
 	}
-	fprintf(o, "\n %*s | ", w, "");
+	fprintf(o, "%s\n %*s | %s", cut_end ? "..." : "", w, "", lead[0] ? "   " : "");
 	for (int i = 0; i < col - 1 && i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if ((c & 0xc0) != 0x80) /* one column per UTF-8 character */
@@ -113,6 +144,48 @@ static void show_source(SrcLoc loc)
 	fputc('\n', o);
 }
 
+static bool is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Print a message with long names and numbers elided, at most MAX_MESSAGE bytes. */
+static void print_message(FILE *o, const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0) {
+		fputs(fmt, o);
+		return;
+	}
+	char *msg = xmalloc((size_t)n + 1);
+	vsnprintf(msg, (size_t)n + 1, fmt, ap);
+	int shown = 0;
+	for (int i = 0; i < n;) {
+		int j = i;
+		while (j < n && is_word_char(msg[j]))
+			j++;
+		if (j == i) { /* one other character, all bytes of it */
+			j = i + 1;
+			while (j < n && ((unsigned char)msg[j] & 0xc0) == 0x80)
+				j++;
+		}
+		int take = j - i > MAX_WORD ? MAX_WORD : j - i;
+		if (shown + take > MAX_MESSAGE) {
+			fputs("...", o);
+			break;
+		}
+		fwrite(msg + i, 1, (size_t)take, o);
+		shown += take;
+		if (take < j - i)
+			fputs("...", o);
+		i = j;
+	}
+	free(msg);
+}
+
 void diag_vprint(const char *severity, SrcLoc loc, const char *fmt, va_list ap)
 {
 	FILE *o = out();
@@ -122,7 +195,7 @@ void diag_vprint(const char *severity, SrcLoc loc, const char *fmt, va_list ap)
 		fprintf(o, "%s:%d:%d: %s: ", loc.file->name, loc.first_line, loc.first_column, severity);
 	else
 		fprintf(o, "autotmc: %s: ", severity);
-	vfprintf(o, fmt, ap);
+	print_message(o, fmt, ap);
 	fputc('\n', o);
 	show_source(loc);
 }

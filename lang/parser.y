@@ -410,23 +410,25 @@ static Expr *chain(LexState *st, Item *items, bool is_branch, SrcLoc loc)
 	return e;
 }
 
-/* Describe a token for a message: its text where it has one. */
+/* Describe a token for a message: its text where it has one, at most 64 bytes of it. */
 static void describe(char *buf, size_t size, LexState *st, yysymbol_kind_t tok)
 {
+	int len = st->toklen > 64 ? 64 : st->toklen;
+	const char *more = st->toklen > 64 ? "..." : "";
 	switch (tok) {
 	case YYSYMBOL_YYEOF:
 		snprintf(buf, size, "end of file");
 		break;
 	case YYSYMBOL_IDENT:
-		snprintf(buf, size, "name '%.*s'", st->toklen > 40 ? 40 : st->toklen, st->tok);
+		snprintf(buf, size, "name '%.*s%s'", len, st->tok, more);
 		break;
 	case YYSYMBOL_INT:
 	case YYSYMBOL_FLOAT:
 	case YYSYMBOL_SIZE:
-		snprintf(buf, size, "number '%.*s'", st->toklen > 40 ? 40 : st->toklen, st->tok);
+		snprintf(buf, size, "number '%.*s%s'", len, st->tok, more);
 		break;
 	case YYSYMBOL_STRING:
-		snprintf(buf, size, "string %.*s", st->toklen > 40 ? 40 : st->toklen, st->tok);
+		snprintf(buf, size, "string %.*s%s", len, st->tok, more);
 		break;
 	default: {
 		const char *name = yysymbol_name(tok);
