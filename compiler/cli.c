@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "autotm/profile.h"
+#include "hwmodel.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -532,12 +533,22 @@ static void check_placement(Settings *s)
 }
 
 /*
- * Every file the command will write must be writable now, before any
- * work: a wrong path is an error of the system (exit 1), not of the
- * command line.
+ * Every file the command will write must be writable now, and the hw
+ * file it reads readable and valid, before any work: a wrong path is an
+ * error of the system (exit 1), not of the command line.
  */
 static void check_outputs(Arena *a, const Settings *s)
 {
+	/* an input that decides the cost model: read now, not after an hour of profiling */
+	if (s->hw) {
+		char err[1024];
+		HwModel hw;
+		const char *path = hw_find(s->hw, a, err, sizeof err);
+		if (!path || !hw_load(path, &hw, err, sizeof err)) {
+			fprintf(stderr, "autotmc: error: %s\n", err);
+			exit(1);
+		}
+	}
 	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
 		const Option *o = &options[i];
 		const char *path = o->kind == V_OUTPUT && (o->cmds >> s->cmd & 1) ? *(const char **)((char *)s + o->field)

@@ -179,6 +179,20 @@ static bool parse_quantity(const char *path, int line, const char *key, const ch
 			*out = x * units[i].factor;
 			if (kind == V_SIZE && *out > 0x1p62)
 				return fail(err, errlen, path, line, "%s is too large: '%s'", key, v);
+			/* what a machine can be: the placement's arithmetic stays in range (docs/profiling.md) */
+			static const struct {
+				ValKind kind;
+				double lo, hi;
+				const char *range;
+			} physical[] = {
+				{V_BANDWIDTH, 1e6, 1e15, "1 MB/s to 1000 TB/s"},
+				{V_TIME, 0, 1, "0 to 1 s"},
+				{V_RATE, 1e6, 1e19, "1 MFLOP/s to 10^19 FLOP/s"},
+			};
+			for (size_t k = 0; k < countof(physical); k++)
+				if (physical[k].kind == kind && !(*out >= physical[k].lo && *out <= physical[k].hi))
+					return fail(err, errlen, path, line, "%s = %s is outside what autotmc models (%s)", key, v,
+					            physical[k].range);
 			return true;
 		}
 	return fail(err, errlen, path, line, "%s: unknown unit '%s' (%s)", key, u, unit_list(kind, list, sizeof list));

@@ -28,6 +28,7 @@ enum {
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
+#define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
 #define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
 #define PLACE_FIT_MEASURED 0.01    /* a kernel whose all-slow time is the sum of its penalties within this is */

@@ -827,6 +827,41 @@ static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double
 	return p;
 }
 
+/*
+ * Every time the program weighs is finite and at most PLACE_MAX_SECONDS:
+ * beyond that the solver's arithmetic breaks down (CBC asserts on huge
+ * coefficients). Inputs are checked where they are read (hw files,
+ * profiles); this catches a model that still gives such a time (a
+ * hw file's slowest tier moving the largest tensor, say).
+ */
+static bool times_in_range(const Graph *g, const Schedule *s, const PlaceOptions *o, char *err, size_t errlen)
+{
+	const CostModel *cm = o->cm;
+	for (int k = 0; k < s->n; k++) {
+		const Node *n = s->order[k];
+		uint32_t slow = o->kernels_fast ? 0 : (uint32_t)((UINT64_C(1) << (n->nin + n->nout)) - 1);
+		double t = cm->kernel_time(cm, n, slow);
+		if (!(t >= 0 && t <= PLACE_MAX_SECONDS)) {
+			snprintf(err, errlen, "the cost model (%s) gives kernel %s a time of %g s, more than a placement can "
+			                      "weigh (%g s): check the hardware description or the profile", cm->source,
+			         n->name, t, PLACE_MAX_SECONDS);
+			return false;
+		}
+	}
+	for (int i = 0; i < g->tensors.n; i++)
+		for (int dir = 0; dir < 2; dir++) {
+			const Tensor *t = g->tensors.v[i];
+			double m = cm->move_time(cm, t->bytes, dir ? TIER_FAST : TIER_SLOW, dir ? TIER_SLOW : TIER_FAST, false);
+			if (!(m >= 0 && m <= PLACE_MAX_SECONDS)) {
+				snprintf(err, errlen, "the cost model (%s) gives a move of %s (%lld bytes) a time of %g s, more "
+				                      "than a placement can weigh (%g s): check the hardware description or "
+				                      "the profile", cm->source, t->name, (long long)t->bytes, m, PLACE_MAX_SECONDS);
+				return false;
+			}
+		}
+	return true;
+}
+
 Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                      char *err, size_t errlen)
 {
@@ -838,6 +873,8 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 		ICE("place_ilp asked for %s, which is not an ILP optimizer", optimizer_info[o->optimizer].name);
 	if (!o->cm)
 		ICE("place_ilp needs a cost model");
+	if (!times_in_range(g, s, o, err, errlen))
+		return NULL;
 	char b1[64], b2[64];
 	int n = s->n;
 	int64_t *forced = arena_array(a, (size_t)n + 1, sizeof(int64_t));

@@ -42,6 +42,9 @@
 #include "graph.h"
 #include "schedule.h"
 
+/* The longest a measured kernel or move may take: a time beyond it in a profile is damage, not a measurement. */
+#define PROFILE_MAX_SECONDS 1e4
+
 /* How to profile, and which profiles to read. Zero fields take the defaults. */
 typedef struct ProfileOptions {
 	const char *db;        /* the database (NULL: profile_default_db()) */

@@ -643,9 +643,17 @@ bool pdb_load_kernels(ProfileDb *db, const ProfileKey *k, ProfileSigs *sigs, Are
 		ProfileSig *sig = text ? profile_sig_find(sigs, (const char *)text) : NULL;
 		int64_t config = sqlite3_column_int64(st, 1);
 		double sec = sqlite3_column_double(st, 2);
-		if (!sig || !sig->known || config < 0 || config >= (INT64_C(1) << sig->nargs) || !(sec >= 0) ||
+		if (!sig || !sig->known || config < 0 || config >= (INT64_C(1) << sig->nargs) ||
 		    profile_sig_meas(sig, (uint32_t)config))
 			continue;
+		if (!(sec >= 0 && sec <= PROFILE_MAX_SECONDS)) {
+			sqlite3_finalize(st);
+			snprintf(err, errlen,
+			         "the profile database %s is damaged: kernel %s, configuration %#llx, has a time of %g s "
+			         "(expected 0 to %g s); move it away and profile again",
+			         db->path, sig->text, (unsigned long long)config, sec, PROFILE_MAX_SECONDS);
+			return false;
+		}
 		ProfileMeas m = {(uint32_t)config, sec, sqlite3_column_double(st, 3), sqlite3_column_int(st, 4)};
 		vec_push(a, &sig->meas, m);
 	}
@@ -679,8 +687,17 @@ bool pdb_load_moves(ProfileDb *db, const ProfileKey *k, ProfileMoves *out, Arena
 			.spread = sqlite3_column_double(st, 4),
 			.runs = sqlite3_column_int(st, 5),
 		};
-		if (m.bytes > 0 && m.seconds > 0)
-			vec_push(a, out, m);
+		if (m.bytes <= 0)
+			continue;
+		if (!(m.seconds > 0 && m.seconds <= PROFILE_MAX_SECONDS)) {
+			sqlite3_finalize(st);
+			snprintf(err, errlen,
+			         "the profile database %s is damaged: a move of %lld bytes has a time of %g s (expected "
+			         "more than 0 and at most %g s); move it away and profile again",
+			         db->path, (long long)m.bytes, m.seconds, PROFILE_MAX_SECONDS);
+			return false;
+		}
+		vec_push(a, out, m);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

@@ -138,6 +138,12 @@ static bool positive(const char *s, double *out)
 	return end != s && !*end && !errno && isfinite(*out) && *out > 0;
 }
 
+/* A time in seconds, positive and at most PROFILE_MAX_SECONDS. */
+static bool seconds(const char *s, double *out)
+{
+	return positive(s, out) && *out <= PROFILE_MAX_SECONDS;
+}
+
 /* Parse the profile text into seconds by signature (sigs order) and the move curves. */
 static bool parse(const char *path, char *text, const ProfileSigs *sigs, double *sig_time, AlgoVec *sig_algos,
                   GpuData *d, const char **machine, Arena *a, char *err, size_t errlen)
@@ -169,9 +175,9 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 				return bad(err, errlen, path, lineno, "a machine line names the GPU");
 			*machine = arena_strdup(a, f[1]);
 		} else if (strcmp(f[0], "kernel") == 0) {
-			if (n < 3 || !positive(f[2], &x))
+			if (n < 3 || !seconds(f[2], &x))
 				return bad(err, errlen, path, lineno, "expected 'kernel<TAB>SIGNATURE<TAB>SECONDS...' with "
-				           "positive seconds");
+				           "seconds above 0 and at most %g", PROFILE_MAX_SECONDS);
 			ProfileSig *sig = profile_sig_find(sigs, f[1]);
 			if (sig)
 				for (int i = 0; i < sigs->n; i++)
@@ -182,15 +188,16 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 			                     : strcmp(f[1], "slow_to_fast") == 0 ? DIR_TO_FAST
 			                     : strcmp(f[1], "both") == 0 ? NDIR : -1;
 			bool async = n >= 5 && strcmp(f[2], "async") == 0;
-			if (dir < 0 || (!async && strcmp(f[2], "sync") != 0) || !positive(f[3], &x) || !positive(f[4], &y))
+			if (dir < 0 || (!async && strcmp(f[2], "sync") != 0) || !positive(f[3], &x) || !seconds(f[4], &y))
 				return bad(err, errlen, path, lineno, "expected 'move<TAB>fast_to_slow|slow_to_fast|both<TAB>"
-				           "sync|async<TAB>BYTES<TAB>SECONDS'");
+				           "sync|async<TAB>BYTES<TAB>SECONDS' with seconds above 0 and at most %g",
+				           PROFILE_MAX_SECONDS);
 			if (dir < NDIR)
 				vec_push(a, &d->moves[dir][async], ((MovePoint){x, y}));
 		} else if (strcmp(f[0], "algo") == 0) {
 			char *end = NULL;
 			long number = n >= 7 ? strtol(f[6], &end, 10) : -1;
-			if (n < 7 || !positive(f[4], &x) || !end || *end || number < 0 || number > 64 ||
+			if (n < 7 || !seconds(f[4], &x) || !end || *end || number < 0 || number > 64 ||
 			    (strcmp(f[2], "fwd") && strcmp(f[2], "bwd_data") && strcmp(f[2], "bwd_filter")))
 				return bad(err, errlen, path, lineno, "expected 'algo<TAB>SIGNATURE<TAB>fwd|bwd_data|bwd_filter"
 				           "<TAB>NAME<TAB>SECONDS<TAB>WORKSPACE<TAB>NUMBER'");

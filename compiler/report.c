@@ -14,17 +14,24 @@ int64_t graph_parameters(const Graph *g)
 {
 	int64_t n = 0;
 	for (int i = 0; i < g->tensors.n; i++)
-		if (g->tensors.v[i]->kind == TENSOR_WEIGHT)
-			n += shape_elems(g->tensors.v[i]->shape);
+		if (g->tensors.v[i]->kind == TENSOR_WEIGHT && __builtin_add_overflow(n, shape_elems(g->tensors.v[i]->shape), &n))
+			return INT64_MAX;
 	return n;
+}
+
+/* FLOPs of nodes [from, to), saturating at INT64_MAX as node_flops does. */
+static int64_t sum_flops(const Graph *g, int from, int to)
+{
+	int64_t f = 0;
+	for (int i = from; i < to; i++)
+		if (__builtin_add_overflow(f, node_flops(g->nodes.v[i]), &f))
+			return INT64_MAX;
+	return f;
 }
 
 int64_t graph_forward_flops(const Graph *g)
 {
-	int64_t f = 0;
-	for (int i = 0; i < g->nforward; i++)
-		f += node_flops(g->nodes.v[i]);
-	return f;
+	return sum_flops(g, 0, g->nforward);
 }
 
 static const char *si(double v, char *buf, size_t size)
@@ -39,6 +46,17 @@ static const char *si(double v, char *buf, size_t size)
 	return buf;
 }
 
+/* "265098308352 WORD (265.10 GFLOP)", or that the count does not fit in 64 bits */
+static const char *flops_str(int64_t flops, const char *word, char *buf, size_t size)
+{
+	char si_buf[32];
+	if (flops == INT64_MAX)
+		snprintf(buf, size, "more than %" PRId64 "%s (too many to count)", INT64_MAX, word);
+	else
+		snprintf(buf, size, "%" PRId64 "%s (%sFLOP)", flops, word, si((double)flops, si_buf, sizeof si_buf));
+	return buf;
+}
+
 void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path)
 {
 	char b1[160], b2[64];
@@ -46,7 +64,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	for (int i = 0; i < g->nforward_tensors; i++) {
 		const Tensor *t = g->tensors.v[i];
 		if (t->kind == TENSOR_WEIGHT) {
-			weights_bytes += t->bytes;
+			if (__builtin_add_overflow(weights_bytes, t->bytes, &weights_bytes))
+				weights_bytes = INT64_MAX;
 			nweights++;
 		}
 	}
@@ -56,7 +75,7 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	fprintf(f, "parameter tensors: %" PRId64 " (%s)\n", nweights, fmt_bytes(weights_bytes, b2, sizeof b2));
 	fprintf(f, "nodes: %d\n", g->nforward);
 	fprintf(f, "tensors: %d\n", g->nforward_tensors);
-	fprintf(f, "forward FLOPs: %" PRId64 " (%sFLOP)\n", flops, si((double)flops, b2, sizeof b2));
+	fprintf(f, "forward FLOPs: %s\n", flops_str(flops, "", b1, sizeof b1));
 	fprintf(f, "input: %s %s\n", g->input->name, tensor_type_str(g->input, b1, sizeof b1));
 	fprintf(f, "labels: %s %s\n", g->labels->name, tensor_type_str(g->labels, b1, sizeof b1));
 	fprintf(f, "output: %s\n", tensor_type_str(g->output, b1, sizeof b1));
@@ -64,11 +83,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	fprintf(f, "optimizer: %s(lr = %g, momentum = %g)\n", g->opt.name, g->opt.lr, g->opt.momentum);
 	if (!s)
 		return;
-	int64_t step_flops = 0;
-	for (int i = 0; i < g->nodes.n; i++)
-		step_flops += node_flops(g->nodes.v[i]);
-	fprintf(f, "training step: %d nodes, %d tensors, %" PRId64 " FLOPs (%sFLOP)\n", g->nodes.n, g->tensors.n,
-	        step_flops, si((double)step_flops, b2, sizeof b2));
+	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
+	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
 	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),
 	        s->peak_step, s->order[s->peak_step]->name);
 }

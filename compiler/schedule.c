@@ -135,15 +135,17 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 			iv.first = 0;
 		s->live[i] = iv;
 	}
-	/* Live bytes per step by a difference array. */
-	int64_t *delta = arena_array(a, (size_t)n + 1, sizeof(int64_t));
+	/* Live bytes per step by a difference array, in 128 bits: a step of a
+	   model too large for any machine saturates at INT64_MAX, never wraps. */
+	__int128 *delta = arena_array(a, (size_t)n + 1, sizeof(__int128));
 	for (int i = 0; i < g->tensors.n && n; i++) {
 		delta[s->live[i].first] += g->tensors.v[i]->bytes;
 		delta[s->live[i].last + 1] -= g->tensors.v[i]->bytes;
 	}
-	int64_t cur = 0;
+	__int128 sum = 0;
 	for (int i = 0; i < n; i++) {
-		cur += delta[i];
+		sum += delta[i];
+		int64_t cur = sum > INT64_MAX ? INT64_MAX : (int64_t)sum;
 		s->live_bytes[i] = cur;
 		if (cur > s->peak) {
 			s->peak = cur;
