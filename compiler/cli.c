@@ -610,6 +610,9 @@ static void check_settings(Arena *a, Settings *s)
 	}
 	if (s->dot && s->json)
 		usage_error(cmd, "--dot and --json cannot be combined");
+	const char *ext = s->plot ? strrchr(s->plot, '.') : NULL;
+	if (s->plot && (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0)))
+		usage_error(cmd, "--plot %s: a plot is written as .png or .svg", s->plot);
 	check_outputs(a, s);
 }
 

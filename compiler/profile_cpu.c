@@ -180,16 +180,22 @@ static ProfileRule decide(const Run *run, const ProfileSig *sig, const ProfileMe
 	return sig->nargs <= run->o.max_full_args ? RULE_ALL : RULE_ADDITIVE;
 }
 
+/* The runtime's profiler (its pools, its kernels' engine), made at the first measurement. */
+static void start_profiler(Run *run)
+{
+	if (run->p)
+		return;
+	RtProfilerOptions po = {
+		.threads = run->o.threads, .slow_kind = run->o.slow_kind, .slow_dir = run->o.slow_dir,
+		.numa_node = run->o.numa_node, .warmup = run->o.warmup, .runs = run->o.runs,
+		.min_runs = 3, .max_seconds = run->o.max_seconds, .prog = "autotmc",
+	};
+	run->p = rt_profiler_new(&po);
+}
+
 static bool profile_kernel(Run *run, ProfileSig *sig)
 {
-	if (!run->p) {
-		RtProfilerOptions po = {
-			.threads = run->o.threads, .slow_kind = run->o.slow_kind, .slow_dir = run->o.slow_dir,
-			.numa_node = run->o.numa_node, .warmup = run->o.warmup, .runs = run->o.runs,
-			.min_runs = 3, .max_seconds = run->o.max_seconds, .prog = "autotmc",
-		};
-		run->p = rt_profiler_new(&po);
-	}
+	start_profiler(run);
 	RtProfKernel *k = rt_profiler_kernel(run->p, sig->desc);
 	bool ok = true;
 	if (!sig->known) {
@@ -272,14 +278,7 @@ static int moves_missing(const ProfileMoves *mv)
 
 static bool profile_moves(Run *run, ProfileMoves *mv)
 {
-	if (!run->p) {
-		RtProfilerOptions po = {
-			.threads = run->o.threads, .slow_kind = run->o.slow_kind, .slow_dir = run->o.slow_dir,
-			.numa_node = run->o.numa_node, .warmup = run->o.warmup, .runs = run->o.runs,
-			.min_runs = 3, .max_seconds = run->o.max_seconds, .prog = "autotmc",
-		};
-		run->p = rt_profiler_new(&po);
-	}
+	start_profiler(run);
 	for (int to_slow = 1; to_slow >= 0; to_slow--)
 		for (int async = 0; async < 2; async++)
 			for (int64_t b = PROFILE_MOVE_MIN; b <= PROFILE_MOVE_MAX; b *= PROFILE_MOVE_FACTOR) {

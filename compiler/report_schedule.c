@@ -322,6 +322,16 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, cm, NULL), cm->source);
 }
 
+/* The object as compact JSON (free() it), the object deleted. */
+static char *json_text(cJSON *o)
+{
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		fatal_sys("out of memory");
+	return text;
+}
+
 char *schedule_solver_json(const PlaceStats *st)
 {
 	if (st->nattempts == 0)
@@ -338,11 +348,7 @@ char *schedule_solver_json(const PlaceStats *st)
 	cJSON_AddNumberToObject(s, "gap", st->gap);
 	cJSON_AddNumberToObject(s, "attempts", st->nattempts);
 	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
-	char *text = cJSON_PrintUnformatted(s);
-	cJSON_Delete(s);
-	if (!text)
-		fatal_sys("out of memory");
-	return text;
+	return json_text(s);
 }
 
 char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, const CostModel *cm,
@@ -385,10 +391,7 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 		cJSON_AddNumberToObject(r, "ilp_gap", st->gap);
 		cJSON_AddStringToObject(r, "ilp_status", st->status ? st->status : "");
 	}
-	char *text = cJSON_PrintUnformatted(r);
-	cJSON_Delete(r);
-	if (!text)
-		fatal_sys("out of memory");
+	char *text = json_text(r);
 	char *copy = arena_strdup(a, text);
 	free(text);
 	return copy;
