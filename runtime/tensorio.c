@@ -8,9 +8,11 @@
  * tensor. The safetensors header is parsed with cJSON.
  */
 #include "autotm/tensorio.h"
+#include "outfile.h" /* base/ */
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -375,28 +377,17 @@ int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, s
 	/* Pad the header with spaces to 8 bytes, as the reference writer does. */
 	size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
 
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	if (!tmp) {
+	OutFile o;
+	if (!outfile_open(&o, path, err, errlen)) {
 		free(js);
-		return fail(err, errlen, "out of memory");
+		return -1;
 	}
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		free(js);
-		free(tmp);
-		return fail(err, errlen, "cannot create a temporary file next to '%s': %s", path, strerror(e));
-	}
-	FILE *fp = fdopen(fd, "wb");
-	int ok = fp != NULL;
 	unsigned char len8[8];
 	for (int i = 0; i < 8; i++)
 		len8[i] = (unsigned char)((uint64_t)(hl + pad) >> (8 * i));
-	ok = ok && fwrite(len8, 1, 8, fp) == 8 && fwrite(js, 1, hl, fp) == hl;
+	bool ok = fwrite(len8, 1, 8, o.f) == 8 && fwrite(js, 1, hl, o.f) == hl;
 	for (size_t i = 0; ok && i < pad; i++)
-		ok = fputc(' ', fp) != EOF;
+		ok = fputc(' ', o.f) != EOF;
 	for (int i = 0; ok && i < n; i++) {
 		int64_t nel = count(t[i].shape, t[i].ndim);
 		float buf[1024];
@@ -405,24 +396,14 @@ int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, s
 			for (int64_t j = 0; j < m; j++)
 				buf[j] = t[i].src == TIO_F64 ? (float)((const double *)t[i].data)[k + j]
 				                             : ((const float *)t[i].data)[k + j];
-			ok = fwrite(buf, 4, (size_t)m, fp) == (size_t)m;
+			ok = fwrite(buf, 4, (size_t)m, o.f) == (size_t)m;
 		}
 	}
-	int e = errno;
-	ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-	if (!ok)
-		e = errno;
-	if (fp ? fclose(fp) != 0 : close(fd) != 0)
-		ok = 0;
-	if (ok && rename(tmp, path) != 0) {
-		e = errno;
-		ok = 0;
-	}
-	if (!ok)
-		unlink(tmp);
 	free(js);
-	free(tmp);
-	if (!ok)
-		return fail(err, errlen, "cannot write '%s': %s", path, strerror(e));
-	return 0;
+	if (!ok) {
+		fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		outfile_abort(&o);
+		return -1;
+	}
+	return outfile_commit(&o, err, errlen) ? 0 : -1;
 }
