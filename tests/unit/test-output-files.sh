@@ -6,6 +6,8 @@
 #   - a symbolic link stays a link and its target gets the data;
 #   - an existing file keeps its mode (0640 stays 0640), a new one gets
 #     0666 less the umask;
+#   - a path that cannot be written is refused before any work (exit 1, a
+#     message naming the option and the path, no step run);
 #   - a write that fails at the end (/dev/full) is an error, exit 1.
 # Device nodes are made privately (mknod, as root) and tried first: the real
 # /dev/null is written only once a private one has survived.
@@ -172,6 +174,35 @@ run "mode" ./prog --iters 1 -q --save-weights w.st --results r.json &&
     fi
 if ls -a | grep -q '^\..*\.[A-Za-z0-9]\{6\}$\|\.tmp'; then
     fail "temporary files left behind: $(ls -a | tr '\n' ' ')"
+fi
+
+# ---- paths checked before any work -----------------------------------------------
+# check_early NAME PATTERN ARGS...: the program refuses at once (exit 1, the message, no step run)
+check_early() {
+    local name=$1 pat=$2
+    shift 2
+    local rc=0
+    ./prog --iters 1 "$@" >out.txt 2>err.txt || rc=$?
+    if [ $rc -eq 1 ] && grep -q -- "$pat" err.txt && ! grep -q "step 1" out.txt; then
+        ok "$name: refused before training: $(head -1 err.txt)"
+    else
+        fail "$name: exit $rc; stdout: $(head -3 out.txt | tr '\n' ' '); stderr:"
+        cat err.txt
+    fi
+}
+check_early "--save-weights into a missing directory" \
+    "prog: error: --save-weights: cannot write nodir/w.st: its directory does not exist" --save-weights nodir/w.st
+check_early "--results into a missing directory" \
+    "prog: error: --results: cannot write nodir/r.json: its directory does not exist" --results nodir/r.json
+mkdir -p adir
+check_early "--save-weights to a directory" \
+    "prog: error: --save-weights: cannot write adir: it is a directory" --save-weights adir
+echo data >afile
+check_early "--results below a file" \
+    "prog: error: --results: cannot write afile/r.json: afile is not a directory" --results afile/r.json
+check_early "--save-weights ''" "prog: error: --save-weights: cannot write '': an empty file name" --save-weights ''
+if ls nodir adir/* 2>/dev/null | grep -q .; then
+    fail "a refused path left files behind"
 fi
 
 echo "$fails failed"
