@@ -124,14 +124,16 @@ if cmp -s w2.st keep.st || ls -a | grep -q '^\.keep\.st\.'; then
     echo "FAIL: save over an existing file"
     fails=$((fails + 1))
 fi
-# npy FILE DESCR SHAPE NBYTES: a version 1.0 .npy file with NBYTES of zeros
+# npy FILE DESCR SHAPE NBYTES [DATA]: a version 1.0 .npy file with NBYTES of zeros,
+# or the bytes of printf DATA
 npy() {
     local descr="'$2'"
     case $2 in \[*) descr=$2 ;; esac  # a structured type is a list
     local dict="{'descr': $descr, 'fortran_order': False, 'shape': $3, }"
     local len=$(( (${#dict} + 11 + 63) / 64 * 64 - 10 ))
     { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((len % 256)))\\x$(printf %02x $((len / 256)))";
-      printf '%-*s\n' $((len - 1)) "$dict"; head -c "$4" /dev/zero; } >"$1"
+      printf '%-*s\n' $((len - 1)) "$dict"; if [ $# -ge 5 ]; then printf "$5"; else head -c "$4" /dev/zero; fi
+    } >"$1"
 }
 npy x25.npy '<f4' '(2, 5)' 40
 npy y2.npy '<i8' '(2,)' 16
@@ -146,6 +148,37 @@ head -c 150 x35.npy >cut.npy
 expect_error "npy truncated" "truncated or corrupt" "$autotmc" interpret m.net --input cut.npy
 { head -c 128 y2.npy; printf '\x07\x00\x00\x00\x00\x00\x00\x00'; head -c 8 /dev/zero; } >y7.npy
 expect_error "npy class out of range" "label 7 of row 0 is not a class" "$autotmc" interpret m.net --labels y7.npy
+# Values that are not finite are named where they are, before any step, for the
+# interpreter and the program alike (not blamed on the learning rate later).
+z4='\0\0\0\0' nan4='\0\0\xc0\x7f' inf4='\0\0\x80\x7f' one4='\0\0\x80\x3f'
+npy ynan.npy '<f4' '(2, 3)' 24 "$one4$z4$z4$z4$nan4$one4"
+npy xinf.npy '<f4' '(2, 5)' 40 "$z4$z4$z4$z4$z4$z4$z4$inf4$z4$z4"
+npy xbig.npy '<f8' '(2, 5)' 80 "\x9c\x75\x00\x88\x3c\xe4\x37\x7e$(printf '%.0s\\0\\0\\0\\0\\0\\0\\0\\0' 1 2 3 4 5 6 7 8 9)"
+for who in interpreter program; do
+    run=("$autotmc" interpret m.net --iters 1) prog=autotmc
+    [ $who = program ] && run=(./prog --iters 1) prog=prog
+    expect_error "NaN label ($who)" "^$prog: error: ynan.npy: element 4 is NaN\$" "${run[@]}" --labels ynan.npy
+    if grep -q "learning rate" err.txt || grep -q "^step" out.txt; then
+        echo "FAIL: NaN label ($who): trained, or blamed the learning rate"
+        fails=$((fails + 1))
+    fi
+    expect_error "infinite input ($who)" "^$prog: error: xinf.npy: element 7 is infinite\$" "${run[@]}" --input xinf.npy
+    expect_error "input beyond float32 ($who)" \
+        "^$prog: error: xbig.npy: element 0 (1e+300) is too large for float32\$" "${run[@]}" --input xbig.npy
+done
+"$autotmc" interpret m.net --f64 --input x25.npy --labels y2.npy --iters 1 >/dev/null 2>err.txt ||
+    { echo "FAIL: a valid input refused with --f64:"; cat err.txt; fails=$((fails + 1)); }
+# A weight that is NaN: the first float of the data of w2.st.
+hl=$(od -An -tu8 -N8 w2.st | tr -d ' ')
+first=$(head -c $((8 + hl)) w2.st | tail -c "$hl" | grep -o '"[^"]*":{"shape":\[[0-9,]*\],"data_offsets":\[0,' |
+        sed 's/^"\([^"]*\)".*/\1/')
+cp w2.st wnan.st
+printf "$nan4" | dd of=wnan.st bs=1 seek=$((8 + hl)) conv=notrunc status=none
+expect_error "NaN weight" "^autotmc: error: wnan.st: tensor '$first': element 0 is NaN\$" \
+    "$autotmc" interpret m.net --weights wnan.st
+expect_error "NaN weight (program)" "^prog: error: wnan.st: tensor '$first': element 0 is NaN\$" \
+    ./prog --iters 1 --weights wnan.st
+
 # .npy element types that are not read: said in words, with what is.
 types="use little-endian float32, float64, int32 or int64"
 npy be.npy '>f4' '(2, 5)' 40
