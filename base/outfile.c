@@ -65,18 +65,37 @@ static void fail(char *err, size_t errlen, const char *path, const char *why)
 	snprintf(err, errlen, "cannot write %s: %s", path, why);
 }
 
+/*
+ * Whether path names something that exists and is neither a regular file
+ * nor a directory (a device, a FIFO, a terminal), following links as
+ * open() does: such a destination is written straight through by its own
+ * name, which also covers links that only the kernel can follow, such as
+ * /dev/stdout to a pipe ("pipe:[1234]").
+ */
+static bool is_special(const char *path, struct stat *st)
+{
+	return stat(path, st) == 0 && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode);
+}
+
 bool outfile_check(const char *path, char *err, size_t errlen)
 {
 	if (!path[0]) {
 		fail(err, errlen, "''", "an empty file name");
 		return false;
 	}
+	struct stat st;
+	if (is_special(path, &st)) {
+		if (access(path, W_OK) != 0) {
+			fail(err, errlen, path, strerror(errno));
+			return false;
+		}
+		return true;
+	}
 	char *real = resolve(path);
 	if (!real) {
 		fail(err, errlen, path, strerror(errno));
 		return false;
 	}
-	struct stat st;
 	bool ok = true;
 	if (stat(real, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
@@ -87,13 +106,17 @@ bool outfile_check(const char *path, char *err, size_t errlen)
 			ok = false;
 		}
 	}
-	if (ok && (stat(real, &st) != 0 || S_ISREG(st.st_mode))) {
+	if (ok) {
 		/* a new or regular file is renamed into its directory */
 		char *dir = dir_of(real);
 		struct stat ds;
-		if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode)) {
-			fail(err, errlen, path, errno == ENOENT || !S_ISDIR(ds.st_mode) ? "its directory does not exist"
-			                                                                  : strerror(errno));
+		if (stat(dir, &ds) != 0) {
+			fail(err, errlen, path, errno == ENOENT ? "its directory does not exist" : strerror(errno));
+			ok = false;
+		} else if (!S_ISDIR(ds.st_mode)) {
+			char why[PATH_MAX + 32];
+			snprintf(why, sizeof why, "%s is not a directory", dir);
+			fail(err, errlen, path, why);
 			ok = false;
 		} else if (access(dir, W_OK | X_OK) != 0) {
 			fail(err, errlen, path, "its directory is not writable");
@@ -103,6 +126,21 @@ bool outfile_check(const char *path, char *err, size_t errlen)
 	}
 	free(real);
 	return ok;
+}
+
+/*
+ * Give the temporary file the owner and group of the file it replaces.
+ * Only root may give a file away, and a group only to one of ours; where
+ * that is not allowed the new file is simply ours, as any rewrite makes it.
+ */
+static void keep_owner(int fd, const struct stat *st)
+{
+	if (st->st_uid == geteuid() && st->st_gid == getegid())
+		return;
+	int rc = fchown(fd, st->st_uid, st->st_gid);
+	if (rc != 0)
+		rc = fchown(fd, (uid_t)-1, st->st_gid);
+	(void)rc; /* neither permitted: the file stays ours */
 }
 
 bool outfile_open(OutFile *o, const char *path, char *err, size_t errlen)
@@ -115,23 +153,26 @@ bool outfile_open_mode(OutFile *o, const char *path, int new_mode, char *err, si
 	*o = (OutFile){0};
 	if (!outfile_check(path, err, errlen))
 		return false;
+	struct stat st;
+	if (is_special(path, &st)) {
+		/* a device, a FIFO, a terminal: written as it is */
+		o->path = strdup(path);
+		o->f = o->path ? fopen(path, "w") : NULL;
+		if (!o->f) {
+			fail(err, errlen, path, strerror(errno));
+			free(o->path);
+			o->path = NULL;
+			return false;
+		}
+		return true;
+	}
 	o->path = resolve(path);
 	if (!o->path) {
 		fail(err, errlen, path, strerror(errno));
 		return false;
 	}
-	struct stat st;
-	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* a device, a FIFO, a terminal: written as it is */
-		o->f = fopen(o->path, "w");
-		if (!o->f) {
-			fail(err, errlen, path, strerror(errno));
-			free(o->path);
-			return false;
-		}
-		return true;
-	}
-	if (stat(o->path, &st) == 0) {
+	bool exists = stat(o->path, &st) == 0;
+	if (exists) {
 		o->mode = (int)(st.st_mode & 07777);
 	} else {
 		mode_t mask = umask(0);
@@ -146,6 +187,8 @@ bool outfile_open_mode(OutFile *o, const char *path, int new_mode, char *err, si
 		snprintf(o->tmp, len, "%s/.%s.XXXXXX", dir, base);
 	free(dir);
 	int fd = o->tmp ? mkstemp(o->tmp) : -1;
+	if (fd >= 0 && exists)
+		keep_owner(fd, &st);
 	if (fd < 0 || fchmod(fd, (mode_t)o->mode) != 0 || !(o->f = fdopen(fd, "w"))) {
 		fail(err, errlen, path, strerror(errno));
 		if (fd >= 0) {

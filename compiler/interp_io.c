@@ -1,8 +1,10 @@
 /*
  * interp_io.c - the reference interpreter's data from files: .npy input
  * and labels, safetensors weights in and out (runtime/tensorio.c reads
- * and writes the formats).
+ * and writes the formats). Values read must be finite, as the runtime
+ * (runtime/data.c) requires too, in the same words.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,29 @@
 #include "util.h"
 #include "autotm/tensorio.h"
 
-/* Fill a data tensor from a .npy file, checking its shape. */
+/*
+ * Whether the n values read from a file are finite (and, unless the
+ * interpreter computes in double, finite as floats); else an error naming
+ * the first that is not, as `what` ("X.npy", "W: tensor 'fc.weight'"). A
+ * NaN label is reported here rather than as a loss that is not finite.
+ */
+static bool check_finite(const double *v, int64_t n, bool f64, const char *what)
+{
+	for (int64_t i = 0; i < n; i++) {
+		if (isnan(v[i]))
+			error_plain("%s: element %lld is NaN", what, (long long)i);
+		else if (isinf(v[i]))
+			error_plain("%s: element %lld is infinite", what, (long long)i);
+		else if (!f64 && isinf((float)v[i]))
+			error_plain("%s: element %lld (%g) is too large for float32", what, (long long)i, v[i]);
+		else
+			continue;
+		return false;
+	}
+	return true;
+}
+
+/* Fill a data tensor from a .npy file, checking its shape and values. */
 bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 {
 	TioFile *f;
@@ -47,6 +71,10 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 		free(cls);
 	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
 		tio_to_f64(a, ip->buf[t->id]);
+		if (!check_finite(ip->buf[t->id], a->nelems, ip->f64, path)) {
+			tio_close(f);
+			return false;
+		}
 		if (!ip->f64)
 			for (int64_t i = 0; i < a->nelems; i++)
 				ip->buf[t->id][i] = (float)ip->buf[t->id][i];
@@ -99,6 +127,12 @@ bool interp_load_weights(Interp *ip, const char *path)
 			return false;
 		}
 		tio_to_f64(w, ip->buf[t->id]);
+		char what[1024];
+		snprintf(what, sizeof what, "%s: tensor '%s'", path, t->name);
+		if (!check_finite(ip->buf[t->id], w->nelems, ip->f64, what)) {
+			tio_close(f);
+			return false;
+		}
 		if (!ip->f64)
 			for (int64_t k = 0; k < w->nelems; k++)
 				ip->buf[t->id][k] = (float)ip->buf[t->id][k];

@@ -8,8 +8,11 @@
  * that they are the very bits the reference interpreter starts from
  * (`autotmc interpret` with the same seed). With --weights, every weight
  * is read from the safetensors file by name instead; --input and
- * --labels replace the synthetic batch by .npy arrays. The messages for
- * a missing tensor or a wrong shape are those of `autotmc interpret`.
+ * --labels replace the synthetic batch by .npy arrays. Values from files
+ * must be finite floats (a NaN label is named where it is, not blamed on
+ * the learning rate steps later). The messages for a missing tensor, a
+ * wrong shape or a value that is not finite are those of `autotmc
+ * interpret`.
  *
  * Weights and state are made in host memory and stored to their place in
  * their pool (the backend's memory.store: the pool may be a GPU's). The
@@ -19,6 +22,7 @@
  */
 #include "rt_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,13 +65,25 @@ static void fill_init(RtCtx *ctx, const RtTensor *t, float *dst, int64_t n)
 		dst[i] = (float)rt_init_next(&gen);
 }
 
-/* Convert a file's tensor to floats. */
-static void to_float(const TioTensor *a, float *dst)
+/*
+ * Convert a file's tensor to floats, refusing values that are not finite
+ * (or become infinite as floats): training on them would only show, steps
+ * later, as a loss that is not finite. `what` names the tensor in
+ * messages: "W: tensor 'fc.weight'" or "X.npy".
+ */
+static void to_float(const TioTensor *a, float *dst, const char *what)
 {
 	double *tmp = rt_xmalloc(sizeof *tmp * (size_t)(a->nelems ? a->nelems : 1));
 	tio_to_f64(a, tmp);
-	for (int64_t i = 0; i < a->nelems; i++)
+	for (int64_t i = 0; i < a->nelems; i++) {
 		dst[i] = (float)tmp[i];
+		if (isnan(tmp[i]))
+			rt_fatal("%s: element %lld is NaN", what, (long long)i);
+		if (isinf(tmp[i]))
+			rt_fatal("%s: element %lld is infinite", what, (long long)i);
+		if (isinf(dst[i]))
+			rt_fatal("%s: element %lld (%g) is too large for float32", what, (long long)i, tmp[i]);
+	}
 	free(tmp);
 }
 
@@ -87,7 +103,9 @@ static void load_weight(RtCtx *ctx, const RtTensor *t, float *dst)
 		rt_fatal("%s: tensor '%s' has shape %s in the file but %s in the model", path, t->name, got,
 		         shape_str((int)t->ndim, t->shape, want, sizeof want));
 	}
-	to_float(w, dst);
+	char what[1024];
+	snprintf(what, sizeof what, "%s: tensor '%s'", path, t->name);
+	to_float(w, dst, what);
 	ctx->weights_used++;
 }
 
@@ -118,7 +136,7 @@ static void load_npy(const RtTensor *t, const char *path, float *dst)
 		}
 		free(cls);
 	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
-		to_float(a, dst);
+		to_float(a, dst, path);
 	} else {
 		char got[256], want[256];
 		shape_str(a->ndim, a->shape, got, sizeof got);

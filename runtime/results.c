@@ -6,9 +6,9 @@
  * The compiler's fields (placement, predicted moves, solver times) come
  * as a JSON object in RtProgram.record and are copied first; the runtime
  * then adds what it measured, replacing a compile-time field of the same
- * name. The file is written to a temporary file in the same directory
- * and renamed over the destination, so a failure never leaves half a
- * record.
+ * name. The file is written through base/outfile.h: a regular file is
+ * replaced atomically (a failure never leaves half a record), a device or
+ * FIFO is written straight through.
  */
 #include "rt_internal.h"
 
@@ -17,7 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "outfile.h" /* base/ */
 
 /* Set key to item, replacing what is there. */
 static void put(cJSON *obj, const char *key, cJSON *item)
@@ -48,39 +49,23 @@ static const char *slow_kind_name(RtSlowKind k)
 	RT_ICE("no slow kind %d", (int)k);
 }
 
-/* Write text to path through a temporary file and rename. */
-static bool write_atomic(const char *path, const char *text)
+/* The record and a newline into path (outfile.h: atomic where path is a file); false after a message. */
+static bool write_record(const char *path, const char *text)
 {
-	size_t plen = strlen(path);
-	char *tmp = rt_xmalloc(plen + 16);
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		fflush(stdout);
-		fprintf(stderr, "%s: error: cannot create a temporary file next to '%s': %s\n", rt_prog_name(), path,
-		        strerror(e));
-		free(tmp);
-		return false;
-	}
-	FILE *f = fdopen(fd, "w");
-	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	if (f ? fclose(f) != 0 : close(fd) != 0) {
-		if (ok)
-			e = errno;
+	char err[1024];
+	OutFile o;
+	bool ok = outfile_open(&o, path, err, sizeof err);
+	if (ok && (fputs(text, o.f) < 0 || fputc('\n', o.f) == EOF)) {
+		snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(errno));
+		outfile_abort(&o);
 		ok = false;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		e = errno;
-		ok = false;
+	} else if (ok) {
+		ok = outfile_commit(&o, err, sizeof err);
 	}
 	if (!ok) {
-		unlink(tmp);
 		fflush(stdout);
-		fprintf(stderr, "%s: error: cannot write '%s': %s\n", rt_prog_name(), path, strerror(e));
+		fprintf(stderr, "%s: error: %s\n", rt_prog_name(), err);
 	}
-	free(tmp);
 	return ok;
 }
 
@@ -119,7 +104,7 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 	cJSON_Delete(r);
 	if (!text)
 		rt_fatal("out of memory printing the results record");
-	bool ok = write_atomic(path, text);
+	bool ok = write_record(path, text);
 	cJSON_free(text);
 	return ok;
 }

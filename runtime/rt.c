@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+
+#include "outfile.h" /* base/ */
 
 enum { EXIT_USAGE = 2 };
 
@@ -273,6 +276,24 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		usage_error("--slow-dir applies only to --slow pmem");
 }
 
+/*
+ * The files written at the end (--save-weights, --results) are checked
+ * before anything is allocated or trained, so that a run never ends by
+ * losing its result to a typing mistake.
+ */
+static void check_outputs(const RtOptions *o)
+{
+	const struct {
+		const char *flag; /* the option */
+		const char *path; /* its value, or NULL */
+	} out[] = {{"--save-weights", o->save_weights}, {"--results", o->results}};
+	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+		char err[PATH_MAX + 128];
+		if (out[i].path && !outfile_check(out[i].path, err, sizeof err))
+			rt_fatal("%s: %s", out[i].flag, err);
+	}
+}
+
 /* ---- begin and end -------------------------------------------------------- */
 
 RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
@@ -286,6 +307,7 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	ctx->backend = b;
 	ctx->opt = (RtOptions){.iters = 10, .threads = b->kernels.cores(), .seed = 1};
 	parse_options(argc, argv, program, &ctx->opt);
+	check_outputs(&ctx->opt);
 
 	if (program->flags & RT_PROGRAM_MANAGED)
 		b->memory.open_managed(&ctx->fast, program->fast_bytes, program->fast_limit);

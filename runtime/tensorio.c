@@ -3,17 +3,24 @@
  *
  * Readers map the file and check everything the header claims against
  * the file before anything is read: a truncated or oversized file, a
- * header that is not JSON, a tensor whose byte range is outside the data
- * or does not match its shape, are all errors naming the file and the
- * tensor. The safetensors header is parsed with cJSON.
+ * header that is not JSON, a name given twice, a tensor whose byte range
+ * is outside the data, overlaps another's or does not match its shape,
+ * are all errors naming the file and the tensor. The safetensors header
+ * is parsed with cJSON. A .npy element type that is not read is named in
+ * words ('>f4' is big-endian float32).
+ *
+ * The writer goes through base/outfile.h: a regular or new file is
+ * replaced atomically, a device or FIFO written straight through.
  */
 #include "autotm/tensorio.h"
+#include "outfile.h" /* base/ */
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +129,13 @@ static int64_t count(const int64_t *shape, int ndim)
 	return n;
 }
 
+/* A JSON number that is a whole number, small enough for a size or an offset in a file. */
+static bool whole(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 9.0e15 &&
+	       v->valuedouble == (double)(int64_t)v->valuedouble;
+}
+
 static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, uint64_t datalen, char *err,
                        size_t errlen)
 {
@@ -133,6 +147,8 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 	const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
 	if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
 		return fail(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets", p, name);
+	if (tio_find(f, name))
+		return fail(err, errlen, "%s: tensor '%s' appears twice in the header", p, name);
 	if (add_tensor(f, name, err, errlen))
 		return -1;
 	TioTensor *t = &f->t[f->n - 1];
@@ -149,15 +165,17 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 		            TIO_MAX_DIMS);
 	for (int i = 0; i < t->ndim; i++) {
 		const cJSON *d = cJSON_GetArrayItem(sh, i);
-		if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 9.0e15 ||
-		    d->valuedouble != (double)(int64_t)d->valuedouble)
+		if (!whole(d))
 			return fail(err, errlen, "%s: tensor '%s' has an invalid shape", p, name);
 		t->shape[i] = (int64_t)d->valuedouble;
 	}
-	double b = cJSON_GetArrayItem(off, 0)->valuedouble, en = cJSON_GetArrayItem(off, 1)->valuedouble;
-	if (!cJSON_IsNumber(cJSON_GetArrayItem(off, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(off, 1)) || b < 0 ||
-	    en < b || en > (double)datalen)
-		return fail(err, errlen, "%s: tensor '%s' has data offsets [%.0f, %.0f] outside the %" PRIu64
+	const cJSON *ob = cJSON_GetArrayItem(off, 0), *oe = cJSON_GetArrayItem(off, 1);
+	if (!whole(ob) || !whole(oe) || oe->valuedouble < ob->valuedouble)
+		return fail(err, errlen, "%s: tensor '%s' has invalid data offsets (two whole numbers, begin <= end)", p,
+		            name);
+	double b = ob->valuedouble, en = oe->valuedouble;
+	if (en > (double)datalen)
+		return fail(err, errlen, "%s: tensor '%s' has data offsets [%.0f, %.0f) outside the %" PRIu64
 		            " bytes of data (is the file truncated?)", p, name, b, en, datalen);
 	t->nelems = count(t->shape, t->ndim);
 	if (t->nelems < 0 || (double)t->nelems * dtype_size(t->dtype) != en - b)
@@ -165,6 +183,50 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 		            name, en - b);
 	t->data = data + (uint64_t)b;
 	return 0;
+}
+
+static int cmp_data(const void *a, const void *b)
+{
+	const TioTensor *x = *(const TioTensor *const *)a, *y = *(const TioTensor *const *)b;
+	return (x->data > y->data) - (x->data < y->data);
+}
+
+/* The offset just past a tensor's bytes, relative to the data's first byte. */
+static uint64_t data_end(const TioTensor *t, const unsigned char *data)
+{
+	return (uint64_t)(t->data - data) + (uint64_t)t->nelems * (uint64_t)dtype_size(t->dtype);
+}
+
+/*
+ * Refuse tensors whose bytes overlap: each byte of the data (from `data`)
+ * belongs to one tensor at most. Sorted by where they begin, a tensor
+ * overlaps an earlier one iff it begins before the furthest end so far.
+ */
+static int check_overlaps(const TioFile *f, const unsigned char *data, char *err, size_t errlen)
+{
+	const TioTensor **by_start = malloc(sizeof *by_start * (size_t)(f->n ? f->n : 1));
+	if (!by_start)
+		return fail(err, errlen, "out of memory");
+	int n = 0;
+	for (int i = 0; i < f->n; i++)
+		if (f->t[i].nelems > 0)
+			by_start[n++] = &f->t[i];
+	qsort(by_start, (size_t)n, sizeof *by_start, cmp_data);
+	const TioTensor *reach = NULL; /* of the tensors so far, the one whose data ends last */
+	int rc = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		const TioTensor *t = by_start[i];
+		uint64_t begin = (uint64_t)(t->data - data);
+		if (reach && begin < data_end(reach, data))
+			rc = fail(err, errlen, "%s: the data of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64
+			          ")) overlaps that of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64 "))", f->path, t->name,
+			          begin, data_end(t, data), reach->name, (uint64_t)(reach->data - data),
+			          data_end(reach, data));
+		if (!reach || data_end(t, data) > data_end(reach, data))
+			reach = t;
+	}
+	free(by_start);
+	return rc;
 }
 
 int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errlen)
@@ -205,6 +267,10 @@ int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errl
 		}
 	}
 	cJSON_Delete(h);
+	if (check_overlaps(f, data, err, errlen)) {
+		tio_close(f);
+		return -1;
+	}
 	*out = f;
 	return 0;
 }
@@ -249,6 +315,58 @@ static const char *npy_field(const char *h, const char *key)
 	return p;
 }
 
+/* What .npy element types are read, for messages. */
+static const char NPY_TYPES[] = "use little-endian float32, float64, int32 or int64";
+
+/*
+ * The type string of a header's 'descr' (the text after its colon), such
+ * as <f4, into code; false when it is not a quoted string (a structured
+ * type is a list) or too long.
+ */
+static bool npy_type_code(const char *descr, char *code, size_t size)
+{
+	char quote = descr[0];
+	if (quote != '\'' && quote != '"')
+		return false;
+	const char *end = strchr(descr + 1, quote);
+	if (!end || (size_t)(end - descr - 1) >= size)
+		return false;
+	memcpy(code, descr + 1, (size_t)(end - descr - 1));
+	code[end - descr - 1] = '\0';
+	return true;
+}
+
+/*
+ * A NumPy type string in words: '>f4' is "big-endian float32", '|u1'
+ * "uint8", '<c16' "little-endian complex128", '<U8' "Unicode strings".
+ */
+static const char *npy_type_words(const char *code, char *buf, size_t size)
+{
+	const char *order = code[0] == '<' ? "little-endian " : code[0] == '>' ? "big-endian " : "";
+	const char *p = code[0] && strchr("<>|=", code[0]) ? code + 1 : code;
+	int bytes = atoi(p + (p[0] ? 1 : 0));
+	const char *kind = NULL;
+	switch (p[0]) {
+	case 'f': kind = "float"; break;
+	case 'i': kind = "int"; break;
+	case 'u': kind = "uint"; break;
+	case 'c': kind = "complex"; break;
+	case 'b': snprintf(buf, size, "bool"); return buf;
+	case 'U': snprintf(buf, size, "Unicode strings"); return buf;
+	case 'S': snprintf(buf, size, "byte strings"); return buf;
+	case 'O': snprintf(buf, size, "Python objects"); return buf;
+	case 'M': snprintf(buf, size, "dates and times"); return buf;
+	case 'm': snprintf(buf, size, "time differences"); return buf;
+	case 'V': snprintf(buf, size, "raw bytes"); return buf;
+	default: break;
+	}
+	if (kind && bytes > 0)
+		snprintf(buf, size, "%s%s%d", bytes > 1 ? order : "", kind, 8 * bytes);
+	else
+		snprintf(buf, size, "an unknown type");
+	return buf;
+}
+
 int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -288,17 +406,31 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 		fail(err, errlen, "%s: .npy header lacks descr, fortran_order or shape", path);
 		goto out;
 	}
-	if (strncmp(descr, "'<f4'", 5) == 0)
+	if (descr[0] == '[') {
+		int len = 0; /* the list, up to its closing bracket */
+		for (int depth = 0; descr[len] && (len == 0 || depth > 0); len++)
+			depth += (descr[len] == '[' || descr[len] == '(') - (descr[len] == ']' || descr[len] == ')');
+		fail(err, errlen, "%s: element type %.*s%s is a structured type, which is not supported; %s", path,
+		     len > 60 ? 60 : len, descr, len > 60 ? "..." : "", NPY_TYPES);
+		goto out;
+	}
+	char code[32];
+	if (!npy_type_code(descr, code, sizeof code)) {
+		fail(err, errlen, "%s: cannot read the element type (descr) of the .npy header", path);
+		goto out;
+	}
+	if (strcmp(code, "<f4") == 0)
 		dt = TIO_F32;
-	else if (strncmp(descr, "'<f8'", 5) == 0)
+	else if (strcmp(code, "<f8") == 0)
 		dt = TIO_F64;
-	else if (strncmp(descr, "'<i4'", 5) == 0)
+	else if (strcmp(code, "<i4") == 0)
 		dt = TIO_I32;
-	else if (strncmp(descr, "'<i8'", 5) == 0)
+	else if (strcmp(code, "<i8") == 0)
 		dt = TIO_I64;
 	else {
-		fail(err, errlen, "%s: unsupported element type %.8s (use little-endian float32, float64, int32 or int64)",
-		     path, descr);
+		char words[64];
+		fail(err, errlen, "%s: element type '%s' (%s) is not supported; %s", path, code,
+		     npy_type_words(code, words, sizeof words), NPY_TYPES);
 		goto out;
 	}
 	if (strncmp(fo, "False", 5) != 0) {
@@ -375,28 +507,17 @@ int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, s
 	/* Pad the header with spaces to 8 bytes, as the reference writer does. */
 	size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
 
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	if (!tmp) {
+	OutFile o;
+	if (!outfile_open(&o, path, err, errlen)) {
 		free(js);
-		return fail(err, errlen, "out of memory");
+		return -1;
 	}
-	snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-		free(js);
-		free(tmp);
-		return fail(err, errlen, "cannot create a temporary file next to '%s': %s", path, strerror(e));
-	}
-	FILE *fp = fdopen(fd, "wb");
-	int ok = fp != NULL;
 	unsigned char len8[8];
 	for (int i = 0; i < 8; i++)
 		len8[i] = (unsigned char)((uint64_t)(hl + pad) >> (8 * i));
-	ok = ok && fwrite(len8, 1, 8, fp) == 8 && fwrite(js, 1, hl, fp) == hl;
+	bool ok = fwrite(len8, 1, 8, o.f) == 8 && fwrite(js, 1, hl, o.f) == hl;
 	for (size_t i = 0; ok && i < pad; i++)
-		ok = fputc(' ', fp) != EOF;
+		ok = fputc(' ', o.f) != EOF;
 	for (int i = 0; ok && i < n; i++) {
 		int64_t nel = count(t[i].shape, t[i].ndim);
 		float buf[1024];
@@ -405,24 +526,14 @@ int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, s
 			for (int64_t j = 0; j < m; j++)
 				buf[j] = t[i].src == TIO_F64 ? (float)((const double *)t[i].data)[k + j]
 				                             : ((const float *)t[i].data)[k + j];
-			ok = fwrite(buf, 4, (size_t)m, fp) == (size_t)m;
+			ok = fwrite(buf, 4, (size_t)m, o.f) == (size_t)m;
 		}
 	}
-	int e = errno;
-	ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-	if (!ok)
-		e = errno;
-	if (fp ? fclose(fp) != 0 : close(fd) != 0)
-		ok = 0;
-	if (ok && rename(tmp, path) != 0) {
-		e = errno;
-		ok = 0;
-	}
-	if (!ok)
-		unlink(tmp);
 	free(js);
-	free(tmp);
-	if (!ok)
-		return fail(err, errlen, "cannot write '%s': %s", path, strerror(e));
-	return 0;
+	if (!ok) {
+		fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		outfile_abort(&o);
+		return -1;
+	}
+	return outfile_commit(&o, err, errlen) ? 0 : -1;
 }

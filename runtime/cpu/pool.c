@@ -27,14 +27,20 @@
  * is, and it happens on every exit path: cpu_pool_close, an atexit
  * handler, rt_exit_error (errors exit through rt_fatal, which calls the
  * table's memory.remove_temp_dirs), and SIGINT/SIGTERM/SIGHUP handlers
- * that rmdir (async-signal-safe) before re-raising the signal.
+ * that rmdir (async-signal-safe) before re-raising the signal. SIGKILL
+ * runs no handler, so the directory's name carries its creator's pid
+ * (autotm-slow.PID.XXXXXX) and the next pool made in the same parent
+ * removes those whose process is gone (remove_stale_dirs).
  *
  * What a pool needs beyond RtPool's common fields - where its memory came
  * from, so that it is freed the same way - is a CpuPool behind RtPool.priv.
  */
 #include "cpu.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <memkind.h>
 #include <setjmp.h>
@@ -183,13 +189,65 @@ static void memkind_check(int err, const char *what, const char *file, int line)
 }
 #define MEMKIND_CHECK(call) memkind_check((call), #call, __FILE__, __LINE__)
 
+/* ---- directories left by killed runs ------------------------------------ */
+
+static const char SLOW_PREFIX[] = "autotm-slow.";
+
+/*
+ * The pid in a slow pool directory's name, autotm-slow.PID.XXXXXX (what
+ * open_pmem makes), or 0 when the name is not of that form.
+ */
+static long pid_in_name(const char *name)
+{
+	size_t np = sizeof SLOW_PREFIX - 1;
+	if (strncmp(name, SLOW_PREFIX, np) != 0 || !isdigit((unsigned char)name[np]))
+		return 0;
+	char *end;
+	errno = 0;
+	long pid = strtol(name + np, &end, 10);
+	if (errno || pid <= 0 || pid > INT_MAX || *end != '.' || strlen(end + 1) != 6)
+		return 0;
+	return pid;
+}
+
+/*
+ * Remove the empty directories that runs killed with SIGKILL (which no
+ * handler sees) left in `parent`: a directory is removed only if it is
+ * named autotm-slow.PID.XXXXXX, is a directory itself (not a link), is
+ * owned by this user, and process PID no longer exists (kill(PID, 0)
+ * fails with ESRCH). A live run's directory is never touched; nor is one
+ * whose pid was reused since, or one that is not empty (rmdir refuses).
+ * memkind unlinks its file as soon as it makes it, so a killed run's
+ * directory is empty and holds no data. Failures are silent: this is
+ * tidying, and the new pool does not depend on it.
+ */
+static void remove_stale_dirs(const char *parent)
+{
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long pid = pid_in_name(e->d_name);
+		struct stat st;
+		if (!pid || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 static void open_pmem(RtPool *p, CpuPool *c, const char *parent)
 {
 	char b1[32], b2[32];
 	if (!parent || !parent[0])
 		parent = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	remove_stale_dirs(parent);
 	char tmpl[PATH_MAX];
-	if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/autotm-slow.XXXXXX", parent) >= sizeof tmpl)
+	if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/%s%ld.XXXXXX", parent, SLOW_PREFIX, (long)getpid()) >= sizeof tmpl)
 		rt_fatal("--slow-dir '%s' is too long a path", parent);
 	if (!mkdtemp(tmpl))
 		rt_fatal("cannot create the slow pool's directory in '%s': %s", parent, strerror(errno));

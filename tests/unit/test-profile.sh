@@ -106,7 +106,8 @@ fi
 
 # ---- killed from outside at a random moment ---------------------------------
 db=external.db
-profile tiny.net --threads 1 --runs 50 --slow-dir "$work/slow" --profile-db $db >ext.txt 2>&1 &
+# autotmc itself in the background (not the shell function): $! must be its pid
+"$autotmc" profile tiny.net --threads 1 --runs 50 --slow-dir "$work/slow" --profile-db $db >ext.txt 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
     n=$(q $db "select count(*) from measurements" 2>/dev/null || echo 0)

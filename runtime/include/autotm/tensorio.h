@@ -5,9 +5,11 @@
  * little-endian header length N, N bytes of JSON mapping each tensor name
  * to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to
  * the end of the header), then the data, row-major, little-endian. We
- * write F32 and read F32 or F64. Files are written to a temporary file in
- * the same directory, flushed, and renamed over the destination, so a
- * failure never leaves a half-written file.
+ * write F32 and read F32 or F64. A new or regular file is written to a
+ * temporary file in the same directory, synced, and renamed over the
+ * destination (keeping its mode), so a failure never leaves a
+ * half-written file; a link is followed, and a device or FIFO (such as
+ * /dev/null) is written straight through.
  *
  * .npy (NumPy format 1.0-3.0): inputs and labels. Little-endian f4/f8
  * arrays in C order; labels may also be integer class indices (i4/i8).
