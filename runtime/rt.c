@@ -168,8 +168,7 @@ static void usage(FILE *f, const RtProgram *p)
 	        prog_name, p->model ? p->model : "?", rt_backend->kernels.cores());
 }
 
-static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static noreturn void usage_error(const char *fmt, ...)
+noreturn void rt_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	fprintf(stderr, "%s: ", prog_name);
@@ -186,7 +185,7 @@ static long long parse_count(const char *opt, const char *s, long long min, long
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
 	if (!*s || *end || errno || v < min || v > max)
-		usage_error("%s expects a whole number from %lld to %lld, got '%s'", opt, min, max, s);
+		rt_usage_error("%s expects a whole number from %lld to %lld, got '%s'", opt, min, max, s);
 	return v;
 }
 
@@ -250,7 +249,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 				o->slow_kind = RT_SLOW_NUMA;
 				o->numa_node = (int)parse_count("--slow numa:N", optarg + 5, 0, 1023);
 			} else
-				usage_error("--slow expects pmem, dax-kmem or numa:N, got '%s'", optarg);
+				rt_usage_error("--slow expects pmem, dax-kmem or numa:N, got '%s'", optarg);
 			break;
 		case O_SLOW_DIR:
 			o->slow_dir = optarg;
@@ -265,15 +264,15 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			usage(stdout, program);
 			exit(0);
 		case ':':
-			usage_error("option '%s' needs a value", argv[optind - 1]);
+			rt_usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			usage_error("unknown option '%s'", argv[optind - 1]);
+			rt_usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
+		rt_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->slow_dir && o->slow_kind != RT_SLOW_PMEM)
-		usage_error("--slow-dir applies only to --slow pmem");
+		rt_usage_error("--slow-dir applies only to --slow pmem");
 }
 
 /*

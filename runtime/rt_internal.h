@@ -67,6 +67,8 @@
 noreturn void rt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit with an error status at once: flush output, remove the slow tier's directory. */
 noreturn void rt_exit_error(int status);
+/* "PROG: message" and "Try 'PROG --help'." on stderr, then exit 2 (a wrong command line). */
+noreturn void rt_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "PROG: warning: message" on stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A bug in the runtime or in the code calling it: file:line, then abort(). */

@@ -61,7 +61,6 @@
 #include <string.h>
 
 enum {
-	EXIT_USAGE = 2,
 	MAX_RUNS = 1000000,
 	ARG_ALIGN = 256,        /* each argument starts on cudaMalloc's alignment */
 	FILL_FLOATS = 1 << 20,  /* the random block arguments are tiled with (4 MiB) */
@@ -136,25 +135,13 @@ static void usage(FILE *f)
 	        rt_prog_name());
 }
 
-static noreturn void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static noreturn void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "%s: ", rt_prog_name());
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", rt_prog_name());
-	exit(EXIT_USAGE);
-}
-
 static int parse_count(const char *opt, const char *s, int min, int max)
 {
 	char *end;
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
 	if (!*s || *end || errno || v < min || v > max)
-		usage_error("%s expects a whole number from %d to %d, got '%s'", opt, min, max, s);
+		rt_usage_error("%s expects a whole number from %d to %d, got '%s'", opt, min, max, s);
 	return (int)v;
 }
 
@@ -181,17 +168,17 @@ static void parse_options(int argc, char **argv, Options *o)
 		case O_TF32: o->tf32 = true; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(0);
-		case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default: usage_error("unrecognised option '%s'", argv[optind - 1]);
+		case ':': rt_usage_error("option '%s' needs an argument", argv[optind - 1]);
+		default: rt_usage_error("unrecognised option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
-		usage_error("no kernel file given");
+		rt_usage_error("no kernel file given");
 	if (argc - optind > 1)
-		usage_error("one kernel file expected, got '%s' and '%s'", argv[optind], argv[optind + 1]);
+		rt_usage_error("one kernel file expected, got '%s' and '%s'", argv[optind], argv[optind + 1]);
 	o->kernels = argv[optind];
 	if (!o->output)
-		usage_error("no output file given (-o PROFILE.tsv)");
+		rt_usage_error("no output file given (-o PROFILE.tsv)");
 }
 
 /* ---- reading the kernels ----------------------------------------------------- */
