@@ -80,12 +80,12 @@ static void test_hw_shipped(void)
 	char err[512];
 	test_check(hw_parse("t.hw",
 	                    "[fast]\nread_bandwidth=1 TB/s\nwrite_bandwidth = 2 GiB/s\nlatency = 3 us\n"
-	                    "capacity = 4 KiB\n[slow]\nread_bandwidth = 5 MB/s # five\nwrite_bandwidth = 6 B/s\n"
+	                    "capacity = 4 KiB\n[slow]\nread_bandwidth = 5 MB/s # five\nwrite_bandwidth = 6000000 B/s\n"
 	                    "[link]\nasync_fraction = 0.25\n",
 	                    &hw, err, sizeof err) &&
 	                   hw.fast.read_bw == 1e12 && hw.fast.write_bw == 2.0 * (1 << 30) &&
 	                   fabs(hw.fast.latency - 3e-6) < 1e-15 && hw.fast.capacity == 4096 && hw.slow.read_bw == 5e6 &&
-	                   hw.slow.write_bw == 6 && hw.async_fraction == 0.25,
+	                   hw.slow.write_bw == 6e6 && hw.async_fraction == 0.25,
 	           "units convert: TB/s GiB/s MB/s B/s us KiB, comments, fractions");
 }
 
@@ -98,6 +98,10 @@ static void test_hw_errors(void)
 		const char *expect;
 	} cases[] = {
 		{"[fast]\nread_bandwidth = 10\n", "bad.hw:2: error: read_bandwidth needs a unit (B/s, KB/s"},
+		{"[fast]\nread_bandwidth = 1e-300 GB/s\n",
+		 "bad.hw:2: error: read_bandwidth = 1e-300 GB/s is outside what autotmc models (1 MB/s to 1000 TB/s)"},
+		{"[fast]\nread_bandwidth = 6 B/s\n", "bad.hw:2: error: read_bandwidth = 6 B/s is outside what autotmc models"},
+		{"[fast]\nlatency = 2 s\n", "bad.hw:2: error: latency = 2 s is outside what autotmc models (0 to 1 s)"},
 		{"[fast]\nread_bandwidth = 10 ns\n", "bad.hw:2: error: read_bandwidth expects a bandwidth"},
 		{"[fast]\nread_bandwidth = 10 GB/sec\n", "bad.hw:2: error: read_bandwidth: unknown unit 'GB/sec'"},
 		{"[fast]\nread_bandwidth = fast\n", "bad.hw:2: error: read_bandwidth expects a bandwidth"},
