@@ -61,11 +61,15 @@ char *arena_vprintf(Arena *a, const char *fmt, va_list ap)
 	va_list ap2;
 	va_copy(ap2, ap);
 	char probe[1];
-	/* GCC 12 misreports a "null format string" here at -O1 and above. */
+	/* GCC 12 misreports a "null format string" here at -O1 and above (clang has no such warning). */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 	int n = vsnprintf(probe, sizeof probe, fmt, ap2);
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 	va_end(ap2);
 	if (n < 0)
 		ICE("bad format string '%s'", fmt);
