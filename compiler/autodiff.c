@@ -10,9 +10,9 @@
  *
  * Gradients of a tensor with several users arrive as several
  * contributions; when the tensor's gradient is first needed they are
- * summed by one `add` node. A tensor needs a gradient if it is a weight or
- * depends on one (the input does not, unless asked for by gradient
- * checks). Names follow the forward tensor's with `d` before the last
+ * summed by one `add` node (a chain of them beyond the inputs an add
+ * takes). A tensor needs a gradient if it is a weight or depends on one
+ * (the input does not, unless asked for by gradient checks). Names follow the forward tensor's with `d` before the last
  * component: the gradient of `stage1.conv1.weight` is `stage1.conv1.dweight`,
  * partial contributions are `...dweight.1`, `...dweight.2`.
  *
@@ -91,7 +91,13 @@ static void emit_grad(AD *ad, const Tensor *t, Op op, Tensor **in, int nin, cons
 	add_part(ad, t, n->out[0], true);
 }
 
-/* The complete gradient of t: its single contribution or their sum. */
+/*
+ * The complete gradient of t: its single contribution or their sum. An
+ * add takes at most op_info[OP_ADD].max_in inputs, so more contributions
+ * (a tensor read by many branches) are summed in a chain of adds, each
+ * adding the next ones to the partial sum so far (`dx.sum1`, `dx.sum2`,
+ * ..., then `dx`).
+ */
 static Tensor *grad_of(AD *ad, const Tensor *t)
 {
 	Grad *gr = &ad->grads[t->id];
@@ -101,13 +107,27 @@ static Tensor *grad_of(AD *ad, const Tensor *t)
 		gr->sum = gr->parts.v[0];
 		return gr->sum;
 	}
-	char err[512];
-	Node *n = graph_node(ad->g, OP_ADD, gr->parts.v, gr->parts.n, NULL, TENSOR_GRADIENT, grad_name(ad->g, t),
-	                     t->producer ? t->producer->loc : t->loc, err, sizeof err);
-	if (!n)
-		ICE("summing the gradient of %s: %s", t->name, err);
-	n->phase = PHASE_BACKWARD;
-	gr->sum = n->out[0];
+	Graph *g = ad->g;
+	const char *name = grad_name(g, t);
+	int max_in = op_info[OP_ADD].max_in, next = 0, nsums = 0;
+	Tensor *sum = NULL;
+	while (next < gr->parts.n) {
+		Tensor *in[OP_MAX_ARGS];
+		int nin = 0;
+		if (sum)
+			in[nin++] = sum;
+		while (nin < max_in && next < gr->parts.n)
+			in[nin++] = gr->parts.v[next++];
+		const char *sname = next == gr->parts.n ? name : arena_printf(g->arena, "%s.sum%d", name, ++nsums);
+		char err[512];
+		Node *n = graph_node(g, OP_ADD, in, nin, NULL, TENSOR_GRADIENT, sname,
+		                     t->producer ? t->producer->loc : t->loc, err, sizeof err);
+		if (!n)
+			ICE("summing the gradient of %s: %s", t->name, err);
+		n->phase = PHASE_BACKWARD;
+		sum = n->out[0];
+	}
+	gr->sum = sum;
 	return gr->sum;
 }
 
@@ -287,3 +307,4 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 	g->training = true;
 	return true;
 }
+
