@@ -14,7 +14,8 @@
  * takes). A tensor needs a gradient if it is a weight or depends on one
  * (the input does not, unless asked for by gradient checks). Names follow the forward tensor's with `d` before the last
  * component: the gradient of `stage1.conv1.weight` is `stage1.conv1.dweight`,
- * partial contributions are `...dweight.1`, `...dweight.2`.
+ * partial contributions are `...dweight.1`, `...dweight.2`; a name that a
+ * forward tensor has already gets a prime (`dh'`).
  *
  * The update is SGD, as in-place nodes on the weights (with a velocity
  * tensor per weight when momentum is used). Each weight is updated as soon
@@ -23,6 +24,7 @@
  */
 #include "autodiff.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -267,6 +269,27 @@ static void differentiate(AD *ad, const Node *f)
 	}
 }
 
+/*
+ * A gradient's name can be a forward tensor's: the gradient of `h` is `dh`,
+ * which a layer labelled `dh` beside it names too. Forward names are
+ * unique and made of identifiers and dots, and gradient names are unique
+ * among themselves, so a prime after such a gradient's name (`dh'`) makes
+ * every name unique again.
+ */
+static void prime_clashing_names(Graph *g)
+{
+	Tensor **dup = xmalloc(sizeof(Tensor *) * (size_t)(g->tensors.n + 1));
+	Tensor **orig = xmalloc(sizeof(Tensor *) * (size_t)(g->tensors.n + 1));
+	int n = graph_name_clashes(g, dup, orig);
+	for (int k = 0; k < n; k++) {
+		if (dup[k]->id < g->nforward_tensors || orig[k]->id >= g->nforward_tensors)
+			ICE("tensors %d and %d are both named %s", orig[k]->id, dup[k]->id, dup[k]->name);
+		tensor_rename(g, dup[k], arena_printf(g->arena, "%s'", dup[k]->name));
+	}
+	free(orig);
+	free(dup);
+}
+
 bool autodiff(Graph *g, const AutodiffOptions *opt)
 {
 	if (g->training)
@@ -304,6 +327,7 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 	}
 	if (opt && opt->input_grad && ad.needs[g->input->id])
 		g->dinput = grad_of(&ad, g->input);
+	prime_clashing_names(g);
 	g->training = true;
 	return true;
 }

@@ -1662,6 +1662,23 @@ static void build_optimizer(Ctx *c)
 	}
 }
 
+/*
+ * Tensor names are unique. Layers in one scope are named apart, but a
+ * name can still come twice: a label `x` beside the input x, a label
+ * `shortcut` in a residual whose shortcut is named so, an activation
+ * layer called `weight`.
+ */
+static void check_names(Ctx *c)
+{
+	Tensor **dup = arena_array(c->arena, (size_t)c->g->tensors.n + 1, sizeof(Tensor *));
+	Tensor **orig = arena_array(c->arena, (size_t)c->g->tensors.n + 1, sizeof(Tensor *));
+	if (graph_name_clashes(c->g, dup, orig) == 0)
+		return;
+	diag_print("error", dup[0]->loc, "two tensors are named '%s'", dup[0]->name);
+	note_at(orig[0]->loc, "'%s' names the %s here", orig[0]->name, tensor_kind_name(orig[0]->kind));
+	diag_abort();
+}
+
 Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 {
 	Ctx *c = arena_alloc(arena, sizeof *c);
@@ -1689,6 +1706,7 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 	make_inputs(c);
 	build_loss(c);
 	build_optimizer(c);
+	check_names(c);
 	c->g->nforward = c->g->nodes.n;
 	c->g->nforward_tensors = c->g->tensors.n;
 	diag_pop(&h);

@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -215,6 +216,45 @@ bool node_overwrites(const Node *n, const Tensor *t)
 void tensor_rename(Graph *g, Tensor *t, const char *name)
 {
 	t->name = arena_strdup(g->arena, name);
+}
+
+static int by_name_then_id(const void *a, const void *b)
+{
+	const Tensor *x = *(const Tensor *const *)a, *y = *(const Tensor *const *)b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* A tensor named like an earlier one, and the first tensor of that name. */
+typedef struct Clash { Tensor *dup, *orig; } Clash;
+
+static int by_dup_id(const void *a, const void *b)
+{
+	const Clash *x = a, *y = b;
+	return (x->dup->id > y->dup->id) - (x->dup->id < y->dup->id);
+}
+
+int graph_name_clashes(const Graph *g, Tensor **dup, Tensor **orig)
+{
+	int n = g->tensors.n, nclash = 0;
+	Tensor **sorted = xmalloc(sizeof(Tensor *) * (size_t)(n + 1));
+	Clash *cl = xmalloc(sizeof(Clash) * (size_t)(n + 1));
+	memcpy(sorted, g->tensors.v, sizeof(Tensor *) * (size_t)n);
+	qsort(sorted, (size_t)n, sizeof *sorted, by_name_then_id);
+	for (int i = 1, first = 0; i < n; i++) {
+		if (strcmp(sorted[i]->name, sorted[first]->name) != 0)
+			first = i;
+		else
+			cl[nclash++] = (Clash){sorted[i], sorted[first]};
+	}
+	qsort(cl, (size_t)nclash, sizeof *cl, by_dup_id);
+	for (int k = 0; k < nclash; k++) {
+		dup[k] = cl[k].dup;
+		orig[k] = cl[k].orig;
+	}
+	free(cl);
+	free(sorted);
+	return nclash;
 }
 
 void graph_pop_node(Graph *g)

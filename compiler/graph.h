@@ -145,6 +145,13 @@ bool node_overwrites(const Node *n, const Tensor *t);
 /* Rename a tensor (the old name is left to the arena). */
 void tensor_rename(Graph *g, Tensor *t, const char *name);
 
+/*
+ * The tensors named like an earlier tensor, in order of id: returns how
+ * many, each in dup[k] and the first tensor of its name in orig[k] (dup
+ * and orig hold g->tensors.n entries). Passes keep names unique.
+ */
+int graph_name_clashes(const Graph *g, Tensor **dup, Tensor **orig);
+
 /* Remove the last node added (it must have no users). */
 void graph_pop_node(Graph *g);
 
