@@ -332,3 +332,18 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 	return true;
 }
 
+int64_t autodiff_bytes_bound(const Graph *g, int64_t limit, const Tensor **at)
+{
+	int64_t total = 0;
+	*at = NULL;
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		int64_t share;
+		if (__builtin_mul_overflow(t->bytes, 2 * ((int64_t)t->users.n + 1), &share) ||
+		    __builtin_add_overflow(total, share, &total))
+			total = INT64_MAX;
+		if (total > limit && !*at)
+			*at = t;
+	}
+	return total;
+}

@@ -18,4 +18,14 @@ typedef struct AutodiffOptions {
  */
 bool autodiff(Graph *g, const AutodiffOptions *opt);
 
+/*
+ * A bound on the bytes of every tensor of the training step autodiff
+ * makes of the forward graph g: each forward tensor, and per tensor a
+ * gradient contribution and a partial sum for each of its users, its
+ * gradient and a velocity, saturating at INT64_MAX. *at is the forward
+ * tensor whose share takes the running total over `limit` (NULL while it
+ * does not).
+ */
+int64_t autodiff_bytes_bound(const Graph *g, int64_t limit, const Tensor **at);
+
 #endif

@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 
 #include "ast.h"
+#include "autodiff.h"
 #include "util.h"
 
 enum {
@@ -1679,6 +1680,17 @@ static void check_names(Ctx *c)
 	diag_abort();
 }
 
+/* The training step's tensors must fit GRAPH_MAX_BYTES, so that the passes' byte sums fit 64 bits. */
+static void check_size(Ctx *c)
+{
+	const Tensor *at;
+	if (autodiff_bytes_bound(c->g, GRAPH_MAX_BYTES, &at) <= GRAPH_MAX_BYTES)
+		return;
+	char b[64];
+	error_at(at->loc, "network too large: with '%s', its training step could need more than %s", at->name,
+	         fmt_bytes(GRAPH_MAX_BYTES, b, sizeof b));
+}
+
 Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 {
 	Ctx *c = arena_alloc(arena, sizeof *c);
@@ -1707,6 +1719,7 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 	build_loss(c);
 	build_optimizer(c);
 	check_names(c);
+	check_size(c);
 	c->g->nforward = c->g->nodes.n;
 	c->g->nforward_tensors = c->g->tensors.n;
 	diag_pop(&h);

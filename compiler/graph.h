@@ -21,6 +21,13 @@
 
 enum { MAX_DIMS = 4 };
 
+/*
+ * The most bytes all tensors of a training step may take (1 EiB): sums of
+ * tensor sizes (live bytes, pools, offsets) then never overflow 64 bits.
+ * The elaborator refuses a model whose training step could need more.
+ */
+#define GRAPH_MAX_BYTES ((int64_t)1 << 60)
+
 typedef enum DType {
 	DT_F32, /* 32-bit IEEE float */
 	DT_F64, /* 64-bit IEEE float (reference interpreter, gradient checks) */
