@@ -7,7 +7,7 @@
  * crash, sanitizer report, hang or failed verification is a bug: every
  * input must either elaborate or be rejected with a diagnostic.
  *
- *   make fuzz                 (runs for FUZZ_SECONDS, default 600)
+ *   make fuzz FUZZ_TARGET=parser    (runs for FUZZ_SECONDS, default 600)
  */
 #include <stddef.h>
 #include <stdint.h>
