@@ -105,26 +105,40 @@ else
 fi
 
 # ---- killed from outside at a random moment ---------------------------------
+# autotmc itself runs in the background, not the shell function (whose
+# subshell would take the kill while autotmc went on writing): $! is the
+# pid of the process that writes the database, checked before the kill.
 db=external.db
-# autotmc itself in the background (not the shell function): $! must be its pid
 "$autotmc" profile tiny.net --threads 1 --runs 50 --slow-dir "$work/slow" --profile-db $db >ext.txt 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
+for _ in $(seq 1 1200); do
     n=$(q $db "select count(*) from measurements" 2>/dev/null || echo 0)
     [ "${n:-0}" -ge 5 ] && break
+    kill -0 $pid 2>/dev/null || break
     sleep 0.05
 done
+victim=$(ps -o comm= -p $pid 2>/dev/null)
 kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
+wait $pid 2>/dev/null   # returns once the kill took effect and the process is gone
 rc=$?
+if [ "$victim" = "$(basename "$autotmc")" ] && [ $rc -eq 137 ] && ! kill -0 $pid 2>/dev/null; then
+    ok "kill -9 took autotmc itself (pid $pid) while it was profiling"
+else
+    fail "kill -9 of pid $pid ('$victim'): exit $rc, expected 137 (killed while profiling)"; cat ext.txt
+fi
 kept=$(q $db "select count(*) from measurements")
+q $db "select signature, config, seconds, measured_at from measurements order by 1, 2" >ext-before.txt
 profile tiny.net "${opts[@]}" --profile-db $db >ext2.txt 2>&1
 rc2=$?
+q $db "select signature, config, seconds, measured_at from measurements order by 1, 2" >ext-after.txt
 complete=$(q $db "select count(*) from kernels where complete = 1")
-if [ $rc2 -eq 0 ] && [ "$complete" = "$nsig" ] && grep -q "($kept\|already in the database" ext2.txt; then
-    ok "killed from outside (exit $rc) with $kept measurements stored; the next profile completes all $complete"
+if [ $rc2 -eq 0 ] && [ "${kept:-0}" -ge 1 ] && [ "$complete" = "$nsig" ] &&
+    grep -q "($kept\|already in the database" ext2.txt &&
+    [ "$(grep -cFx -f ext-before.txt ext-after.txt)" = "$(wc -l <ext-before.txt)" ]; then
+    ok "$kept measurements stored before the kill are kept unchanged; the next profile completes all $complete"
 else
-    fail "external kill -9: exit $rc, $kept kept, then exit $rc2 with $complete complete"; cat ext2.txt
+    fail "after the external kill -9: ${kept:-?} kept, then exit $rc2 with $complete complete"; cat ext2.txt
+    diff ext-before.txt ext-after.txt | head
 fi
 integrity=$(q $db "pragma integrity_check")
 [ "$integrity" = ok ] && ok "the database is intact after kill -9" || fail "integrity: $integrity"
