@@ -12,10 +12,11 @@
  * contributions; when the tensor's gradient is first needed they are
  * summed by one `add` node (a chain of them beyond the inputs an add
  * takes). A tensor needs a gradient if it is a weight or depends on one
- * (the input does not, unless asked for by gradient checks). Names follow the forward tensor's with `d` before the last
- * component: the gradient of `stage1.conv1.weight` is `stage1.conv1.dweight`,
- * partial contributions are `...dweight.1`, `...dweight.2`; a name that a
- * forward tensor has already gets a prime (`dh'`).
+ * (the input does not, unless asked for by gradient checks). Names follow
+ * the forward tensor's with `d` before the last component: the gradient
+ * of `stage1.conv1.weight` is `stage1.conv1.dweight`, partial
+ * contributions are `...dweight.1`, `...dweight.2`; a name that a forward
+ * tensor has already gets a prime (`dh'`).
  *
  * The update is SGD, as in-place nodes on the weights (with a velocity
  * tensor per weight when momentum is used). Each weight is updated as soon
