@@ -161,6 +161,7 @@ static double run_one(Sweep *sw, const char *optimizer, const char *ratio, int t
 	if (ratio && !parse_ratio(ratio, &set.fast_fraction))
 		ICE("sweep at a malformed ratio %s", ratio);
 	set.threads = threads;
+	set.output = NULL; /* -o is the results file: the programs go to the cache */
 	Compilation c = {0};
 	sw->nrun++;
 	if (sw->total)
