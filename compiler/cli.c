@@ -537,7 +537,7 @@ static void check_placement(Settings *s)
  * file it reads readable and valid, before any work: a wrong path is an
  * error of the system (exit 1), not of the command line.
  */
-static void check_outputs(Arena *a, const Settings *s)
+static void check_files(Arena *a, const Settings *s)
 {
 	/* an input that decides the cost model: read now, not after an hour of profiling */
 	if (s->hw) {
@@ -613,7 +613,7 @@ static void check_settings(Arena *a, Settings *s)
 	const char *ext = s->plot ? strrchr(s->plot, '.') : NULL;
 	if (s->plot && (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0)))
 		usage_error(cmd, "--plot %s: a plot is written as .png or .svg", s->plot);
-	check_outputs(a, s);
+	check_files(a, s);
 }
 
 /* ---- parsing ------------------------------------------------------------ */

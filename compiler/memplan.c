@@ -26,9 +26,9 @@ typedef struct Block {
 	int64_t size;  /* bytes, rounded up to MEMPLAN_ALIGN */
 } Block;
 
-static int64_t round_up(int64_t n)
+int64_t memplan_round(int64_t bytes)
 {
-	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+	return (bytes + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
 }
 
 static int by_size_desc(const void *a, const void *b)
@@ -48,7 +48,7 @@ static void lifetimes(const Placement *p, Block *b, int n)
 		b[i].r = p->res.v[i];
 		b[i].t0 = 2 * b[i].r->first;
 		b[i].t1 = 2 * b[i].r->last;
-		b[i].size = round_up(b[i].r->t->bytes);
+		b[i].size = memplan_round(b[i].r->t->bytes);
 	}
 	for (int k = 0; k < p->moves.n; k++) {
 		const Move *m = &p->moves.v[k];

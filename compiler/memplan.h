@@ -8,6 +8,9 @@
 
 enum { MEMPLAN_ALIGN = 64 }; /* every offset is a multiple: cache lines, AVX-512 loads */
 
+/* bytes rounded up to MEMPLAN_ALIGN: what a tensor takes in a pool (the ILP counts the same) */
+int64_t memplan_round(int64_t bytes);
+
 /*
  * Give every residency of p an offset in its tier's pool so that no two
  * residencies whose lifetimes overlap share a byte, and set the pools'

@@ -30,11 +30,6 @@
 #include "predict.h"
 #include "util.h"
 
-static int64_t align_up(int64_t n)
-{
-	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
-}
-
 /* Pages do not fragment; a packed pool can: walk again with the excess taken off the page budget. */
 static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
 {
@@ -110,7 +105,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
 		for (int i = 0; i < p->res.n && !everywhere; i++) {
 			const Residency *r = p->res.v[i];
-			if (r->tier != TIER_FAST || r->offset + align_up(r->t->bytes) + p->workspace <= o->limit)
+			if (r->tier != TIER_FAST || r->offset + memplan_round(r->t->bytes) + p->workspace <= o->limit)
 				continue;
 			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
 			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)

@@ -161,11 +161,6 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int64_t align_up(int64_t n)
-{
-	return (n + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
-}
-
 static int binary(Ilp *ip, double cost_us)
 {
 	return mip_add_col(ip->mip, 0, 1, cost_us, true);
@@ -215,7 +210,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	f->t = t;
 	f->first = s->live[t->id].first;
 	f->last = s->live[t->id].last;
-	f->size = align_up(t->bytes);
+	f->size = memplan_round(t->bytes);
 	f->mib = (double)f->size / MIB;
 	f->persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
 	f->forced = t == ip->g->loss;
@@ -687,12 +682,12 @@ static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast
 	for (int i = 0; kernels_fast && i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
 		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
-			persistent += align_up(t->bytes);
+			persistent += memplan_round(t->bytes);
 	}
 	for (int st = 0; st < s->n; st++) {
 		forced[st] = 0;
 		if (g->loss && live_at(s, g->loss, st))
-			forced[st] = align_up(g->loss->bytes);
+			forced[st] = memplan_round(g->loss->bytes);
 		if (kernels_fast) {
 			const Node *n = s->order[st];
 			forced[st] += persistent;
@@ -702,7 +697,7 @@ static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast
 				for (int j = 0; j < k && !seen; j++)
 					seen = (j < n->nin ? n->in[j] : n->out[j - n->nin]) == t;
 				if (!seen)
-					forced[st] += align_up(t->bytes);
+					forced[st] += memplan_round(t->bytes);
 			}
 		}
 		if (forced[st] > worst)
