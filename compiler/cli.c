@@ -129,14 +129,18 @@ typedef struct Option {
 static const Option options[] = {
 	/* placement */
 	{"optimizer", 0, V_OPTIMIZER, F(optimizer), C_PLACE, 0, 0, "O",
-	 "where tensors live: static, sync, async (the ILP), first-touch, all-fast,\n"
-	 "all-slow, spill-all (a test placement), um (GPU: unified memory); default\n"
-	 "sync for schedule, all-fast for build and run"},
+	 "where tensors live: auto (moves and recomputation), recompute, static,\n"
+	 "sync, async (the ILP), checkpoint, first-touch, all-fast, all-slow,\n"
+	 "spill-all (a test placement), um (GPU: unified memory); default auto with\n"
+	 "--limit or --ratio, else all-fast"},
+	{"segments", 0, V_INT, F(segments), C_PLACE, 1, 100000, "K",
+	 "checkpoint: K segments (default: the fastest that fits the limit)"},
 	{"limit", 0, V_BYTES, F(limit), C_PLACE, 0, 0, "BYTES", "the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB/TiB)"},
 	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the peak of live bytes (4:1: a fifth)"},
 	{"backend", 0, V_BACKEND, F(target), C_PLACE | C(PROFILE), 0, 0, "cpu|gpu",
 	 "where the program runs (default cpu); gpu: device memory and pinned host\n"
-	 "memory, optimizers sync, async, all-fast and um, times from --gpu-profile or --hw"},
+	 "memory, optimizers auto, recompute, checkpoint, sync, async, all-fast and um,\n"
+	 "times from --gpu-profile or --hw"},
 	{"hw", 0, V_TEXT, F(hw), C_COST, 0, 0, "FILE",
 	 "model slow-tier times with a hardware description (hw/*.hw); every\nprediction then says 'modeled'"},
 	{"gpu-profile", 0, V_TEXT, F(gpu_profile), C_PLACE, 0, 0, "P.tsv",
@@ -530,6 +534,10 @@ static void check_placement(Settings *s)
 	if (oi->limit == LIMIT_NONE && sized)
 		usage_error(cmd, "optimizer '%s' takes no fast-tier size (%s): drop --limit and --ratio", oi->name,
 		            oi->summary);
+	if (s->optimizer == OPT_CHECKPOINT && !sized && s->segments == 0)
+		usage_error(cmd, "optimizer 'checkpoint' needs --segments K or the fast tier's size (--limit or --ratio)");
+	if (s->optimizer != OPT_CHECKPOINT && s->segments != 0)
+		usage_error(cmd, "--segments is for --optimizer checkpoint");
 }
 
 /*
@@ -572,7 +580,7 @@ static void check_settings(Arena *a, Settings *s)
 	case CMD_BUILD:
 	case CMD_RUN:
 		if (s->optimizer == NUM_OPTIMIZERS)
-			s->optimizer = cmd == CMD_SCHEDULE ? OPT_SYNC : OPT_ALL_FAST;
+			s->optimizer = s->limit >= 0 || s->ratio ? OPT_AUTO : OPT_ALL_FAST;
 		check_placement(s);
 		if (cmd == CMD_BUILD && !s->output)
 			usage_error(cmd, "no output given (-o PROG)");

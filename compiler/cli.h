@@ -44,7 +44,8 @@ typedef struct Settings {
 	VEC(const char *) dirs;   /* -I and the standard library, in search order */
 	VEC(Define) defines;      /* -D NAME=VALUE */
 	/* placement and its cost model (schedule, build, run, sweep) */
-	OptimizerId optimizer;    /* --optimizer (default: sync for schedule, all-fast for build and run) */
+	OptimizerId optimizer;    /* --optimizer (default: auto with a limit or ratio, else all-fast) */
+	int segments;             /* --segments K for checkpoint (0: the fastest that fits the limit) */
 	TargetId target;          /* --backend (default cpu) */
 	int64_t limit;            /* --limit in bytes; -1: not given */
 	const char *ratio;        /* --ratio as written; NULL: not given */

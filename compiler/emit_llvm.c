@@ -5,8 +5,8 @@
  * runtime (runtime/include/autotm/rt.h):
  *
  *   void step(RtCtx *ctx)   the training step in schedule order: this
- *                           step's batch in, then for every step its moves
- *                           and its kernel, each argument addressed as
+ *                           step's batch in, then for every step its moves,
+ *                           its recomputes and its kernel, each argument addressed as
  *                           pool base + the constant offset memplan chose;
  *   int main(argc, argv)    rt_begin with the program's constants, one
  *                           rt_kernel per distinct kernel, one rt_tensor per
@@ -180,27 +180,42 @@ static void emit_step(Emit *e, LLVMValueRef fn)
 	const Graph *g = e->g;
 	call(e, e->data, (LLVMValueRef[]){ctx, ci32(e, RT_DATA_INPUT), address(e, base, g->input, 0)}, 3);
 	call(e, e->data, (LLVMValueRef[]){ctx, ci32(e, RT_DATA_LABELS), address(e, base, g->labels, 0)}, 3);
+	LLVMTypeRef handles_t = LLVMArrayType(e->i32, (unsigned)(e->p->moves.n + 1));
 	for (int step = 0; step < e->s->n; step++) {
+		/* at the boundary: the moves that finish here, the recomputes, then the moves that start here */
 		for (int i = 0; i < e->p->moves.n; i++) {
 			const Move *m = &e->p->moves.v[i];
-			LLVMValueRef slot_idx[2] = {ci32(e, 0), ci32(e, i)};
-			if (m->async && m->start == step) {
-				LLVMValueRef h = call(e, e->move_async,
-				                      (LLVMValueRef[]){ctx, res_address(e, base, m->to),
-				                                       res_address(e, base, m->from), ci64(e, m->t->bytes)}, 4);
-				LLVMBuildStore(e->b, h, LLVMBuildGEP2(e->b, LLVMArrayType(e->i32, (unsigned)(e->p->moves.n + 1)),
-				                                      handles, slot_idx, 2, ""));
-			}
 			if (m->at != step)
 				continue;
 			if (m->async) {
-				LLVMValueRef slot = LLVMBuildGEP2(e->b, LLVMArrayType(e->i32, (unsigned)(e->p->moves.n + 1)),
-				                                  handles, slot_idx, 2, "");
+				LLVMValueRef slot_idx[2] = {ci32(e, 0), ci32(e, i)};
+				LLVMValueRef slot = LLVMBuildGEP2(e->b, handles_t, handles, slot_idx, 2, "");
 				call(e, e->move_wait, (LLVMValueRef[]){ctx, LLVMBuildLoad2(e->b, e->i32, slot, "")}, 2);
 			} else {
 				call(e, e->move, (LLVMValueRef[]){ctx, res_address(e, base, m->to), res_address(e, base, m->from),
 				                                  ci64(e, m->t->bytes)}, 4);
 			}
+		}
+		for (int i = 0; i < e->p->recomputes.n; i++) {
+			const Recompute *rc = &e->p->recomputes.v[i];
+			if (rc->at != step)
+				continue;
+			for (int k = 0; k < rc->node->nin + rc->node->nout; k++) {
+				LLVMValueRef idx = ci64(e, k);
+				LLVMBuildStore(e->b, res_address(e, base, rc->args[k]),
+				               LLVMBuildGEP2(e->b, e->i8p, args0, &idx, 1, ""));
+			}
+			call(e, e->launch, (LLVMValueRef[]){ctx, ci32(e, e->kernel_of[rc->step]), args0}, 3);
+		}
+		for (int i = 0; i < e->p->moves.n; i++) {
+			const Move *m = &e->p->moves.v[i];
+			if (!m->async || m->start != step)
+				continue;
+			LLVMValueRef slot_idx[2] = {ci32(e, 0), ci32(e, i)};
+			LLVMValueRef h = call(e, e->move_async,
+			                      (LLVMValueRef[]){ctx, res_address(e, base, m->to), res_address(e, base, m->from),
+			                                       ci64(e, m->t->bytes)}, 4);
+			LLVMBuildStore(e->b, h, LLVMBuildGEP2(e->b, handles_t, handles, slot_idx, 2, ""));
 		}
 		const Node *n = e->s->order[step];
 		for (int k = 0; k < n->nin + n->nout; k++) {

@@ -5,7 +5,8 @@
  * byte offset. Two residencies may share memory when their lifetimes do
  * not overlap. Lifetimes are intervals of time points: kernel s runs at
  * 2s and the boundary before it (where moves run) at 2s-1; a residency
- * read by a move lives until that boundary, one written by a move from it.
+ * read by a move lives until that boundary, one written by a move or a
+ * recompute from it, and a recompute's scratch at that boundary only.
  *
  * The packing is greedy best-fit by size, largest first (as TensorFlow's
  * and most DL compilers' planners): each residency goes at the lowest
@@ -58,6 +59,18 @@ static void lifetimes(const Placement *p, Block *b, int n)
 			from->t1 = done;
 		if (to->t0 > issue)
 			to->t0 = issue;
+	}
+	/* a recompute writes at the boundary before `at`; scratch lives only there */
+	for (int k = 0; k < p->recomputes.n; k++) {
+		const Recompute *rc = &p->recomputes.v[k];
+		int boundary = 2 * rc->at - 1;
+		for (int i = rc->node->nin; i < rc->node->nin + rc->node->nout; i++) {
+			Block *out = &b[rc->args[i]->id];
+			if (out->t0 > boundary)
+				out->t0 = boundary;
+			if (rc->args[i]->scratch)
+				out->t1 = boundary;
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ typedef struct TargetInfo {
 extern const TargetInfo target_info[NUM_TARGETS];
 
 typedef enum OptimizerKind { OPTIMIZER_ILP, OPTIMIZER_BASELINE } OptimizerKind;
-typedef enum LimitRule { LIMIT_NEEDED, LIMIT_NONE } LimitRule;
+typedef enum LimitRule { LIMIT_NEEDED, LIMIT_NONE, LIMIT_OPTIONAL } LimitRule;
 
 typedef enum OptimizerId {
 #define OPTIMIZER(id, name, kind, limit, targets, summary) OPT_##id,

@@ -17,6 +17,8 @@
  *               overflows (AutoTM's rule, made to converge);
  *   fallback    when async's re-solves find nothing, sync's placement,
  *               which async could have chosen, is returned as async's;
+ *   checkpoint  without --segments, the fastest number of segments whose
+ *               pool fits;
  *   um          the unified-memory baseline is every tensor in managed
  *               memory: all-fast's placement, with the limit the runtime
  *               caps the device at.
@@ -124,6 +126,47 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	return NULL;
 }
 
+/*
+ * checkpoint_sequential's placement with o->segments, or, with none
+ * given, the fastest of 1 to PLACE_MAX_SEGMENTS segments whose packed fast
+ * pool fits o->limit (the fewest segments among equally fast ones).
+ */
+static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
+                             char *err, size_t errlen)
+{
+	if (o->segments > 0) {
+		Placement *p = place_checkpoint_segments(g, s, o->segments, a);
+		memplan(p, a);
+		st->segments = o->segments;
+		return p;
+	}
+	Placement *best = NULL;
+	double best_time = 0;
+	int64_t least = -1;
+	int least_k = 0, fwd = place_forward_steps(s);
+	for (int k = 1; k <= PLACE_MAX_SEGMENTS && k <= (fwd > 0 ? fwd : 1); k++) {
+		Placement *p = place_checkpoint_segments(g, s, k, a);
+		memplan(p, a);
+		if (least < 0 || p->fast_bytes < least)
+			least = p->fast_bytes, least_k = k;
+		if (p->fast_bytes > o->limit)
+			continue;
+		double t = o->cm ? placement_predict(p, o->cm, NULL) : (double)p->recomputes.n;
+		if (!best || t < best_time) {
+			best = p;
+			best_time = t;
+			st->segments = k;
+		}
+	}
+	if (!best) {
+		char b1[64], b2[64];
+		snprintf(err, errlen, "checkpoint: no number of segments (1 to %d) fits the fast-tier limit %s; the "
+		                      "smallest fast pool is %s, with %d segments",
+		         PLACE_MAX_SEGMENTS, fmt_bytes(o->limit, b1, sizeof b1), fmt_bytes(least, b2, sizeof b2), least_k);
+	}
+	return best;
+}
+
 /* The ILP under the packing loop; for async, sync's placement when its re-solves find none. */
 static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                                char *err, size_t errlen)
@@ -158,10 +201,17 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 	memset(st, 0, sizeof *st);
 	Placement *p = NULL;
 	switch (o->optimizer) {
+	case OPT_AUTO:
+	case OPT_RECOMPUTE:
 	case OPT_STATIC:
 	case OPT_SYNC:
 	case OPT_ASYNC:
 		return place_by_ilp(g, s, o, a, st, err, errlen);
+	case OPT_CHECKPOINT:
+		p = checkpoint(g, s, o, a, st, err, errlen);
+		if (!p)
+			return NULL;
+		break;
 	case OPT_FIRST_TOUCH:
 		p = first_touch(g, s, o->limit, a);
 		break;

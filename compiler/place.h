@@ -26,6 +26,7 @@ enum {
 	PLACE_TINY = 64 << 10,         /* tensors up to this many bytes get one decision point */
 	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
+	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
@@ -52,6 +53,7 @@ typedef struct PlaceOptions {
 	bool kernels_fast;         /* every kernel reads and writes the fast tier only (a GPU): tensors move, never
 	                              stay slow across a kernel that uses them */
 	bool verbose;              /* let the solver log */
+	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 } PlaceOptions;
 
 typedef struct PlaceStats {
@@ -74,6 +76,8 @@ typedef struct PlaceStats {
 	double optimization_times[PLACE_MAX_ATTEMPTS]; /* per attempt */
 	int64_t attempt_limit[PLACE_MAX_ATTEMPTS];     /* smallest per-step limit of each attempt */
 	int64_t attempt_pool[PLACE_MAX_ATTEMPTS];      /* fast pool memplan made of its result */
+	int segments;              /* checkpoint: the segments of the placement returned */
+	int recompute_edges;       /* the ILP's recompute choices (auto, recompute) */
 } PlaceStats;
 
 /*
@@ -135,6 +139,20 @@ Placement *place_all_slow(const Graph *g, const Schedule *s, Arena *a);
  * pool can).
  */
 enum { PLACE_PAGE = 4096 };
+
+/*
+ * PyTorch's checkpoint_sequential policy with `segments` segments: the
+ * forward kernels are cut into that many runs of equal length (the last
+ * takes the rest); in every run but the last, the activations no later
+ * forward kernel reads are dropped after their last forward use and
+ * recomputed, all of them, before the run's first backward kernel that
+ * needs one. Everything else stays fast, as in all-fast. place() picks
+ * the segments when none are given: the fastest that fits the limit.
+ */
+Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, Arena *a);
+
+/* The steps of the forward pass (the first steps, whose kernels are differentiable). */
+int place_forward_steps(const Schedule *s);
 Placement *place_first_touch_walk(const Graph *g, const Schedule *s, int64_t budget, int64_t limit, Arena *a);
 
 #endif

@@ -8,12 +8,15 @@
  * tensor of a model; training results must be bitwise those of all-fast.
  * all-slow: every tensor in the slow tier (nothing needs to be fast).
  * first-touch: what a NUMA system's first-touch page policy gives, the
- * baseline AutoTM compared with (docs/placement.md).
+ * baseline AutoTM compared with (docs/placement.md). checkpoint: PyTorch's
+ * checkpoint_sequential, every tensor fast and the activations inside all
+ * segments but the last recomputed before the segment's backward.
  */
 #include "place.h"
 
 #include <stdio.h>
 
+#include "recompute.h"
 #include "util.h"
 
 Placement *place_all_fast(const Graph *g, const Schedule *s, Arena *a)
@@ -101,5 +104,79 @@ Placement *place_spill_all(const Graph *g, const Schedule *s, Arena *a)
 			p->moves.v[j] = p->moves.v[j - 1];
 			p->moves.v[j - 1] = m;
 		}
+	return p;
+}
+
+int place_forward_steps(const Schedule *s)
+{
+	int f = 0;
+	while (f < s->n && op_info[s->order[f]->op].grad)
+		f++;
+	return f;
+}
+
+Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, Arena *a)
+{
+	Placement *p = placement_new(g, s, a, OPT_CHECKPOINT);
+	int fwd = place_forward_steps(s);
+	if (segments > fwd)
+		segments = fwd > 0 ? fwd : 1;
+	int size = segments > 0 ? fwd / segments : fwd; /* as checkpoint_sequential: the last segment takes the rest */
+	int *seg = arena_array(a, (size_t)s->n + 1, sizeof(int)); /* step -> its segment; -1: not checkpointed */
+	for (int st = 0; st < s->n; st++)
+		seg[st] = st < size * (segments - 1) ? st / size : -1;
+	/*
+	 * A tensor made in a checkpointed segment is kept when a forward kernel
+	 * of a later segment reads it (the segment's output, or a skip
+	 * connection); otherwise it is dropped after its last forward use and
+	 * made again, with every other dropped tensor of its segment, before
+	 * the segment's first backward kernel that reads one of them.
+	 */
+	bool *drop = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
+	int *last_fwd = arena_array(a, (size_t)g->tensors.n + 1, sizeof(int));
+	int *back = arena_array(a, (size_t)segments + 1, sizeof(int)); /* segment -> where it is recomputed */
+	for (int i = 0; i < segments; i++)
+		back[i] = s->n;
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (!recompute_candidate(t) || t == g->loss || seg[s->pos[t->producer->id]] < 0)
+			continue;
+		int k = seg[s->pos[t->producer->id]], end = size * (k + 1), first_bwd = s->n;
+		bool crosses = false;
+		last_fwd[i] = s->pos[t->producer->id];
+		for (int u = 0; u < t->users.n; u++) {
+			int step = s->pos[t->users.v[u]->id];
+			if (step < fwd && step >= end)
+				crosses = true;
+			else if (step < fwd && step > last_fwd[i])
+				last_fwd[i] = step;
+			else if (step >= fwd && step < first_bwd)
+				first_bwd = step;
+		}
+		if (crosses || first_bwd == s->n)
+			continue;
+		drop[i] = true;
+		if (first_bwd < back[k])
+			back[k] = first_bwd;
+	}
+	/* a tensor whose value cannot be made again there (no chain) is kept */
+	for (int i = 0; i < g->tensors.n; i++) {
+		Chain c;
+		const Tensor *t = g->tensors.v[i];
+		if (drop[i] && !recompute_chain(s, t, back[seg[s->pos[t->producer->id]]], &c, a))
+			drop[i] = false;
+	}
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		Interval iv = s->live[i];
+		if (!drop[i]) {
+			placement_add(p, a, t, TIER_FAST, iv.first, iv.last);
+			continue;
+		}
+		int at = back[seg[s->pos[t->producer->id]]];
+		placement_add(p, a, t, TIER_FAST, iv.first, last_fwd[i]);
+		placement_recompute(p, a, t, at, placement_add(p, a, t, TIER_FAST, at, iv.last));
+	}
+	placement_finish(p);
 	return p;
 }

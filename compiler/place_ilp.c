@@ -84,10 +84,11 @@
 #include "costmodel.h"
 #include "memplan.h"
 #include "predict.h"
+#include "recompute.h"
 #include "solver.h"
 #include "util.h"
 
-enum { V_PRE, V_COPY, V_SLOW, NV };   /* vertices of a decision point */
+enum { V_PRE, V_COPY, V_SLOW, V_GONE, NV }; /* vertices of a decision point */
 enum { MAX_CONFIG_TENSORS = 10 };     /* at most 2^10 configuration binaries per kernel */
 #define US 1e6                        /* objective unit: microseconds */
 #define MIB (1024.0 * 1024.0)         /* capacity unit: MiB */
@@ -101,6 +102,10 @@ typedef struct Point {
 	int write, awrite; /* PRE -> SLOW of the next point: sync after this kernel, async overlapping it */
 	int drop;          /* COPY -> SLOW of the next point */
 	int read, aread;   /* SLOW -> COPY here: sync before this kernel, async overlapping it */
+	int discard;       /* PRE -> GONE of the next point: freed after this kernel, made again if needed */
+	int recomp;        /* GONE -> PRE here: recomputed before this kernel */
+	bool gone;         /* the GONE vertex exists here */
+	const Chain *chain; /* recomp: the kernels that make the value again here */
 } Point;
 
 /* The flow network of one tensor. */
@@ -125,8 +130,15 @@ typedef VEC(Term) TermVec;
 /* A short sum of columns: a tensor's inFast at one step. */
 typedef struct ColSum {
 	int n;
-	int col[4];
+	int col[5];
 } ColSum;
+
+/* The steps at which one tensor may be recomputed, with their chains. */
+typedef struct RecomputeAt {
+	VEC(int) step;
+	VEC(Chain *) chain;
+	VEC(int) support; /* steps where a consumer's recompute reads it: decision points */
+} RecomputeAt;
 
 typedef struct Ilp {
 	const Graph *g;
@@ -144,6 +156,9 @@ typedef struct Ilp {
 	int one;            /* the integer column fixed at 1 carrying it */
 	bool is_async;      /* optimizer async */
 	bool is_static;     /* optimizer static */
+	bool moves;         /* tensors may move between the tiers (all but recompute) */
+	bool recompute;     /* tensors may be dropped and recomputed (auto, recompute) */
+	RecomputeAt *rc;    /* tensor id -> where it may be recomputed (with recompute) */
 	bool kernels_fast;  /* every kernel argument must be fast (a GPU) */
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
@@ -152,6 +167,7 @@ typedef struct Ilp {
 	double fit;         /* relative misfit of all-slow time and the sum of penalties taken as separable */
 	int npoints;        /* decision points in all */
 	int separable, configured, approximated; /* kernels by cost form */
+	int nrecompute;     /* recompute edges */
 } Ilp;
 
 static double now(void)
@@ -179,10 +195,14 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 {
 	const Schedule *s = ip->s;
 	bool single = ip->is_static || (ip->tiny > 0 && t->bytes <= ip->tiny);
-	int cap = 1 + (single ? 0 : t->users.n * (1 + (ip->is_async ? ip->window : 0)));
+	const RecomputeAt *ra = ip->rc ? &ip->rc[t->id] : NULL;
+	int extra = ra && !single ? ra->support.n : 0;
+	int cap = 1 + extra + (single ? 0 : t->users.n * (1 + (ip->is_async ? ip->window : 0)));
 	int *v = arena_array(ip->a, (size_t)cap, sizeof(int));
 	int n = 0;
 	v[n++] = first;
+	for (int i = 0; i < extra; i++)
+		v[n++] = ra->support.v[i];
 	for (int u = 0; u < t->users.n && !single; u++) {
 		int step = s->pos[t->users.v[u]->id];
 		v[n++] = step;
@@ -199,6 +219,71 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 			v[m++] = v[i];
 	*out = v;
 	return m;
+}
+
+static bool single_point(const Ilp *ip, const Tensor *t)
+{
+	return ip->is_static || (ip->tiny > 0 && t->bytes <= ip->tiny);
+}
+
+static bool droppable(const Ilp *ip, const Tensor *t)
+{
+	return recompute_candidate(t) && t != ip->g->loss && !single_point(ip, t);
+}
+
+static int find_step(const int *v, int n, int step)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == step)
+			return i;
+	return -1;
+}
+
+/*
+ * Where each tensor may be recomputed (recompute.h's chains): before each
+ * of its users after its producer, and before every step where the
+ * recompute of a consumer reads it, so that a run of dropped values can
+ * be made again one after another at one boundary. Each such step
+ * becomes a decision point of every droppable tensor the chain reads;
+ * the others (weights, gradients) are read where they are.
+ */
+static void find_recomputes(Ilp *ip)
+{
+	const Graph *g = ip->g;
+	const Schedule *s = ip->s;
+	typedef struct Work {
+		const Tensor *t;
+		int step;
+	} Work;
+	VEC(Work) work = {0};
+	ip->rc = arena_array(ip->a, (size_t)g->tensors.n + 1, sizeof(RecomputeAt));
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *t = g->tensors.v[i];
+		if (!droppable(ip, t))
+			continue;
+		for (int u = 0; u < t->users.n; u++)
+			vec_push(ip->a, &work, ((Work){t, s->pos[t->users.v[u]->id]}));
+	}
+	while (work.n > 0) {
+		Work w = work.v[--work.n];
+		RecomputeAt *ra = &ip->rc[w.t->id];
+		if (find_step(ra->step.v, ra->step.n, w.step) >= 0)
+			continue;
+		Chain *c = arena_alloc(ip->a, sizeof *c);
+		if (!recompute_chain(s, w.t, w.step, c, ip->a))
+			continue;
+		vec_push(ip->a, &ra->step, w.step);
+		vec_push(ip->a, &ra->chain, c);
+		for (int i = 0; i < c->nleaves; i++) {
+			const Tensor *x = c->leaf[i];
+			RecomputeAt *rx = &ip->rc[x->id];
+			if (!droppable(ip, x))
+				continue; /* read where it is: fast between its points if it was before */
+			if (find_step(rx->support.v, rx->support.n, w.step) < 0)
+				vec_push(ip->a, &rx->support, w.step);
+			vec_push(ip->a, &work, ((Work){x, w.step}));
+		}
+	}
 }
 
 /* Build t's network: its points, its edges (columns) and flow conservation. */
@@ -224,18 +309,23 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	double write_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, false) * US;
 	double aread_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
 	double awrite_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+	const RecomputeAt *ra = ip->recompute ? &ip->rc[t->id] : NULL;
+	bool can_drop = ra && ra->step.n > 0 && droppable(ip, t);
 
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
 		const Node *n = s->order[steps[j]];
 		p->step = steps[j];
 		p->user = node_uses(n, t);
-		p->copy = j > 0 && !f->forced && !node_overwrites(n, t);
+		p->copy = ip->moves && j > 0 && !f->forced && !node_overwrites(n, t);
+		p->gone = can_drop && j > 0;
+		int k = can_drop ? find_step(ra->step.v, ra->step.n, p->step) : -1;
+		p->chain = k >= 0 ? ra->chain.v[k] : NULL;
 	}
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
 		bool last = j == f->m - 1;
-		bool may_write = !last && !f->persistent && !f->forced;
+		bool may_write = ip->moves && !last && !f->persistent && !f->forced;
 		p->keep[V_PRE] = binary(ip, 0);
 		p->keep[V_COPY] = p->copy && (last || f->pt[j + 1].copy) ? binary(ip, 0) : -1;
 		p->keep[V_SLOW] = f->forced ? -1 : binary(ip, 0);
@@ -244,6 +334,18 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		p->drop = p->copy && !last ? binary(ip, 0) : -1;
 		p->read = p->copy ? binary(ip, read_us) : -1;
 		p->aread = p->copy && ip->is_async && !p->user && !last && p->keep[V_COPY] >= 0 ? binary(ip, 0) : -1;
+		p->keep[V_GONE] = p->gone && !p->user ? binary(ip, 0) : -1; /* a user finds it made again */
+		p->discard = can_drop && !last ? binary(ip, 0) : -1;
+		p->recomp = -1;
+		if (p->gone && p->chain) {
+			double us = 0;
+			for (int i = 0; i < p->chain->n; i++)
+				us += cm->kernel_time(cm, p->chain->node[i], 0) * US;
+			p->recomp = binary(ip, us);
+			ip->nrecompute++;
+			if (p->chain->scratch > 0) /* scratch at the boundary before the kernel */
+				vec_push(ip->a, &ip->writeout[p->step], ((Term){p->recomp, (double)p->chain->scratch / MIB}));
+		}
 		if (p->awrite >= 0) {
 			vec_push(ip->a, ip->duplex ? &ip->async_out[p->step] : &ip->async[p->step],
 			         ((Term){p->awrite, awrite_us}));
@@ -279,10 +381,21 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		/* PRE */
 		n = 0;
 		TERM(q ? q->keep[V_PRE] : f->src[V_PRE], 1);
+		TERM(p->recomp, 1);
 		TERM(p->keep[V_PRE], -1);
 		TERM(p->write, -1);
 		TERM(p->awrite, -1);
+		TERM(p->discard, -1);
 		mip_add_row(mip, n, cols, vals, 0, 0);
+		/* GONE */
+		if (p->gone) {
+			n = 0;
+			TERM(q->keep[V_GONE], 1);
+			TERM(q->discard, 1);
+			TERM(p->keep[V_GONE], -1);
+			TERM(p->recomp, -1);
+			mip_add_row(mip, n, cols, vals, 0, 0);
+		}
 		/* COPY */
 		if (p->copy) {
 			n = 0;
@@ -320,7 +433,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
  * of PRE and COPY out of the last point before (writes and drops free the
  * fast copy right after a point's kernel).
  */
-static ColSum fast_at(const Flow *f, int step)
+static ColSum in_fast(const Flow *f, int step, bool ready)
 {
 	ColSum e = {0};
 	if (step < f->first || step > f->last)
@@ -334,19 +447,59 @@ static ColSum fast_at(const Flow *f, int step)
 			hi = mid - 1;
 	}
 	const Point *p = &f->pt[lo];
-	int c[4] = {-1, -1, -1, -1};
+	int c[5] = {-1, -1, -1, -1, -1};
 	if (p->step != step) {
 		c[0] = p->keep[V_PRE], c[1] = p->keep[V_COPY];
 	} else if (lo == 0) {
 		c[0] = f->src[V_PRE];
 	} else {
 		const Point *q = &f->pt[lo - 1];
-		c[0] = q->keep[V_PRE], c[1] = q->keep[V_COPY], c[2] = p->read, c[3] = p->aread;
+		c[0] = q->keep[V_PRE], c[1] = q->keep[V_COPY], c[2] = p->read, c[3] = ready ? -1 : p->aread,
+		c[4] = p->recomp;
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (c[i] >= 0)
 			e.col[e.n++] = c[i];
 	return e;
+}
+
+static ColSum fast_at(const Flow *f, int step)
+{
+	return in_fast(f, step, false);
+}
+
+/*
+ * Ready at the boundary before kernel `step`, for a recompute there: fast
+ * at the kernel, and not by an asynchronous read still in flight during
+ * it (reads that finish at the boundary and recomputes of earlier kernels
+ * there run before).
+ */
+static ColSum ready_at(const Flow *f, int step)
+{
+	return in_fast(f, step, true);
+}
+
+/* A recompute reads its chain's live tensors where they are ready: recomp <= ready(leaf) for each. */
+static void build_ready(Ilp *ip)
+{
+	for (int id = 0; id < ip->g->tensors.n; id++) {
+		const Flow *f = &ip->flow[id];
+		for (int j = 0; j < f->m; j++) {
+			const Point *p = &f->pt[j];
+			if (p->recomp < 0)
+				continue;
+			for (int i = 0; i < p->chain->nleaves; i++) {
+				ColSum r = ready_at(&ip->flow[p->chain->leaf[i]->id], p->step);
+				int cols[6];
+				double vals[6];
+				int m = 0;
+				cols[m] = p->recomp, vals[m++] = 1;
+				for (int k = 0; k < r.n; k++)
+					cols[m] = r.col[k], vals[m++] = -1;
+				mip_add_row(ip->mip, m, cols, vals, -MIP_INF, 0);
+			}
+		}
+	}
 }
 
 static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
@@ -390,7 +543,7 @@ static void build_kernel(Ilp *ip, int step)
 		/* inFast = 1 for every argument; the time is the all-fast time */
 		for (int i = 0; i < d; i++) {
 			ColSum e = fast_at(&ip->flow[ts[i]->id], step);
-			double one[4] = {1, 1, 1, 1};
+			double one[5] = {1, 1, 1, 1, 1};
 			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
 		}
 		ip->separable++;
@@ -634,9 +787,14 @@ static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
 			fast = placement_add(p, a, t, TIER_FAST, st, f->last);
 			add_move(p, a, slow, fast, on(x, pt->read) ? st : st + 1, !on(x, pt->read), st);
 			cur = V_COPY;
+		} else if (cur == V_GONE && on(x, pt->recomp)) {
+			fast = placement_add(p, a, t, TIER_FAST, st, f->last);
+			placement_recompute(p, a, t, st, fast);
+			cur = V_PRE;
 		}
 		if (on(x, pt->keep[cur]))
 			continue;
+		int next = V_SLOW;
 		if (cur == V_PRE && on(x, pt->write)) {
 			fast->last = st;
 			slow = placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
@@ -647,25 +805,15 @@ static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
 			add_move(p, a, fast, slow, st + 1, true, st);
 		} else if (cur == V_COPY && on(x, pt->drop)) {
 			fast->last = st;
+		} else if (cur == V_PRE && on(x, pt->discard)) {
+			fast->last = st;
+			next = V_GONE;
 		} else {
 			ICE("the flow of %s breaks at step %d", t->name, st);
 		}
 		fast = NULL;
-		cur = V_SLOW;
+		cur = next;
 	}
-}
-
-/* Moves by the boundary they finish at; there, copies to slow before copies to fast. */
-static int cmp_move(const void *a, const void *b)
-{
-	const Move *x = a, *y = b;
-	if (x->at != y->at)
-		return x->at - y->at;
-	if (x->to->tier != y->to->tier)
-		return x->to->tier == TIER_SLOW ? -1 : 1;
-	if (x->start != y->start)
-		return x->start - y->start;
-	return x->to->id - y->to->id;
 }
 
 /* ----------------------------------------------------------- the pass */
@@ -717,7 +865,9 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	double t0 = now();
 	*ip = (Ilp){
 		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
-		.is_async = o->optimizer == OPT_ASYNC, .is_static = o->optimizer == OPT_STATIC,
+		.is_async = o->optimizer == OPT_ASYNC || o->optimizer == OPT_AUTO, .is_static = o->optimizer == OPT_STATIC,
+		.moves = o->optimizer != OPT_RECOMPUTE,
+		.recompute = o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE,
 		.kernels_fast = o->kernels_fast,
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
@@ -733,8 +883,11 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	ip->algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
 	for (int k = 0; k < n; k++)
 		ip->algo_col[k] = -1;
+	if (ip->recompute)
+		find_recomputes(ip);
 	for (int i = 0; i < g->tensors.n; i++)
 		build_flow(ip, &ip->flow[i], g->tensors.v[i]);
+	build_ready(ip);
 	for (int k = 0; k < n; k++)
 		build_kernel(ip, k);
 	build_capacity(ip, limit_mib);
@@ -817,8 +970,7 @@ static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double
 		if (p->algo[k]->workspace > p->workspace)
 			p->workspace = p->algo[k]->workspace;
 	}
-	if (p->moves.n > 1)
-		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
+	placement_finish(p);
 	return p;
 }
 

@@ -5,7 +5,9 @@
 #include "placement.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "recompute.h"
 #include "util.h"
 
 Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, OptimizerId optimizer)
@@ -42,6 +44,8 @@ Residency *placement_at(const Placement *p, const Tensor *t, int step)
 	const ResidencyVec *rv = &p->of[t->id];
 	for (int i = 0; i < rv->n; i++) {
 		Residency *r = rv->v[i];
+		if (r->scratch)
+			continue;
 		if (r->first <= step && step <= r->last) {
 			if (r->tier == TIER_FAST)
 				return r;
@@ -49,6 +53,76 @@ Residency *placement_at(const Placement *p, const Tensor *t, int step)
 		}
 	}
 	return slow;
+}
+
+void placement_recompute(Placement *p, Arena *a, const Tensor *t, int at, Residency *dest)
+{
+	Chain c;
+	if (!recompute_chain(p->s, t, at, &c, a))
+		ICE("%s cannot be recomputed before step %d", t->name, at);
+	if (dest->t != t || dest->tier != TIER_FAST || dest->first != at)
+		ICE("the recomputed copy of %s does not start fast at step %d", t->name, at);
+	Residency **made = arena_array(a, (size_t)c.n * OP_MAX_ARGS + 1, sizeof(Residency *));
+	const Tensor **what = arena_array(a, (size_t)c.n * OP_MAX_ARGS + 1, sizeof(Tensor *));
+	int nmade = 0;
+	for (int i = 0; i < c.n; i++) {
+		const Node *n = c.node[i];
+		Recompute rc = {.node = n, .step = p->s->pos[n->id], .t = t, .at = at,
+		                .args = arena_array(a, (size_t)(n->nin + n->nout), sizeof(Residency *))};
+		for (int k = 0; k < n->nin; k++)
+			for (int j = 0; j < nmade && !rc.args[k]; j++)
+				if (what[j] == n->in[k])
+					rc.args[k] = made[j]; /* made earlier in the chain; else live, resolved by placement_finish */
+		for (int k = 0; k < n->nout; k++) {
+			Residency *r = dest;
+			if (n->out[k] != t) {
+				r = placement_add(p, a, n->out[k], TIER_FAST, at, at);
+				r->scratch = true;
+			}
+			rc.args[n->nin + k] = r;
+			what[nmade] = n->out[k];
+			made[nmade++] = r;
+		}
+		vec_push(a, &p->recomputes, rc);
+	}
+}
+
+/* Moves by the boundary they finish at; there, copies to slow before copies to fast. */
+static int cmp_move(const void *a, const void *b)
+{
+	const Move *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at - y->at;
+	if (x->to->tier != y->to->tier)
+		return x->to->tier == TIER_SLOW ? -1 : 1;
+	if (x->start != y->start)
+		return x->start - y->start;
+	return x->to->id - y->to->id;
+}
+
+/* Recomputes by boundary, then by their kernel's step (producers first), then by tensor. */
+static int cmp_recompute(const void *a, const void *b)
+{
+	const Recompute *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at - y->at;
+	if (x->step != y->step)
+		return x->step - y->step;
+	return x->t->id - y->t->id;
+}
+
+void placement_finish(Placement *p)
+{
+	if (p->moves.n > 1)
+		qsort(p->moves.v, (size_t)p->moves.n, sizeof(Move), cmp_move);
+	if (p->recomputes.n > 1)
+		qsort(p->recomputes.v, (size_t)p->recomputes.n, sizeof(Recompute), cmp_recompute);
+	for (int i = 0; i < p->recomputes.n; i++) {
+		Recompute *rc = &p->recomputes.v[i];
+		for (int k = 0; k < rc->node->nin; k++)
+			if (!rc->args[k])
+				rc->args[k] = placement_at(p, rc->node->in[k], rc->at);
+	}
 }
 
 bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errlen)
@@ -76,6 +150,27 @@ bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errl
 			return false;
 		}
 	}
+	/* recomputes read fast copies that are ready at their boundary (no move into them still in flight)
+	   and write fast copies that start there */
+	for (int i = 0; i < p->recomputes.n; i++) {
+		const Recompute *rc = &p->recomputes.v[i];
+		const Node *n = rc->node;
+		for (int k = 0; k < n->nin + n->nout; k++) {
+			const Residency *r = rc->args[k];
+			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+			bool ok = r && r->t == t && r->tier == TIER_FAST &&
+			          (k < n->nin ? r->first <= rc->at && r->last >= rc->at : r->first == rc->at);
+			for (int j = 0; ok && k < n->nin && j < p->moves.n; j++) {
+				const Move *m = &p->moves.v[j];
+				ok = !(m->to == r && m->at > rc->at);
+			}
+			if (!ok) {
+				snprintf(err, errlen, "the recompute of %s (%s) before step %d has no ready fast copy of %s",
+				         rc->t->name, n->name, rc->at, t->name);
+				return false;
+			}
+		}
+	}
 	(void)g;
 	return true;
 }
@@ -95,6 +190,11 @@ MoveStats placement_stats(const Placement *p)
 			st.nasync++;
 			st.bytes_async += m->t->bytes;
 		}
+	}
+	for (int i = 0; i < p->recomputes.n; i++) {
+		st.nrecompute_kernels++;
+		if (p->recomputes.v[i].node == p->recomputes.v[i].t->producer)
+			st.nrecomputed++;
 	}
 	return st;
 }

@@ -15,6 +15,15 @@
  * (kernel s at 2s, the boundary before it at 2s-1) so that a copy read by
  * a move at a boundary never shares memory with a copy written at the same
  * boundary. Moves at one boundary run in the order of `moves`.
+ *
+ * A recompute runs a kernel of the step again, at the boundary before the
+ * kernel of step `at`, to make a fast copy of a tensor that was dropped
+ * after its earlier uses: the tensor's producer, and before it the
+ * producers of values the chain needs that are no longer live, whose
+ * outputs go to scratch residencies that live at that boundary only. At
+ * a boundary, first the moves that finish there run (synchronous moves,
+ * and waits for asynchronous ones), then the recomputes in schedule order
+ * of their kernels, then the asynchronous moves issued there start.
  */
 #ifndef AUTOTM_PLACEMENT_H
 #define AUTOTM_PLACEMENT_H
@@ -36,6 +45,8 @@ typedef struct Residency {
 	Tier tier;        /* where this copy is */
 	int first, last;  /* steps over which the memory holds the value (inclusive) */
 	int64_t offset;   /* byte offset in the tier's pool (memplan.c) */
+	bool scratch;     /* written and read by recomputes at the boundary before `first` only (first == last);
+	                     never the residency of a kernel's argument */
 } Residency;
 
 typedef struct Move {
@@ -49,12 +60,21 @@ typedef struct Move {
 
 typedef VEC(Residency *) ResidencyVec;
 
+typedef struct Recompute {
+	const Node *node;  /* the kernel run again */
+	int step;          /* its step in the schedule */
+	const Tensor *t;   /* the tensor whose dropped value the chain this belongs to makes again */
+	int at;            /* at the boundary before the kernel of this step */
+	Residency **args;  /* node->nin + node->nout: the residencies it reads and writes */
+} Recompute;
+
 typedef struct Placement {
 	OptimizerId optimizer;   /* the optimizer that made it */
 	const Schedule *s;       /* the schedule it is for */
 	ResidencyVec res;        /* every residency */
 	ResidencyVec *of;        /* tensor id -> its residencies */
 	VEC(Move) moves;         /* every move, in order of `at` */
+	VEC(Recompute) recomputes; /* every recompute, in order of `at`, then of its kernel's step */
 	int64_t limit;           /* fast-tier byte limit it was made for (0: none) */
 	int64_t fast_bytes;      /* pool sizes, from memplan */
 	int64_t slow_bytes;
@@ -73,6 +93,17 @@ Residency *placement_at(const Placement *p, const Tensor *t, int step);
 Residency *placement_add(Placement *p, Arena *a, const Tensor *t, Tier tier, int first, int last);
 void placement_move(Placement *p, Arena *a, Residency *from, Residency *to, int at);
 
+/*
+ * Make t's value again at the boundary before step `at` into the fast
+ * residency `dest` (which starts at `at`): the recomputes of the chain
+ * recompute_chain() finds (recompute.h), with scratch residencies for the
+ * values that are needed only during it. The chain must exist (ICE).
+ */
+void placement_recompute(Placement *p, Arena *a, const Tensor *t, int at, Residency *dest);
+
+/* Sort the moves and recomputes into their order and resolve the recomputes' live arguments. */
+void placement_finish(Placement *p);
+
 /* Check the placement's invariants; describe the first one broken. */
 bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errlen);
 
@@ -80,6 +111,8 @@ bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errl
 typedef struct MoveStats {
 	int nmoves, nasync;             /* moves, of which asynchronous */
 	int64_t bytes, bytes_to_fast, bytes_to_slow, bytes_async;
+	int nrecomputed;                /* tensors made again by recomputation (chains) */
+	int nrecompute_kernels;         /* kernels those chains run */
 } MoveStats;
 MoveStats placement_stats(const Placement *p);
 

@@ -10,7 +10,7 @@
 /*
  * Predicted seconds of one training step under placement p:
  *
- *   sum over steps s of   (synchronous moves before kernel s)
+ *   sum over steps s of   (synchronous moves and recomputes before kernel s)
  *                       + max(kernel s with each argument in the tier of
  *                             placement_at(p, t, s),
  *                             asynchronous moves issued before kernel s)
@@ -22,6 +22,9 @@
  * placement it returns.
  */
 double placement_predict(const Placement *p, const CostModel *cm, double *per_step);
+
+/* Seconds of a recompute of p (its kernel with its arguments' tiers). */
+double placement_recompute_time(const Placement *p, const CostModel *cm, const Recompute *rc);
 
 /* Seconds of kernel `step` under p (the cost model's time for its arguments' tiers). */
 double placement_kernel_time(const Placement *p, const CostModel *cm, int step);

@@ -38,6 +38,8 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 	tl->step_time = arena_array(a, (size_t)s->n + 1, sizeof(double));
 	tl->move_start = arena_array(a, (size_t)p->moves.n + 1, sizeof(double));
 	tl->move_time = arena_array(a, (size_t)p->moves.n + 1, sizeof(double));
+	tl->recompute_start = arena_array(a, (size_t)p->recomputes.n + 1, sizeof(double));
+	tl->recompute_time = arena_array(a, (size_t)p->recomputes.n + 1, sizeof(double));
 	double t = 0;
 	for (int step = 0; step < s->n; step++) {
 		double begin = t;
@@ -48,6 +50,14 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 			tl->move_start[i] = t;
 			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, false);
 			t += tl->move_time[i];
+		}
+		for (int i = 0; i < p->recomputes.n; i++) {
+			const Recompute *rc = &p->recomputes.v[i];
+			if (rc->at != step)
+				continue;
+			tl->recompute_start[i] = t;
+			tl->recompute_time[i] = placement_recompute_time(p, cm, rc);
+			t += tl->recompute_time[i];
 		}
 		double k = placement_kernel_time(p, cm, step);
 		double async[2] = {0, 0}; /* to fast, to slow: one queue, or one per direction (duplex) */

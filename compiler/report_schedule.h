@@ -15,9 +15,11 @@
 typedef struct Timeline {
 	double *kernel_start; /* step -> when its kernel starts (seconds from the step's start) */
 	double *kernel_time;  /* step -> the kernel's own time */
-	double *step_time;    /* step -> sync moves before it + max(kernel, async moves issued with it) */
+	double *step_time;    /* step -> sync moves and recomputes before it + max(kernel, async moves issued with it) */
 	double *move_start;   /* move -> when it starts */
 	double *move_time;    /* move -> its duration */
+	double *recompute_start; /* recompute -> when it starts */
+	double *recompute_time;  /* recompute -> its duration */
 	double total;         /* predicted step time */
 } Timeline;
 

@@ -234,6 +234,20 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 	if (o->gap > 0)
 		Cbc_setAllowableFractionGap(cbc, o->gap);
 
+	/* a tuning aid: AUTOTM_CBC_PARAMS="name=value name=value" sets CBC's parameters (its command-line names) */
+	const char *params = getenv("AUTOTM_CBC_PARAMS");
+	if (params && *params) {
+		char *copy = xstrdup(params), *save = NULL;
+		for (char *tok = strtok_r(copy, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+			char *eq = strchr(tok, '=');
+			if (eq) {
+				*eq = '\0';
+				Cbc_setParameter(cbc, tok, eq + 1);
+			}
+		}
+		free(copy);
+	}
+
 	/* a debugging aid: AUTOTM_MIP_WRITE=prefix writes prefix.lp and prefix.mps before solving */
 	const char *dump = getenv("AUTOTM_MIP_WRITE");
 	if (dump && *dump) {
