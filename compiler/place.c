@@ -26,11 +26,20 @@
 #include "place.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "memplan.h"
 #include "predict.h"
 #include "util.h"
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Pages do not fragment; a packed pool can: walk again with the excess taken off the page budget. */
 static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
@@ -43,6 +52,57 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
 			return p;
 		budget -= (p->fast_bytes - limit + PLACE_PAGE - 1) / PLACE_PAGE * PLACE_PAGE;
 	}
+}
+
+/*
+ * A placement for auto's and recompute's solver to start from, the
+ * faster of those that fit: checkpoint's in its lazy form (the number
+ * of segments that is fastest within the limit), and for auto sync's
+ * placement (quick to solve, and one auto may choose) and recompute's
+ * (solved from the better of those, in a fifth of the time). Large programs
+ * of the joint formulation are hard to find a first solution of; with a
+ * start the solver only has to improve one. NULL if none fits.
+ */
+static const Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                            PlaceStats *st, double *seconds)
+{
+	const Placement *best = NULL;
+	double best_time = 0, t0 = now_seconds();
+	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny, limit = o->limit;
+	for (int i = 0; o->step_limit && i < s->n; i++)
+		if (o->step_limit[i] < limit)
+			limit = o->step_limit[i];
+	int fwd = place_forward_steps(s);
+	for (int k = 2; k <= PLACE_MAX_SEGMENTS && k <= fwd; k++) {
+		Placement *p = place_checkpoint_segments(g, s, k, true, least, a);
+		if (memplan_fast_peak(p, a) > limit)
+			continue;
+		double t = placement_predict(p, o->cm, NULL);
+		if (!best || t < best_time) {
+			best = p;
+			best_time = t;
+			st->start_name = "checkpoint";
+		}
+	}
+	/* auto: also sync's placement, and recompute's solved from the best start so far */
+	for (int i = 0; o->optimizer == OPT_AUTO && i < 2; i++) {
+		PlaceOptions so = *o;
+		so.optimizer = i == 0 ? OPT_SYNC : OPT_RECOMPUTE;
+		so.start = i == 0 ? NULL : best;
+		so.time_limit = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / 5;
+		PlaceStats sst;
+		char err[512];
+		Placement *p = place_ilp(g, s, &so, a, &sst, err, sizeof err);
+		double t = p ? placement_predict(p, o->cm, NULL) : 0;
+		if (p && (!best || t < best_time)) {
+			best = p;
+			best_time = t;
+			st->start_name = optimizer_info[so.optimizer].name;
+		}
+	}
+	st->start_time = best_time;
+	*seconds = now_seconds() - t0;
+	return best;
 }
 
 /*
@@ -71,9 +131,26 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
 	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
 	int stuck = 0; /* attempts in a row that did not shrink the pool */
+	Placement *fallback = NULL; /* the best start whose packed pool fits, returned when the solver finds no better */
+	double fallback_time = 0;
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
 		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
+		PlaceStats start = {0};
+		double start_seconds = 0;
+		if (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)
+			opt.start = ilp_start_placement(g, s, &opt, a, &start, &start_seconds);
+		if (opt.start) {
+			Placement *sp = (Placement *)opt.start;
+			memplan(sp, a);
+			if (sp->fast_bytes + sp->workspace <= o->limit && (!fallback || start.start_time < fallback_time)) {
+				fallback = sp;
+				fallback_time = start.start_time;
+			}
+		}
+		spent += start_seconds;
 		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
+		st->start_name = start.start_name;
+		st->start_time = start.start_time;
 		ctimes[attempt] = st->creation_time;
 		otimes[attempt] = st->solve_time;
 		spent += st->creation_time + st->solve_time;
@@ -93,9 +170,12 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
 		st->total_time = spent;
 		if (!p)
-			return NULL;
-		if (p->fast_bytes + p->workspace <= o->limit)
+			break;
+		if (p->fast_bytes + p->workspace <= o->limit) {
+			if (fallback && fallback_time < st->predicted_time)
+				break; /* the solver stopped above its start */
 			return p;
+		}
 		/* around the tensors above the limit; everywhere while that does not shrink the pool */
 		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
 		stuck = everywhere ? stuck + 1 : 0;
@@ -117,6 +197,14 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 			if (mark[k] || everywhere)
 				limits[k] = (int64_t)((double)limits[k] * scale);
 	}
+	if (fallback) {
+		fallback->optimizer = o->optimizer;
+		st->status = "the start's placement (the solver found none better that fits)";
+		st->predicted_time = st->objective = fallback_time;
+		return fallback;
+	}
+	if (st->nattempts == 0 || apool[st->nattempts - 1] < 0)
+		return NULL; /* the solver's message stands */
 	char b1[64], b2[64];
 	snprintf(err, errlen,
 	         "fragmentation: the fast pool stays above the limit %s after %d attempts in %.0f s (last: %s); "
@@ -135,7 +223,7 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
                              char *err, size_t errlen)
 {
 	if (o->segments > 0) {
-		Placement *p = place_checkpoint_segments(g, s, o->segments, a);
+		Placement *p = place_checkpoint_segments(g, s, o->segments, false, 0, a);
 		memplan(p, a);
 		st->segments = o->segments;
 		return p;
@@ -145,7 +233,7 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 	int64_t least = -1;
 	int least_k = 0, fwd = place_forward_steps(s);
 	for (int k = 1; k <= PLACE_MAX_SEGMENTS && k <= (fwd > 0 ? fwd : 1); k++) {
-		Placement *p = place_checkpoint_segments(g, s, k, a);
+		Placement *p = place_checkpoint_segments(g, s, k, false, 0, a);
 		memplan(p, a);
 		if (least < 0 || p->fast_bytes < least)
 			least = p->fast_bytes, least_k = k;
@@ -174,12 +262,13 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 	Placement *p = fragmentation_loop(g, s, o, a, st, err, errlen);
 	if (p || o->optimizer != OPT_ASYNC || st->nattempts < 2)
 		return p;
+	PlaceOptions so;
 	/*
 	 * Re-solves with tightened limits can leave async without a solution
 	 * where sync has one (near the smallest limit, where every byte is
 	 * spoken for); sync's placement is one async may choose.
 	 */
-	PlaceOptions so = *o;
+	so = *o;
 	so.optimizer = OPT_SYNC;
 	PlaceStats sst;
 	char serr[512];

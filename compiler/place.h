@@ -27,6 +27,7 @@ enum {
 	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */
+	PLACE_RECOMPUTE_DEPTH = 1,     /* recomputes of a dropped tensor's dropped inputs, and of theirs, ... */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
@@ -54,6 +55,7 @@ typedef struct PlaceOptions {
 	                              stay slow across a kernel that uses them */
 	bool verbose;              /* let the solver log */
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
+	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 } PlaceOptions;
 
 typedef struct PlaceStats {
@@ -78,6 +80,9 @@ typedef struct PlaceStats {
 	int64_t attempt_pool[PLACE_MAX_ATTEMPTS];      /* fast pool memplan made of its result */
 	int segments;              /* checkpoint: the segments of the placement returned */
 	int recompute_edges;       /* the ILP's recompute choices (auto, recompute) */
+	int start_tensors;         /* tensors whose life the start placement gave the solver */
+	const char *start_name;    /* the start placement: "sync", "checkpoint" (its lazy form), or NULL */
+	double start_time;         /* its predicted seconds */
 } PlaceStats;
 
 /*
@@ -148,8 +153,13 @@ enum { PLACE_PAGE = 4096 };
  * recomputed, all of them, before the run's first backward kernel that
  * needs one. Everything else stays fast, as in all-fast. place() picks
  * the segments when none are given: the fastest that fits the limit.
+ * lazy: each dropped tensor is made again only where it is first needed
+ * (its own first backward use, or a dropped consumer's recompute), as
+ * the ILP can express it; the same recomputes in less memory (a start
+ * for the ILP). Tensors of at most `least` bytes are kept.
  */
-Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, Arena *a);
+Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, bool lazy, int64_t least,
+                                     Arena *a);
 
 /* The steps of the forward pass (the first steps, whose kernels are differentiable). */
 int place_forward_steps(const Schedule *s);

@@ -115,7 +115,8 @@ int place_forward_steps(const Schedule *s)
 	return f;
 }
 
-Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, Arena *a)
+Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, bool lazy, int64_t least,
+                                     Arena *a)
 {
 	Placement *p = placement_new(g, s, a, OPT_CHECKPOINT);
 	int fwd = place_forward_steps(s);
@@ -132,50 +133,78 @@ Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segm
 	 * made again, with every other dropped tensor of its segment, before
 	 * the segment's first backward kernel that reads one of them.
 	 */
-	bool *drop = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
-	int *last_fwd = arena_array(a, (size_t)g->tensors.n + 1, sizeof(int));
-	int *back = arena_array(a, (size_t)segments + 1, sizeof(int)); /* segment -> where it is recomputed */
+	int nt = g->tensors.n;
+	bool *drop = arena_array(a, (size_t)nt + 1, sizeof(bool));
+	int *last_fwd = arena_array(a, (size_t)nt + 1, sizeof(int));
+	int *at = arena_array(a, (size_t)nt + 1, sizeof(int));     /* tensor -> where it is made again */
+	int *back = arena_array(a, (size_t)segments + 1, sizeof(int)); /* segment -> its first backward use */
 	for (int i = 0; i < segments; i++)
 		back[i] = s->n;
-	for (int i = 0; i < g->tensors.n; i++) {
+	for (int i = 0; i < nt; i++) {
 		const Tensor *t = g->tensors.v[i];
-		if (!recompute_candidate(t) || t == g->loss || seg[s->pos[t->producer->id]] < 0)
+		if (!recompute_candidate(t) || t == g->loss || seg[s->pos[t->producer->id]] < 0 || t->bytes <= least)
 			continue;
-		int k = seg[s->pos[t->producer->id]], end = size * (k + 1), first_bwd = s->n;
+		int k = seg[s->pos[t->producer->id]], end = size * (k + 1);
 		bool crosses = false;
 		last_fwd[i] = s->pos[t->producer->id];
+		at[i] = s->n;
 		for (int u = 0; u < t->users.n; u++) {
 			int step = s->pos[t->users.v[u]->id];
 			if (step < fwd && step >= end)
 				crosses = true;
 			else if (step < fwd && step > last_fwd[i])
 				last_fwd[i] = step;
-			else if (step >= fwd && step < first_bwd)
-				first_bwd = step;
+			else if (step >= fwd && step < at[i])
+				at[i] = step;
 		}
-		if (crosses || first_bwd == s->n)
+		if (crosses || at[i] == s->n)
 			continue;
 		drop[i] = true;
-		if (first_bwd < back[k])
-			back[k] = first_bwd;
+		if (at[i] < back[k])
+			back[k] = at[i];
 	}
-	/* a tensor whose value cannot be made again there (no chain) is kept */
-	for (int i = 0; i < g->tensors.n; i++) {
-		Chain c;
-		const Tensor *t = g->tensors.v[i];
-		if (drop[i] && !recompute_chain(s, t, back[seg[s->pos[t->producer->id]]], &c, a))
-			drop[i] = false;
+	/*
+	 * Eager (PyTorch): a segment is made again at its first backward use.
+	 * Lazy: each tensor at its own first backward use, or earlier where the
+	 * recompute of a dropped consumer reads it (consumers first: they come
+	 * later in the forward order). A tensor without a chain there is kept.
+	 */
+	Chain c;
+	for (int step = s->n - 1; step >= 0; step--) {
+		const Node *n = s->order[step];
+		for (int k = 0; k < n->nout; k++) {
+			int i = n->out[k]->id;
+			if (!drop[i])
+				continue;
+			if (!lazy)
+				at[i] = back[seg[step]];
+			if (!recompute_chain(s, n->out[k], at[i], &c, a)) {
+				drop[i] = false;
+				continue;
+			}
+			for (int l = 0; lazy && l < c.nleaves; l++)
+				if (drop[c.leaf[l]->id] && at[c.leaf[l]->id] > at[i])
+					at[c.leaf[l]->id] = at[i];
+		}
 	}
-	for (int i = 0; i < g->tensors.n; i++) {
+	/* a chain must find every dropped tensor it reads made again by then (one of an earlier segment is not) */
+	for (int i = 0; i < nt; i++) {
+		if (!drop[i])
+			continue;
+		recompute_chain(s, g->tensors.v[i], at[i], &c, a);
+		for (int l = 0; l < c.nleaves && drop[i]; l++)
+			if (drop[c.leaf[l]->id] && at[c.leaf[l]->id] > at[i])
+				drop[i] = false;
+	}
+	for (int i = 0; i < nt; i++) {
 		const Tensor *t = g->tensors.v[i];
 		Interval iv = s->live[i];
 		if (!drop[i]) {
 			placement_add(p, a, t, TIER_FAST, iv.first, iv.last);
 			continue;
 		}
-		int at = back[seg[s->pos[t->producer->id]]];
 		placement_add(p, a, t, TIER_FAST, iv.first, last_fwd[i]);
-		placement_recompute(p, a, t, at, placement_add(p, a, t, TIER_FAST, at, iv.last));
+		placement_recompute(p, a, t, at[i], placement_add(p, a, t, TIER_FAST, at[i], iv.last));
 	}
 	placement_finish(p);
 	return p;

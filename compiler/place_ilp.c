@@ -254,7 +254,9 @@ static void find_recomputes(Ilp *ip)
 	typedef struct Work {
 		const Tensor *t;
 		int step;
+		int depth; /* 0: before a user; d: read by a recompute of depth d - 1 */
 	} Work;
+	int max_depth = PLACE_RECOMPUTE_DEPTH;
 	VEC(Work) work = {0};
 	ip->rc = arena_array(ip->a, (size_t)g->tensors.n + 1, sizeof(RecomputeAt));
 	for (int i = 0; i < g->tensors.n; i++) {
@@ -262,7 +264,7 @@ static void find_recomputes(Ilp *ip)
 		if (!droppable(ip, t))
 			continue;
 		for (int u = 0; u < t->users.n; u++)
-			vec_push(ip->a, &work, ((Work){t, s->pos[t->users.v[u]->id]}));
+			vec_push(ip->a, &work, ((Work){t, s->pos[t->users.v[u]->id], 0}));
 	}
 	while (work.n > 0) {
 		Work w = work.v[--work.n];
@@ -274,14 +276,14 @@ static void find_recomputes(Ilp *ip)
 			continue;
 		vec_push(ip->a, &ra->step, w.step);
 		vec_push(ip->a, &ra->chain, c);
-		for (int i = 0; i < c->nleaves; i++) {
+		for (int i = 0; i < c->nleaves && w.depth < max_depth; i++) {
 			const Tensor *x = c->leaf[i];
 			RecomputeAt *rx = &ip->rc[x->id];
 			if (!droppable(ip, x))
 				continue; /* read where it is: fast between its points if it was before */
 			if (find_step(rx->support.v, rx->support.n, w.step) < 0)
 				vec_push(ip->a, &rx->support, w.step);
-			vec_push(ip->a, &work, ((Work){x, w.step}));
+			vec_push(ip->a, &work, ((Work){x, w.step, w.depth + 1}));
 		}
 	}
 }
@@ -816,6 +818,141 @@ static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
 	}
 }
 
+/* ------------------------------------------------------------- a start */
+
+/* The fast residency (not scratch) of t that covers step, or NULL. */
+static const Residency *fast_cover(const Placement *p, const Tensor *t, int step)
+{
+	const Residency *r = placement_at(p, t, step);
+	return r && r->tier == TIER_FAST ? r : NULL;
+}
+
+static const Move *move_into(const Placement *p, const Residency *to)
+{
+	for (int i = 0; i < p->moves.n; i++)
+		if (p->moves.v[i].to == to)
+			return &p->moves.v[i];
+	return NULL;
+}
+
+static const Move *move_from(const Placement *p, const Residency *from)
+{
+	for (int i = 0; i < p->moves.n; i++)
+		if (p->moves.v[i].from == from)
+			return &p->moves.v[i];
+	return NULL;
+}
+
+/*
+ * The columns of f's network that give t the life p0 gives it: the path
+ * through its points that extract() would follow back to p0's
+ * residencies, moves and recomputes. False (x untouched for f) where p0
+ * does something f cannot express (a move or recompute away from a
+ * decision point, a kind of edge f lacks).
+ */
+static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
+{
+	const Tensor *t = f->t;
+	int ncols = 0; /* cols: room for one edge per point and the source */
+#define TAKE(c) do { if ((c) < 0) return false; cols[ncols++] = (c); } while (0)
+	const Residency *fast = fast_cover(p0, t, f->first);
+	int cur;
+	if (fast && fast->first == f->first) {
+		TAKE(f->src[V_PRE]);
+		cur = V_PRE;
+	} else {
+		TAKE(f->src[V_SLOW]);
+		cur = V_SLOW;
+		fast = NULL;
+	}
+	for (int j = 0; j < f->m; j++) {
+		const Point *pt = &f->pt[j];
+		int st = pt->step;
+		bool last = j == f->m - 1;
+		if (cur == V_SLOW && (fast = fast_cover(p0, t, st)) != NULL) {
+			const Move *m = move_into(p0, fast);
+			if (!m || fast->first != st || m->start != st)
+				return false;
+			TAKE(m->async ? pt->aread : pt->read);
+			if (m->async && m->at != st + 1)
+				return false;
+			cur = V_COPY;
+		} else if (cur == V_GONE && (fast = fast_cover(p0, t, st)) != NULL) {
+			if (fast->first != st)
+				return false;
+			TAKE(pt->recomp);
+			cur = V_PRE;
+		}
+		if (cur == V_SLOW || cur == V_GONE) {
+			if (!last)
+				TAKE(pt->keep[cur]);
+			else if (pt->keep[cur] >= 0)
+				TAKE(pt->keep[cur]);
+			continue;
+		}
+		if (fast->last > st || last) {
+			if (!last && fast->last < f->pt[j + 1].step)
+				return false;
+			TAKE(pt->keep[cur]);
+			continue;
+		}
+		const Move *w = move_from(p0, fast);
+		if (w && !w->async && w->at == st + 1) {
+			TAKE(pt->write);
+			cur = V_SLOW;
+		} else if (w && w->async && w->start == st && w->at == st + 1) {
+			TAKE(pt->awrite);
+			cur = V_SLOW;
+		} else if (w) {
+			return false;
+		} else if (cur == V_COPY) {
+			TAKE(pt->drop);
+			cur = V_SLOW;
+		} else {
+			TAKE(pt->discard);
+			cur = V_GONE;
+		}
+		fast = NULL;
+	}
+#undef TAKE
+	/* every edge of f not on the path is 0 */
+	for (int j = 0; j < f->m; j++) {
+		const Point *pt = &f->pt[j];
+		int e[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write, pt->awrite,
+		           pt->drop, pt->read, pt->aread, pt->discard, pt->recomp};
+		for (int k = 0; k < (int)countof(e); k++)
+			if (e[k] >= 0)
+				x[e[k]] = 0;
+	}
+	for (int v = 0; v < NV; v++)
+		if (f->src[v] >= 0)
+			x[f->src[v]] = 0;
+	for (int i = 0; i < ncols; i++)
+		x[cols[i]] = 1;
+	return true;
+}
+
+/*
+ * A start for the solver from a placement p0 of the same schedule: the
+ * edge columns of every tensor whose life the program can express, NAN
+ * for the rest (the solver completes them). Returns how many tensors it
+ * gave.
+ */
+static int ilp_start(const Ilp *ip, const Placement *p0, double *x)
+{
+	int ncol = mip_ncols(ip->mip), given = 0, most = 0;
+	for (int j = 0; j < ncol; j++)
+		x[j] = NAN;
+	for (int i = 0; i < ip->g->tensors.n; i++)
+		if (ip->flow[i].m > most)
+			most = ip->flow[i].m;
+	int *cols = arena_array(ip->a, (size_t)most + 2, sizeof(int));
+	for (int i = 0; i < ip->g->tensors.n; i++)
+		given += start_flow(&ip->flow[i], p0, x, cols);
+	x[ip->one] = 1;
+	return given;
+}
+
 /* ----------------------------------------------------------- the pass */
 
 /*
@@ -901,13 +1038,20 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	st->separable = ip->separable;
 	st->configured = ip->configured;
 	st->approximated = ip->approximated;
+	st->recompute_edges = ip->nrecompute;
 }
 
 /* Solve ip's program (and free it); false with a message in err when it gives no placement. */
 static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
 {
 	char b1[64], b2[64];
+	double *start = NULL;
+	if (o->start) {
+		start = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
+		st->start_tensors = ilp_start(ip, o->start, start);
+	}
 	MipOptions mo = {
+		.start = start,
 		.backend = o->solver,
 		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,

@@ -234,6 +234,19 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 	if (o->gap > 0)
 		Cbc_setAllowableFractionGap(cbc, o->gap);
 
+	if (o->start) { /* CBC completes the columns not given */
+		int *idx = xmalloc(sizeof(int) * (size_t)(m->ncols + 1)), n = 0;
+		double *sval = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+		for (int j = 0; j < m->ncols; j++)
+			if (!isnan(o->start[j])) {
+				idx[n] = j;
+				sval[n++] = o->start[j];
+			}
+		Cbc_setMIPStartI(cbc, n, idx, sval);
+		free(idx);
+		free(sval);
+	}
+
 	/* a tuning aid: AUTOTM_CBC_PARAMS="name=value name=value" sets CBC's parameters (its command-line names) */
 	const char *params = getenv("AUTOTM_CBC_PARAMS");
 	if (params && *params) {

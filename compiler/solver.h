@@ -33,6 +33,7 @@ typedef struct MipOptions {
 	double time_limit;   /* seconds; <= 0: none */
 	double gap;          /* stop at this relative gap; <= 0: the solver's own tolerance */
 	bool verbose;        /* let the solver log on stdout */
+	const double *start; /* a known solution to start from (CBC; one value per column, NAN: not given), or NULL */
 } MipOptions;
 
 typedef struct MipResult {
