@@ -117,9 +117,7 @@ static int cmd_schedule(const Settings *s, Arena *a)
 		return 1;
 	Timeline *tl = timeline_make(c.place, c.cm, a);
 	if (s->json) {
-		char *solver = schedule_solver_json(&c.st);
-		schedule_json(stdout, c.g, c.place, tl, c.cm, solver);
-		free(solver);
+		schedule_json(stdout, c.g, c.place, tl, c.cm, &c.st);
 	} else {
 		if (!s->summary)
 			schedule_table(stdout, c.g, c.place, tl);

@@ -2,16 +2,16 @@
  * report_schedule.c - the move schedule, for people and for tools.
  *
  * `autotmc schedule` shows what a placement does, step by step: the
- * kernel, where each of its inputs and outputs lives, the moves before
- * it; then a summary. The same information goes out as JSON
- * (docs/schedule.md), as a Chrome Trace Event file (kernels and moves on
- * separate lanes, for Perfetto), and as a gnuplot plot of the bytes in
- * each tier over the step.
+ * kernel, where each of its inputs and outputs lives, the moves and
+ * recomputes before it; then a summary. The same information goes out as
+ * JSON (docs/schedule.md), as a Chrome Trace Event file (kernels and
+ * recomputes on one lane, moves on their own, for Perfetto), and as a
+ * gnuplot plot of the bytes in each tier over the step.
  *
  * Times come from the cost model through a timeline: before kernel s run
- * the synchronous moves that precede it, one after another; kernel s then
- * takes max(its time, the asynchronous moves issued with it), as the
- * placement's objective charges them.
+ * the synchronous moves that precede it, one after another, then the
+ * recomputes; kernel s then takes max(its time, the asynchronous moves
+ * issued with it), as the placement's objective charges them.
  */
 #include "costmodel.h"
 #include "plot.h"
@@ -97,24 +97,51 @@ static const char *tier_name(Tier t)
 	return t == TIER_FAST ? "fast" : "slow";
 }
 
+/* A move line of the table: one that finishes before `step`, or an asynchronous one issued there. */
+static void table_move(FILE *f, const Move *m, int step)
+{
+	char b[64], when[48] = "";
+	bool issue = m->async && m->start == step && m->at != step;
+	if (m->async && !issue)
+		snprintf(when, sizeof when, ", issued before step %d", m->start);
+	fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)\n", "", "",
+	        issue ? "start moving" : m->async ? "wait for" : "move", m->t->name, tier_name(m->to->tier),
+	        fmt_bytes(m->t->bytes, b, sizeof b), m->async ? "async" : "sync", when);
+}
+
+/* A recompute line: what its kernel makes, and for which tensor when that is scratch. */
+static void table_recompute(FILE *f, const Recompute *rc, double seconds)
+{
+	const Node *n = rc->node;
+	bool last = n == rc->t->producer;
+	fprintf(f, "%5s %10s    recompute ", "", "");
+	if (last)
+		fputs(rc->t->name, f);
+	else
+		for (int k = 0; k < n->nout; k++)
+			fprintf(f, "%s%s", k ? ", " : "", n->out[k]->name);
+	if (!last)
+		fprintf(f, " for %s", rc->t->name);
+	fprintf(f, " (%s %s, %s%.3f ms)\n", op_info[n->op].name, n->name, last ? "" : "scratch, ", seconds * 1e3);
+}
+
 void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl)
 {
 	const Schedule *s = p->s;
-	char b[64];
 	(void)g;
 	fprintf(f, "%5s %10s  %-24s %s\n", "step", "time ms", "op", "kernel: arguments (tier)");
 	for (int step = 0; step < s->n; step++) {
+		/* in the order they run: moves that finish here, recomputes, asynchronous moves issued here */
+		for (int i = 0; i < p->moves.n; i++)
+			if (p->moves.v[i].at == step)
+				table_move(f, &p->moves.v[i], step);
+		for (int i = 0; i < p->recomputes.n; i++)
+			if (p->recomputes.v[i].at == step)
+				table_recompute(f, &p->recomputes.v[i], tl->recompute_time[i]);
 		for (int i = 0; i < p->moves.n; i++) {
 			const Move *m = &p->moves.v[i];
-			bool issue = m->async && m->start == step && m->at != step;
-			if (m->at != step && !issue)
-				continue;
-			char when[48] = "";
-			if (m->async && !issue)
-				snprintf(when, sizeof when, ", issued before step %d", m->start);
-			fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)\n", "", "",
-			        issue ? "start moving" : m->async ? "wait for" : "move", m->t->name, tier_name(m->to->tier),
-			        fmt_bytes(m->t->bytes, b, sizeof b), m->async ? "async" : "sync", when);
+			if (m->async && m->start == step && m->at != step)
+				table_move(f, m, step);
 		}
 		const Node *n = s->order[step];
 		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, op_info[n->op].name, n->name);
@@ -128,13 +155,22 @@ void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline 
 	}
 }
 
+/* Seconds of all of p's recomputes. */
+static double recompute_seconds(const Placement *p, const CostModel *cm)
+{
+	double sum = 0;
+	for (int i = 0; i < p->recomputes.n; i++)
+		sum += placement_recompute_time(p, cm, &p->recomputes.v[i]);
+	return sum;
+}
+
 static cJSON *num(double v)
 {
 	return cJSON_CreateNumber(v);
 }
 
 void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
-                   const char *extra)
+                   const PlaceStats *st)
 {
 	const Schedule *s = p->s;
 	cJSON *root = cJSON_CreateObject();
@@ -192,6 +228,31 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddItemToObject(o, "seconds", num(tl->move_time[i]));
 		cJSON_AddItemToArray(moves, o);
 	}
+	MoveStats ms = placement_stats(p);
+	double rtime = 0;
+	cJSON *recomputes = cJSON_AddArrayToObject(root, "recomputes");
+	for (int i = 0; i < p->recomputes.n; i++) {
+		const Recompute *rc = &p->recomputes.v[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "tensor", rc->t->name);
+		cJSON_AddStringToObject(o, "kernel", rc->node->name);
+		cJSON_AddStringToObject(o, "op", op_info[rc->node->op].name);
+		cJSON_AddNumberToObject(o, "step", rc->step);
+		cJSON_AddNumberToObject(o, "before_step", rc->at);
+		cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+		for (int k = 0; k < rc->node->nout; k++)
+			cJSON_AddItemToArray(outs, cJSON_CreateString(rc->node->out[k]->name));
+		cJSON_AddBoolToObject(o, "scratch", rc->node != rc->t->producer);
+		cJSON_AddItemToObject(o, "start_seconds", num(tl->recompute_start[i]));
+		cJSON_AddItemToObject(o, "seconds", num(tl->recompute_time[i]));
+		cJSON_AddItemToArray(recomputes, o);
+		rtime += tl->recompute_time[i];
+	}
+	cJSON_AddNumberToObject(root, "recomputed_tensors", ms.nrecomputed);
+	cJSON_AddNumberToObject(root, "recompute_kernels", ms.nrecompute_kernels);
+	cJSON_AddNumberToObject(root, "recompute_seconds", rtime);
+	if (p->optimizer == OPT_CHECKPOINT)
+		cJSON_AddNumberToObject(root, "segments", st->segments);
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
 	tier_usage(p, fast, slow);
 	cJSON *usage = cJSON_AddArrayToObject(root, "tier_bytes");
@@ -203,10 +264,12 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	}
 	free(fast);
 	free(slow);
-	if (extra) {
-		cJSON *x = cJSON_Parse(extra);
+	char *solver = schedule_solver_json(st);
+	if (solver) {
+		cJSON *x = cJSON_Parse(solver);
 		if (x)
 			cJSON_AddItemToObject(root, "solver", x);
+		free(solver);
 	}
 	char *text = cJSON_Print(root);
 	cJSON_Delete(root);
@@ -217,7 +280,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	free(text);
 }
 
-static void trace_event(cJSON *events, const char *name, const char *cat, double start, double dur, int tid)
+static cJSON *trace_event(cJSON *events, const char *name, const char *cat, double start, double dur, int tid)
 {
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "name", name);
@@ -228,6 +291,7 @@ static void trace_event(cJSON *events, const char *name, const char *cat, double
 	cJSON_AddNumberToObject(e, "pid", 1);
 	cJSON_AddNumberToObject(e, "tid", tid);
 	cJSON_AddItemToArray(events, e);
+	return e;
 }
 
 static void lane_name(cJSON *events, int tid, const char *name)
@@ -247,13 +311,22 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 	enum { LANE_KERNELS = 1, LANE_TO_SLOW = 2, LANE_TO_FAST = 3 };
 	cJSON *root = cJSON_CreateObject();
 	cJSON *events = cJSON_AddArrayToObject(root, "traceEvents");
-	lane_name(events, LANE_KERNELS, "kernels");
+	lane_name(events, LANE_KERNELS, "kernels and recomputes");
 	lane_name(events, LANE_TO_SLOW, "moves to slow");
 	lane_name(events, LANE_TO_FAST, "moves to fast");
 	for (int step = 0; step < p->s->n; step++) {
 		const Node *n = p->s->order[step];
 		trace_event(events, n->name, op_info[n->op].name, tl->kernel_start[step], tl->kernel_time[step],
 		            LANE_KERNELS);
+	}
+	for (int i = 0; i < p->recomputes.n; i++) { /* on the compute stream, before their step's kernel */
+		const Recompute *rc = &p->recomputes.v[i];
+		cJSON *e = trace_event(events, rc->node->name, "recompute", tl->recompute_start[i], tl->recompute_time[i],
+		                       LANE_KERNELS);
+		cJSON *args = cJSON_AddObjectToObject(e, "args");
+		cJSON_AddStringToObject(args, "tensor", rc->t->name);
+		cJSON_AddStringToObject(args, "op", op_info[rc->node->op].name);
+		cJSON_AddNumberToObject(args, "before_step", rc->at);
 	}
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
@@ -321,6 +394,14 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes, %s); pools use %.1f%% of it\n",
 		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)s->peak,
 		        fmt_bytes(s->peak, b2, sizeof b2), 100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
+	if (ms.nrecompute_kernels > 0 || p->optimizer == OPT_CHECKPOINT) {
+		fprintf(f, "recomputation: %d tensor%s made again by %d kernel%s, %.3f ms per step", ms.nrecomputed,
+		        ms.nrecomputed == 1 ? "" : "s", ms.nrecompute_kernels, ms.nrecompute_kernels == 1 ? "" : "s",
+		        1e3 * recompute_seconds(p, cm));
+		if (p->optimizer == OPT_CHECKPOINT)
+			fprintf(f, "; %d segment%s", st->segments, st->segments == 1 ? "" : "s");
+		fputc('\n', f);
+	}
 	if (st->nattempts > 0)
 		fprintf(f, "ILP: %d rows, %d columns, %d integers, %ld nonzeros; built in %.2f s, solved in %.2f s; "
 		           "%.2f s in all (%d attempt%s), %s, gap %.2f%%\n",
@@ -378,6 +459,11 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddNumberToObject(r, "bytes_moved_pmem", (double)ms.bytes_to_slow);
 	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
 	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
+	cJSON_AddNumberToObject(r, "num_recomputed", ms.nrecomputed);
+	cJSON_AddNumberToObject(r, "num_recompute_kernels", ms.nrecompute_kernels);
+	cJSON_AddNumberToObject(r, "recompute_time", recompute_seconds(p, cm));
+	if (p->optimizer == OPT_CHECKPOINT)
+		cJSON_AddNumberToObject(r, "segments", st->segments);
 	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
 	if (p->workspace > 0)
 		cJSON_AddNumberToObject(r, "workspace_bytes", (double)p->workspace);

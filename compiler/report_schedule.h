@@ -25,13 +25,13 @@ typedef struct Timeline {
 
 Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a);
 
-/* One line per step (kernel, each argument's tier) with its moves before it. */
+/* One line per step (kernel, each argument's tier) with its moves and recomputes before it. */
 void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl);
-/* The schedule as JSON (docs/schedule.md); `extra` is a JSON object of solver facts, or NULL. */
+/* The schedule as JSON (docs/schedule.md), with the solver's figures and checkpoint's segments from st. */
 void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
-                   const char *extra);
+                   const PlaceStats *st);
 /* The summary: moves and bytes each way, the pools against the limit and their fragmentation, the
-   solver's figures, the predicted step time (schedule, build, run). */
+   recomputes, the solver's figures, the predicted step time (schedule, build, run). */
 void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostModel *cm, const PlaceStats *st,
                    Arena *a);
 /* The solver's figures as a JSON object (free() it), or NULL when no ILP was solved. */
@@ -39,7 +39,7 @@ char *schedule_solver_json(const PlaceStats *st);
 /* The compile-time fields of the results record, a JSON object (AutoTM's names; docs/cli.md). */
 char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, const CostModel *cm,
                       const PlaceStats *st, TargetId target, const char *source, Arena *a);
-/* Chrome Trace Event format: kernels and moves on separate lanes. */
+/* Chrome Trace Event format: kernels and recomputes on one lane, moves on two others. */
 bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl);
 /* The bytes of each tier over the step, plotted with gnuplot (.png or .svg). */
 bool schedule_plot(const char *path, const Graph *g, const Placement *p);

@@ -4,7 +4,10 @@
 # machine, so that the slow tier is worth avoiding and moves are made) keeps
 # its fast pool within the limit (the runtime refuses a pool over the limit
 # it was built for) and trains bitwise like the all-fast program: the same
-# losses and the same final weights.
+# losses and the same final weights. Then checkpoint_sequential with two
+# segments, whose recomputes (chains with scratch values) must train
+# bitwise the same too, and appear alike in every report: the table, the
+# JSON, the trace and the program's results record (schedule-reports.py).
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -45,5 +48,23 @@ for opt in static sync async first-touch all-slow; do
         echo "ok: $name: bitwise equal to all-fast; $summary"
     done
 done
+name=checkpoint-2
+ck=(--optimizer checkpoint --segments 2 --hw "$hw")
+if ! "$autotmc" build "$model" "${ck[@]}" -o "$work/$name" >"$work/$name.build" 2>&1; then
+    echo "FAIL: $name: build"; tail -5 "$work/$name.build"; fails=$((fails + 1))
+elif ! "$work/$name" --iters 3 --slow-dir "$work" --save-weights "$work/$name.st" \
+        --results "$work/$name.json" >"$work/$name.out" 2>&1; then
+    echo "FAIL: $name: run"; tail -5 "$work/$name.out"; fails=$((fails + 1))
+elif [ "$(losses "$work/fast.out")" != "$(losses "$work/$name.out")" ] || ! cmp -s "$work/fast.st" "$work/$name.st"; then
+    echo "FAIL: $name: training differs from all-fast"; fails=$((fails + 1))
+elif ! "$autotmc" schedule "$model" "${ck[@]}" --json --trace "$work/$name.trace" >"$work/$name.schedule.json" \
+        2>"$work/$name.err" || ! "$autotmc" schedule "$model" "${ck[@]}" >"$work/$name.table" 2>"$work/$name.err"; then
+    echo "FAIL: $name: schedule"; tail -5 "$work/$name.err"; fails=$((fails + 1))
+elif ! /usr/bin/env python3 "$srcdir/tests/e2e/schedule-reports.py" "$work/$name.schedule.json" "$work/$name.trace" \
+        --table "$work/$name.table" --same --record "$work/$name.json" --segments 2 --expect-recomputes; then
+    echo "FAIL: $name: the reports disagree on the recomputes"; fails=$((fails + 1))
+else
+    echo "ok: $name: bitwise equal to all-fast; $(grep -E '^recomputation:' "$work/$name.build")"
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]

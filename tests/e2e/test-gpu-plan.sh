@@ -2,8 +2,9 @@
 # Placement for the GPU backend, checked on any machine (times modeled by
 # hw/h100-pcie5.hw's roofline): every argument of every kernel is in device
 # memory at its kernel, the device pool stays within the limit, a limit
-# below the peak makes moves, async is no slower than sync, and the
-# options that make no sense on a GPU are refused with a message.
+# below the peak makes moves, async is no slower than sync, the reports
+# of auto's moves and recomputes agree, and the options that make no sense
+# on a GPU are refused with a message.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -57,6 +58,20 @@ PY
         fi
     done
 done
+
+# auto (moves and recomputation) on the GPU: its recomputes are the same in
+# the JSON and the trace, at their place in the timeline and in the table
+# (after the moves that finish at their boundary, before those issued there).
+# The table comes from a second solve, so only its own order is checked.
+auto=(schedule "$srcdir/examples/test_vgg.net" -D batch=32 --backend gpu --hw h100-pcie5 --optimizer auto
+      --ratio 1:3 --solver-time 30)
+if ! "$autotmc" "${auto[@]}" --json --trace "$work/auto.trace" >"$work/auto.json" 2>"$work/auto.err" ||
+   ! "$autotmc" "${auto[@]}" >"$work/auto.table" 2>"$work/auto.err"; then
+    fail "auto: $(cat "$work/auto.err")"
+elif ! /usr/bin/env python3 "$srcdir/tests/e2e/schedule-reports.py" "$work/auto.json" "$work/auto.trace" \
+        --table "$work/auto.table"; then
+    fail "auto: the reports disagree on the recomputes"
+fi
 
 # A profile measured on a GPU (here a synthetic one in autotm-gpu-profile's
 # format, from the exported kernels): the all-fast prediction is the sum of
