@@ -1,0 +1,52 @@
+#!/bin/sh
+# Swapping, recomputation and both, on a GPU modeled by hw/h100-pcie5.hw:
+# for each model and fast-tier fraction, `autotmc schedule --backend gpu
+# --json` with every optimizer that compares (all-fast, checkpoint,
+# recompute, async, auto), one line each in bench/out/recompute.tsv:
+# predicted step time and its ratio to all-fast, bytes moved, time
+# recomputed, solver time, gap and status.
+#
+#   bench/recompute.sh [MODELS] [FRACTIONS] [OPTIMIZERS]
+#       (defaults: "resnet50:32 resnet152:64 densenet201:64 inception_v3:64 vgg19:64",
+#        "1:1 3:1" (50% and 25% of the peak of live bytes),
+#        "all-fast checkpoint recompute async auto")
+#
+# AUTOTMC names the compiler (default ./autotmc), SOLVER_TIME the solver's
+# seconds per placement (default 60).
+set -eu
+cd "$(dirname "$0")/.."
+models=${1:-resnet50:32 resnet152:64 densenet201:64 inception_v3:64 vgg19:64}
+ratios=${2:-1:1 3:1}
+optimizers=${3:-all-fast checkpoint recompute async auto}
+autotmc=${AUTOTMC:-./autotmc}
+out=bench/out/recompute.tsv
+mkdir -p bench/out
+[ -s "$out" ] || printf 'model\tbatch\tratio\toptimizer\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
+for m in $models; do
+    model=${m%:*} batch=${m#*:}
+    fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu --hw hw/h100-pcie5.hw \
+        --optimizer all-fast --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_seconds"])')
+    for ratio in $ratios; do
+        for opt in $optimizers; do
+            size="--ratio $ratio"
+            [ "$opt" = all-fast ] && size=
+            json=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu --hw hw/h100-pcie5.hw \
+                --optimizer "$opt" $size --solver-time "${SOLVER_TIME:-60}" --json 2>bench/out/recompute.err) || {
+                printf '%s\t%s\t%s\t%s\tFAILED\t%s\n' "$model" "$batch" "$ratio" "$opt" \
+                    "$(tail -1 bench/out/recompute.err)" | tee -a "$out"
+                continue
+            }
+            printf '%s' "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+fast, (model, batch, ratio, opt) = float(sys.argv[1]), sys.argv[2:6]
+s = d.get("solver") or {}
+moved = sum(m["bytes"] for m in d["moves"]) / 2**30
+print("\t".join([model, batch, ratio, opt, "%.3f" % (1e3 * d["predicted_seconds"]),
+                 "%.3f" % (d["predicted_seconds"] / fast), "%.2f" % moved,
+                 "%.3f" % (1e3 * d["recompute_seconds"]), "%.1f" % s.get("total_seconds", 0),
+                 "%.2f%%" % (100 * s.get("gap", 0)), s.get("status", "baseline")]))
+' "$fast" "$model" "$batch" "$ratio" "$opt" | tee -a "$out"
+        done
+    done
+done
