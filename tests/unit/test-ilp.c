@@ -21,6 +21,12 @@
  *   - async is no slower than sync, sync no slower than static;
  *   - an infeasible limit names the smallest feasible one, which is then
  *     feasible; the baselines verify and fit;
+ *   - recompute: the optimum equals a brute force over every placement
+ *     its rules allow (a tensor stays in one tier, or is dropped after a
+ *     point and made again at a later point where a chain exists, the
+ *     chain finding its inputs ready: placement_verify), and on the very
+ *     slow tier it beats static; auto is no slower than async and than
+ *     recompute;
  *   - with kernels_fast (a GPU: kernels read and write fast memory only,
  *     moves of the two directions overlap each other) sync's optimum
  *     equals the brute force over the placements whose
@@ -40,6 +46,7 @@
 #include "memplan.h"
 #include "place.h"
 #include "predict.h"
+#include "recompute.h"
 #include "report.h"
 #include "schedule.h"
 #include "util.h"
@@ -53,7 +60,8 @@ typedef struct Case {
 	const char *opt;    /* optimizer */
 	int64_t tiny;       /* PlaceOptions.tiny: tensors up to this get one decision point (-1: none) */
 	bool sync_brute;    /* brute-force the sync optimum too (small path products only) */
-	bool rereads;       /* cost model: kernels read each input 4 times (moves pay off) */
+	int rereads;        /* cost model: 1: kernels read each input 4 times (moves pay off); 2: and the slow tier
+	                       is 100 times slower (recomputing pays off) */
 	const int64_t *limits; /* limits to try, 0-terminated; NULL: fractions of the peak */
 } Case;
 
@@ -73,6 +81,9 @@ static const Case cases[] = {
 	/* activations far larger than the weights, as on a GPU at large batch: kernels_fast has room below the peak */
 	{"activations, kernels re-reading inputs", "tanh tanh tanh dense(256 => 2)", "256", 2, "sgd(lr = 0.1)", -1, false,
 	 true, NULL},
+	/* recomputing a tanh costs less than reading a very slow tier: the recompute optima drop and recompute */
+	{"activations, a very slow tier", "dense(64 => 64) tanh tanh dense(64 => 2)", "64", 2, "sgd(lr = 0.1)", -1, false,
+	 2, NULL},
 };
 
 /*
@@ -110,8 +121,9 @@ static Graph *build(Arena *a, const Case *c)
 /* ------------------------------------------------------- brute force */
 
 enum { MAXP = 12 };
-enum { ST_F, ST_C, ST_S };             /* fast (no slow copy), fast with a slow copy, slow */
-enum { KEEP, WRITE, WRITE_READ, DROP, DROP_READ, READ }; /* how a path goes from one point to the next */
+enum { ST_F, ST_C, ST_S, ST_G };       /* fast (no slow copy), fast with a slow copy, slow, gone (dropped) */
+enum { KEEP, WRITE, WRITE_READ, DROP, DROP_READ, READ, /* how a path goes from one point to the next */
+       DISCARD, DISCARD_RECOMP, RECOMP };               /* recompute: dropped, made again at the point */
 
 typedef struct Path {
 	int state[MAXP]; /* state at each decision point (for its kernel) */
@@ -121,6 +133,8 @@ typedef struct Path {
 typedef struct Paths {
 	int npts;        /* decision points */
 	int step[MAXP];  /* their steps */
+	bool recomp[MAXP]; /* recompute: a chain makes the value again at the point */
+	bool user[MAXP];   /* the point's kernel uses the tensor */
 	Path *v;         /* every path */
 	int n, cap;
 } Paths;
@@ -174,6 +188,40 @@ static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_
 	}
 }
 
+/*
+ * recompute's rules, restated: no moves; a tensor starts fast or slow and
+ * stays there, except that a fast one that may be dropped (an activation
+ * with a chain) may be freed after a point and made again at a later
+ * point where a chain exists; a dropped tensor must be made again before
+ * a kernel that uses it.
+ */
+static void recompute_paths_from(Paths *ps, Path *p, int j)
+{
+	if (j == ps->npts) {
+		push_path(ps, p);
+		return;
+	}
+	int prev = p->state[j - 1];
+	for (int how = KEEP; how <= RECOMP; how++) {
+		int st;
+		if (how == KEEP)
+			st = prev;
+		else if (how == DISCARD && prev == ST_F)
+			st = ST_G;
+		else if ((how == DISCARD_RECOMP && prev == ST_F) || (how == RECOMP && prev == ST_G))
+			st = ST_F;
+		else
+			continue;
+		if ((how == DISCARD_RECOMP || how == RECOMP) && !ps->recomp[j])
+			continue;
+		if (st == ST_G && ps->user[j])
+			continue;
+		p->state[j] = st;
+		p->how[j] = how;
+		recompute_paths_from(ps, p, j + 1);
+	}
+}
+
 /* The kernel n reads or writes t. */
 static bool uses(const Node *n, const Tensor *t)
 {
@@ -184,12 +232,62 @@ static bool uses(const Node *n, const Tensor *t)
 }
 
 /* Every path of t's flow network; kernels_fast: only those in which t is fast at every kernel using it. */
-static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
-                          bool kernels_fast)
+static bool droppable(const Graph *g, const Tensor *t, int64_t tiny)
+{
+	return recompute_candidate(t) && t != g->loss && !(tiny > 0 && t->bytes <= tiny);
+}
+
+static void add_point(Paths *ps, int step)
+{
+	int i = 0;
+	while (i < ps->npts && ps->step[i] != step)
+		i++;
+	if (i == ps->npts && ps->npts < MAXP)
+		ps->step[ps->npts++] = step;
+}
+
+/*
+ * Where recompute may make t again: before each of its users where a
+ * chain exists; and (one level) where the recompute of a consumer
+ * before one of its users reads t, if a chain for t exists there too.
+ */
+static void recompute_steps(const Graph *g, const Schedule *s, const Tensor *t, int64_t tiny, Paths *ps,
+                            Arena *a)
+{
+	Chain c;
+	if (droppable(g, t, tiny))
+		for (int u = 0; u < t->users.n; u++) {
+			int step = s->pos[t->users.v[u]->id];
+			if (recompute_chain(s, t, step, &c, a))
+				for (int j = 0; j < ps->npts; j++)
+					ps->recomp[j] |= ps->step[j] == step;
+		}
+	for (int i = 0; i < g->tensors.n; i++) {
+		const Tensor *y = g->tensors.v[i];
+		if (!droppable(g, y, tiny) || !droppable(g, t, tiny))
+			continue;
+		for (int u = 0; u < y->users.n; u++) {
+			int step = s->pos[y->users.v[u]->id];
+			if (!recompute_chain(s, y, step, &c, a))
+				continue;
+			for (int l = 0; l < c.nleaves; l++)
+				if (c.leaf[l] == t && recompute_chain(s, t, step, &c, a)) {
+					add_point(ps, step);
+					break;
+				}
+		}
+	}
+}
+
+static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
+                             bool kernels_fast, bool recompute)
 {
 	Paths ps = {0};
 	Interval iv = s->live[t->id];
 	ps.step[ps.npts++] = iv.first;
+	Arena ca = {0};
+	if (recompute)
+		recompute_steps(g, s, t, tiny, &ps, &ca); /* the steps a consumer's recompute reads t */
 	bool single = is_static || (tiny > 0 && t->bytes <= tiny);
 	for (int u = 0; u < t->users.n && !single; u++) {
 		int step = s->pos[t->users.v[u]->id];
@@ -205,6 +303,17 @@ static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bo
 			ps.step[k] = ps.step[k - 1];
 			ps.step[k - 1] = x;
 		}
+	for (int j = 0; j < ps.npts; j++)
+		ps.user[j] = uses(s->order[ps.step[j]], t);
+	if (recompute) { /* which points may make t again (the support points got theirs above, unsorted) */
+		for (int j = 0; j < ps.npts; j++)
+			ps.recomp[j] = false;
+		Chain c;
+		bool drop = droppable(g, t, tiny) && !single;
+		for (int j = 1; j < ps.npts && drop; j++)
+			ps.recomp[j] = recompute_chain(s, t, ps.step[j], &c, &ca);
+	}
+	arena_free(&ca);
 	bool forced = t == g->loss;
 	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
 	bool copy_ok[MAXP];
@@ -215,7 +324,10 @@ static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bo
 		if (forced && st == ST_S)
 			continue;
 		p.state[0] = st;
-		paths_from(&ps, &p, 1, copy_ok, !forced && !persistent);
+		if (recompute)
+			recompute_paths_from(&ps, &p, 1);
+		else
+			paths_from(&ps, &p, 1, copy_ok, !forced && !persistent);
 	}
 	int kept = 0;
 	for (int i = 0; i < ps.n; i++) {
@@ -229,7 +341,13 @@ static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bo
 	return ps;
 }
 
-/* The residencies and moves of one path per tensor. */
+static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
+                          bool kernels_fast)
+{
+	return tensor_paths_of(g, s, t, is_static, tiny, kernels_fast, false);
+}
+
+/* The residencies, moves and recomputes of one path per tensor. */
 static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, const int *choice, Arena *a)
 {
 	Placement *p = placement_new(g, s, a, OPT_SYNC); /* a brute-force placement, made as sync makes them */
@@ -257,9 +375,15 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 				break;
 			case DROP:
 			case DROP_READ:
+			case DISCARD:
+			case DISCARD_RECOMP:
 				F->last = prev;
 				F = NULL;
 				break;
+			}
+			if (path->how[j] == DISCARD_RECOMP || path->how[j] == RECOMP) {
+				F = placement_add(p, a, t, TIER_FAST, cur, last);
+				placement_recompute(p, a, t, cur, F);
 			}
 			if (path->how[j] == WRITE_READ || path->how[j] == DROP_READ || path->how[j] == READ) {
 				F = placement_add(p, a, t, TIER_FAST, cur, last);
@@ -267,6 +391,7 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 			}
 		}
 	}
+	placement_finish(p);
 	return p;
 }
 
@@ -291,20 +416,22 @@ typedef struct Best {
 	long fitting;  /* of which within the limit */
 } Best;
 
-static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
-                        int64_t limit, bool kernels_fast)
+static Best brute_force_of(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
+                           int64_t limit, bool kernels_fast, bool recompute)
 {
 	int nt = g->tensors.n;
 	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
 	int *choice = xcalloc((size_t)nt, sizeof(int));
 	for (int i = 0; i < nt; i++)
-		tp[i] = tensor_paths(g, s, g->tensors.v[i], is_static, tiny, kernels_fast);
+		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, kernels_fast, recompute);
 	Best b = {INFINITY, 0, 0};
+	char err[256];
 	Arena a = {0};
 	for (;;) {
 		Placement *p = realize(g, s, tp, choice, &a);
 		b.tried++;
-		if (memplan_fast_peak(p, &a) <= limit) {
+		/* a recompute whose chain finds an input not ready is no placement */
+		if ((!recompute || placement_verify(g, p, err, sizeof err)) && memplan_fast_peak(p, &a) <= limit) {
 			b.fitting++;
 			double t = placement_predict(p, cm, NULL);
 			if (t < b.time)
@@ -326,6 +453,23 @@ static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, 
 	free(tp);
 	free(choice);
 	return b;
+}
+
+static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
+                        int64_t limit, bool kernels_fast)
+{
+	return brute_force_of(g, s, cm, is_static, tiny, limit, kernels_fast, false);
+}
+
+static double recompute_combinations(const Graph *g, const Schedule *s, int64_t tiny)
+{
+	double n = 1;
+	for (int i = 0; i < g->tensors.n; i++) {
+		Paths ps = tensor_paths_of(g, s, g->tensors.v[i], false, tiny, false, true);
+		n *= ps.n;
+		free(ps.v);
+	}
+	return n;
 }
 
 static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny, bool kernels_fast)
@@ -459,6 +603,8 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 	}
 }
 
+static int recompute_wins; /* limits at which recompute's optimum beats static's */
+
 static void run_case(const Case *c, const CostModel *cm)
 {
 	Arena a = {0};
@@ -469,8 +615,8 @@ static void run_case(const Case *c, const CostModel *cm)
 	Schedule *s = schedule_graph(g, &a);
 	Placement *fast = place_all_fast(g, s, &a);
 	int64_t peak = memplan_fast_peak(fast, &a);
-	printf("%s: %d steps, %d tensors, peak %" PRId64 " B; sync combinations %.0f\n", c->name, s->n,
-	       g->tensors.n, peak, combinations(g, s, false, c->tiny, false));
+	printf("%s: %d steps, %d tensors, peak %" PRId64 " B; sync combinations %.0f, recompute %.0f\n", c->name, s->n,
+	       g->tensors.n, peak, combinations(g, s, false, c->tiny, false), recompute_combinations(g, s, c->tiny));
 
 	static const double fractions[] = {1.0, 0.7, 0.45, 0.25, 0.1};
 	int nlimits = countof(fractions);
@@ -503,6 +649,22 @@ static void run_case(const Case *c, const CostModel *cm)
 		            limit);
 		test_expect(obj[2][0] <= obj[1][0] * (1 + 1e-9), "%s limit %" PRId64 ": async above sync", c->name,
 		            limit);
+
+		/* recompute against brute force; auto no slower than async and recompute */
+		double rc = solve_and_check(g, s, cm, c, "recompute", "cbc", limit, true, &a);
+		double au = solve_and_check(g, s, cm, c, "auto", "cbc", limit, true, &a);
+		test_expect(au <= obj[2][0] * (1 + 1e-9) && au <= rc * (1 + 1e-9),
+		            "%s limit %" PRId64 ": auto %.9g above async %.9g or recompute %.9g", c->name, limit, au,
+		            obj[2][0], rc);
+		if (rc < obj[0][0] * (1 - 1e-9))
+			recompute_wins++;
+		if (recompute_combinations(g, s, c->tiny) <= 2e6) {
+			Best rb = brute_force_of(g, s, cm, false, c->tiny, limit, false, true);
+			test_expect(close_to(rb.time, rc), "%s recompute limit %" PRId64 ": brute force %.9g, ILP %.9g",
+			            c->name, limit, rb.time, rc);
+			printf("  recompute brute force: %ld placements, %ld fit, best %.6f us\n", rb.tried, rb.fitting,
+			       rb.time * 1e6);
+		}
 
 		Best b = brute_force(g, s, cm, true, c->tiny, limit, false);
 		test_expect(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g",
@@ -559,8 +721,16 @@ int main(void)
 	CostModel *cm = costmodel_roofline(&r, &a);
 	CostModel reread = *cm;
 	reread.kernel_time = reread_kernel;
+	Roofline vr = r;
+	vr.slow_read /= 100;
+	vr.slow_write /= 100;
+	CostModel *very = costmodel_roofline(&vr, &a);
+	very->kernel_time = reread_kernel;
 	for (size_t i = 0; i < countof(cases); i++)
-		run_case(&cases[i], cases[i].rereads ? &reread : cm);
+		run_case(&cases[i], cases[i].rereads == 2 ? very : cases[i].rereads ? &reread : cm);
+	/* the recompute checks above must have seen recomputation win somewhere */
+	test_expect(recompute_wins > 0, "recomputation never beats static: the recompute cases test nothing");
+	printf("recompute beat static at %d limits\n", recompute_wins);
 	arena_free(&a);
 	return test_summary();
 }
