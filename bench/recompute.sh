@@ -4,7 +4,9 @@
 # --json` with every optimizer that compares (all-fast, checkpoint,
 # recompute, async, auto), one line each in bench/out/recompute.tsv:
 # predicted step time and its ratio to all-fast, bytes moved, time
-# recomputed, solver time, gap and status.
+# recomputed, solver time, gap and status. A ratio below what an optimizer
+# can place is placed at its smallest feasible limit (as --ratio does), so
+# each line gives the limit it was placed for and its share of the peak.
 #
 #   bench/recompute.sh [MODELS] [FRACTIONS] [OPTIMIZERS]
 #       (defaults: "resnet50:32 resnet152:64 densenet201:64 inception_v3:64 vgg19:64",
@@ -21,7 +23,7 @@ optimizers=${3:-all-fast checkpoint recompute async auto}
 autotmc=${AUTOTMC:-./autotmc}
 out=bench/out/recompute.tsv
 mkdir -p bench/out
-[ -s "$out" ] || printf 'model\tbatch\tratio\toptimizer\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
+[ -s "$out" ] || printf 'model\tbatch\tratio\toptimizer\tlimit_gib\tof_peak\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
 for m in $models; do
     model=${m%:*} batch=${m#*:}
     fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu --hw hw/h100-pcie5.hw \
@@ -42,7 +44,9 @@ d = json.load(sys.stdin)
 fast, (model, batch, ratio, opt) = float(sys.argv[1]), sys.argv[2:6]
 s = d.get("solver") or {}
 moved = sum(m["bytes"] for m in d["moves"]) / 2**30
-print("\t".join([model, batch, ratio, opt, "%.3f" % (1e3 * d["predicted_seconds"]),
+lim = d["limit"] or d["peak_live_bytes"]
+print("\t".join([model, batch, ratio, opt, "%.2f" % (lim / 2**30), "%.1f%%" % (100 * lim / d["peak_live_bytes"]),
+                 "%.3f" % (1e3 * d["predicted_seconds"]),
                  "%.3f" % (d["predicted_seconds"] / fast), "%.2f" % moved,
                  "%.3f" % (1e3 * d["recompute_seconds"]), "%.1f" % s.get("total_seconds", 0),
                  "%.2f%%" % (100 * s.get("gap", 0)), s.get("status", "baseline")]))

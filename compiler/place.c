@@ -234,6 +234,7 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 {
 	if (o->segments > 0) {
 		Placement *p = place_checkpoint_segments(g, s, o->segments, false, 0, a);
+		p->limit = o->limit;
 		memplan(p, a);
 		st->segments = o->segments;
 		return p;
@@ -256,6 +257,8 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 			st->segments = k;
 		}
 	}
+	if (best)
+		best->limit = o->limit;
 	if (!best) {
 		char b1[64], b2[64];
 		snprintf(err, errlen, "checkpoint: no number of segments (1 to %d) fits the fast-tier limit %s; the "
