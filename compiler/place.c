@@ -58,8 +58,8 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
  * A placement for auto's and recompute's solver to start from, the
  * faster of those that fit: checkpoint's in its lazy form (the number
  * of segments that is fastest within the limit), and for auto sync's
- * and recompute's placements (each placed and packed in a fifth of the
- * time). Large programs
+ * recompute's and async's placements (each placed and packed in a fifth
+ * of the time). Large programs
  * of the joint formulation are hard to find a first solution of; with a
  * start the solver only has to improve one. NULL if none fits.
  */
@@ -88,14 +88,16 @@ static const Placement *ilp_start_placement(const Graph *g, const Schedule *s, c
 		}
 	}
 	/*
-	 * auto: also sync's and recompute's placements, each packed under the
-	 * limit (their own fragmentation loops, a fifth of the time each): auto
-	 * is then never slower than either, even where packing or the time
-	 * limit stops its own larger program short.
+	 * auto: also sync's, recompute's and async's placements, each packed
+	 * under the limit (their own fragmentation loops, a fifth of the time
+	 * each): auto is then never slower than any of them (as each placed in
+	 * that time), even where packing or the time limit stops its own
+	 * larger program short.
 	 */
-	for (int i = 0; o->optimizer == OPT_AUTO && i < 2; i++) {
+	static const OptimizerId parts[] = {OPT_SYNC, OPT_RECOMPUTE, OPT_ASYNC};
+	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
 		PlaceOptions so = *o;
-		so.optimizer = i == 0 ? OPT_SYNC : OPT_RECOMPUTE;
+		so.optimizer = parts[i];
 		so.start = NULL;
 		so.time_limit = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / 5;
 		PlaceStats sst;
