@@ -211,6 +211,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	}
 	if (fallback) {
 		fallback->optimizer = o->optimizer;
+		fallback->limit = o->limit;
 		st->status = "the start's placement (the solver found none better that fits)";
 		st->predicted_time = st->objective = fallback_time;
 		return fallback;
