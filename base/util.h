@@ -29,6 +29,9 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
+/* Seconds on the monotonic clock (for durations). */
+double now_seconds(void);
+
 /* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
 char *read_file(const char *path, size_t *len);
 

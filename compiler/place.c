@@ -26,20 +26,11 @@
 #include "place.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "memplan.h"
 #include "predict.h"
 #include "util.h"
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Pages do not fragment; a packed pool can: walk again with the excess taken off the page budget. */
 static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, Arena *a)
@@ -66,10 +57,10 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
 static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                      PlaceStats *st, char *err, size_t errlen);
 
-static const Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
-                                            PlaceStats *st, double *seconds)
+static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                      PlaceStats *st, double *seconds)
 {
-	const Placement *best = NULL;
+	Placement *best = NULL;
 	double best_time = 0, t0 = now_seconds();
 	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny, limit = o->limit;
 	for (int i = 0; o->step_limit && i < s->n; i++)
@@ -141,25 +132,26 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	double ctimes[PLACE_MAX_ATTEMPTS], otimes[PLACE_MAX_ATTEMPTS];
 	int64_t alimit[PLACE_MAX_ATTEMPTS], apool[PLACE_MAX_ATTEMPTS];
 	int stuck = 0; /* attempts in a row that did not shrink the pool */
-	Placement *fallback = NULL; /* the best start whose packed pool fits, returned when the solver finds no better */
+	Placement *fallback = NULL; /* the start, if its packed pool fits: returned when the solver finds no better */
 	double fallback_time = 0;
+	PlaceStats start = {0};     /* which start, and its time */
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
 		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
-		PlaceStats start = {0};
-		double start_seconds = 0;
-		if ((o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE) && attempt == 0)
-			opt.start = ilp_start_placement(g, s, &opt, a, &start, &start_seconds);
-		else if (attempt > 0)
-			opt.start = fallback;
-		if (opt.start) {
-			Placement *sp = (Placement *)opt.start;
-			memplan(sp, a);
-			if (sp->fast_bytes + sp->workspace <= o->limit && (!fallback || start.start_time < fallback_time)) {
-				fallback = sp;
-				fallback_time = start.start_time;
+		if (attempt == 0 && (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)) {
+			double start_seconds = 0;
+			Placement *sp = ilp_start_placement(g, s, &opt, a, &start, &start_seconds);
+			spent += start_seconds;
+			opt.start = sp;
+			if (sp) {
+				memplan(sp, a);
+				if (sp->fast_bytes + sp->workspace <= o->limit) {
+					fallback = sp;
+					fallback_time = start.start_time;
+				}
 			}
+		} else if (attempt > 0) {
+			opt.start = fallback; /* it fits the limit, if not the tightened per-step limits */
 		}
-		spent += start_seconds;
 		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
 		st->start_name = start.start_name;
 		st->start_time = start.start_time;

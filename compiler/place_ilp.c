@@ -79,7 +79,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "costmodel.h"
 #include "memplan.h"
@@ -169,13 +168,6 @@ typedef struct Ilp {
 	int separable, configured, approximated; /* kernels by cost form */
 	int nrecompute;     /* recompute edges */
 } Ilp;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int binary(Ilp *ip, double cost_us)
 {
@@ -999,7 +991,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
                       Arena *a, PlaceStats *st)
 {
 	int n = s->n;
-	double t0 = now();
+	double t0 = now_seconds();
 	*ip = (Ilp){
 		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
 		.is_async = o->optimizer == OPT_ASYNC || o->optimizer == OPT_AUTO, .is_static = o->optimizer == OPT_STATIC,
@@ -1029,7 +1021,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		build_kernel(ip, k);
 	build_capacity(ip, limit_mib);
 	ip->one = mip_add_col(ip->mip, 1, 1, ip->constant, true);
-	st->creation_time = now() - t0;
+	st->creation_time = now_seconds() - t0;
 	st->rows = mip_nrows(ip->mip);
 	st->cols = mip_ncols(ip->mip);
 	st->integers = mip_nintegers(ip->mip);

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -59,13 +58,6 @@ typedef struct Run {
 	char *err;             /* where a failure is described */
 	size_t errlen;
 } Run;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* "3m05s", "42s", "1h02m" */
 static const char *fmt_duration(double s, char *buf, size_t size)
@@ -96,7 +88,7 @@ static const char *fmt_time(double s, char *buf, size_t size)
 
 static void progress_begin(Progress *pr, int total, bool quiet)
 {
-	*pr = (Progress){.tty = isatty(STDERR_FILENO) == 1, .quiet = quiet, .total = total, .start = now(), .width = 80};
+	*pr = (Progress){.tty = isatty(STDERR_FILENO) == 1, .quiet = quiet, .total = total, .start = now_seconds(), .width = 80};
 	struct winsize ws;
 	if (pr->tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
 		pr->width = ws.ws_col;
@@ -114,7 +106,7 @@ static void progress_draw(const Progress *pr, int measurements, const char *what
 	for (int i = 0; i < BAR; i++)
 		bar[i] = i < fill ? '#' : '-';
 	bar[BAR] = '\0';
-	double elapsed = now() - pr->start;
+	double elapsed = now_seconds() - pr->start;
 	if (pr->done > 0)
 		fmt_duration(elapsed / pr->done * (pr->total - pr->done), eta, sizeof eta);
 	else
@@ -390,7 +382,7 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 	if (!r)
 		r = &scratch;
 	*r = (ProfileReport){.nodes = s->n};
-	double start = now();
+	double start = now_seconds();
 	Run run = {.r = r, .a = &a, .err = err, .errlen = errlen};
 	const char *kill = getenv("AUTOTM_PROFILE_KILL_AFTER");
 	run.kill_after = kill ? strtol(kill, NULL, 10) : 0;
@@ -428,7 +420,7 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 			ok = profile_moves(&run, &mv);
 		progress_end(&run.pr);
 	}
-	r->seconds = now() - start;
+	r->seconds = now_seconds() - start;
 	if (ok && !run.o.quiet) {
 		char d[32];
 		if (r->measurements > 0 && run.o.fast_only)

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <coin/Cbc_C_Interface.h>
 #include <lpsolve/lp_lib.h>
@@ -168,13 +167,6 @@ void mip_result_free(MipResult *r)
 	r->x = NULL;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double relgap(double obj, double bound)
 {
 	double g = (obj - bound) / fmax(fabs(obj), 1e-9);
@@ -268,9 +260,9 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		Cbc_writeMps(cbc, dump);
 	}
 
-	double t0 = now();
+	double t0 = now_seconds();
 	Cbc_solve(cbc);
-	r->time = now() - t0;
+	r->time = now_seconds() - t0;
 
 	const double *x = Cbc_bestSolution(cbc);
 	if (Cbc_isProvenInfeasible(cbc)) {
@@ -375,11 +367,11 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 	set_mip_gap(lp, FALSE, 1e-9);
 	bool dive = o->gap > 0;
 	set_break_at_first(lp, dive);
-	double t0 = now(), limit = o->time_limit > 0 ? o->time_limit : 1e9;
+	double t0 = now_seconds(), limit = o->time_limit > 0 ? o->time_limit : 1e9;
 	double best = INFINITY, root = -INFINITY, cutoff = -INFINITY;
 	bool proved = false, failed = false, infeasible = false;
 	for (int round = 0;; round++) {
-		double left = limit - (now() - t0);
+		double left = limit - (now_seconds() - t0);
 		if (left <= 0)
 			break;
 		set_timeout(lp, (long)ceil(left));
@@ -414,7 +406,7 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 			failed = !r->x;
 		break;
 	}
-	r->time = now() - t0;
+	r->time = now_seconds() - t0;
 	if (r->x) {
 		r->objective = best;
 		r->bound = proved && cutoff > -INFINITY ? cutoff : proved ? best : root;

@@ -247,21 +247,13 @@ static void add_point(Paths *ps, int step)
 }
 
 /*
- * Where recompute may make t again: before each of its users where a
- * chain exists; and (one level) where the recompute of a consumer
- * before one of its users reads t, if a chain for t exists there too.
+ * The extra decision points of recompute (one level): the steps before a
+ * user of a droppable consumer where the consumer's chain reads t, if a
+ * chain for t exists there too.
  */
-static void recompute_steps(const Graph *g, const Schedule *s, const Tensor *t, int64_t tiny, Paths *ps,
-                            Arena *a)
+static void support_points(const Graph *g, const Schedule *s, const Tensor *t, int64_t tiny, Paths *ps, Arena *a)
 {
 	Chain c;
-	if (droppable(g, t, tiny))
-		for (int u = 0; u < t->users.n; u++) {
-			int step = s->pos[t->users.v[u]->id];
-			if (recompute_chain(s, t, step, &c, a))
-				for (int j = 0; j < ps->npts; j++)
-					ps->recomp[j] |= ps->step[j] == step;
-		}
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *y = g->tensors.v[i];
 		if (!droppable(g, y, tiny) || !droppable(g, t, tiny))
@@ -287,7 +279,7 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 	ps.step[ps.npts++] = iv.first;
 	Arena ca = {0};
 	if (recompute)
-		recompute_steps(g, s, t, tiny, &ps, &ca); /* the steps a consumer's recompute reads t */
+		support_points(g, s, t, tiny, &ps, &ca);
 	bool single = is_static || (tiny > 0 && t->bytes <= tiny);
 	for (int u = 0; u < t->users.n && !single; u++) {
 		int step = s->pos[t->users.v[u]->id];
@@ -305,9 +297,7 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 		}
 	for (int j = 0; j < ps.npts; j++)
 		ps.user[j] = uses(s->order[ps.step[j]], t);
-	if (recompute) { /* which points may make t again (the support points got theirs above, unsorted) */
-		for (int j = 0; j < ps.npts; j++)
-			ps.recomp[j] = false;
+	if (recompute) { /* which points may make t again: those after the first where a chain exists */
 		Chain c;
 		bool drop = droppable(g, t, tiny) && !single;
 		for (int j = 1; j < ps.npts && drop; j++)
