@@ -135,6 +135,8 @@ static const Option options[] = {
 	 "--limit or --ratio, else all-fast"},
 	{"segments", 0, V_INT, F(segments), C_PLACE, 1, 100000, "K",
 	 "checkpoint: K segments (default: the fastest that fits the limit)"},
+	{"span", 0, V_INT, F(span), C_PLACE, 1, 1024, "K",
+	 "auto: an asynchronous move may span up to K kernels (default 32; 1: AutoTM's moves only)"},
 	{"limit", 0, V_BYTES, F(limit), C_PLACE, 0, 0, "BYTES", "the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB/TiB)"},
 	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the peak of live bytes (4:1: a fifth)"},
 	{"backend", 0, V_BACKEND, F(target), C_PLACE | C(PROFILE), 0, 0, "cpu|gpu",
@@ -538,6 +540,8 @@ static void check_placement(Settings *s)
 		usage_error(cmd, "optimizer 'checkpoint' needs --segments K or the fast tier's size (--limit or --ratio)");
 	if (s->optimizer != OPT_CHECKPOINT && s->segments != 0)
 		usage_error(cmd, "--segments is for --optimizer checkpoint");
+	if (s->optimizer != OPT_AUTO && s->span != 0)
+		usage_error(cmd, "--span is for --optimizer auto");
 }
 
 /*

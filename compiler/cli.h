@@ -46,6 +46,7 @@ typedef struct Settings {
 	/* placement and its cost model (schedule, build, run, sweep) */
 	OptimizerId optimizer;    /* --optimizer (default: auto with a limit or ratio, else all-fast) */
 	int segments;             /* --segments K for checkpoint (0: the fastest that fits the limit) */
+	int span;                 /* --span K for auto (0: PLACE_SPAN; 1: AutoTM's moves only) */
 	TargetId target;          /* --backend (default cpu) */
 	int64_t limit;            /* --limit in bytes; -1: not given */
 	const char *ratio;        /* --ratio as written; NULL: not given */

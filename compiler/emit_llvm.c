@@ -158,10 +158,16 @@ static LLVMValueRef address(Emit *e, LLVMValueRef *base, const Tensor *t, int st
 	return LLVMBuildGEP2(e->b, e->i8, base[r->tier], &off, 1, "");
 }
 
+/* The address `at` bytes into residency r. */
+static LLVMValueRef res_byte(Emit *e, LLVMValueRef *base, const Residency *r, int64_t at)
+{
+	LLVMValueRef off = ci64(e, r->offset + at);
+	return LLVMBuildGEP2(e->b, e->i8, base[r->tier], &off, 1, "");
+}
+
 static LLVMValueRef res_address(Emit *e, LLVMValueRef *base, const Residency *r)
 {
-	LLVMValueRef off = ci64(e, r->offset);
-	return LLVMBuildGEP2(e->b, e->i8, base[r->tier], &off, 1, "");
+	return res_byte(e, base, r, 0);
 }
 
 static void emit_step(Emit *e, LLVMValueRef fn)
@@ -209,12 +215,16 @@ static void emit_step(Emit *e, LLVMValueRef fn)
 		}
 		for (int i = 0; i < e->p->moves.n; i++) {
 			const Move *m = &e->p->moves.v[i];
-			if (!m->async || m->start != step)
+			int64_t off, len;
+			if (!move_chunk(m, step, &off, &len))
 				continue;
+			/* its chunk for this kernel; the handle of the last chunk is the one waited for (each
+			   engine is in order) */
 			LLVMValueRef slot_idx[2] = {ci32(e, 0), ci32(e, i)};
 			LLVMValueRef h = call(e, e->move_async,
-			                      (LLVMValueRef[]){ctx, res_address(e, base, m->to), res_address(e, base, m->from),
-			                                       ci64(e, m->t->bytes)}, 4);
+			                      (LLVMValueRef[]){ctx, res_byte(e, base, m->to, off),
+			                                       res_byte(e, base, m->from, off),
+			                                       ci64(e, len)}, 4);
 			LLVMBuildStore(e->b, h, LLVMBuildGEP2(e->b, handles_t, handles, slot_idx, 2, ""));
 		}
 		const Node *n = e->s->order[step];

@@ -101,6 +101,23 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			st->start_name = optimizer_info[so.optimizer].name;
 		}
 	}
+	/* auto: and swaps over the gaps between uses by spanning moves, packed under the limit */
+	static const double margins[] = {0.98, 0.95, 0.9, 0.85, 0.8, 0.7};
+	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(margins); i++) {
+		Placement *p = place_ilp_swaps(g, s, o, margins[i], a);
+		if (!p)
+			break;
+		memplan(p, a);
+		if (p->fast_bytes + p->workspace > limit)
+			continue;
+		double t = placement_predict(p, o->cm, NULL);
+		if (!best || t < best_time) {
+			best = p;
+			best_time = t;
+			st->start_name = "swaps";
+		}
+		break;
+	}
 	st->start_time = best_time;
 	*seconds = now_seconds() - t0;
 	return best;

@@ -28,6 +28,8 @@ enum {
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */
 	PLACE_RECOMPUTE_DEPTH = 1,     /* recomputes of a dropped tensor's dropped inputs, and of theirs, ... */
+	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
+	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
@@ -47,6 +49,7 @@ typedef struct PlaceOptions {
 	const char *solver;        /* "cbc" (NULL: cbc) or "lp_solve" */
 	double time_limit;         /* seconds per solve (place: for all its attempts); 0: PLACE_TIME_LIMIT */
 	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
+	int span;                  /* auto: moves span up to this many kernels; 0: PLACE_SPAN, < 0: one (AutoTM's) */
 	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
 	double fit;                /* separable-kernel tolerance; 0: PLACE_FIT_MEASURED or PLACE_FIT_MODELED */
@@ -94,6 +97,14 @@ typedef struct PlaceStats {
  */
 Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                      char *err, size_t errlen);
+
+/*
+ * A start for auto: all-fast, with the largest tensors written out and
+ * read back by spanning moves over the gaps between their uses until the
+ * live fast bytes of every step are at most margin x o->limit (a greedy,
+ * built on auto's program). NULL where that cannot be reached.
+ */
+Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin, Arena *a);
 
 /*
  * The placement of optimizer o->optimizer for target o->target, under

@@ -89,6 +89,8 @@
 
 enum { V_PRE, V_COPY, V_SLOW, V_GONE, NV }; /* vertices of a decision point */
 enum { MAX_CONFIG_TENSORS = 10 };     /* at most 2^10 configuration binaries per kernel */
+enum { MAX_SPANS = 11 };              /* spanning writes per point: lengths 1, 2, 4, .., PLACE_MAX_SPAN */
+enum { MAX_IN_FAST = 40 };            /* columns of one inFast expression */
 #define US 1e6                        /* objective unit: microseconds */
 #define MIB (1024.0 * 1024.0)         /* capacity unit: MiB */
 
@@ -105,7 +107,21 @@ typedef struct Point {
 	int recomp;        /* GONE -> PRE here: recomputed before this kernel */
 	bool gone;         /* the GONE vertex exists here */
 	const Chain *chain; /* recomp: the kernels that make the value again here */
+	bool anchor;       /* the first point, a user, or where a recompute reads it */
+	int sread;         /* auto: SLOW here -> COPY at point sread_to, the copy spread over the kernels between */
+	int sread_to;
+	int nswrite;       /* auto: PRE here -> SLOW at point swrite_to[i], a copy over swrite_len[i] kernels */
+	int swrite[MAX_SPANS], swrite_len[MAX_SPANS], swrite_to[MAX_SPANS];
+	VEC(int) in_copy;  /* spanning reads arriving in COPY here */
+	VEC(int) in_slow;  /* spanning writes arriving in SLOW here */
 } Point;
+
+/* A spanning move in flight: the tensor is fast (memory held) at kernels lo..hi because of column col. */
+typedef struct Transit {
+	int col;
+	int lo, hi;
+	bool read;         /* a read: its copy is ready only at hi */
+} Transit;
 
 /* The flow network of one tensor. */
 typedef struct Flow {
@@ -118,18 +134,27 @@ typedef struct Flow {
 	int src[NV];       /* source -> PRE / SLOW of point 0 */
 	Point *pt;         /* decision points in step order */
 	int m;             /* their number */
+	VEC(Transit) transit; /* spanning moves */
 } Flow;
 
 typedef struct Term {
 	int col;      /* MIP column */
 	double coef;  /* its coefficient */
+	bool span;    /* a part of a spanning move */
 } Term;
+
+/* A spanning move's column: us microseconds of copy over kernels lo..hi-1. */
+typedef struct Span {
+	int col;
+	double us;
+	int lo, hi;
+} Span;
 typedef VEC(Term) TermVec;
 
 /* A short sum of columns: a tensor's inFast at one step. */
 typedef struct ColSum {
 	int n;
-	int col[5];
+	int col[MAX_IN_FAST];
 } ColSum;
 
 /* The steps at which one tensor may be recomputed, with their chains. */
@@ -162,6 +187,11 @@ typedef struct Ilp {
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
 	int window;         /* async window */
+	int span;           /* auto: the most kernels a spanning move overlaps; 0: none */
+	double *omega;      /* step -> all-fast kernel time: a spanning move's work is spread in proportion */
+	VEC(Span) spans;    /* every spanning move's column */
+	int *ecol;          /* step -> its excess column e, or -1 */
+	double *tmax;       /* step -> the longest its kernel can take (us) */
 	int64_t tiny;       /* bytes up to which a tensor gets one point; <= 0: none */
 	double fit;         /* relative misfit of all-slow time and the sum of penalties taken as separable */
 	int npoints;        /* decision points in all */
@@ -209,6 +239,42 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 	for (int i = 0; i < n; i++)
 		if ((m == 0 || v[i] != v[m - 1]) && v[i] >= first && v[i] <= last)
 			v[m++] = v[i];
+	if (ip->span > 0 && !single) {
+		/*
+		 * Spanning moves: between consecutive anchors x < y (the first
+		 * point, users, recompute supports), points at x + 2^i (where a
+		 * write issued at x, or at the first point after a producer, may
+		 * end) and y - 2^i (where a read into y may be issued), 2^i up to
+		 * the span.
+		 */
+		int na = 1 + extra + t->users.n, nv = 0;
+		int *anchor = arena_array(ip->a, (size_t)na, sizeof(int));
+		anchor[nv++] = first;
+		for (int i = 0; i < extra; i++)
+			anchor[nv++] = ra->support.v[i];
+		for (int u = 0; u < t->users.n; u++)
+			anchor[nv++] = s->pos[t->users.v[u]->id];
+		qsort(anchor, (size_t)nv, sizeof(int), cmp_int);
+		int *w = arena_array(ip->a, (size_t)(m + 3 * nv * (MAX_SPANS + 1) + 2), sizeof(int));
+		memcpy(w, v, sizeof(int) * (size_t)m);
+		int nw = m;
+		for (int i = 0; i + 1 < nv; i++) {
+			int x = anchor[i], y = anchor[i + 1];
+			for (int len = 1; len <= ip->span && x + len < y; len *= 2) {
+				w[nw++] = x + len;
+				w[nw++] = y - len;
+			}
+			if (x == first && x + 1 < y && t->producer) /* a write issued after the producer */
+				for (int len = 1; len <= ip->span && x + 1 + len < y; len *= 2)
+					w[nw++] = x + 1 + len;
+		}
+		qsort(w, (size_t)nw, sizeof(int), cmp_int);
+		m = 0;
+		for (int i = 0; i < nw; i++)
+			if ((m == 0 || w[i] != w[m - 1]) && w[i] >= first && w[i] <= last)
+				w[m++] = w[i];
+		v = w;
+	}
 	*out = v;
 	return m;
 }
@@ -280,6 +346,92 @@ static void find_recomputes(Ilp *ip)
 	}
 }
 
+/*
+ * Charge a spanning move's column to the copy engine of its direction
+ * during kernels lo..hi-1, in proportion to their all-fast times (evenly
+ * if those are all zero): the shares extraction gives the move.
+ */
+static void charge_span(Ilp *ip, int col, double us, bool to_slow, int lo, int hi)
+{
+	double total = 0;
+	for (int k = lo; k < hi; k++)
+		total += ip->omega[k];
+	for (int k = lo; k < hi; k++) {
+		double share = total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo);
+		if (share > 0)
+			vec_push(ip->a, ip->duplex && to_slow ? &ip->async_out[k] : &ip->async[k],
+			         ((Term){col, us * share, true}));
+	}
+	vec_push(ip->a, &ip->spans, ((Span){col, us, lo, hi}));
+}
+
+/*
+ * auto's spanning moves at point j of f (docs/placement.md, "Moves that
+ * span kernels"):
+ *
+ *   sread   SLOW_j -> COPY at the next anchor y (a user, or where a
+ *           recompute reads it), from a point s_y - 2^i: the copy
+ *           is issued before kernel s_j, runs during kernels s_j..s_y-1
+ *           (none of which uses the tensor), its destination held from
+ *           s_j; waited for before s_y.
+ *   swrite  PRE_j -> SLOW at the first point at or after s_j + L, from an
+ *           anchor that is not the producer (or the point right after the
+ *           producer): the copy is issued before kernel s_j and runs
+ *           during kernels s_j..s_j+L-1, which may read the fast copy but
+ *           none writes it; the fast copy is freed when it is waited for,
+ *           at the boundary before s_j + L; the slow copy is held from s_j.
+ *
+ * The points in between are skipped (the flow is in flight); the tensor
+ * counts as fast at the kernels it spans (Transit).
+ */
+static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us, double awrite_us)
+{
+	const Schedule *s = ip->s;
+	Point *p = &f->pt[j];
+	if (!f->forced && ip->moves && !p->anchor) {
+		int y = j + 1;
+		while (y < f->m && !f->pt[y].anchor)
+			y++;
+		int len = y < f->m ? f->pt[y].step - p->step : 0;
+		/* from y - 2^i only; length 1 with AutoTM's aread there is that edge */
+		if (y < f->m && f->pt[y].copy && len <= ip->span && (len & (len - 1)) == 0 && (len > 1 || p->aread < 0)) {
+			p->sread = binary(ip, 0);
+			p->sread_to = y;
+			vec_push(ip->a, &f->pt[y].in_copy, p->sread);
+			charge_span(ip, p->sread, aread_us, false, p->step, f->pt[y].step);
+			vec_push(ip->a, &f->transit, ((Transit){p->sread, p->step, f->pt[y].step, true}));
+		}
+	}
+	bool produced = f->t->producer != NULL;
+	bool issue = p->anchor ? !(produced && j == 0) : produced && j == 1 && p->step == f->first + 1;
+	if (!may_write || !issue)
+		return;
+	for (int len = 1; len <= ip->span && p->nswrite < MAX_SPANS; len *= 2) {
+		int end = p->step + len; /* the boundary it is waited at */
+		if (end > f->last)
+			break;
+		bool ok = true;
+		for (int k = p->step; k < end && ok; k++)
+			ok = !node_overwrites(s->order[k], f->t) && !(k > p->step && s->order[k] == f->t->producer);
+		if (!ok)
+			break;
+		int to = j + 1;
+		while (to < f->m && f->pt[to].step < end)
+			to++;
+		if (to == f->m)
+			break; /* no point after it: nothing would read the slow copy */
+		int c = binary(ip, 0);
+		p->swrite[p->nswrite] = c;
+		p->swrite_len[p->nswrite] = len;
+		p->swrite_to[p->nswrite++] = to;
+		vec_push(ip->a, &f->pt[to].in_slow, c);
+		charge_span(ip, c, awrite_us, true, p->step, end);
+		vec_push(ip->a, &ip->writeout[end], ((Term){c, f->mib, false}));
+		if (len > 1)
+			vec_push(ip->a, &f->transit, ((Transit){c, p->step + 1, end - 1, false}));
+	}
+}
+
 /* Build t's network: its points, its edges (columns) and flow conservation. */
 static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 {
@@ -315,6 +467,9 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		p->gone = can_drop && j > 0;
 		int k = can_drop ? find_step(ra->step.v, ra->step.n, p->step) : -1;
 		p->chain = k >= 0 ? ra->chain.v[k] : NULL;
+		p->anchor = j == 0 || p->user ||
+		            (ip->rc && find_step(ip->rc[t->id].support.v, ip->rc[t->id].support.n, p->step) >= 0);
+		p->sread = -1;
 	}
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
@@ -338,17 +493,19 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			p->recomp = binary(ip, us);
 			ip->nrecompute++;
 			if (p->chain->scratch > 0) /* scratch at the boundary before the kernel */
-				vec_push(ip->a, &ip->writeout[p->step], ((Term){p->recomp, (double)p->chain->scratch / MIB}));
+				vec_push(ip->a, &ip->writeout[p->step], ((Term){p->recomp, (double)p->chain->scratch / MIB, false}));
 		}
 		if (p->awrite >= 0) {
 			vec_push(ip->a, ip->duplex ? &ip->async_out[p->step] : &ip->async[p->step],
-			         ((Term){p->awrite, awrite_us}));
-			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->awrite, f->mib}));
+			         ((Term){p->awrite, awrite_us, false}));
+			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->awrite, f->mib, false}));
 		}
 		if (p->aread >= 0)
-			vec_push(ip->a, &ip->async[p->step], ((Term){p->aread, aread_us}));
+			vec_push(ip->a, &ip->async[p->step], ((Term){p->aread, aread_us, false}));
 		if (p->write >= 0)
-			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->write, f->mib}));
+			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->write, f->mib, false}));
+		if (ip->span > 0)
+			build_spans(ip, f, j, may_write, aread_us, awrite_us);
 	}
 	f->src[V_PRE] = binary(ip, 0);
 	f->src[V_COPY] = -1;
@@ -362,8 +519,12 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	}
 
 	/* one unit from the source; inflow = outflow at every vertex */
-	int cols[8];
-	double vals[8];
+	int ncap = 12 + MAX_SPANS;
+	for (int j = 0; j < f->m; j++)
+		if (f->pt[j].in_copy.n + f->pt[j].in_slow.n + 12 > ncap)
+			ncap = f->pt[j].in_copy.n + f->pt[j].in_slow.n + 12;
+	int *cols = arena_array(ip->a, (size_t)ncap, sizeof(int));
+	double *vals = arena_array(ip->a, (size_t)ncap, sizeof(double));
 	int n = 0;
 	cols[n] = f->src[V_PRE], vals[n++] = 1;
 	if (f->src[V_SLOW] >= 0)
@@ -380,6 +541,8 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		TERM(p->write, -1);
 		TERM(p->awrite, -1);
 		TERM(p->discard, -1);
+		for (int i = 0; i < p->nswrite; i++)
+			TERM(p->swrite[i], -1);
 		mip_add_row(mip, n, cols, vals, 0, 0);
 		/* GONE */
 		if (p->gone) {
@@ -398,6 +561,8 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(p->aread, 1);
 			TERM(p->keep[V_COPY], -1);
 			TERM(p->drop, -1);
+			for (int i = 0; i < p->in_copy.n; i++)
+				TERM(p->in_copy.v[i], 1);
 			mip_add_row(mip, n, cols, vals, 0, 0);
 		}
 		/* SLOW */
@@ -414,6 +579,9 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(p->keep[V_SLOW], -1);
 			TERM(p->read, -1);
 			TERM(p->aread, -1);
+			TERM(p->sread, -1);
+			for (int i = 0; i < p->in_slow.n; i++)
+				TERM(p->in_slow.v[i], 1);
 			mip_add_row(mip, n, cols, vals, 0, 0);
 		}
 	}
@@ -454,6 +622,15 @@ static ColSum in_fast(const Flow *f, int step, bool ready)
 	for (int i = 0; i < 5; i++)
 		if (c[i] >= 0)
 			e.col[e.n++] = c[i];
+	/* spanning moves in flight: fast, and a read's copy ready only at its end */
+	for (int i = 0; i < f->transit.n; i++) {
+		const Transit *tr = &f->transit.v[i];
+		if (step < tr->lo || step > tr->hi || (ready && tr->read && step < tr->hi))
+			continue;
+		if (e.n == MAX_IN_FAST)
+			ICE("inFast of %s at step %d has more than %d columns", f->t->name, step, MAX_IN_FAST);
+		e.col[e.n++] = tr->col;
+	}
 	return e;
 }
 
@@ -484,8 +661,8 @@ static void build_ready(Ilp *ip)
 				continue;
 			for (int i = 0; i < p->chain->nleaves; i++) {
 				ColSum r = ready_at(&ip->flow[p->chain->leaf[i]->id], p->step);
-				int cols[6];
-				double vals[6];
+				int cols[MAX_IN_FAST + 1];
+				double vals[MAX_IN_FAST + 1];
 				int m = 0;
 				cols[m] = p->recomp, vals[m++] = 1;
 				for (int k = 0; k < r.n; k++)
@@ -499,7 +676,7 @@ static void build_ready(Ilp *ip)
 static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
 {
 	for (int i = 0; i < e.n; i++)
-		vec_push(ip->a, v, ((Term){e.col[i], coef}));
+		vec_push(ip->a, v, ((Term){e.col[i], coef, false}));
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -537,7 +714,9 @@ static void build_kernel(Ilp *ip, int step)
 		/* inFast = 1 for every argument; the time is the all-fast time */
 		for (int i = 0; i < d; i++) {
 			ColSum e = fast_at(&ip->flow[ts[i]->id], step);
-			double one[5] = {1, 1, 1, 1, 1};
+			double one[MAX_IN_FAST];
+			for (int k = 0; k < e.n; k++)
+				one[k] = 1;
 			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
 		}
 		ip->separable++;
@@ -570,7 +749,7 @@ static void build_kernel(Ilp *ip, int step)
 			cols[i] = binary(ip, 0);
 			ones[i] = 1;
 			ws[i] = -(double)al[i].workspace / MIB;
-			vec_push(ip->a, &expr, ((Term){cols[i], al[i].seconds * US}));
+			vec_push(ip->a, &expr, ((Term){cols[i], al[i].seconds * US, false}));
 			if (al[i].seconds * US > tmax)
 				tmax = al[i].seconds * US;
 		}
@@ -599,8 +778,8 @@ static void build_kernel(Ilp *ip, int step)
 		ip->configured++;
 		int nc = 1 << d;
 		int *y = arena_array(ip->a, (size_t)nc, sizeof(int));
-		int *cols = arena_array(ip->a, (size_t)nc + 8, sizeof(int));
-		double *vals = arena_array(ip->a, (size_t)nc + 8, sizeof(double));
+		int *cols = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(double));
 		for (int c = 0; c < nc; c++) {
 			uint32_t slow = 0;
 			for (int i = 0; i < d; i++)
@@ -610,7 +789,7 @@ static void build_kernel(Ilp *ip, int step)
 			if (tc > tmax)
 				tmax = tc;
 			y[c] = binary(ip, 0);
-			vec_push(ip->a, &expr, ((Term){y[c], tc}));
+			vec_push(ip->a, &expr, ((Term){y[c], tc, false}));
 			cols[c] = y[c];
 			vals[c] = 1;
 		}
@@ -668,9 +847,37 @@ static void build_kernel(Ilp *ip, int step)
 		 * fraction hidden.
 		 */
 		for (int i = 0; i < as->n; i++)
-			if (as->v[i].coef > tmax)
+			if (as->v[i].coef > tmax && !as->v[i].span)
 				mip_add_row(ip->mip, 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
 				            MIP_INF);
+	}
+	ip->ecol[step] = e;
+	ip->tmax[step] = tmax;
+}
+
+/*
+ * The same for a spanning move, over its kernels together: their excesses
+ * sum to at least its excess over all they can take,
+ * sum_k e_k >= (c_a - sum_k Tmax_k) x_a (one row per move, where the
+ * per-kernel rows would be one per kernel it spans).
+ */
+static void build_span_cuts(Ilp *ip)
+{
+	for (int i = 0; i < ip->spans.n; i++) {
+		const Span *sp = &ip->spans.v[i];
+		double room = 0;
+		for (int k = sp->lo; k < sp->hi; k++)
+			room += ip->tmax[k];
+		if (sp->us <= room)
+			continue;
+		int *cols = arena_array(ip->a, (size_t)(sp->hi - sp->lo + 1), sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)(sp->hi - sp->lo + 1), sizeof(double));
+		int m = 0;
+		cols[m] = sp->col, vals[m++] = -(sp->us - room);
+		for (int k = sp->lo; k < sp->hi; k++)
+			if (ip->ecol[k] >= 0)
+				cols[m] = ip->ecol[k], vals[m++] = 1;
+		mip_add_row(ip->mip, m, cols, vals, 0, MIP_INF);
 	}
 }
 
@@ -690,10 +897,14 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 	int n = s->n;
 	for (int id = 0; id < ip->g->tensors.n; id++) {
 		const Flow *f = &ip->flow[id];
-		int *ev = arena_array(ip->a, (size_t)(2 * f->m + 2), sizeof(int));
+		int *ev = arena_array(ip->a, (size_t)(2 * f->m + 2 * f->transit.n + 2), sizeof(int));
 		int ne = 0;
 		ev[ne++] = f->first;
 		ev[ne++] = f->last + 1;
+		for (int i = 0; i < f->transit.n; i++) {
+			ev[ne++] = f->transit.v[i].lo;
+			ev[ne++] = f->transit.v[i].hi + 1;
+		}
 		for (int j = 0; j < f->m; j++) {
 			ev[ne++] = f->pt[j].step;
 			ev[ne++] = f->pt[j].step + 1;
@@ -765,7 +976,19 @@ static void add_move(Placement *p, Arena *a, Residency *from, Residency *to, int
  * kernel; async: overlapping it); a drop ends the fast copy after the
  * kernel. Copies still open live to the end of the tensor's interval.
  */
-static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
+/* An asynchronous move over kernels start..at-1, with the shares charge_span charged. */
+static void add_span_move(const Ilp *ip, Placement *p, Arena *a, Residency *from, Residency *to, int start, int at)
+{
+	double *share = arena_array(a, (size_t)(at - start), sizeof(double)), total = 0;
+	for (int k = start; k < at; k++)
+		total += ip->omega[k];
+	for (int k = start; k < at; k++)
+		share[k - start] = total > 0 ? ip->omega[k] / total : 1.0 / (at - start);
+	add_move(p, a, from, to, at, true, start);
+	p->moves.v[p->moves.n - 1].share = share;
+}
+
+static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p, Arena *a)
 {
 	const Tensor *t = f->t;
 	int cur = on(x, f->src[V_PRE]) ? V_PRE : V_SLOW;
@@ -777,6 +1000,14 @@ static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
 	for (int j = 0; j < f->m; j++) {
 		const Point *pt = &f->pt[j];
 		int st = pt->step;
+		if (cur == V_SLOW && on(x, pt->sread)) {
+			int end = f->pt[pt->sread_to].step;
+			fast = placement_add(p, a, t, TIER_FAST, st, f->last);
+			add_span_move(ip, p, a, slow, fast, st, end);
+			cur = V_COPY;
+			j = pt->sread_to - 1; /* in flight until then */
+			continue;
+		}
 		if (cur == V_SLOW && (on(x, pt->read) || on(x, pt->aread))) {
 			fast = placement_add(p, a, t, TIER_FAST, st, f->last);
 			add_move(p, a, slow, fast, on(x, pt->read) ? st : st + 1, !on(x, pt->read), st);
@@ -788,7 +1019,20 @@ static void extract(const Flow *f, const double *x, Placement *p, Arena *a)
 		}
 		if (on(x, pt->keep[cur]))
 			continue;
-		int next = V_SLOW;
+		int next = V_SLOW, sw = -1;
+		for (int i = 0; i < pt->nswrite && cur == V_PRE; i++)
+			if (on(x, pt->swrite[i]))
+				sw = i;
+		if (sw >= 0) {
+			int end = st + pt->swrite_len[sw];
+			fast->last = end - 1;
+			slow = placement_add(p, a, t, TIER_SLOW, st, f->last);
+			add_span_move(ip, p, a, fast, slow, st, end);
+			fast = NULL;
+			cur = V_SLOW;
+			j = pt->swrite_to[sw] - 1; /* in flight, then slow until there */
+			continue;
+		}
 		if (cur == V_PRE && on(x, pt->write)) {
 			fast->last = st;
 			slow = placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
@@ -865,6 +1109,12 @@ static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 			const Move *m = move_into(p0, fast);
 			if (!m || fast->first != st || m->start != st)
 				return false;
+			if (m->async && m->share && pt->sread >= 0 && m->at == f->pt[pt->sread_to].step) {
+				TAKE(pt->sread); /* in flight to its anchor */
+				cur = V_COPY;
+				j = pt->sread_to - 1;
+				continue;
+			}
 			TAKE(m->async ? pt->aread : pt->read);
 			if (m->async && m->at != st + 1)
 				return false;
@@ -882,13 +1132,25 @@ static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 				TAKE(pt->keep[cur]);
 			continue;
 		}
+		const Move *w = move_from(p0, fast);
+		if (w && w->async && w->share && w->start == st) {
+			int i = 0;
+			while (i < pt->nswrite && st + pt->swrite_len[i] != w->at)
+				i++;
+			if (i == pt->nswrite || cur != V_PRE || fast->last != w->at - 1)
+				return false;
+			TAKE(pt->swrite[i]); /* in flight, then slow until its point */
+			cur = V_SLOW;
+			fast = NULL;
+			j = pt->swrite_to[i] - 1;
+			continue;
+		}
 		if (fast->last > st || last) {
 			if (!last && fast->last < f->pt[j + 1].step)
 				return false;
 			TAKE(pt->keep[cur]);
 			continue;
 		}
-		const Move *w = move_from(p0, fast);
 		if (w && !w->async && w->at == st + 1) {
 			TAKE(pt->write);
 			cur = V_SLOW;
@@ -911,10 +1173,12 @@ static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 	for (int j = 0; j < f->m; j++) {
 		const Point *pt = &f->pt[j];
 		int e[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write, pt->awrite,
-		           pt->drop, pt->read, pt->aread, pt->discard, pt->recomp};
+		           pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
 		for (int k = 0; k < (int)countof(e); k++)
 			if (e[k] >= 0)
 				x[e[k]] = 0;
+		for (int k = 0; k < pt->nswrite; k++)
+			x[pt->swrite[k]] = 0;
 	}
 	for (int v = 0; v < NV; v++)
 		if (f->src[v] >= 0)
@@ -999,6 +1263,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.recompute = o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE,
 		.kernels_fast = o->kernels_fast,
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
+		.span = o->optimizer != OPT_AUTO || o->span < 0 ? 0 : o->span > 0 ? o->span : PLACE_SPAN,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
 		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
 		.duplex = o->cm->duplex,
@@ -1012,6 +1277,13 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	ip->algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
 	for (int k = 0; k < n; k++)
 		ip->algo_col[k] = -1;
+	if (ip->span > PLACE_MAX_SPAN)
+		ip->span = PLACE_MAX_SPAN;
+	ip->omega = arena_array(a, (size_t)n + 1, sizeof(double));
+	ip->ecol = arena_array(a, (size_t)n + 1, sizeof(int));
+	ip->tmax = arena_array(a, (size_t)n + 1, sizeof(double));
+	for (int k = 0; k < n && ip->span > 0; k++)
+		ip->omega[k] = o->cm->kernel_time(o->cm, s->order[k], 0);
 	if (ip->recompute)
 		find_recomputes(ip);
 	for (int i = 0; i < g->tensors.n; i++)
@@ -1019,6 +1291,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	build_ready(ip);
 	for (int k = 0; k < n; k++)
 		build_kernel(ip, k);
+	build_span_cuts(ip);
 	build_capacity(ip, limit_mib);
 	ip->one = mip_add_col(ip->mip, 1, 1, ip->constant, true);
 	st->creation_time = now_seconds() - t0;
@@ -1090,7 +1363,7 @@ static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double
 	Placement *p = placement_new(g, s, a, o->optimizer);
 	p->limit = o->limit;
 	for (int i = 0; i < g->tensors.n; i++)
-		extract(&ip->flow[i], x, p, a);
+		extract(ip, &ip->flow[i], x, p, a);
 	for (int k = 0; k < s->n; k++) {
 		if (ip->algo_col[k] < 0)
 			continue;
@@ -1200,5 +1473,248 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	if (!placement_verify(g, p, err, errlen))
 		ICE("the ILP's placement is inconsistent: %s", err);
 	st->predicted_time = placement_predict(p, o->cm, NULL);
+	return p;
+}
+
+/* ------------------------------------------------- a start with swaps */
+
+/* One gap of a tensor between two anchors, which a spanning write (or a drop) and a spanning read can free. */
+typedef struct Gap {
+	int id;            /* tensor */
+	int a, b;          /* its anchors (point indices) */
+	int w;             /* the point a write is issued at */
+	int wi, r;         /* chosen: the write's length index and the read's point */
+	int free, until;   /* chosen: fast bytes saved over steps free..until-1 */
+	bool on;
+} Gap;
+typedef VEC(Gap) GapVec;
+
+/* The gaps of f: between consecutive anchors with a write and a read that can span them. */
+static void find_gaps(const Ilp *ip, const Flow *f, int id, GapVec *out)
+{
+	if (f->forced || f->persistent || f->m < 2)
+		return;
+	bool produced = f->t->producer != NULL;
+	for (int a = 0; a < f->m; a++) {
+		if (!f->pt[a].anchor)
+			continue;
+		int b = a + 1;
+		while (b < f->m && !f->pt[b].anchor)
+			b++;
+		if (b == f->m)
+			break;
+		int w = a == 0 && produced ? 1 : a;
+		if (w < b && f->pt[w].nswrite > 0)
+			vec_push(ip->a, out, ((Gap){id, a, b, w, -1, -1, 0, 0, false}));
+	}
+}
+
+/* Copy-engine time left during kernels lo..hi-1 (us): their all-fast time less what is charged there. */
+static double room(const Ilp *ip, const double *load, int lo, int hi)
+{
+	double r = 0;
+	for (int k = lo; k < hi; k++)
+		r += fmax(0, ip->omega[k] * US - load[k]);
+	return r;
+}
+
+/*
+ * The write and read of gap g with the engines loaded as they are, such
+ * that the fast copy is gone at kernel `worst`: the shortest write whose
+ * time fits what its engine has left over its span, else the longest
+ * that ends by `worst`; the latest read that fits, else the earliest,
+ * starting after `worst`. A gap chosen before is planned again only
+ * where it does not free `worst` yet, so that what it frees only grows.
+ * False if there is no such plan.
+ */
+static bool plan_gap(const Ilp *ip, Gap *g, const double *load_in, const double *load_out, double wus, double rus,
+                     int worst)
+{
+	const Flow *f = &ip->flow[g->id];
+	const Point *w = &f->pt[g->w];
+	if (!g->on || g->free > worst) {
+		int wi = -1;
+		for (int i = 0; i < w->nswrite && wi < 0; i++)
+			if (w->step + w->swrite_len[i] <= worst &&
+			    room(ip, load_out, w->step, w->step + w->swrite_len[i]) >= wus)
+				wi = i;
+		for (int i = 0; i < w->nswrite && wi < 0; i++)
+			if (w->step + w->swrite_len[i] <= worst &&
+			    (i + 1 == w->nswrite || w->step + w->swrite_len[i + 1] > worst))
+				wi = i;
+		if (wi < 0)
+			return false;
+		g->wi = wi;
+		g->free = w->step + w->swrite_len[wi];
+	}
+	if (!g->on || g->until <= worst) {
+		int r = -1, first = -1;
+		for (int j = g->b - 1; j > g->w && f->pt[j].step > worst; j--) {
+			const Point *p = &f->pt[j];
+			if (p->sread < 0 || p->sread_to != g->b || j < w->swrite_to[g->wi] || p->step < g->free)
+				continue;
+			first = j;
+			if (r < 0 && room(ip, load_in, p->step, f->pt[g->b].step) >= rus)
+				r = j;
+		}
+		if (r < 0)
+			r = first;
+		if (r < 0)
+			return false;
+		g->r = r;
+		g->until = f->pt[r].step;
+	}
+	return g->free <= worst && worst < g->until && g->r >= w->swrite_to[g->wi];
+}
+
+/* Charge us over kernels lo..hi-1 as charge_span does. */
+static void load_span(const Ilp *ip, double *load, double us, int lo, int hi)
+{
+	double total = 0;
+	for (int k = lo; k < hi; k++)
+		total += ip->omega[k];
+	for (int k = lo; k < hi; k++)
+		load[k] += us * (total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo));
+}
+
+/* Add (sign 1) or take back (-1) gap g's moves on the engines and the fast bytes it frees. */
+static void apply_gap(const Ilp *ip, const Gap *g, double sign, double *live, double *load_in, double *load_w)
+{
+	const Flow *f = &ip->flow[g->id];
+	const Point *w = &f->pt[g->w];
+	const CostModel *cm = ip->cm;
+	load_span(ip, load_w, sign * cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US, w->step,
+	          w->step + w->swrite_len[g->wi]);
+	load_span(ip, load_in, sign * cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US, g->until,
+	          f->pt[g->b].step);
+	for (int k = g->free; k < g->until; k++)
+		live[k] -= sign * (double)f->size;
+}
+
+/* x: f's path with its chosen gaps (written out at the first, dropped at the others); false (x untouched) if
+   the program lacks an edge of it. */
+static bool swap_path(const Flow *f, const Gap *g, int ng, double *x)
+{
+	int cur = V_PRE, col[4 * 64];
+	int nc = 0;
+	bool written = false;
+#define SET(c) do { if ((c) < 0 || nc == (int)countof(col)) return false; col[nc++] = (c); } while (0)
+	SET(f->src[V_PRE]);
+	for (int j = 0; j < f->m; j++) {
+		const Point *pt = &f->pt[j];
+		const Gap *gp = NULL;
+		for (int i = 0; i < ng; i++)
+			if (g[i].on && ((!written && g[i].w == j) || (written && g[i].a == j) || g[i].r == j))
+				gp = &g[i];
+		if (gp && cur == V_PRE && gp->w == j) {
+			SET(pt->swrite[gp->wi]);
+			written = true;
+			cur = V_SLOW;
+			j = pt->swrite_to[gp->wi] - 1;
+		} else if (gp && cur == V_SLOW && gp->r == j) {
+			SET(pt->sread);
+			cur = V_COPY;
+			j = pt->sread_to - 1;
+		} else if (gp && cur == V_COPY && gp->a == j) {
+			SET(pt->drop);
+			cur = V_SLOW;
+		} else if (j < f->m - 1 || pt->keep[cur] >= 0) {
+			SET(pt->keep[cur]);
+		}
+	}
+#undef SET
+	for (int i = 0; i < nc; i++)
+		x[col[i]] = 1;
+	return true;
+}
+
+Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin, Arena *a)
+{
+	int n = s->n;
+	PlaceOptions so = *o;
+	so.optimizer = OPT_AUTO;
+	so.start = NULL;
+	double *limit_mib = arena_array(a, (size_t)n + 1, sizeof(double));
+	for (int i = 0; i < n; i++)
+		limit_mib[i] = (double)o->limit / MIB;
+	Ilp ip;
+	PlaceStats st;
+	ilp_build(&ip, g, s, &so, limit_mib, a, &st);
+	int ncol = mip_ncols(ip.mip);
+	mip_free(ip.mip);
+	ip.mip = NULL;
+	if (ip.span <= 0)
+		return NULL;
+	/* all fast, then the largest tensor that frees the fullest step, until every step is under the target */
+	double *live = arena_array(a, (size_t)n + 1, sizeof(double));
+	double *load_in = arena_array(a, (size_t)n + 1, sizeof(double));
+	double *load_out = arena_array(a, (size_t)n + 1, sizeof(double));
+	double *load_w = ip.duplex ? load_out : load_in;
+	for (int i = 0; i < g->tensors.n; i++)
+		for (int k = ip.flow[i].first; k <= ip.flow[i].last; k++)
+			live[k] += (double)ip.flow[i].size;
+	GapVec gaps = {0};
+	for (int i = 0; i < g->tensors.n; i++)
+		if (!single_point(&ip, g->tensors.v[i]))
+			find_gaps(&ip, &ip.flow[i], i, &gaps);
+	const CostModel *cm = o->cm;
+	double target = margin * (double)o->limit;
+	for (;;) {
+		int worst = 0;
+		for (int k = 1; k < n; k++)
+			if (live[k] > live[worst])
+				worst = k;
+		if (live[worst] <= target)
+			break;
+		int best = -1;
+		Gap pick = {0};
+		for (int i = 0; i < gaps.n; i++) {
+			Gap gp = gaps.v[i];
+			const Flow *f = &ip.flow[gp.id];
+			if ((gp.on && gp.free <= worst && worst < gp.until) || f->pt[gp.a].step > worst ||
+			    f->pt[gp.b].step <= worst ||
+			    (best >= 0 && f->size <= ip.flow[pick.id].size))
+				continue;
+			double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+			double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+			if (plan_gap(&ip, &gp, load_in, load_w, wus, rus, worst)) {
+				best = i;
+				pick = gp;
+			}
+		}
+		if (best < 0)
+			return NULL;
+		/* a gap chosen before for a later step is planned again to free this one too */
+		if (gaps.v[best].on)
+			apply_gap(&ip, &gaps.v[best], -1, live, load_in, load_w);
+		pick.on = true;
+		gaps.v[best] = pick;
+		apply_gap(&ip, &pick, 1, live, load_in, load_w);
+	}
+	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
+	for (int i = 0, j = 0; i < g->tensors.n; i++) {
+		int k = j;
+		while (k < gaps.n && gaps.v[k].id == i)
+			k++;
+		if (!swap_path(&ip.flow[i], gaps.v + j, k - j, x)) /* all fast */
+			swap_path(&ip.flow[i], NULL, 0, x);
+		j = k;
+	}
+	x[ip.one] = 1;
+	/* each kernel's fastest algorithm */
+	for (int k = 0; k < n; k++) {
+		if (ip.algo_col[k] < 0)
+			continue;
+		const KernelAlgo *al;
+		int na = cm->algos(cm, s->order[k], &al), fastest = 0;
+		for (int i = 1; i < na; i++)
+			if (al[i].seconds < al[fastest].seconds)
+				fastest = i;
+		x[ip.algo_col[k] + fastest] = 1;
+	}
+	Placement *p = ilp_extract(&ip, &so, x, a);
+	char err[256];
+	if (!placement_verify(g, p, err, sizeof err))
+		ICE("the swap start is inconsistent: %s", err);
 	return p;
 }

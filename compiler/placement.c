@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "memplan.h"
 #include "recompute.h"
 #include "util.h"
 
@@ -87,6 +88,42 @@ void placement_recompute(Placement *p, Arena *a, const Tensor *t, int at, Reside
 	}
 }
 
+double move_share(const Move *m, int step)
+{
+	if (!m->async)
+		return 0;
+	if (!m->share)
+		return step == m->start ? 1 : 0;
+	return step >= m->start && step < m->at ? m->share[step - m->start] : 0;
+}
+
+/* Bytes of m before the chunk of kernel `step`: the cumulative share, rounded down to the alignment. */
+static int64_t chunk_begin(const Move *m, int step)
+{
+	if (step <= m->start)
+		return 0;
+	if (step >= m->at)
+		return m->t->bytes;
+	double f = 0;
+	for (int k = m->start; k < step; k++)
+		f += m->share[k - m->start];
+	int64_t b = (int64_t)(f * (double)m->t->bytes) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+	return b < m->t->bytes ? b : m->t->bytes;
+}
+
+bool move_chunk(const Move *m, int step, int64_t *off, int64_t *len)
+{
+	if (!m->async || step < m->start || (m->share ? step >= m->at : step != m->start))
+		return false;
+	if (!m->share) {
+		*off = 0, *len = m->t->bytes;
+		return m->t->bytes > 0;
+	}
+	*off = chunk_begin(m, step);
+	*len = chunk_begin(m, step + 1) - *off;
+	return *len > 0;
+}
+
 /* Moves by the boundary they finish at; there, copies to slow before copies to fast. */
 static int cmp_move(const void *a, const void *b)
 {
@@ -148,6 +185,35 @@ bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errl
 			snprintf(err, errlen, "move %d of %s before step %d does not connect its copies", i,
 			         m->t->name, m->at);
 			return false;
+		}
+	}
+	/* an asynchronous move's shares cover its kernels; those kernels neither use the copy being
+	   written nor write the copy being read */
+	for (int i = 0; i < p->moves.n; i++) {
+		const Move *m = &p->moves.v[i];
+		if (!m->async)
+			continue;
+		if (m->share) {
+			double sum = 0;
+			bool ok = m->at > m->start;
+			for (int k = m->start; ok && k < m->at; k++) {
+				ok = m->share[k - m->start] >= 0;
+				sum += m->share[k - m->start];
+			}
+			if (!ok || sum < 1 - 1e-6 || sum > 1 + 1e-6) {
+				snprintf(err, errlen, "the asynchronous move %d of %s has shares that do not divide it over "
+				         "steps %d to %d", i, m->t->name, m->start, m->at - 1);
+				return false;
+			}
+		}
+		for (int k = m->start; k < m->at && k < s->n; k++) {
+			const Node *n = s->order[k];
+			const Residency *r = node_uses(n, m->t) ? placement_at(p, m->t, k) : NULL;
+			if (r == m->to || (r == m->from && node_overwrites(n, m->t))) {
+				snprintf(err, errlen, "kernel %s at step %d %s %s while a move %s it", n->name, k,
+				         r == m->to ? "uses" : "overwrites", m->t->name, r == m->to ? "writes" : "reads");
+				return false;
+			}
 		}
 	}
 	/* recomputes read fast copies that are ready at their boundary (no move into them still in flight)

@@ -11,6 +11,13 @@
  * before the kernel of step `start` and is waited for before step `at`.
  * memplan.c then gives every residency an offset in its tier's pool.
  *
+ * An asynchronous move runs on a copy engine (one per direction where the
+ * target's copies are duplex, else one) while kernels start..at-1 run;
+ * `share` divides the engine's work among them, and the runtime issues the
+ * copy in chunks of those sizes, one before each of those kernels, so that
+ * the engine follows the plan. The destination is held from the issue, the
+ * source until the move is waited for.
+ *
  * Residencies are given in steps; memplan.c refines them to time points
  * (kernel s at 2s, the boundary before it at 2s-1) so that a copy read by
  * a move at a boundary never shares memory with a copy written at the same
@@ -56,6 +63,9 @@ typedef struct Move {
 	int at;            /* done before the kernel of this step */
 	bool async;        /* overlaps kernels (start..at-1) */
 	int start;         /* async: issued before the kernel of this step */
+	const double *share; /* async: the fraction of its time the copy engine spends on it during each kernel
+	                        start..at-1 (at - start of them, summing to 1); NULL: all of it during kernel
+	                        start (AutoTM's charge) */
 } Move;
 
 typedef VEC(Residency *) ResidencyVec;
@@ -100,6 +110,22 @@ void placement_move(Placement *p, Arena *a, Residency *from, Residency *to, int 
  * values that are needed only during it. The chain must exist (ICE).
  */
 void placement_recompute(Placement *p, Arena *a, const Tensor *t, int at, Residency *dest);
+
+/*
+ * The fraction of an asynchronous move's time that its copy engine spends
+ * during kernel `step`: share[step - start] over start..at-1, or all of it
+ * at `start` for a move without shares. 0 for a synchronous move.
+ */
+double move_share(const Move *m, int step);
+
+/*
+ * The bytes of asynchronous move m issued before kernel `step`: its
+ * chunk [*off, *off + *len), the shares' cumulative fractions of its
+ * bytes rounded down to MEMPLAN_ALIGN, the last chunk ending at the
+ * tensor's size; a move without shares is one chunk at `start`. False
+ * where nothing is issued there (zero bytes, or outside the move).
+ */
+bool move_chunk(const Move *m, int step, int64_t *off, int64_t *len);
 
 /* Sort the moves and recomputes into their order and resolve the recomputes' live arguments. */
 void placement_finish(Placement *p);

@@ -53,9 +53,12 @@ double placement_predict(const Placement *p, const CostModel *cm, double *per_st
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
 		double t = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, m->async);
-		if (m->async && m->start < n)
-			(cm->duplex && m->to->tier == TIER_SLOW ? async_out : async)[m->start] += t;
-		else if (!m->async && m->at < n)
+		if (m->async && m->start < n) {
+			double *q = cm->duplex && m->to->tier == TIER_SLOW ? async_out : async;
+			int end = m->share ? m->at : m->start + 1;
+			for (int k = m->start; k < end && k < n; k++)
+				q[k] += t * move_share(m, k);
+		} else if (!m->async && m->at < n)
 			sync[m->at] += t;
 		else
 			ICE("move of %s after the last step", m->t->name);

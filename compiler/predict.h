@@ -13,11 +13,14 @@
  *   sum over steps s of   (synchronous moves and recomputes before kernel s)
  *                       + max(kernel s with each argument in the tier of
  *                             placement_at(p, t, s),
- *                             asynchronous moves issued before kernel s)
+ *                             each copy engine's work during kernel s)
  *
- * An asynchronous move overlaps kernels start..at-1; all of its time is
- * charged to kernel `start` (the one it is issued before), which is how
- * the ILP charges it. If per_step is not NULL it receives each step's
+ * An asynchronous move overlaps kernels start..at-1; its time (the cost
+ * model's move_time) is divided among them by its shares (move_share), or
+ * charged to kernel `start` whole when it has none (AutoTM's charge). A
+ * copy engine's work during kernel s is the sum of the parts of the moves
+ * of its direction (both directions on one engine without duplex copies).
+ * This is how the ILP charges moves. If per_step is not NULL it receives each step's
  * time (p->s->n entries). place_ilp's objective equals this value for the
  * placement it returns.
  */

@@ -10,8 +10,10 @@
  *
  * Times come from the cost model through a timeline: before kernel s run
  * the synchronous moves that precede it, one after another, then the
- * recomputes; kernel s then takes max(its time, the asynchronous moves
- * issued with it), as the placement's objective charges them.
+ * recomputes; kernel s then takes max(its time, each copy engine's parts
+ * of asynchronous moves during it), as the placement's objective charges
+ * them. An asynchronous move's bar runs from the start of its first part
+ * to the end of its last.
  */
 #include "costmodel.h"
 #include "plot.h"
@@ -60,15 +62,20 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 			t += tl->recompute_time[i];
 		}
 		double k = placement_kernel_time(p, cm, step);
-		double async[2] = {0, 0}; /* to fast, to slow: one queue, or one per direction (duplex) */
+		double async[2] = {0, 0}; /* to fast, to slow: one engine, or one per direction (duplex) */
 		for (int i = 0; i < p->moves.n; i++) {
 			const Move *m = &p->moves.v[i];
-			if (!m->async || m->start != step)
+			if (!m->async || step < m->start)
 				continue;
+			/* its part during this kernel, after the parts queued before it on its engine */
 			int q = cm->duplex && m->to->tier == TIER_SLOW;
-			tl->move_start[i] = t + async[q];
-			tl->move_time[i] = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, true);
-			async[q] += tl->move_time[i];
+			if (step == m->start)
+				tl->move_start[i] = t + async[q];
+			double share = move_share(m, step);
+			if (share <= 0)
+				continue;
+			async[q] += share * cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, true);
+			tl->move_time[i] = t + async[q] - tl->move_start[i]; /* to the end of its last part */
 		}
 		tl->kernel_start[step] = t;
 		tl->kernel_time[step] = k;
@@ -104,6 +111,8 @@ static void table_move(FILE *f, const Move *m, int step)
 	bool issue = m->async && m->start == step && m->at != step;
 	if (m->async && !issue)
 		snprintf(when, sizeof when, ", issued before step %d", m->start);
+	else if (issue && m->share && m->at > m->start + 1)
+		snprintf(when, sizeof when, ", over steps %d-%d", m->start, m->at - 1);
 	fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)\n", "", "",
 	        issue ? "start moving" : m->async ? "wait for" : "move", m->t->name, tier_name(m->to->tier),
 	        fmt_bytes(m->t->bytes, b, sizeof b), m->async ? "async" : "sync", when);
@@ -224,6 +233,11 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddNumberToObject(o, "before_step", m->at);
 		if (m->async)
 			cJSON_AddNumberToObject(o, "issued_before_step", m->start);
+		if (m->share) { /* the fraction of it copied during each kernel from issued_before_step on */
+			cJSON *sh = cJSON_AddArrayToObject(o, "shares");
+			for (int k = m->start; k < m->at; k++)
+				cJSON_AddItemToArray(sh, num(m->share[k - m->start]));
+		}
 		cJSON_AddItemToObject(o, "start_seconds", num(tl->move_start[i]));
 		cJSON_AddItemToObject(o, "seconds", num(tl->move_time[i]));
 		cJSON_AddItemToArray(moves, o);
