@@ -26,7 +26,9 @@
  *     point and made again at a later point where a chain exists, the
  *     chain finding its inputs ready: placement_verify), and on the very
  *     slow tier it beats static; auto is no slower than async and than
- *     recompute;
+ *     recompute, nor than itself with moves of one kernel (AutoTM's), and
+ *     beats that at some limit; the chunks of every asynchronous move tile
+ *     its bytes;
  *   - with kernels_fast (a GPU: kernels read and write fast memory only,
  *     moves of the two directions overlap each other) sync's optimum
  *     equals the brute force over the placements whose
@@ -490,12 +492,36 @@ static OptimizerId opt_id(const char *name)
 }
 
 /* Solve, and check what every solution must satisfy; returns the objective (NAN on failure). */
+static int spanning_moves; /* moves of auto's placements that span more than one kernel */
+
+/* The chunks of every asynchronous move, one per kernel it overlaps, tile its bytes in order. */
+static void check_chunks(const Case *c, const Placement *p)
+{
+	for (int i = 0; i < p->moves.n; i++) {
+		const Move *m = &p->moves.v[i];
+		if (!m->async)
+			continue;
+		int64_t next = 0, off, len;
+		for (int k = m->start; k < (m->share ? m->at : m->start + 1); k++)
+			if (move_chunk(m, k, &off, &len)) {
+				test_expect(off == next && len > 0, "%s: a chunk of %s before step %d at %" PRId64 ", not %" PRId64,
+				            c->name, m->t->name, k, off, next);
+				next = off + len;
+			}
+		test_expect(next == m->t->bytes, "%s: the chunks of %s copy %" PRId64 " of %" PRId64 " bytes", c->name,
+		            m->t->name, next, m->t->bytes);
+		if (m->share && m->at > m->start + 1)
+			spanning_moves++;
+	}
+}
+
 static double solve_and_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c,
                               const char *optimizer, const char *solver, int64_t limit, bool prove, Arena *a)
 {
-	/* prove: exhaustive search, optimal required; else the default gap and 1 s */
-	PlaceOptions o = {.optimizer = opt_id(optimizer), .limit = limit, .cm = cm, .solver = solver,
-	                  .time_limit = prove ? 20 : 1, .tiny = c->tiny, .gap = prove ? -1 : 0};
+	/* prove: exhaustive search, optimal required; else the default gap and 1 s; "auto-1": spans of one */
+	bool one = !strcmp(optimizer, "auto-1");
+	PlaceOptions o = {.optimizer = opt_id(one ? "auto" : optimizer), .limit = limit, .cm = cm, .solver = solver,
+	                  .time_limit = prove ? 20 : 1, .tiny = c->tiny, .gap = prove ? -1 : 0, .span = one ? -1 : 0};
 	PlaceStats st;
 	char err[512];
 	Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
@@ -508,6 +534,7 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	            st.bound, st.objective);
 	test_expect(placement_verify(g, p, err, sizeof err), "%s %s/%s: placement_verify: %s", c->name, optimizer,
 	            solver, err);
+	check_chunks(c, p);
 	memplan(p, a);
 	test_expect(memplan_verify(p, a, err, sizeof err), "%s %s/%s: memplan_verify: %s", c->name, optimizer, solver,
 	            err);
@@ -594,6 +621,7 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 }
 
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
+static int spans_win;      /* limits at which auto's optimum beats its own with spans of one kernel */
 
 static void run_case(const Case *c, const CostModel *cm)
 {
@@ -646,6 +674,12 @@ static void run_case(const Case *c, const CostModel *cm)
 		test_expect(au <= obj[2][0] * (1 + 1e-9) && au <= rc * (1 + 1e-9),
 		            "%s limit %" PRId64 ": auto %.9g above async %.9g or recompute %.9g", c->name, limit, au,
 		            obj[2][0], rc);
+		/* moves that span kernels only add choices */
+		double a1 = solve_and_check(g, s, cm, c, "auto-1", "cbc", limit, true, &a);
+		test_expect(au <= a1 * (1 + 1e-9), "%s limit %" PRId64 ": auto %.9g above auto with spans of one %.9g",
+		            c->name, limit, au, a1);
+		if (au < a1 * (1 - 1e-9))
+			spans_win++;
 		if (rc < obj[0][0] * (1 - 1e-9))
 			recompute_wins++;
 		if (recompute_combinations(g, s, c->tiny) <= 2e6) {
@@ -721,6 +755,9 @@ int main(void)
 	/* the recompute checks above must have seen recomputation win somewhere */
 	test_expect(recompute_wins > 0, "recomputation never beats static: the recompute cases test nothing");
 	printf("recompute beat static at %d limits\n", recompute_wins);
+	test_expect(spanning_moves > 0, "no placement has a move that spans kernels: the chunk checks test nothing");
+	test_expect(spans_win > 0, "spanning moves never beat moves of one kernel: the comparison tests nothing");
+	printf("moves spanning kernels: %d; spans beat spans of one at %d limits\n", spanning_moves, spans_win);
 	arena_free(&a);
 	return test_summary();
 }
