@@ -23,10 +23,11 @@
 #     value is bitwise the one it replaces, dropout's mask included.
 #     Checkpoint must recompute something; where auto and recompute do, the
 #     count is printed;
-#   - for test_vgg (half the peak) and resnet50 (a fifth): auto on the
-#     AutoTM machine (hw/optane-6dimm.hw) must place moves that span
-#     kernels (copied in chunks, one before each kernel they overlap), and
-#     its program is bitwise equal to all-fast too.
+#   - for test_vgg and resnet50: auto on the AutoTM machine
+#     (hw/optane-6dimm.hw) must place moves that span kernels (copied in
+#     chunks, one before each kernel they overlap) at one of the ratios
+#     1:1, 4:1, 2:1, 8:1 (the fast-tier times are measured: the plan
+#     varies), and that program is bitwise equal to all-fast too.
 # The interpreter runs in float32 mode (every result rounded to float32).
 #
 # The deep batchnorm networks at batch 2 are chaotic: one ulp of change in
@@ -89,18 +90,22 @@ check_model() { # NAME STEPS-COMPARED FILE ARGS...
 }
 
 # auto, recompute and checkpoint programs against the all-fast one of check_model
-check_spans() { # NAME FILE RATIO ARGS...: auto's moves that span kernels, copied in chunks, change nothing
-    local name=$1 file=$2 ratio=$3
-    shift 3
-    local d=$work/$name size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/hw/optane-6dimm.hw" --solver-time 10)
-    local spans
-    if ! spans=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/spans.err" | python3 -c '
+check_spans() { # NAME FILE ARGS...: auto's moves that span kernels, copied in chunks, change nothing
+    local name=$1 file=$2
+    shift 2
+    local d=$work/$name spans=0 ratio size
+    # the fast-tier times are measured, so the plan varies: the first ratio with spanning moves
+    for ratio in 1:1 4:1 2:1 8:1; do
+        size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/hw/optane-6dimm.hw" --solver-time 10)
+        if ! spans=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/spans.err" | python3 -c '
 import json, sys
 print(sum(len(m.get("shares", [])) > 1 for m in json.load(sys.stdin)["moves"]))'); then
-        echo "FAIL: $name: auto schedule"; tail -5 "$d/spans.err"; fails=$((fails + 1)); return
-    fi
+            echo "FAIL: $name: auto schedule at $ratio"; tail -5 "$d/spans.err"; fails=$((fails + 1)); return
+        fi
+        [ "$spans" -gt 0 ] && break
+    done
     if [ "$spans" -eq 0 ]; then
-        echo "FAIL: $name: auto at $ratio has no move that spans kernels: the check tests nothing"
+        echo "FAIL: $name: auto has no move that spans kernels at any ratio: the check tests nothing"
         fails=$((fails + 1)); return
     fi
     if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/spans" >"$d/spans.build" 2>&1 ||
@@ -148,10 +153,10 @@ ex=$srcdir/examples
 case ${1:-} in
     mlp) check_model mlp 3 "$ex/mlp.net" && check_recompute mlp "$ex/mlp.net" ;;
     test_vgg) check_model test_vgg 3 "$ex/test_vgg.net" && check_recompute test_vgg "$ex/test_vgg.net" &&
-        check_spans test_vgg "$ex/test_vgg.net" 1:1 ;;
+        check_spans test_vgg "$ex/test_vgg.net" ;;
     resnet50) check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 &&
         check_recompute resnet50 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 &&
-        check_spans resnet50 "$ex/resnet50.net" 4:1 -D batch=2 -D size=64 -D lr=0.001 ;;
+        check_spans resnet50 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 ;;
     dropout) check_model dropout 3 "$srcdir/tests/e2e/dropout.net" -D batch=1024 &&
         check_recompute dropout "$srcdir/tests/e2e/dropout.net" -D batch=1024 ;;
     densenet201) check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001 ;;
