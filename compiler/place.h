@@ -30,6 +30,7 @@ enum {
 	PLACE_RECOMPUTE_DEPTH = 1,     /* recomputes of a dropped tensor's dropped inputs, and of theirs, ... */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
+	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
@@ -84,6 +85,7 @@ typedef struct PlaceStats {
 	int segments;              /* checkpoint: the segments of the placement returned */
 	int recompute_edges;       /* the ILP's recompute choices (auto, recompute) */
 	int start_tensors;         /* tensors whose life the start placement gave the solver */
+	long spans_dropped;        /* auto: nonzeros of the program with spanning moves, left out as too large; 0 */
 	const char *start_name;    /* the start placement: "sync", "checkpoint" (its lazy form), or NULL */
 	double start_time;         /* its predicted seconds */
 } PlaceStats;

@@ -1466,6 +1466,19 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	Ilp ip;
 	MipResult r;
 	ilp_build(&ip, g, s, o, limit_mib, a, st);                 /* the program */
+	if (ip.span > 0 && o->span == 0 && st->nonzeros > PLACE_SPAN_MAX_NONZEROS) {
+		/*
+		 * Too large to improve in the time: on the GPU benchmark graphs
+		 * CBC spent minutes in programs of a million nonzeros, past its
+		 * limit. Without spanning moves (--span asks for them anyway).
+		 */
+		long big = st->nonzeros;
+		PlaceOptions so = *o;
+		so.span = -1;
+		mip_free(ip.mip);
+		ilp_build(&ip, g, s, &so, limit_mib, a, st);
+		st->spans_dropped = big;
+	}
 	if (!ilp_solve(&ip, o, st, &r, err, errlen))               /* the solver */
 		return NULL;
 	Placement *p = ilp_extract(&ip, o, r.x, a);                /* the placement */

@@ -254,6 +254,7 @@ MoveStats placement_stats(const Placement *p)
 			st.bytes_to_slow += m->t->bytes;
 		if (m->async) {
 			st.nasync++;
+			st.nspanning += m->share && m->at > m->start + 1;
 			st.bytes_async += m->t->bytes;
 		}
 	}

@@ -136,6 +136,7 @@ bool placement_verify(const Graph *g, const Placement *p, char *err, size_t errl
 /* Totals for reports: moves and bytes each way. */
 typedef struct MoveStats {
 	int nmoves, nasync;             /* moves, of which asynchronous */
+	int nspanning;                  /* asynchronous moves over more than one kernel */
 	int64_t bytes, bytes_to_fast, bytes_to_slow, bytes_async;
 	int nrecomputed;                /* tensors made again by recomputation (chains) */
 	int nrecompute_kernels;         /* kernels those chains run */

@@ -396,8 +396,12 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	char b1[64], b2[64], b3[64];
 	int64_t bound = memplan_fast_peak(p, a);
 	MoveStats ms = placement_stats(p);
-	fprintf(f, "placement: %s; %d moves (%d async), %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
-	        ms.nasync, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1), fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
+	char spanning[48] = "";
+	if (ms.nspanning)
+		snprintf(spanning, sizeof spanning, ", %d over several kernels", ms.nspanning);
+	fprintf(f, "placement: %s; %d moves (%d async%s), %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
+	        ms.nasync, spanning, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1),
+	        fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
 	fprintf(f, "fast pool: %s for %s live at once (fragmentation %.1f%%); slow pool: %s\n",
 	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
@@ -421,6 +425,9 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		           "%.2f s in all (%d attempt%s), %s, gap %.2f%%\n",
 		        st->rows, st->cols, st->integers, st->nonzeros, st->creation_time, st->solve_time, st->total_time,
 		        st->nattempts, st->nattempts == 1 ? "" : "s", st->status ? st->status : "?", 100.0 * st->gap);
+	if (st->nattempts > 0 && st->spans_dropped > 0)
+		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
+		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
 	if (p->optimizer == OPT_UM)
 		fprintf(f, "predicted step time: none (unified memory: the driver pages on demand)\n");
 	else
@@ -452,6 +459,8 @@ char *schedule_solver_json(const PlaceStats *st)
 	cJSON_AddNumberToObject(s, "objective_seconds", st->objective);
 	cJSON_AddNumberToObject(s, "gap", st->gap);
 	cJSON_AddNumberToObject(s, "attempts", st->nattempts);
+	if (st->spans_dropped > 0)
+		cJSON_AddNumberToObject(s, "spans_left_out_nonzeros", (double)st->spans_dropped);
 	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
 	return json_text(s);
 }
@@ -472,6 +481,7 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddNumberToObject(r, "bytes_moved_dram", (double)ms.bytes_to_fast);
 	cJSON_AddNumberToObject(r, "bytes_moved_pmem", (double)ms.bytes_to_slow);
 	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
+	cJSON_AddNumberToObject(r, "num_spanning_moves", ms.nspanning);
 	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
 	cJSON_AddNumberToObject(r, "num_recomputed", ms.nrecomputed);
 	cJSON_AddNumberToObject(r, "num_recompute_kernels", ms.nrecompute_kernels);
