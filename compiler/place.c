@@ -86,19 +86,11 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * larger program short.
 	 */
 	static const OptimizerId parts[] = {OPT_SYNC, OPT_RECOMPUTE, OPT_ASYNC};
-	bool spans = o->optimizer == OPT_AUTO && o->span >= 0;
-	for (int i = 0; o->optimizer == OPT_AUTO && i < (spans ? 1 : (int)countof(parts)); i++) {
-		/*
-		 * With moves that span kernels, the one start is auto's own
-		 * placement without them (a program half the size, solved with
-		 * its own starts in half the time): auto is then no slower than
-		 * that, and the larger program only has to improve it.
-		 */
+	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
 		PlaceOptions so = *o;
-		so.optimizer = spans ? OPT_AUTO : parts[i];
-		so.span = -1;
+		so.optimizer = parts[i];
 		so.start = NULL;
-		so.time_limit = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / (spans ? 2 : 5);
+		so.time_limit = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / 5;
 		PlaceStats sst;
 		char err[512];
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
@@ -106,7 +98,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (p && (!best || t < best_time)) {
 			best = p;
 			best_time = t;
-			st->start_name = spans ? "auto with moves of one kernel" : optimizer_info[so.optimizer].name;
+			st->start_name = optimizer_info[so.optimizer].name;
 		}
 	}
 	/* auto: and swaps over the gaps between uses by spanning moves, packed under the limit */
