@@ -71,6 +71,12 @@
  * time in microseconds, its constant carried by an integer column fixed
  * at 1 (lp_solve mis-solves a constant on a fixed continuous column); it
  * equals placement_predict() of the extracted placement.
+ *
+ * auto adds recomputation (a GONE vertex: find_recomputes, build_ready)
+ * and moves that span kernels (build_spans: spanning reads and writes
+ * whose time is spread over the kernels they overlap, in proportion to
+ * their all-fast times, and charged to the copy engine of their direction
+ * at each). docs/placement.md gives both formulations.
  */
 #include "place.h"
 
