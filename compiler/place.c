@@ -50,18 +50,33 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
  * faster of those that fit: checkpoint's in its lazy form (the number
  * of segments that is fastest within the limit), and for auto sync's
  * recompute's and async's placements (each placed and packed in a fifth
- * of the time). Large programs
+ * of the time) and the greedy swaps of place_ilp_swaps. Large programs
  * of the joint formulation are hard to find a first solution of; with a
  * start the solver only has to improve one. NULL if none fits.
  */
 static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                      PlaceStats *st, char *err, size_t errlen);
 
+/* The fastest start so far. */
+typedef struct Start {
+	Placement *p;
+	double time;
+	const char *name;
+} Start;
+
+/* Keep p (which fits) if it is faster than the start so far. */
+static void consider(Start *best, Placement *p, const CostModel *cm, const char *name)
+{
+	double t = placement_predict(p, cm, NULL);
+	if (!best->p || t < best->time)
+		*best = (Start){p, t, name};
+}
+
 static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                       PlaceStats *st, double *seconds)
 {
-	Placement *best = NULL;
-	double best_time = 0, t0 = now_seconds();
+	Start best = {0};
+	double t0 = now_seconds();
 	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny, limit = o->limit;
 	for (int i = 0; o->step_limit && i < s->n; i++)
 		if (o->step_limit[i] < limit)
@@ -69,14 +84,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	int fwd = place_forward_steps(s);
 	for (int k = 2; k <= PLACE_MAX_SEGMENTS && k <= fwd; k++) {
 		Placement *p = place_checkpoint_segments(g, s, k, true, least, a);
-		if (memplan_fast_peak(p, a) > limit)
-			continue;
-		double t = placement_predict(p, o->cm, NULL);
-		if (!best || t < best_time) {
-			best = p;
-			best_time = t;
-			st->start_name = "checkpoint";
-		}
+		if (memplan_fast_peak(p, a) <= limit)
+			consider(&best, p, o->cm, "checkpoint");
 	}
 	/*
 	 * auto: also sync's, recompute's and async's placements, each packed
@@ -94,12 +103,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		PlaceStats sst;
 		char err[512];
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
-		double t = p ? placement_predict(p, o->cm, NULL) : 0;
-		if (p && (!best || t < best_time)) {
-			best = p;
-			best_time = t;
-			st->start_name = optimizer_info[so.optimizer].name;
-		}
+		if (p)
+			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
 	}
 	/* auto: and swaps over the gaps between uses by spanning moves, packed under the limit */
 	static const double margins[] = {0.98, 0.95, 0.9, 0.85, 0.8, 0.7};
@@ -108,19 +113,15 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (!p)
 			break;
 		memplan(p, a);
-		if (p->fast_bytes + p->workspace > limit)
-			continue;
-		double t = placement_predict(p, o->cm, NULL);
-		if (!best || t < best_time) {
-			best = p;
-			best_time = t;
-			st->start_name = "swaps";
+		if (p->fast_bytes + p->workspace <= limit) {
+			consider(&best, p, o->cm, "swaps");
+			break;
 		}
-		break;
 	}
-	st->start_time = best_time;
+	st->start_name = best.name;
+	st->start_time = best.time;
 	*seconds = now_seconds() - t0;
-	return best;
+	return best.p;
 }
 
 /*

@@ -1674,8 +1674,7 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			live[k] += (double)ip.flow[i].size;
 	GapVec gaps = {0};
 	for (int i = 0; i < g->tensors.n; i++)
-		if (!single_point(&ip, g->tensors.v[i]))
-			find_gaps(&ip, &ip.flow[i], i, &gaps);
+		find_gaps(&ip, &ip.flow[i], i, &gaps); /* none for a tensor of one point */
 	const CostModel *cm = o->cm;
 	double target = margin * (double)o->limit;
 	for (;;) {
