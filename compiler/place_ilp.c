@@ -353,17 +353,26 @@ static void find_recomputes(Ilp *ip)
 }
 
 /*
- * Charge a spanning move's column to the copy engine of its direction
- * during kernels lo..hi-1, in proportion to their all-fast times (evenly
- * if those are all zero): the shares extraction gives the move.
+ * The shares of a spanning move over kernels lo..hi-1: in proportion to
+ * their all-fast times (evenly if those are all zero). The ILP charges a
+ * move's column to the copy engine of its direction with them, and
+ * extraction gives the move the same.
  */
-static void charge_span(Ilp *ip, int col, double us, bool to_slow, int lo, int hi)
+static double *span_shares(const Ilp *ip, int lo, int hi, Arena *a)
 {
-	double total = 0;
+	double *share = arena_array(a, (size_t)(hi - lo), sizeof(double)), total = 0;
 	for (int k = lo; k < hi; k++)
 		total += ip->omega[k];
+	for (int k = lo; k < hi; k++)
+		share[k - lo] = total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo);
+	return share;
+}
+
+static void charge_span(Ilp *ip, int col, double us, bool to_slow, int lo, int hi)
+{
+	const double *sh = span_shares(ip, lo, hi, ip->a);
 	for (int k = lo; k < hi; k++) {
-		double share = total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo);
+		double share = sh[k - lo];
 		if (share > 0)
 			vec_push(ip->a, ip->duplex && to_slow ? &ip->async_out[k] : &ip->async[k],
 			         ((Term){col, us * share, true}));
@@ -985,13 +994,8 @@ static void add_move(Placement *p, Arena *a, Residency *from, Residency *to, int
 /* An asynchronous move over kernels start..at-1, with the shares charge_span charged. */
 static void add_span_move(const Ilp *ip, Placement *p, Arena *a, Residency *from, Residency *to, int start, int at)
 {
-	double *share = arena_array(a, (size_t)(at - start), sizeof(double)), total = 0;
-	for (int k = start; k < at; k++)
-		total += ip->omega[k];
-	for (int k = start; k < at; k++)
-		share[k - start] = total > 0 ? ip->omega[k] / total : 1.0 / (at - start);
 	add_move(p, a, from, to, at, true, start);
-	p->moves.v[p->moves.n - 1].share = share;
+	p->moves.v[p->moves.n - 1].share = span_shares(ip, start, at, a);
 }
 
 static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p, Arena *a)
@@ -1589,11 +1593,9 @@ static bool plan_gap(const Ilp *ip, Gap *g, const double *load_in, const double 
 /* Charge us over kernels lo..hi-1 as charge_span does. */
 static void load_span(const Ilp *ip, double *load, double us, int lo, int hi)
 {
-	double total = 0;
+	const double *sh = span_shares(ip, lo, hi, ip->a);
 	for (int k = lo; k < hi; k++)
-		total += ip->omega[k];
-	for (int k = lo; k < hi; k++)
-		load[k] += us * (total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo));
+		load[k] += us * sh[k - lo];
 }
 
 /* Add (sign 1) or take back (-1) gap g's moves on the engines and the fast bytes it frees. */
