@@ -399,6 +399,15 @@ static void charge_span(Ilp *ip, int col, double us, bool to_slow, int lo, int h
  * The points in between are skipped (the flow is in flight); the tensor
  * counts as fast at the kernels it spans (Transit).
  */
+/* Room for one more spanning move over kernels lo..hi in f's inFast sums (ColSum holds MAX_IN_FAST columns). */
+static bool transit_room(const Flow *f, int lo, int hi)
+{
+	int overlap = 0;
+	for (int i = 0; i < f->transit.n; i++)
+		overlap += f->transit.v[i].lo <= hi && f->transit.v[i].hi >= lo;
+	return overlap < MAX_IN_FAST - 8; /* 5 edges of the points, and margin */
+}
+
 static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us, double awrite_us)
 {
 	const Schedule *s = ip->s;
@@ -409,7 +418,8 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 			y++;
 		int len = y < f->m ? f->pt[y].step - p->step : 0;
 		/* from y - 2^i only; length 1 with AutoTM's aread there is that edge */
-		if (y < f->m && f->pt[y].copy && len <= ip->span && (len & (len - 1)) == 0 && (len > 1 || p->aread < 0)) {
+		if (y < f->m && f->pt[y].copy && len <= ip->span && (len & (len - 1)) == 0 && (len > 1 || p->aread < 0) &&
+		    transit_room(f, p->step, f->pt[y].step)) {
 			p->sread = binary(ip, 0);
 			p->sread_to = y;
 			vec_push(ip->a, &f->pt[y].in_copy, p->sread);
@@ -435,6 +445,8 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 			to++;
 		if (to == f->m)
 			break; /* no point after it: nothing would read the slow copy */
+		if (!transit_room(f, p->step + 1, end - 1))
+			break;
 		int c = binary(ip, 0);
 		p->swrite[p->nswrite] = c;
 		p->swrite_len[p->nswrite] = len;
