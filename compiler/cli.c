@@ -138,7 +138,7 @@ static const Option options[] = {
 	{"span", 0, V_INT, F(span), C_PLACE, 1, 1024, "K",
 	 "auto: an asynchronous move may span up to K kernels (default 32; 1: AutoTM's moves only)"},
 	{"limit", 0, V_BYTES, F(limit), C_PLACE, 0, 0, "BYTES", "the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB/TiB)"},
-	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the peak of live bytes (4:1: a fifth)"},
+	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the all-fast footprint (4:1: a fifth)"},
 	{"backend", 0, V_BACKEND, F(target), C_PLACE | C(PROFILE), 0, 0, "cpu|gpu",
 	 "where the program runs (default cpu); gpu: device memory and pinned host\n"
 	 "memory, optimizers auto, recompute, checkpoint, sync, async, all-fast and um,\n"
@@ -194,7 +194,7 @@ static const Option options[] = {
 	/* sweep */
 	{"optimizers", 0, V_TEXT, F(optimizers), C(SWEEP), 0, 0, "LIST", "comma-separated (default static,sync,first-touch)"},
 	{"ratios", 0, V_TEXT, F(ratios), C(SWEEP), 0, 0, "LIST",
-	 "slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives the fast tier\nnothing, 0:1 the whole peak of live bytes)"},
+	 "slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives the fast tier\nnothing, 0:1 the whole all-fast footprint)"},
 	{"plots", 0, V_PLOTS, F(plots), C(SWEEP), 0, 0, "png|svg|none",
 	 "the plots' format (default svg): R-speedup.svg and R-predicted.svg beside R.json"},
 	/* the model */

@@ -54,18 +54,24 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 	ProfileOptions po = profile_options(r);
 	if (!r->hw && !r->fast_only)
 		return costmodel_from_profile(g, s, &po, a, err, errlen);
-	double *fast = profile_fast_times(g, s, &po, a, err, errlen);
+	int64_t *scratch;
+	double *fast = profile_fast_times(g, s, &po, &scratch, a, err, errlen);
 	if (!fast)
 		return NULL;
+	CostModel *cm;
 	if (r->hw) {
 		HwModel hw;
-		return load_hw(r, &hw, a, err, errlen) ? costmodel_from_hw(&hw, g, fast, a) : NULL;
+		if (!load_hw(r, &hw, a, err, errlen))
+			return NULL;
+		cm = costmodel_from_hw(&hw, g, fast, a);
+	} else {
+		cm = arena_alloc(a, sizeof *cm);
+		cm->source = "profile (all-fast times)";
+		cm->kernel_time = fast_kernel_time;
+		cm->move_time = no_move_time;
+		cm->data = fast;
 	}
-	CostModel *cm = arena_alloc(a, sizeof *cm);
-	cm->source = "profile (all-fast times)";
-	cm->kernel_time = fast_kernel_time;
-	cm->move_time = no_move_time;
-	cm->data = fast;
+	cm->scratch = scratch;
 	return cm;
 }
 
@@ -75,11 +81,32 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
  * times from the [compute] section of the hw description (a roofline:
  * modeled) and moves from its link.
  */
+/*
+ * node id -> the GPU runtime's scratch beside convolution workspaces
+ * (which `algos` states): the loss kernel keeps a double per row in the
+ * shared workspace (cuda/kernels.c).
+ */
+static const int64_t *gpu_scratch(const Graph *g, Arena *a)
+{
+	int64_t *sc = arena_array(a, (size_t)g->nodes.n + 1, sizeof *sc);
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = g->nodes.v[i];
+		if (n->op == OP_SOFTMAX_XENT)
+			sc[i] = (int64_t)sizeof(double) * n->in[0]->shape.d[0];
+	}
+	return sc;
+}
+
 static CostModel *gpu_cost_model(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
                                  size_t errlen)
 {
-	if (r->gpu_profile)
-		return costmodel_gpu_profile(r->gpu_profile, g, s, a, err, errlen);
+	CostModel *cm;
+	if (r->gpu_profile) {
+		cm = costmodel_gpu_profile(r->gpu_profile, g, s, a, err, errlen);
+		if (cm)
+			cm->scratch = gpu_scratch(g, a);
+		return cm;
+	}
 	if (!r->hw) {
 		snprintf(err, errlen, "the GPU backend plans with a profile measured on the GPU (--gpu-profile P.tsv) or "
 		                      "with a hardware description that has a [compute] section (--hw h100-pcie5); "
@@ -94,8 +121,9 @@ static CostModel *gpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 		                      "times (docs/profiling.md)", r->hw);
 		return NULL;
 	}
-	CostModel *cm = costmodel_from_hw(&hw, g, hw_roofline_times(&hw, g, a), a);
+	cm = costmodel_from_hw(&hw, g, hw_roofline_times(&hw, g, a), a);
 	cm->source = arena_printf(a, "%s, kernels by roofline", cm->source);
+	cm->scratch = gpu_scratch(g, a);
 	return cm;
 }
 

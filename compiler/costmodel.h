@@ -53,6 +53,15 @@ struct CostModel {
 	 * all its async moves) (one copy thread).
 	 */
 	bool duplex;
+	/*
+	 * node id -> bytes of fast memory its kernel needs beside its
+	 * arguments (reordered arguments, oneDNN's scratchpad, a loss's row
+	 * sums), as measured by the profile; NULL: none known (modeled
+	 * machines, GPU convolutions' workspaces come with `algos`). The
+	 * runtime keeps one scratch buffer, the largest any kernel needs, for
+	 * the whole run: placement counts it against the limit.
+	 */
+	const int64_t *scratch;
 	void *data;         /* the model's own state */
 };
 

@@ -146,6 +146,16 @@ static KernelTimes *kernel_times(const ProfileSig *sig, Arena *a)
 	return kt;
 }
 
+/* node id -> the scratch of its kernel's signature (0 for nodes outside the schedule). */
+static int64_t *node_scratch(const Graph *g, const ProfileSigs *sigs, Arena *a)
+{
+	int64_t *sc = arena_array(a, (size_t)g->nodes.n + 1, sizeof *sc);
+	for (int i = 0; i < g->nodes.n; i++)
+		if (sigs->of_node[i] >= 0)
+			sc[i] = sigs->v[sigs->of_node[i]]->scratch;
+	return sc;
+}
+
 /* The curve of one direction and mode; false if nothing was measured. */
 static bool make_curve(const ProfileMoves *mv, bool to_slow, bool async, MoveCurve *c, Arena *a)
 {
@@ -213,7 +223,7 @@ CostModel *costmodel_from_profile(const Graph *g, const Schedule *s, const Profi
 	int missing = 0;
 	const ProfileSig *example = NULL;
 	for (int i = 0; i < sigs->n; i++) {
-		by_sig[i] = kernel_times(sigs->v[i], a);
+		by_sig[i] = sigs->v[i]->scratch >= 0 ? kernel_times(sigs->v[i], a) : NULL;
 		if (!by_sig[i] && missing++ == 0)
 			example = sigs->v[i];
 	}
@@ -242,12 +252,13 @@ CostModel *costmodel_from_profile(const Graph *g, const Schedule *s, const Profi
 	cm->modeled = false;
 	cm->kernel_time = profile_kernel_time;
 	cm->move_time = profile_move_time;
+	cm->scratch = node_scratch(g, sigs, a);
 	cm->data = pm;
 	return cm;
 }
 
-double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptions *in, Arena *a, char *err,
-                           size_t errlen)
+double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptions *in, int64_t **scratch, Arena *a,
+                           char *err, size_t errlen)
 {
 	ProfileOptions o;
 	ProfileMachine mach;
@@ -258,7 +269,7 @@ double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptio
 	int missing = 0;
 	const ProfileSig *example = NULL;
 	for (int i = 0; i < sigs->n; i++)
-		if (!profile_sig_meas(sigs->v[i], 0) && missing++ == 0)
+		if ((!profile_sig_meas(sigs->v[i], 0) || sigs->v[i]->scratch < 0) && missing++ == 0)
 			example = sigs->v[i];
 	if (missing) {
 		snprintf(err, errlen,
@@ -271,6 +282,7 @@ double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptio
 	for (int i = 0; i < g->nodes.n; i++)
 		if (sigs->of_node[i] >= 0)
 			t[i] = profile_sig_meas(sigs->v[sigs->of_node[i]], 0)->seconds;
+	*scratch = node_scratch(g, sigs, a);
 	return t;
 }
 

@@ -7,7 +7,8 @@
  * integer linear program (place_ilp.c). This file decides what to ask
  * them for, and asks again when the answer does not fit:
  *
- *   ratio       --ratio S:F is relative to the peak of live bytes; below
+ *   ratio       --ratio S:F is relative to the all-fast footprint (the
+ *               peak of live bytes plus the kernels' scratch); below
  *               the smallest feasible limit it means as little as can
  *               work, so a few growing limits are tried from the lower
  *               bound the ILP states, up to the peak;
@@ -21,7 +22,11 @@
  *               pool fits;
  *   um          the unified-memory baseline is every tensor in managed
  *               memory: all-fast's placement, with the limit the runtime
- *               caps the device at.
+ *               caps the device at;
+ *   scratch     the kernels' scratch (the most any kernel of the schedule
+ *               needs, by the cost model) is held beside the pool for the
+ *               whole run: the optimizers place under the limit less it,
+ *               and the placement's workspace includes it.
  */
 #include "place.h"
 
@@ -353,6 +358,52 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 	return p;
 }
 
+int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm)
+{
+	int64_t most = 0;
+	for (int i = 0; cm && cm->scratch && i < s->n; i++)
+		if (cm->scratch[s->order[i]->id] > most)
+			most = cm->scratch[s->order[i]->id];
+	return most;
+}
+
+/*
+ * place_once under the limit less the kernels' scratch: the placement
+ * then states the whole limit and holds the scratch in its workspace, and
+ * st->min_limit counts it too.
+ */
+static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t scratch,
+                                       Arena *a, PlaceStats *st, char *err, size_t errlen)
+{
+	if (scratch == 0 || o->optimizer == OPT_UM)
+		return place_once(g, s, o, a, st, err, errlen);
+	char b1[64], b2[64];
+	PlaceOptions po = *o;
+	po.limit = o->limit - scratch;
+	if (o->limit > 0 && po.limit <= 0) {
+		memset(st, 0, sizeof *st);
+		st->min_limit = scratch + MEMPLAN_ALIGN;
+		snprintf(err, errlen, "the fast-tier limit %s does not even hold the kernels' scratch memory (%s)",
+		         fmt_bytes(o->limit, b1, sizeof b1), fmt_bytes(scratch, b2, sizeof b2));
+		return NULL;
+	}
+	if (o->limit <= 0)
+		po.limit = o->limit; /* no limit */
+	Placement *p = place_once(g, s, &po, a, st, err, errlen);
+	st->min_limit += scratch;
+	if (!p) {
+		size_t n = strlen(err);
+		snprintf(err + n, errlen - n, " (the kernels' scratch memory, %s, is counted against the limit %s: "
+		                              "this is what is left for tensors)",
+		         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2));
+		return NULL;
+	}
+	p->workspace += scratch;
+	if (p->limit == po.limit)
+		p->limit = o->limit;
+	return p;
+}
+
 Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
                  size_t errlen)
 {
@@ -361,9 +412,10 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 		st = &local;
 	PlaceOptions po = *o;
 	po.kernels_fast = target_info[o->target].kernels_fast;
+	int64_t scratch = place_kernel_scratch(s, o->cm);
 	if (po.ratio)
-		po.limit = (int64_t)((double)s->peak * po.fast_fraction);
-	Placement *p = place_once(g, s, &po, a, st, err, errlen);
+		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
+	Placement *p = place_beside_scratch(g, s, &po, scratch, a, st, err, errlen);
 	if (p || !po.ratio || st->min_limit <= po.limit)
 		return p;
 	/*
@@ -379,13 +431,13 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	        fmt_bytes(floor, b2, sizeof b2));
 	for (int i = 0; i < 6 && !p; i++) {
 		po.limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
-		if (po.limit > s->peak && i > 0)
-			po.limit = s->peak;
+		if (po.limit > s->peak + scratch && i > 0)
+			po.limit = s->peak + scratch;
 		if (i > 0)
 			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
 			        fmt_bytes(po.limit, b2, sizeof b2));
-		p = place_once(g, s, &po, a, st, err, errlen);
-		if (po.limit >= s->peak)
+		p = place_beside_scratch(g, s, &po, scratch, a, st, err, errlen);
+		if (po.limit >= s->peak + scratch)
 			break;
 	}
 	return p;

@@ -62,6 +62,9 @@ typedef struct PlaceOptions {
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 } PlaceOptions;
 
+/* The kernels' scratch by o->cm: the most any kernel of s needs beside its arguments (0: none known). */
+int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm);
+
 typedef struct PlaceStats {
 	int rows, cols, integers;  /* size of the last program solved */
 	long nonzeros;

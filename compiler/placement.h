@@ -89,8 +89,9 @@ typedef struct Placement {
 	int64_t fast_bytes;      /* pool sizes, from memplan */
 	int64_t slow_bytes;
 	const KernelAlgo **algo; /* step -> the algorithm its kernel runs with; NULL: no choice made */
-	int64_t workspace;       /* the largest workspace of those algorithms: device memory the runtime
-	                            holds beside the fast pool, counted against the limit */
+	int64_t workspace;       /* fast memory the runtime holds beside the fast pool, counted against the
+	                            limit: the largest workspace of those algorithms, plus the kernels'
+	                            scratch (place_kernel_scratch) */
 } Placement;
 
 /* An empty placement of g (no residencies yet), for the optimizers. */

@@ -129,13 +129,17 @@ int profile_missing(const Graph *g, const Schedule *s, const ProfileOptions *o, 
 CostModel *costmodel_from_profile(const Graph *g, const Schedule *s, const ProfileOptions *o, Arena *a, char *err,
                                   size_t errlen);
 
-/* node id -> its measured all-fast time, for costmodel_from_hw; NULL with err if one is missing. */
-double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptions *o, Arena *a, char *err,
-                           size_t errlen);
+/*
+ * node id -> its measured all-fast time, for costmodel_from_hw, and into
+ * *scratch node id -> its kernel's scratch bytes; NULL with err if one is
+ * missing.
+ */
+double *profile_fast_times(const Graph *g, const Schedule *s, const ProfileOptions *o, int64_t **scratch, Arena *a,
+                           char *err, size_t errlen);
 
 /* ---- the database (profile_db.c), shared by profile_cpu.c and costmodel_profile.c ---- */
 
-enum { PROFILE_SCHEMA_VERSION = 1 };
+enum { PROFILE_SCHEMA_VERSION = 2 };
 
 /* How a kernel's configurations were profiled. */
 typedef enum ProfileRule {
@@ -153,7 +157,7 @@ typedef struct ProfileDb ProfileDb;
  * and a revision, raised whenever the kernels or how their threads wait
  * change, so that profiles measured with an older runtime are not used.
  */
-#define PROFILE_BACKEND "cpu/2"
+#define PROFILE_BACKEND "cpu/3"
 
 typedef struct ProfileKey {
 	const char *machine;   /* ProfileMachine.key */
@@ -179,6 +183,7 @@ typedef struct ProfileSig {
 	bool known;                  /* the database has a row for it */
 	ProfileRule rule;            /* as recorded */
 	bool complete;               /* every measurement its rule needs is stored */
+	int64_t scratch;             /* bytes of the runtime's scratch its kernel needs (-1: not known) */
 	VEC(ProfileMeas) meas;       /* measurements stored */
 } ProfileSig;
 

@@ -190,8 +190,10 @@ static bool profile_kernel(Run *run, ProfileSig *sig)
 	start_profiler(run);
 	RtProfKernel *k = rt_profiler_kernel(run->p, sig->desc);
 	bool ok = true;
-	if (!sig->known) {
+	int64_t scratch = rt_profiler_kernel_scratch(run->p, k);
+	if (!sig->known || sig->scratch != scratch) {
 		sig->known = true;
+		sig->scratch = scratch;
 		ok = pdb_put_kernel(run->db, &run->key, sig, run->err, run->errlen);
 	}
 	ProfileMeas fast, slow;
@@ -242,10 +244,10 @@ static bool profile_kernel(Run *run, ProfileSig *sig)
 	return true;
 }
 
-/* Does the database lack what o asks of this signature? */
+/* Does the database lack what o asks of this signature (its scratch, in either case)? */
 static bool sig_missing(const ProfileOptions *o, const ProfileSig *sig)
 {
-	return o->fast_only ? !profile_sig_meas(sig, 0) : !sig->complete;
+	return sig->scratch < 0 || (o->fast_only ? !profile_sig_meas(sig, 0) : !sig->complete);
 }
 
 /* ---- moves ------------------------------------------------------------------------ */

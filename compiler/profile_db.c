@@ -2,11 +2,11 @@
  * profile_db.c - the profile database (SQLite), the machine's identity and
  * the kernel signatures of a training step (see profile.h).
  *
- * The schema (version 1; docs/profiling.md shows it whole):
+ * The schema (version 2; docs/profiling.md shows it whole):
  *
- *   meta          (key, value)            format = autotm-profiles, version = 1
+ *   meta          (key, value)            format = autotm-profiles, version = 2
  *   machines      (machine, cpu, cpus, memory_gib, slow_tier, first_seen)
- *   kernels       (machine, backend, threads, signature, op, nargs, rule, complete)
+ *   kernels       (machine, backend, threads, signature, op, nargs, rule, complete, scratch)
  *   measurements  (machine, backend, threads, signature, config, seconds, spread, runs, measured_at)
  *   moves         (machine, backend, threads, direction, mode, bytes, seconds, spread, runs, measured_at)
  *
@@ -18,6 +18,9 @@
  * A file that is not an SQLite database, or one that is but has no
  * `meta` table saying format = autotm-profiles, is refused with a message
  * naming the file; so is a schema version newer than this autotmc knows.
+ * A version 1 database (without kernels.scratch) opened for writing is
+ * upgraded in place: the column is added, unknown (NULL) for the kernels
+ * already there, which a profile then measures.
  * Nothing here assumes the file's contents are well-formed: every SQLite
  * call is checked and its message passed on.
  */
@@ -56,6 +59,7 @@ static const char schema_sql[] =
 	"  op TEXT NOT NULL, nargs INTEGER NOT NULL,\n"
 	"  rule TEXT CHECK (rule IN ('noise', 'all', 'additive')),\n"
 	"  complete INTEGER NOT NULL DEFAULT 0,\n"
+	"  scratch INTEGER,\n"
 	"  PRIMARY KEY (machine, backend, threads, signature));\n"
 	"CREATE TABLE measurements (\n"
 	"  machine TEXT NOT NULL, backend TEXT NOT NULL, threads INTEGER NOT NULL, signature TEXT NOT NULL,\n"
@@ -69,7 +73,7 @@ static const char schema_sql[] =
 	"  bytes INTEGER NOT NULL, seconds REAL NOT NULL, spread REAL NOT NULL, runs INTEGER NOT NULL,\n"
 	"  measured_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%f', 'now')),\n"
 	"  PRIMARY KEY (machine, backend, threads, direction, mode, bytes));\n"
-	"INSERT INTO meta VALUES ('format', 'autotm-profiles'), ('version', '1'),\n"
+	"INSERT INTO meta VALUES ('format', 'autotm-profiles'), ('version', '2'),\n"
 	"  ('about', 'kernel and move times measured by autotmc profile (docs/profiling.md)');\n";
 
 static const char *const rule_names[] = {NULL, "noise", "all", "additive"};
@@ -258,6 +262,7 @@ ProfileSigs *profile_signatures(const Graph *g, const Schedule *s, Arena *a)
 			memcpy(sig->desc, desc, sizeof desc);
 			sig->first = n;
 			sig->nargs = n->nin + n->nout;
+			sig->scratch = -1;
 			sigs->slots[i] = sigs->n;
 			sigs->v[sigs->n++] = sig;
 		}
@@ -350,8 +355,30 @@ static bool create_schema(ProfileDb *db, char *err, size_t errlen)
 	return exec(db, "COMMIT", "creating the schema", err, errlen);
 }
 
-/* Is it ours, and of a version we read? */
-static bool check_schema(ProfileDb *db, char *err, size_t errlen)
+/* Version 1 -> 2: kernels gain their scratch (unknown for the rows there), unless another process just did it. */
+static bool upgrade_schema(ProfileDb *db, char *err, size_t errlen)
+{
+	char version[32];
+	if (!exec(db, "BEGIN IMMEDIATE", "starting a transaction", err, errlen))
+		return false;
+	int rc = meta_get(db, "version", version, sizeof version, err, errlen);
+	bool ok = rc >= 0 && (rc == 0 || strcmp(version, "1") != 0 ||
+	                      exec(db,
+	                           "ALTER TABLE kernels ADD COLUMN scratch INTEGER; "
+	                           "UPDATE meta SET value = '2' WHERE key = 'version'",
+	                           "upgrading it from schema version 1 to 2", err, errlen));
+	if (!ok) {
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+		return false;
+	}
+	return exec(db, "COMMIT", "upgrading it from schema version 1 to 2", err, errlen);
+}
+
+/*
+ * Is it ours, and of a version we read? A version 1 file is upgraded when
+ * open for writing; else *old is set (and err).
+ */
+static bool check_schema(ProfileDb *db, bool writable, bool *old, char *err, size_t errlen)
 {
 	char format[128], version[32];
 	sqlite3_stmt *st = NULL;
@@ -379,6 +406,16 @@ static bool check_schema(ProfileDb *db, char *err, size_t errlen)
 	if (rc < 0)
 		return false;
 	long v = rc ? strtol(version, NULL, 10) : 0;
+	if (v == 1 && writable)
+		return upgrade_schema(db, err, errlen);
+	if (v == 1) {
+		*old = true;
+		snprintf(err, errlen,
+		         "%s: profile database schema version 1, which lacks the kernels' scratch memory; run autotmc "
+		         "profile with it once (it needs write access) to upgrade it",
+		         db->path);
+		return false;
+	}
 	if (v != PROFILE_SCHEMA_VERSION) {
 		snprintf(err, errlen, "%s: profile database schema version %s, but this autotmc reads version %d%s", db->path,
 		         rc ? version : "(none)", PROFILE_SCHEMA_VERSION,
@@ -475,7 +512,12 @@ ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 			ok = create_schema(db, err, errlen);
 		}
 	}
-	ok = ok && check_schema(db, err, errlen);
+	bool old = false;
+	ok = ok && check_schema(db, create, &old, err, errlen);
+	if (!ok && old && access(path, W_OK) == 0) {
+		pdb_close(db); /* a version 1 file we may write: upgrade it (readers then use the new column) */
+		return pdb_open(path, true, err, errlen);
+	}
 	/* WAL: readers do not wait for the profiler; NORMAL: a commit survives a
 	   killed process (not necessarily a power cut), which is what resuming needs. */
 	ok = ok && (!create ||
@@ -483,10 +525,10 @@ ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 	                 errlen));
 	ok = ok &&
 	     prepare(db,
-	             "INSERT INTO kernels (machine, backend, threads, signature, op, nargs, rule, complete) "
-	             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+	             "INSERT INTO kernels (machine, backend, threads, signature, op, nargs, rule, complete, scratch) "
+	             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
 	             "ON CONFLICT (machine, backend, threads, signature) DO UPDATE SET "
-	             "rule = excluded.rule, complete = excluded.complete",
+	             "rule = excluded.rule, complete = excluded.complete, scratch = excluded.scratch",
 	             &db->put_kernel, err, errlen) &&
 	     prepare(db,
 	             "INSERT OR REPLACE INTO measurements (machine, backend, threads, signature, config, seconds, "
@@ -561,6 +603,10 @@ bool pdb_put_kernel(ProfileDb *db, const ProfileKey *k, const ProfileSig *sig, c
 	else
 		sqlite3_bind_null(st, 7);
 	sqlite3_bind_int(st, 8, sig->complete);
+	if (sig->scratch >= 0)
+		sqlite3_bind_int64(st, 9, sig->scratch);
+	else
+		sqlite3_bind_null(st, 9);
 	return run_write(db, st, "recording a kernel", err, errlen);
 }
 
@@ -615,7 +661,9 @@ static bool has_needed(const ProfileSig *sig)
 bool pdb_load_kernels(ProfileDb *db, const ProfileKey *k, ProfileSigs *sigs, Arena *a, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	if (!prepare(db, "SELECT signature, rule, complete, nargs FROM kernels WHERE machine = ?1 AND backend = ?2 AND threads = ?3",
+	if (!prepare(db,
+	             "SELECT signature, rule, complete, nargs, scratch FROM kernels "
+	             "WHERE machine = ?1 AND backend = ?2 AND threads = ?3",
 	             &st, err, errlen))
 		return false;
 	bind_key(st, k);
@@ -628,6 +676,9 @@ bool pdb_load_kernels(ProfileDb *db, const ProfileKey *k, ProfileSigs *sigs, Are
 		sig->known = true;
 		sig->rule = rule_of(sqlite3_column_text(st, 1));
 		sig->complete = sqlite3_column_int(st, 2) != 0 && sig->rule != RULE_UNDECIDED;
+		sig->scratch = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+		if (sig->scratch < 0)
+			sig->scratch = -1; /* unknown, or damage: measured again */
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)

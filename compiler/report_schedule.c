@@ -16,6 +16,7 @@
  * to the end of its last.
  */
 #include "costmodel.h"
+#include "place.h"
 #include "plot.h"
 #include "predict.h"
 #include "report_schedule.h"
@@ -394,7 +395,7 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
                    Arena *a)
 {
 	char b1[64], b2[64], b3[64];
-	int64_t bound = memplan_fast_peak(p, a);
+	int64_t bound = memplan_fast_peak(p, a), scratch = place_kernel_scratch(s, cm);
 	MoveStats ms = placement_stats(p);
 	char spanning[48] = "";
 	if (ms.nspanning)
@@ -407,11 +408,13 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
 	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
 	if (p->workspace > 0)
-		fprintf(f, "convolution workspace: %s beside the fast pool\n", fmt_bytes(p->workspace, b1, sizeof b1));
+		fprintf(f, "kernel workspace and scratch: %s beside the fast pool\n", fmt_bytes(p->workspace, b1, sizeof b1));
 	if (p->limit > 0)
-		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes, %s); pools use %.1f%% of it\n",
-		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)s->peak,
-		        fmt_bytes(s->peak, b2, sizeof b2), 100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
+		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes, %s%s); pools use %.1f%% of it\n",
+		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)(s->peak + scratch),
+		        fmt_bytes(s->peak, b2, sizeof b2),
+		        scratch ? arena_printf(a, ", plus the kernels' scratch, %s", fmt_bytes(scratch, b3, sizeof b3)) : "",
+		        100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
 	if (ms.nrecompute_kernels > 0 || p->optimizer == OPT_CHECKPOINT) {
 		fprintf(f, "recomputation: %d tensor%s made again by %d kernel%s, %.3f ms per step", ms.nrecomputed,
 		        ms.nrecomputed == 1 ? "" : "s", ms.nrecompute_kernels, ms.nrecompute_kernels == 1 ? "" : "s",

@@ -197,6 +197,11 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 	return k;
 }
 
+int64_t rt_profiler_kernel_scratch(RtProfiler *p, const RtProfKernel *k)
+{
+	return p->backend->kernels.kernel_scratch(k->impl);
+}
+
 const char *rt_profiler_kernel_impl(RtProfiler *p, const RtProfKernel *k)
 {
 	return p->backend->kernels.impl_name(k->impl);

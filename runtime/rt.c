@@ -551,12 +551,34 @@ void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
 
 /* ---- steps ---------------------------------------------------------------- */
 
+/*
+ * Before the first step, every kernel is made and its scratch known: the
+ * fast pool and the kernels' scratch together must stay within the limit
+ * the program was placed for. The compiler counts the scratch its profile
+ * measured; a program run on another machine, or with another --threads,
+ * can need more (oneDNN chooses by the CPU and the thread count).
+ */
+static void check_fast_total(const RtCtx *ctx)
+{
+	int64_t limit = ctx->program->fast_limit, pool = ctx->fast.bytes;
+	int64_t scratch = ctx->backend->kernels.scratch_bytes(ctx->kernel_state);
+	if (limit <= 0 || pool + scratch <= limit || (ctx->program->flags & RT_PROGRAM_MANAGED))
+		return; /* a managed pool is all of the program's data, paged by the driver, not held under the limit */
+	char b1[32], b2[32], b3[32];
+	rt_fatal("the fast pool (%s) and the kernels' scratch (%s) exceed the fast-tier limit (%s) the program was "
+	         "placed for: its kernels need more scratch here than the profile it was compiled with measured "
+	         "(compile it again on this machine, with the --threads it runs with)",
+	         fmt_bytes(pool, b1, sizeof b1), fmt_bytes(scratch, b2, sizeof b2), fmt_bytes(limit, b3, sizeof b3));
+}
+
 void rt_step_begin(RtCtx *ctx)
 {
 	if (ctx->in_step)
 		RT_ICE("rt_step_begin twice without rt_step_end");
-	if (ctx->step == 0)
+	if (ctx->step == 0) {
 		rt_data_finish_loading(ctx);
+		check_fast_total(ctx);
+	}
 	ctx->in_step = true;
 	ctx->step_start = rt_now();
 }

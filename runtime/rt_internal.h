@@ -190,7 +190,9 @@ typedef struct RtKernelOps {
 	void (*launch)(void *state, void *kernel, void *const *args, uint64_t step); /* run it */
 	void (*destroy)(void *state, void *kernel);                    /* free one kernel */
 	const char *(*impl_name)(void *kernel);                        /* "oneDNN gemm:jit" or "plain C" */
-	int64_t (*scratch_bytes)(void *state);                         /* memory kernels use outside the pools */
+	int64_t (*scratch_bytes)(void *state);                         /* fast memory kernels use outside the pools:
+	                                                                  the most any kernel made so far needs */
+	int64_t (*kernel_scratch)(void *kernel);                       /* what this kernel needs of it */
 	void (*sync)(void *state);                                     /* wait for every kernel launched */
 } RtKernelOps;
 

@@ -38,6 +38,7 @@ const RtBackend rt_cpu_backend = {
 		.destroy = cpu_destroy,
 		.impl_name = cpu_impl_name,
 		.scratch_bytes = cpu_scratch_bytes,
+		.kernel_scratch = cpu_kernel_scratch,
 		.sync = cpu_sync,
 	},
 };

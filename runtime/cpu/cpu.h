@@ -49,6 +49,7 @@ void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step);
 void cpu_destroy(void *state, void *kernel);
 const char *cpu_impl_name(void *kernel);
 int64_t cpu_scratch_bytes(void *state);
+int64_t cpu_kernel_scratch(void *kernel);
 void cpu_sync(void *state);
 
 #endif

@@ -16,6 +16,16 @@
  * for its fastest implementations, and the kernel reorders its arguments
  * into and out of a scratch buffer shared by all kernels (see make_conv).
  *
+ * Every byte a kernel needs beside its arguments is in that one scratch
+ * buffer, so that the fast tier's use is the pool plus the scratch and no
+ * more: the reordered arguments, private buffers (a primitive's
+ * workspace, the loss's per-row sums), and oneDNN's own scratchpad, which
+ * every primitive is made to take from us (dnnl_scratchpad_mode_user)
+ * instead of allocating it. A kernel's part of the buffer is
+ * cpu_kernel_scratch(); the buffer is the largest part, since kernels
+ * run one at a time. The profiler records each kernel's part, and the
+ * compiler counts the largest against the fast tier's limit.
+ *
  * Plain C where oneDNN has no primitive with our semantics: maxpool
  * backward (the gradient goes to each window's FIRST maximum, which the
  * interpreter defines and oneDNN's workspace does not promise), bias
@@ -48,7 +58,7 @@
 
 /* Plain-C loops over fewer elements than this run on one thread. */
 enum { PAR_MIN = 1 << 15 };
-/* oneDNN arguments of one kernel at most: tensors plus private buffers. */
+/* oneDNN arguments of one kernel at most: tensors plus private buffers and the scratchpad. */
 enum { MAX_DNNL_ARGS = RT_MAX_ARGS + 4 };
 
 /*
@@ -57,10 +67,11 @@ enum { MAX_DNNL_ARGS = RT_MAX_ARGS + 4 };
  * one at a time, so one buffer the size of the largest need serves all).
  */
 typedef struct CpuState {
-	dnnl_engine_t engine; /* the CPU */
-	dnnl_stream_t stream; /* in-order stream kernels execute on */
-	void *scratch;        /* reorder buffers of the kernel running */
-	size_t scratch_size;  /* its size: the most any kernel needs */
+	dnnl_engine_t engine;        /* the CPU */
+	dnnl_stream_t stream;        /* in-order stream kernels execute on */
+	dnnl_primitive_attr_t attr;  /* every primitive's: the scratchpad is ours (user mode) */
+	void *scratch;               /* the scratch of the kernel running */
+	size_t scratch_size;         /* its size: the most any kernel needs */
 } CpuState;
 
 /*
@@ -74,9 +85,13 @@ typedef struct Reorder {
 	dnnl_memory_t user;     /* the tensor, plain (its address is set at launch) */
 	dnnl_memory_t inner;    /* the buffer in the primitive's layout (in the shared scratch) */
 	size_t offset;          /* where that buffer starts in the scratch */
+	dnnl_memory_t pad;      /* the reorder's scratchpad (at the kernel's pad offset), or NULL */
 	int from;               /* index of the tensor in rt_launch's args */
 	bool output;            /* reorder after the primitive (inner -> user) */
 } Reorder;
+
+/* Where a oneDNN argument's address comes from at launch (CpuKernel.from). */
+enum { FROM_SCRATCH = -1 }; /* the scratch, at CpuKernel.at (>= 0: that tensor of rt_launch's args) */
 
 /* A kernel: a oneDNN primitive and its arguments, or a plain-C op. */
 typedef struct CpuKernel {
@@ -87,12 +102,14 @@ typedef struct CpuKernel {
 	int nargs;                            /* entries in args */
 	dnnl_exec_arg_t args[MAX_DNNL_ARGS];  /* the primitive's arguments (DNNL_ARG_*, memory) */
 	int from[MAX_DNNL_ARGS];              /* index in rt_launch's args of each argument's
-	                                         address; -1: a private buffer */
+	                                         address, or FROM_SCRATCH */
+	size_t at[MAX_DNNL_ARGS];             /* FROM_SCRATCH: the offset in the scratch */
+	size_t zero[MAX_DNNL_ARGS];           /* FROM_SCRATCH: bytes zeroed before each launch */
 	Reorder reorders[RT_MAX_ARGS];        /* arguments kept in the primitive's own layout */
 	int nreorders;                        /* entries in reorders */
-	size_t scratch;                       /* bytes of scratch its reorders use */
-	void *priv[RT_MAX_ARGS + 4];          /* private buffers (kernel-owned) */
-	int npriv;                            /* entries in priv */
+	size_t scratch;                       /* bytes of the scratch it uses */
+	size_t pad_at;                        /* offset of the scratchpads (the primitive's, the reorders') */
+	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
 	char impl[64];                        /* implementation, for --profile-kernels */
 } CpuKernel;
 
@@ -218,19 +235,38 @@ static Window window(const int64_t *desc)
 
 /* ---- building oneDNN kernels ------------------------------------------------ */
 
+/* A primitive descriptor with our scratchpad (hint: the forward one a backward primitive needs, or NULL). */
 static dnnl_primitive_desc_t make_pd(CpuState *s, const void *op_desc, const_dnnl_primitive_desc_t hint)
 {
 	dnnl_primitive_desc_t pd;
-	DNNL_CHECK(dnnl_primitive_desc_create(&pd, op_desc, NULL, s->engine, hint));
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, op_desc, s->attr, s->engine, hint));
 	return pd;
 }
 
-/* A zeroed buffer of `size` bytes owned by the kernel. */
-static void *private_buffer(CpuKernel *k, size_t size)
+/* `size` bytes of the kernel's part of the scratch, 64-byte aligned: their offset. */
+static size_t scratch_take(CpuKernel *k, size_t size)
 {
-	if (k->npriv == (int)(sizeof k->priv / sizeof k->priv[0]))
-		RT_ICE("kernel %d: too many private buffers", k->id);
-	return k->priv[k->npriv++] = rt_xcalloc(size);
+	size_t at = k->scratch;
+	k->scratch += (size + 63) / 64 * 64;
+	return at;
+}
+
+/* The scratchpad oneDNN asks of pd (its bytes; 0: none). */
+static size_t scratchpad_size(const_dnnl_primitive_desc_t pd)
+{
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	return md ? dnnl_memory_desc_get_size(md) : 0;
+}
+
+/* A memory of pd's scratchpad without a buffer (set at launch), or NULL when it needs none. */
+static dnnl_memory_t scratchpad_memory(CpuState *s, const_dnnl_primitive_desc_t pd)
+{
+	if (scratchpad_size(pd) == 0)
+		return NULL;
+	dnnl_memory_t m;
+	DNNL_CHECK(dnnl_memory_create(&m, dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), s->engine,
+	                              DNNL_MEMORY_NONE));
+	return m;
 }
 
 /*
@@ -257,14 +293,14 @@ static void bind_as(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, i
 	Reorder *r = &k->reorders[k->nreorders++];
 	r->from = from;
 	r->output = arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC || arg == DNNL_ARG_DIFF_WEIGHTS;
-	r->offset = k->scratch;
-	k->scratch += (dnnl_memory_desc_get_size(md) + 63) / 64 * 64;
+	r->offset = scratch_take(k, dnnl_memory_desc_get_size(md));
 	DNNL_CHECK(dnnl_memory_create(&r->user, plain, s->engine, DNNL_MEMORY_NONE));
 	DNNL_CHECK(dnnl_memory_create(&r->inner, md, s->engine, DNNL_MEMORY_NONE));
 	dnnl_primitive_desc_t rpd;
 	DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, r->output ? md : plain, s->engine, r->output ? plain : md,
-	                                              s->engine, NULL));
+	                                              s->engine, s->attr));
 	DNNL_CHECK(dnnl_primitive_create(&r->prim, rpd));
+	r->pad = scratchpad_memory(s, rpd);
 	DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
 	k->args[k->nargs] = (dnnl_exec_arg_t){arg, r->inner};
 	k->from[k->nargs++] = -1;
@@ -276,29 +312,51 @@ static void bind(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int 
 	bind_as(s, k, pd, arg, from, NULL);
 }
 
-/* Argument `arg` is a private zeroed buffer, if the primitive has one (workspace, unused shift). */
+/* Argument `arg` of the primitive, in the scratch at `at`: `zero` bytes of it zeroed before each launch. */
+static void bind_scratch(CpuState *s, CpuKernel *k, const dnnl_memory_desc_t *md, int arg, size_t at, size_t zero)
+{
+	if (k->nargs == MAX_DNNL_ARGS)
+		RT_ICE("kernel %d: too many oneDNN arguments", k->id);
+	dnnl_memory_t m;
+	DNNL_CHECK(dnnl_memory_create(&m, md, s->engine, DNNL_MEMORY_NONE));
+	k->args[k->nargs] = (dnnl_exec_arg_t){arg, m};
+	k->from[k->nargs] = FROM_SCRATCH;
+	k->at[k->nargs] = at;
+	k->zero[k->nargs++] = zero;
+}
+
+/* Argument `arg` is a zeroed buffer of its own in the scratch, if the primitive has one (workspace, unused shift). */
 static void bind_private(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg)
 {
 	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
 	size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
-	if (size == 0)
-		return;
-	if (k->nargs == MAX_DNNL_ARGS)
-		RT_ICE("kernel %d: too many oneDNN arguments", k->id);
-	void *buf = private_buffer(k, size);
-	dnnl_memory_t m;
-	DNNL_CHECK(dnnl_memory_create(&m, md, s->engine, buf));
-	k->args[k->nargs] = (dnnl_exec_arg_t){arg, m};
-	k->from[k->nargs++] = -1;
+	if (size > 0)
+		bind_scratch(s, k, md, arg, scratch_take(k, size), size);
 }
 
-/* Create the primitive of pd (which is then released) and name the implementation. */
-static void finish(CpuKernel *k, dnnl_primitive_desc_t pd)
+/*
+ * Create the primitive of pd (which is then released) and name the
+ * implementation. Its scratchpad and its reorders' follow the rest of
+ * the kernel's scratch, sharing one place: the reorders run before and
+ * after the primitive, never with it.
+ */
+static void finish(CpuState *s, CpuKernel *k, dnnl_primitive_desc_t pd)
 {
 	const char *impl = NULL;
 	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
 		impl = "?";
 	snprintf(k->impl, sizeof k->impl, "oneDNN %s%s", impl, k->nreorders ? " +reorders" : "");
+	size_t pad = scratchpad_size(pd);
+	for (int i = 0; i < k->nreorders; i++) {
+		const dnnl_memory_desc_t *md = NULL;
+		if (k->reorders[i].pad && dnnl_memory_get_memory_desc(k->reorders[i].pad, &md) == dnnl_success && md &&
+		    dnnl_memory_desc_get_size(md) > pad)
+			pad = dnnl_memory_desc_get_size(md);
+	}
+	k->pad_at = scratch_take(k, pad);
+	if (scratchpad_size(pd) > 0)
+		bind_scratch(s, k, dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), DNNL_ARG_SCRATCHPAD,
+		             k->pad_at, 0);
 	DNNL_CHECK(dnnl_primitive_create(&k->prim, pd));
 	DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
 }
@@ -363,7 +421,7 @@ static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, ConvDir dir,
 	dnnl_status_t st;
 	dnnl_primitive_desc_t pd, hint;
 	if (dir == CONV_FWD) {
-		st = dnnl_primitive_desc_create(&pd, &fd, NULL, s->engine, NULL);
+		st = dnnl_primitive_desc_create(&pd, &fd, s->attr, s->engine, NULL);
 	} else {
 		if (dir == CONV_BWD_DATA)
 			DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x, &w, &y,
@@ -372,7 +430,7 @@ static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, ConvDir dir,
 			DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &x, &w, NULL,
 			                                                       &y, g.strides, g.pad_l, g.pad_r));
 		hint = make_pd(s, &fd, NULL);
-		st = dnnl_primitive_desc_create(&pd, &bd, NULL, s->engine, hint);
+		st = dnnl_primitive_desc_create(&pd, &bd, s->attr, s->engine, hint);
 		DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
 	}
 	if (any && st == dnnl_unimplemented)
@@ -421,7 +479,7 @@ static void make_conv(CpuState *s, CpuKernel *k, ConvDir dir)
 		bind_as(s, k, pd, DNNL_ARG_DIFF_WEIGHTS, 2, &p.w);
 		break;
 	}
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* dense as an inner product: x [N, I], weight [O, I] (oi), bias [O] -> y [N, O] */
@@ -445,7 +503,7 @@ static void make_dense(CpuState *s, CpuKernel *k)
 	if (nin == 3)
 		bind(s, k, pd, DNNL_ARG_BIAS, 2);
 	bind(s, k, pd, DNNL_ARG_DST, nin);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* dense_bwd_data: dy [N, O], weight [O, I] -> dx [N, I] */
@@ -462,7 +520,7 @@ static void make_dense_bwd_data(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 0);
 	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* dense_bwd_weight: x [N, I], dy [N, O] -> dweight [O, I] */
@@ -479,7 +537,7 @@ static void make_dense_bwd_weight(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
 	bind(s, k, pd, DNNL_ARG_DIFF_WEIGHTS, 2);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /*
@@ -510,7 +568,7 @@ static void make_pool(CpuState *s, CpuKernel *k, dnnl_alg_kind_t alg, bool globa
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
 	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* avgpool_bwd, globalavgpool_bwd: dy -> dx */
@@ -527,7 +585,7 @@ static void make_pool_bwd(CpuState *s, CpuKernel *k, bool global)
 	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 1);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /*
@@ -559,7 +617,7 @@ static void make_batchnorm(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_MEAN, 4);
 	bind(s, k, pd, DNNL_ARG_VARIANCE, 5);
 	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* batchnorm_bwd: x, weight, mean, variance, dy -> dx, dweight, dbias */
@@ -584,7 +642,7 @@ static void make_batchnorm_bwd(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_DIFF_SHIFT, 7);
 	bind_private(s, k, pd, DNNL_ARG_SHIFT); /* not used by the gradient, but may be asked for */
 	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /*
@@ -622,7 +680,7 @@ static void make_eltwise(CpuState *s, CpuKernel *k)
 	dnnl_primitive_desc_t pd = make_pd(s, &ed, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* Its gradient (relu_bwd, sigmoid_bwd, tanh_bwd, ...): y or x (act_from), dy -> dx */
@@ -642,7 +700,7 @@ static void make_eltwise_bwd(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, act_from(a) == ACT_FROM_Y ? DNNL_ARG_DST : DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* softmax over axis 1: x [N, C] -> y */
@@ -654,7 +712,7 @@ static void make_softmax(CpuState *s, CpuKernel *k)
 	dnnl_primitive_desc_t pd = make_pd(s, &sd, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* softmax_bwd: y, dy -> dx */
@@ -670,7 +728,7 @@ static void make_softmax_bwd(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_DST, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 1);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 2);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* add: x1 + x2 + ... -> y (a sum primitive with unit scales) */
@@ -684,11 +742,11 @@ static void make_add(CpuState *s, CpuKernel *k)
 		scales[i] = 1.0f;
 	}
 	dnnl_primitive_desc_t pd;
-	DNNL_CHECK(dnnl_sum_primitive_desc_create(&pd, &dst, n, scales, src, NULL, s->engine));
+	DNNL_CHECK(dnnl_sum_primitive_desc_create(&pd, &dst, n, scales, src, s->attr, s->engine));
 	for (int i = 0; i < n; i++)
 		bind(s, k, pd, DNNL_ARG_MULTIPLE_SRC + i, i);
 	bind(s, k, pd, DNNL_ARG_DST, n);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* concat: x1, x2, ... -> y along the axis */
@@ -699,11 +757,11 @@ static void make_concat(CpuState *s, CpuKernel *k)
 	for (int i = 0; i < n; i++)
 		src[i] = md_arg(k->desc, i);
 	dnnl_primitive_desc_t pd;
-	DNNL_CHECK(dnnl_concat_primitive_desc_create(&pd, &dst, n, (int)k->desc[RT_D_AXIS], src, NULL, s->engine));
+	DNNL_CHECK(dnnl_concat_primitive_desc_create(&pd, &dst, n, (int)k->desc[RT_D_AXIS], src, s->attr, s->engine));
 	for (int i = 0; i < n; i++)
 		bind(s, k, pd, DNNL_ARG_MULTIPLE_SRC + i, i);
 	bind(s, k, pd, DNNL_ARG_DST, n);
-	finish(k, pd);
+	finish(s, k, pd);
 }
 
 /* ---- plain C kernels -------------------------------------------------------- */
@@ -892,7 +950,7 @@ static void run_sgd_momentum(const int64_t *d, void *const *a)
 	}
 }
 
-static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
+static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uint64_t step)
 {
 	const int64_t *d = k->desc;
 	switch (k->op) {
@@ -924,7 +982,7 @@ static void run_plain(const CpuKernel *k, void *const *a, uint64_t step)
 		run_slice(d, a);
 		break;
 	case RT_OP_SOFTMAX_XENT:
-		run_xent(d, a, k->priv[0]);
+		run_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
 	case RT_OP_SOFTMAX_XENT_BWD:
 		run_xent_bwd(d, a);
@@ -993,12 +1051,15 @@ void *cpu_kernels_open(int threads)
 	CpuState *s = rt_xcalloc(sizeof *s);
 	DNNL_CHECK(dnnl_engine_create(&s->engine, dnnl_cpu, 0));
 	DNNL_CHECK(dnnl_stream_create(&s->stream, s->engine, dnnl_stream_default_flags));
+	DNNL_CHECK(dnnl_primitive_attr_create(&s->attr));
+	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(s->attr, dnnl_scratchpad_mode_user));
 	return s;
 }
 
 void cpu_kernels_close(void *state)
 {
 	CpuState *s = state;
+	DNNL_CHECK(dnnl_primitive_attr_destroy(s->attr));
 	DNNL_CHECK(dnnl_stream_destroy(s->stream));
 	DNNL_CHECK(dnnl_engine_destroy(s->engine));
 	free(s->scratch);
@@ -1040,7 +1101,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_ADD: make_add(s, k); break;
 	case RT_OP_CONCAT: make_concat(s, k); break;
 	case RT_OP_SOFTMAX_XENT:
-		private_buffer(k, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0)); /* the rows' losses */
+		k->rowloss_at = scratch_take(k, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0));
 		break;
 	case RT_OP_RESHAPE:
 	case RT_OP_BIAS_GRAD:
@@ -1071,10 +1132,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	return k;
 }
 
-static void reorder(CpuState *s, dnnl_primitive_t prim, dnnl_memory_t from, dnnl_memory_t to)
+static void reorder(CpuState *s, const Reorder *r, dnnl_memory_t from, dnnl_memory_t to)
 {
-	dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-	DNNL_CHECK(dnnl_primitive_execute(prim, s->stream, 2, a));
+	dnnl_exec_arg_t a[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, r->pad}};
+	DNNL_CHECK(dnnl_primitive_execute(r->prim, s->stream, r->pad ? 3 : 2, a));
 }
 
 void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
@@ -1082,23 +1143,32 @@ void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
 	CpuState *s = state;
 	CpuKernel *k = kernel;
 	if (!k->prim) {
-		run_plain(k, args, step);
+		run_plain(s, k, args, step);
 		return;
 	}
-	for (int i = 0; i < k->nargs; i++)
-		if (k->from[i] >= 0)
+	char *scratch = s->scratch; /* set at every launch: it moves when a later kernel needs more */
+	for (int i = 0; i < k->nargs; i++) {
+		if (k->from[i] >= 0) {
 			DNNL_CHECK(dnnl_memory_set_data_handle(k->args[i].memory, args[k->from[i]]));
+			continue;
+		}
+		DNNL_CHECK(dnnl_memory_set_data_handle(k->args[i].memory, scratch + k->at[i]));
+		if (k->zero[i])
+			memset(scratch + k->at[i], 0, k->zero[i]);
+	}
 	for (int i = 0; i < k->nreorders; i++) {
 		Reorder *r = &k->reorders[i];
 		DNNL_CHECK(dnnl_memory_set_data_handle(r->user, args[r->from]));
-		DNNL_CHECK(dnnl_memory_set_data_handle(r->inner, (char *)s->scratch + r->offset));
+		DNNL_CHECK(dnnl_memory_set_data_handle(r->inner, scratch + r->offset));
+		if (r->pad)
+			DNNL_CHECK(dnnl_memory_set_data_handle(r->pad, scratch + k->pad_at));
 		if (!r->output)
-			reorder(s, r->prim, r->user, r->inner);
+			reorder(s, r, r->user, r->inner);
 	}
 	DNNL_CHECK(dnnl_primitive_execute(k->prim, s->stream, k->nargs, k->args));
 	for (int i = 0; i < k->nreorders; i++)
 		if (k->reorders[i].output)
-			reorder(s, k->reorders[i].prim, k->reorders[i].inner, k->reorders[i].user);
+			reorder(s, &k->reorders[i], k->reorders[i].inner, k->reorders[i].user);
 	DNNL_CHECK(dnnl_stream_wait(s->stream));
 }
 
@@ -1109,13 +1179,13 @@ void cpu_destroy(void *state, void *kernel)
 	for (int i = 0; i < k->nreorders; i++) {
 		DNNL_CHECK(dnnl_primitive_destroy(k->reorders[i].prim));
 		DNNL_CHECK(dnnl_memory_destroy(k->reorders[i].user));
+		if (k->reorders[i].pad)
+			DNNL_CHECK(dnnl_memory_destroy(k->reorders[i].pad));
 	}
 	for (int i = 0; i < k->nargs; i++)
 		DNNL_CHECK(dnnl_memory_destroy(k->args[i].memory)); /* the inner memories of reorders too */
 	if (k->prim)
 		DNNL_CHECK(dnnl_primitive_destroy(k->prim));
-	for (int i = 0; i < k->npriv; i++)
-		free(k->priv[i]);
 	free(k);
 }
 
@@ -1127,6 +1197,11 @@ const char *cpu_impl_name(void *kernel)
 int64_t cpu_scratch_bytes(void *state)
 {
 	return (int64_t)((CpuState *)state)->scratch_size;
+}
+
+int64_t cpu_kernel_scratch(void *kernel)
+{
+	return (int64_t)((CpuKernel *)kernel)->scratch;
 }
 
 void cpu_sync(void *state)

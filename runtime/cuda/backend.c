@@ -38,6 +38,7 @@ const RtBackend rt_cuda_backend = {
 		.destroy = gpu_destroy,
 		.impl_name = gpu_impl_name,
 		.scratch_bytes = gpu_scratch_bytes,
+		.kernel_scratch = gpu_kernel_scratch,
 		.sync = gpu_sync,
 	},
 };

@@ -65,6 +65,7 @@ void gpu_launch(void *state, void *kernel, void *const *args, uint64_t step);
 void gpu_destroy(void *state, void *kernel);
 const char *gpu_impl_name(void *kernel);
 int64_t gpu_scratch_bytes(void *state);
+int64_t gpu_kernel_scratch(void *kernel);
 void gpu_sync(void *state);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */

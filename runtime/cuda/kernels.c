@@ -26,7 +26,8 @@
  * one whose workspace cuDNN can size, so that a run gives the same bits
  * every time (a nondeterministic one only if there is no other, which
  * --profile-kernels then names). All kernels share one workspace, the
- * largest any needs (kernels run one at a time on the stream); it is the
+ * largest any needs (kernels run one at a time on the stream), and the
+ * loss kernel keeps its rows' losses there too; it is the
  * "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
  * times every other algorithm cuDNN reports, through the functions at the
  * end of this file (gpu.h).
@@ -79,9 +80,8 @@ typedef struct GpuKernel {
 	cudnnFilterDescriptor_t w;        /* convolutions: the weights [O, C/g, kh, kw] */
 	cudnnConvolutionDescriptor_t conv;/* convolutions */
 	int algo;                         /* convolutions: the cudnnConvolution*Algo_t chosen */
-	size_t ws;                        /* convolutions: its workspace */
+	size_t ws;                        /* workspace it needs: a convolution's algorithm's; softmax_crossentropy's rows' losses */
 	cudnnPoolingDescriptor_t pool;    /* pooling forward */
-	double *rowloss;                  /* softmax_crossentropy: each row's loss (device) */
 	char impl[64];                    /* implementation, for --profile-kernels */
 } GpuKernel;
 
@@ -240,6 +240,22 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 	return n;
 }
 
+/* The shared workspace holds at least k's k->ws bytes. */
+static void grow_workspace(GpuState *s, GpuKernel *k)
+{
+	if (k->ws <= s->workspace_size)
+		return;
+	CUDA_CHECK(cudaFree(s->workspace)); /* waits for the kernels using it */
+	s->workspace = NULL;
+	cudaError_t err = cudaMalloc(&s->workspace, k->ws);
+	if (err != cudaSuccess) {
+		char b[32];
+		rt_fatal("kernel %d (%s): cannot allocate the kernels' workspace (%s): %s", k->id, op_name(k->op),
+		         fmt_bytes((int64_t)k->ws, b, sizeof b), cudaGetErrorString(err));
+	}
+	s->workspace_size = k->ws;
+}
+
 /* The workspace of algorithm `algo` for k; a failure means it cannot run here. */
 static cudnnStatus_t conv_workspace(GpuState *s, GpuKernel *k, int algo, size_t *bytes)
 {
@@ -337,17 +353,7 @@ static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
 		                                       to_int(k, RT_ARG_DIM(d, 2, 0)), 1, 1));
 	}
-	if (k->ws > s->workspace_size) {
-		CUDA_CHECK(cudaFree(s->workspace)); /* waits for the kernels using it */
-		s->workspace = NULL;
-		cudaError_t err = cudaMalloc(&s->workspace, k->ws);
-		if (err != cudaSuccess) {
-			char b[32];
-			rt_fatal("kernel %d (%s): cannot allocate cuDNN's workspace (%s): %s", k->id, op_name(k->op),
-			         fmt_bytes((int64_t)k->ws, b, sizeof b), cudaGetErrorString(err));
-		}
-		s->workspace_size = k->ws;
-	}
+	grow_workspace(s, k);
 }
 
 /*
@@ -565,7 +571,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		run_pieces(s, k, a);
 		break;
 	case RT_OP_SOFTMAX_XENT:
-		launched(k, gpu_xent(a[0], a[1], k->rowloss, a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
+		launched(k, gpu_xent(a[0], a[1], s->workspace, a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
 	case RT_OP_SOFTMAX_XENT_BWD:
 		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
@@ -660,13 +666,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_BWD_WEIGHT:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
 		break;
-	case RT_OP_SOFTMAX_XENT: {
-		cudaError_t err = cudaMalloc((void **)&k->rowloss, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0));
-		if (err != cudaSuccess)
-			rt_fatal("kernel %d (%s): cannot allocate its rows' losses: %s", id, op_name(k->op),
-			         cudaGetErrorString(err));
+	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
+		k->ws = sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0);
+		grow_workspace(s, k);
 		break;
-	}
 	case RT_OP_ADD:
 		if (desc[RT_D_NIN] > GPU_MAX_ADD)
 			rt_fatal("kernel %d (add): %lld inputs, the GPU runtime adds at most %d", id,
@@ -718,8 +721,6 @@ void gpu_destroy(void *state, void *kernel)
 		CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(k->conv));
 	if (k->pool)
 		CUDNN_CHECK(cudnnDestroyPoolingDescriptor(k->pool));
-	if (k->rowloss)
-		CUDA_CHECK(cudaFree(k->rowloss));
 	free(k);
 }
 
@@ -733,6 +734,11 @@ int64_t gpu_scratch_bytes(void *state)
 	return (int64_t)((GpuState *)state)->workspace_size;
 }
 
+int64_t gpu_kernel_scratch(void *kernel)
+{
+	return (int64_t)gpu_kernel_workspace(kernel);
+}
+
 void gpu_sync(void *state)
 {
 	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
@@ -742,10 +748,7 @@ void gpu_sync(void *state)
 
 size_t gpu_kernel_workspace(const void *kernel)
 {
-	const GpuKernel *k = kernel;
-	if (k->rowloss)
-		return sizeof(double) * (size_t)RT_ARG_DIM(k->desc, 0, 0);
-	return k->dir != CONV_NONE ? k->ws : 0;
+	return ((const GpuKernel *)kernel)->ws;
 }
 
 const char *gpu_conv_direction(const void *kernel)

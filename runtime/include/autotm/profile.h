@@ -66,6 +66,12 @@ void rt_profiler_free(RtProfiler *p);
 RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc);
 /* The backend's name of its implementation ("oneDNN jit:avx512_core"). */
 const char *rt_profiler_kernel_impl(RtProfiler *p, const RtProfKernel *k);
+/*
+ * Bytes of fast memory the kernel needs beside its arguments (reordered
+ * arguments, oneDNN's scratchpad, a workspace): the runtime keeps one
+ * scratch buffer, the largest any kernel of the program needs.
+ */
+int64_t rt_profiler_kernel_scratch(RtProfiler *p, const RtProfKernel *k);
 RtTiming rt_profiler_time(RtProfiler *p, RtProfKernel *k, uint32_t slow);
 void rt_profiler_kernel_free(RtProfiler *p, RtProfKernel *k);
 
