@@ -172,6 +172,8 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 					fallback_time = start.start_time;
 				}
 			}
+			/* the solve gets what the starts left, as every re-solve */
+			opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
 		} else if (attempt > 0) {
 			opt.start = fallback; /* it fits the limit, if not the tightened per-step limits */
 		}
@@ -393,8 +395,8 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 	st->min_limit += scratch;
 	if (!p) {
 		size_t n = strlen(err);
-		snprintf(err + n, errlen - n, " (the kernels' scratch memory, %s, is counted against the limit %s: "
-		                              "this is what is left for tensors)",
+		snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside them "
+		                              "within the fast tier's %s)",
 		         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2));
 		return NULL;
 	}

@@ -428,6 +428,8 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		           "%.2f s in all (%d attempt%s), %s, gap %.2f%%\n",
 		        st->rows, st->cols, st->integers, st->nonzeros, st->creation_time, st->solve_time, st->total_time,
 		        st->nattempts, st->nattempts == 1 ? "" : "s", st->status ? st->status : "?", 100.0 * st->gap);
+	if (st->nattempts > 0 && st->start_name)
+		fprintf(f, "started from: %s's placement, %.3f ms\n", st->start_name, 1e3 * st->start_time);
 	if (st->nattempts > 0 && st->spans_dropped > 0)
 		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
 		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
@@ -464,6 +466,10 @@ char *schedule_solver_json(const PlaceStats *st)
 	cJSON_AddNumberToObject(s, "attempts", st->nattempts);
 	if (st->spans_dropped > 0)
 		cJSON_AddNumberToObject(s, "spans_left_out_nonzeros", (double)st->spans_dropped);
+	if (st->start_name) {
+		cJSON_AddStringToObject(s, "start", st->start_name);
+		cJSON_AddNumberToObject(s, "start_seconds", st->start_time);
+	}
 	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
 	return json_text(s);
 }

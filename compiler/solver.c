@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <coin/Cbc_C_Interface.h>
 #include <lpsolve/lp_lib.h>
@@ -420,18 +421,47 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 	delete_lp(lp);
 }
 
+/*
+ * The solvers print to standard output now and then, whatever their log
+ * level (CBC's cut generators: "2mir_test: why does constraint not exist
+ * ?"). Standard output is the command's (JSON that programs read), so
+ * while a solver runs it goes to standard error; returns what restores it.
+ */
+static int stdout_to_stderr(void)
+{
+	fflush(stdout);
+	int saved = dup(STDOUT_FILENO);
+	if (saved >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		close(saved);
+		saved = -1;
+	}
+	return saved;
+}
+
+static void stdout_restore(int saved)
+{
+	fflush(stdout); /* C++ streams write through stdio: what they printed goes to stderr too */
+	if (saved >= 0) {
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+	}
+}
+
 bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
 	r->status = MIP_ERROR;
 	const char *backend = o->backend ? o->backend : "cbc";
-	if (!strcmp(backend, "cbc"))
-		solve_cbc(m, o, r);
-	else if (!strcmp(backend, "lp_solve") || !strcmp(backend, "lpsolve"))
-		solve_lpsolve(m, o, r);
-	else {
+	bool cbc = !strcmp(backend, "cbc");
+	if (!cbc && strcmp(backend, "lp_solve") != 0 && strcmp(backend, "lpsolve") != 0) {
 		snprintf(err, errlen, "unknown solver '%s' (cbc or lp_solve)", backend);
 		return false;
 	}
+	int saved = stdout_to_stderr();
+	if (cbc)
+		solve_cbc(m, o, r);
+	else
+		solve_lpsolve(m, o, r);
+	stdout_restore(saved);
 	return true;
 }
