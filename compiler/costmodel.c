@@ -63,7 +63,15 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 		HwModel hw;
 		if (!load_hw(r, &hw, a, err, errlen))
 			return NULL;
-		cm = costmodel_from_hw(&hw, g, fast, a);
+		/*
+		 * A [compute] section models the kernels too, as on a GPU: plans
+		 * that do not change with the load on the machine when it was
+		 * profiled (the tests' use). The scratch is still measured.
+		 */
+		bool roofline = hw.flop_rate > 0;
+		cm = costmodel_from_hw(&hw, g, roofline ? hw_roofline_times(&hw, g, a) : fast, a);
+		if (roofline)
+			cm->source = arena_printf(a, "%s, kernels by roofline", cm->source);
 	} else {
 		cm = arena_alloc(a, sizeof *cm);
 		cm->source = "profile (all-fast times)";

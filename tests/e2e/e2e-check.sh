@@ -23,12 +23,13 @@
 #     value is bitwise the one it replaces, dropout's mask included.
 #     Checkpoint must recompute something; where auto and recompute do, the
 #     count is printed;
-#   - for resnet50: auto on the AutoTM machine (hw/optane-6dimm.hw) must
-#     place moves that span kernels (copied in chunks, one before each
-#     kernel they overlap) at one of the ratios 1:1, 4:1, 2:1, 8:1 (the
-#     fast-tier times are measured: the plan varies; test_vgg's small
-#     tensors did not span kernels on every machine), and that program is
-#     bitwise equal to all-fast too.
+#   - for mlp, test_vgg and resnet50: auto must place moves that span
+#     kernels (copied in chunks, one before each kernel they overlap) at
+#     one of the ratios 1:1, 4:1, 2:1, 8:1, and that program is bitwise
+#     equal to all-fast too. The machine is Optane's second tier with the
+#     kernels modeled by a roofline (tests/e2e/span-tier.hw), not measured:
+#     kernel times measured while other tests run came out up to five
+#     times longer, and moves then fitted within single kernels.
 # The interpreter runs in float32 mode (every result rounded to float32).
 #
 # The deep batchnorm networks at batch 2 are chaotic: one ulp of change in
@@ -97,7 +98,7 @@ check_spans() { # NAME FILE ARGS...: auto's moves that span kernels, copied in c
     local d=$work/$name spans=0 ratio size
     # the fast-tier times are measured, so the plan varies: the first ratio with spanning moves
     for ratio in 1:1 4:1 2:1 8:1; do
-        size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/hw/optane-6dimm.hw" --solver-time 10)
+        size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
         if ! spans=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/spans.err" | python3 -c '
 import json, sys
 print(sum(len(m.get("shares", [])) > 1 for m in json.load(sys.stdin)["moves"]))'); then
@@ -119,7 +120,7 @@ print(sum(len(m.get("shares", [])) > 1 for m in json.load(sys.stdin)["moves"]))'
         paste <(losses "$d/all-fast.out") <(losses "$d/spans.out")
         fails=$((fails + 1)); return
     fi
-    echo "ok: $name: auto at $ratio (optane), $spans moves spanning kernels in chunks, bitwise equal to all-fast"
+    echo "ok: $name: auto at $ratio (span-tier.hw), $spans moves spanning kernels in chunks, bitwise equal to all-fast"
 }
 
 check_recompute() { # NAME FILE ARGS...
@@ -152,8 +153,9 @@ check_recompute() { # NAME FILE ARGS...
 
 ex=$srcdir/examples
 case ${1:-} in
-    mlp) check_model mlp 3 "$ex/mlp.net" && check_recompute mlp "$ex/mlp.net" ;;
-    test_vgg) check_model test_vgg 3 "$ex/test_vgg.net" && check_recompute test_vgg "$ex/test_vgg.net" ;;
+    mlp) check_model mlp 3 "$ex/mlp.net" && check_recompute mlp "$ex/mlp.net" && check_spans mlp "$ex/mlp.net" ;;
+    test_vgg) check_model test_vgg 3 "$ex/test_vgg.net" && check_recompute test_vgg "$ex/test_vgg.net" &&
+        check_spans test_vgg "$ex/test_vgg.net" ;;
     resnet50) check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 &&
         check_recompute resnet50 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 &&
         check_spans resnet50 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 ;;
