@@ -381,16 +381,15 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 		return place_once(g, s, o, a, st, err, errlen);
 	char b1[64], b2[64];
 	PlaceOptions po = *o;
-	po.limit = o->limit - scratch;
-	if (o->limit > 0 && po.limit <= 0) {
+	if (o->limit > 0 && o->limit <= scratch) {
 		memset(st, 0, sizeof *st);
 		st->min_limit = scratch + MEMPLAN_ALIGN;
 		snprintf(err, errlen, "the fast-tier limit %s does not even hold the kernels' scratch memory (%s)",
 		         fmt_bytes(o->limit, b1, sizeof b1), fmt_bytes(scratch, b2, sizeof b2));
 		return NULL;
 	}
-	if (o->limit <= 0)
-		po.limit = o->limit; /* no limit */
+	if (o->limit > 0) /* else no limit */
+		po.limit = o->limit - scratch;
 	Placement *p = place_once(g, s, &po, a, st, err, errlen);
 	st->min_limit += scratch;
 	if (!p) {

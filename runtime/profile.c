@@ -61,6 +61,7 @@ struct RtProfiler {
 	RtCtx *ctx;                 /* for rt_move / rt_move_async: only the backend and its copier */
 	float *block;               /* FILL_FLOATS random values in [0.5, 1.5) */
 	double *times;              /* room for o.runs timed runs */
+	int64_t flush_max;          /* arguments of up to this many bytes in all are flushed (flush_limit) */
 };
 
 struct RtProfKernel {
@@ -110,12 +111,25 @@ static void flush_range(const void *addr, int64_t bytes)
 
 /* ---- profiler ------------------------------------------------------------------ */
 
+/* Arguments of up to this many bytes in all are flushed before a timed launch. */
+static int64_t flush_limit(void)
+{
+	long llc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+	llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+	if (llc <= 0)
+		llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+	return llc > 0 ? (int64_t)FLUSH_CACHES * llc : FLUSH_MAX;
+}
+
 RtProfiler *rt_profiler_new(const RtProfilerOptions *o)
 {
 	if (o->prog)
 		rt_set_prog_name(o->prog);
 	RtProfiler *p = rt_xcalloc(sizeof *p);
 	p->o = *o;
+	p->flush_max = flush_limit();
 	if (p->o.threads <= 0)
 		p->o.threads = omp_get_num_procs();
 	if (p->o.runs < 1)
@@ -229,18 +243,6 @@ static RtTiming summarise(double *t, int n)
 	return r;
 }
 
-/* Arguments of up to this many bytes in all are flushed before a timed launch. */
-static int64_t flush_limit(void)
-{
-	long llc = 0;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-	llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-	if (llc <= 0)
-		llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-	return llc > 0 ? (int64_t)FLUSH_CACHES * llc : FLUSH_MAX;
-}
-
 RtTiming rt_profiler_time(RtProfiler *p, RtProfKernel *k, uint32_t slow)
 {
 	void *args[RT_MAX_ARGS];
@@ -255,7 +257,7 @@ RtTiming rt_profiler_time(RtProfiler *p, RtProfKernel *k, uint32_t slow)
 	int n = 0;
 	double spent = 0;
 	while (n < p->o.runs && (n < p->o.min_runs || spent < p->o.max_seconds)) {
-		if (flush <= flush_limit())
+		if (flush <= p->flush_max)
 			for (int i = 0; i < k->nargs; i++)
 				flush_range(args[i], k->bytes[i]);
 		double t0 = rt_now();
@@ -288,7 +290,7 @@ RtTiming rt_profiler_move(RtProfiler *p, int64_t bytes, bool to_slow, bool async
 	for (int r = -p->o.warmup; r < p->o.runs; r++) {
 		if (r >= p->o.min_runs && spent >= p->o.max_seconds)
 			break;
-		if (r >= 0 && 2 * bytes <= flush_limit()) {
+		if (r >= 0 && 2 * bytes <= p->flush_max) {
 			flush_range(src, bytes);
 			flush_range(dst, bytes);
 		}

@@ -108,6 +108,7 @@ typedef struct CpuKernel {
 	Reorder reorders[RT_MAX_ARGS];        /* arguments kept in the primitive's own layout */
 	int nreorders;                        /* entries in reorders */
 	size_t scratch;                       /* bytes of the scratch it uses */
+	size_t reorder_pad;                   /* the largest scratchpad of its reorders */
 	size_t pad_at;                        /* offset of the scratchpads (the primitive's, the reorders') */
 	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
 	char impl[64];                        /* implementation, for --profile-kernels */
@@ -301,6 +302,8 @@ static void bind_as(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, i
 	                                              s->engine, s->attr));
 	DNNL_CHECK(dnnl_primitive_create(&r->prim, rpd));
 	r->pad = scratchpad_memory(s, rpd);
+	if (scratchpad_size(rpd) > k->reorder_pad)
+		k->reorder_pad = scratchpad_size(rpd);
 	DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
 	k->args[k->nargs] = (dnnl_exec_arg_t){arg, r->inner};
 	k->from[k->nargs++] = -1;
@@ -347,14 +350,8 @@ static void finish(CpuState *s, CpuKernel *k, dnnl_primitive_desc_t pd)
 		impl = "?";
 	snprintf(k->impl, sizeof k->impl, "oneDNN %s%s", impl, k->nreorders ? " +reorders" : "");
 	size_t pad = scratchpad_size(pd);
-	for (int i = 0; i < k->nreorders; i++) {
-		const dnnl_memory_desc_t *md = NULL;
-		if (k->reorders[i].pad && dnnl_memory_get_memory_desc(k->reorders[i].pad, &md) == dnnl_success && md &&
-		    dnnl_memory_desc_get_size(md) > pad)
-			pad = dnnl_memory_desc_get_size(md);
-	}
-	k->pad_at = scratch_take(k, pad);
-	if (scratchpad_size(pd) > 0)
+	k->pad_at = scratch_take(k, pad > k->reorder_pad ? pad : k->reorder_pad);
+	if (pad > 0)
 		bind_scratch(s, k, dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), DNNL_ARG_SCRATCHPAD,
 		             k->pad_at, 0);
 	DNNL_CHECK(dnnl_primitive_create(&k->prim, pd));

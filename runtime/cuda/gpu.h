@@ -65,17 +65,15 @@ void gpu_launch(void *state, void *kernel, void *const *args, uint64_t step);
 void gpu_destroy(void *state, void *kernel);
 const char *gpu_impl_name(void *kernel);
 int64_t gpu_scratch_bytes(void *state);
+/*
+ * Memory a kernel needs besides its arguments: the workspace of a
+ * convolution's algorithm (the backend shares one, the largest, among
+ * all kernels), softmax_crossentropy's row losses; else 0.
+ */
 int64_t gpu_kernel_scratch(void *kernel);
 void gpu_sync(void *state);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
-
-/*
- * Memory a kernel of rt_cuda_backend needs besides its arguments: the
- * workspace of a convolution's algorithm (the backend shares one, the
- * largest, among all kernels), softmax_crossentropy's row losses; else 0.
- */
-size_t gpu_kernel_workspace(const void *kernel);
 
 /* One convolution algorithm cuDNN reports for a kernel. */
 typedef struct GpuConvAlgo {

@@ -586,8 +586,8 @@ static void profile_kernel(Prof *p, const Kernel *k, int index, int nkernels)
 	Timing t;
 	time_launches(p, &(Launch){kernel, args, NULL, NULL}, &t);
 	const char *impl = rt_cuda_backend.kernels.impl_name(kernel);
-	emit(p, "kernel\t%s\t%.9g\t%.9g\t%d\t%s\t%zu", k->sig, t.median, t.spread, t.runs, impl,
-	     gpu_kernel_workspace(kernel));
+	emit(p, "kernel\t%s\t%.9g\t%.9g\t%d\t%s\t%lld", k->sig, t.median, t.spread, t.runs, impl,
+	     (long long)gpu_kernel_scratch(kernel));
 	progress(p, "[%d/%d] %s: %.3f ms (%s)", index + 1, nkernels, k->sig, 1e3 * t.median, impl);
 	profile_algos(p, k, kernel, args);
 

@@ -734,11 +734,6 @@ int64_t gpu_scratch_bytes(void *state)
 	return (int64_t)((GpuState *)state)->workspace_size;
 }
 
-int64_t gpu_kernel_scratch(void *kernel)
-{
-	return (int64_t)gpu_kernel_workspace(kernel);
-}
-
 void gpu_sync(void *state)
 {
 	CUDA_CHECK(cudaStreamSynchronize(((GpuState *)state)->stream));
@@ -746,9 +741,9 @@ void gpu_sync(void *state)
 
 /* ---- for autotm-gpu-profile (gpu.h) ----------------------------------------- */
 
-size_t gpu_kernel_workspace(const void *kernel)
+int64_t gpu_kernel_scratch(void *kernel)
 {
-	return ((const GpuKernel *)kernel)->ws;
+	return (int64_t)((const GpuKernel *)kernel)->ws;
 }
 
 const char *gpu_conv_direction(const void *kernel)
