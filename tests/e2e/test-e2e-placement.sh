@@ -16,6 +16,8 @@
 # claims no scratch, sync at exactly the all-fast pool's size keeps every
 # tensor fast, and the program must refuse to run (pool + scratch over the
 # limit); with the true profile, the same limit leaves room for the scratch.
+# And with the solvers' logs on (AUTOTM_SOLVER_LOG=1), schedule --json still
+# writes nothing but JSON on stdout.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -90,6 +92,20 @@ elif ! /usr/bin/env python3 "$srcdir/tests/e2e/schedule-reports.py" "$work/$name
 else
     echo "ok: $name: bitwise equal to all-fast; $(grep -E '^recomputation:' "$work/$name.build")"
 fi
+
+# the solvers print to stdout (CBC's log, its cut generators' remarks): --json's stdout stays pure JSON
+for solver in cbc lp_solve; do
+    if ! AUTOTM_SOLVER_LOG=1 "$autotmc" schedule "$model" --optimizer sync --ratio 1:1 --hw "$hw" --solver $solver \
+            --json >"$work/log-$solver.json" 2>"$work/log-$solver.err"; then
+        echo "FAIL: $solver with its log: schedule"; tail -3 "$work/log-$solver.err"; fails=$((fails + 1))
+    elif ! python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/log-$solver.json" 2>/dev/null; then
+        echo "FAIL: $solver's log mixed into --json's output:"; head -3 "$work/log-$solver.json"; fails=$((fails + 1))
+    elif ! grep -qiE 'CBC MILP Solver|lp_solve version' "$work/log-$solver.err"; then
+        echo "FAIL: $solver logged nothing to stderr: the check tests nothing"; fails=$((fails + 1))
+    else
+        echo "ok: $solver's log ($(wc -l <"$work/log-$solver.err") lines) on stderr, stdout pure JSON"
+    fi
+done
 
 # the runtime refuses a pool that leaves no room for the scratch it finds
 pool=$("$autotmc" schedule "$model" --json 2>"$work/pool.err" | python3 -c 'import json, sys; print(json.load(sys.stdin)["fast_pool_bytes"])')
