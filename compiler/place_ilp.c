@@ -535,7 +535,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			build_spans(ip, f, j, may_write, aread_us, awrite_us);
 	}
 	f->src[V_PRE] = binary(ip, 0);
-	f->src[V_COPY] = -1;
+	f->src[V_COPY] = f->src[V_GONE] = -1;
 	f->src[V_SLOW] = f->forced ? -1 : binary(ip, 0);
 
 	/* an async read's copy is still there after its kernel: aread <= keep COPY */
@@ -1336,6 +1336,10 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	if (o->start) {
 		start = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
 		st->start_tensors = ilp_start(ip, o->start, start);
+		int bad = mip_broken_row(ip->mip, start, 1e-6);
+		if (bad >= 0)
+			ICE("the start from %s's placement breaks row %d of the program", optimizer_info[o->start->optimizer].name,
+			    bad);
 	}
 	MipOptions mo = {
 		.start = start,

@@ -46,6 +46,21 @@ struct Mip {
 	int *slot;           /* column -> index of its term in the row being added, -1 */
 };
 
+int mip_broken_row(const Mip *m, const double *x, double tol)
+{
+	for (int i = 0; i < m->nrows; i++) {
+		double sum = 0;
+		bool given = true;
+		for (long k = m->start[i]; k < m->start[i + 1] && given; k++) {
+			given = !isnan(x[m->col[k]]);
+			sum += m->val[k] * x[m->col[k]];
+		}
+		if (given && (sum < m->rlo[i] - tol || sum > m->rhi[i] + tol))
+			return i;
+	}
+	return -1;
+}
+
 Mip *mip_new(void)
 {
 	Mip *m = xcalloc(1, sizeof *m);

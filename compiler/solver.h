@@ -67,6 +67,12 @@ int mip_nintegers(const Mip *m);
 long mip_nnz(const Mip *m);
 
 /*
+ * The first row that x breaks by more than tol, among the rows whose
+ * columns x all gives (NAN: not given); -1 if none.
+ */
+int mip_broken_row(const Mip *m, const double *x, double tol);
+
+/*
  * Solve; fills r (status always set). Returns false only when the solver
  * could not be run at all (unknown backend), with a message in err.
  */

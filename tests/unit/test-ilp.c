@@ -51,6 +51,7 @@
 #include "recompute.h"
 #include "report.h"
 #include "schedule.h"
+#include "solver.h"
 #include "util.h"
 #include "tests/testlib.h"
 
@@ -735,8 +736,23 @@ static void run_case(const Case *c, const CostModel *cm)
 	arena_free(&a);
 }
 
+/* mip_broken_row: the check every start given to the solver passes */
+static void test_broken_row(void)
+{
+	Mip *m = mip_new();
+	int x0 = mip_add_col(m, 0, 1, 1, true), x1 = mip_add_col(m, 0, 1, 1, true), d = mip_add_col(m, 0, 10, 0, false);
+	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
+	mip_add_row(m, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
+	test_expect(mip_broken_row(m, (double[]){1, 0, 0}, 1e-9) == -1, "a feasible start breaks a row");
+	test_expect(mip_broken_row(m, (double[]){0, 0, 0}, 1e-9) == 0, "a start with no flow from the source passes");
+	test_expect(mip_broken_row(m, (double[]){0, 1, 1}, 1e-9) == 1, "x1 = 1 with d = 1 < 2 passes");
+	test_expect(mip_broken_row(m, (double[]){0, 1, NAN}, 1e-9) == -1, "a row with a column not given is checked");
+	mip_free(m);
+}
+
 int main(void)
 {
+	test_broken_row();
 	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
 	   are compute-bound in fast and memory-bound in slow (not separable) */
 	Roofline r = {.flop_rate = 10e9, .fast_read = 10e9, .fast_write = 10e9,
