@@ -9,6 +9,7 @@
 #define AUTOTM_OPS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "activation.h"
 
@@ -43,5 +44,17 @@ const char *op_name(long long op);
 /* The forward op computing activation a, and the op computing its gradient. */
 Op op_of_act(Act a);
 Op op_grad_of_act(Act a);
+
+/*
+ * The loss kernel (softmax_crossentropy) keeps one double per row of its
+ * input beside its arguments, for `rows` rows. Both runtimes take these
+ * bytes from their shared scratch; the compiler counts them in a GPU
+ * placement's workspace (on a CPU they are measured with the rest of a
+ * kernel's scratch).
+ */
+static inline int64_t op_xent_row_bytes(int64_t rows)
+{
+	return (int64_t)sizeof(double) * rows;
+}
 
 #endif

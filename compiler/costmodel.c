@@ -100,7 +100,7 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
 		if (n->op == OP_SOFTMAX_XENT)
-			sc[i] = (int64_t)sizeof(double) * n->in[0]->shape.d[0];
+			sc[i] = op_xent_row_bytes(n->in[0]->shape.d[0]);
 	}
 	return sc;
 }

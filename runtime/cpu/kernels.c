@@ -1098,7 +1098,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_ADD: make_add(s, k); break;
 	case RT_OP_CONCAT: make_concat(s, k); break;
 	case RT_OP_SOFTMAX_XENT:
-		k->rowloss_at = scratch_take(k, sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0));
+		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0)));
 		break;
 	case RT_OP_RESHAPE:
 	case RT_OP_BIAS_GRAD:

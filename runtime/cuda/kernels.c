@@ -667,7 +667,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
 		break;
 	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
-		k->ws = sizeof(double) * (size_t)RT_ARG_DIM(desc, 0, 0);
+		k->ws = (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0));
 		grow_workspace(s, k);
 		break;
 	case RT_OP_ADD:
