@@ -21,7 +21,7 @@ iters=${3:-10}
 autotmc=${AUTOTMC:-./autotmc}
 db=bench/out/predict-profiles.db
 out=bench/out/predict.tsv
-work=$(mktemp -d "${TMPDIR:-/tmp}/predict.XXXXXX") || exit 1
+work=$(mktemp -d "${TMPDIR:-/tmp}/predict.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p bench/out
 [ -s "$out" ] || printf 'model\tbatch\tsize\tplacement\tpredicted_s\tmeasured_s\tratio\tmoves\tfast_pool\tscratch\tlimit\n' >"$out"

@@ -84,12 +84,6 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 }
 
 /*
- * GPU: this machine's profile says nothing of a GPU, so the times come
- * from a profile measured on the GPU (autotm-gpu-profile), or else kernel
- * times from the [compute] section of the hw description (a roofline:
- * modeled) and moves from its link.
- */
-/*
  * node id -> the GPU runtime's scratch beside convolution workspaces
  * (which `algos` states): the loss kernel keeps a double per row in the
  * shared workspace (cuda/kernels.c).
@@ -105,6 +99,12 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 	return sc;
 }
 
+/*
+ * GPU: this machine's profile says nothing of a GPU, so the times come
+ * from a profile measured on the GPU (autotm-gpu-profile), or else kernel
+ * times from the [compute] section of the hw description (a roofline:
+ * modeled) and moves from its link.
+ */
 static CostModel *gpu_cost_model(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
                                  size_t errlen)
 {

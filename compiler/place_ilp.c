@@ -358,19 +358,21 @@ static void find_recomputes(Ilp *ip)
  * move's column to the copy engine of its direction with them, and
  * extraction gives the move the same.
  */
-static double *span_shares(const Ilp *ip, int lo, int hi, Arena *a)
+static void span_shares(const Ilp *ip, int lo, int hi, double *share)
 {
-	double *share = arena_array(a, (size_t)(hi - lo), sizeof(double)), total = 0;
+	double total = 0;
+	if (hi - lo > PLACE_MAX_SPAN)
+		ICE("a move spans %d kernels, more than %d", hi - lo, PLACE_MAX_SPAN);
 	for (int k = lo; k < hi; k++)
 		total += ip->omega[k];
 	for (int k = lo; k < hi; k++)
 		share[k - lo] = total > 0 ? ip->omega[k] / total : 1.0 / (hi - lo);
-	return share;
 }
 
 static void charge_span(Ilp *ip, int col, double us, bool to_slow, int lo, int hi)
 {
-	const double *sh = span_shares(ip, lo, hi, ip->a);
+	double sh[PLACE_MAX_SPAN];
+	span_shares(ip, lo, hi, sh);
 	for (int k = lo; k < hi; k++) {
 		double share = sh[k - lo];
 		if (share > 0)
@@ -1007,7 +1009,9 @@ static void add_move(Placement *p, Arena *a, Residency *from, Residency *to, int
 static void add_span_move(const Ilp *ip, Placement *p, Arena *a, Residency *from, Residency *to, int start, int at)
 {
 	add_move(p, a, from, to, at, true, start);
-	p->moves.v[p->moves.n - 1].share = span_shares(ip, start, at, a);
+	double *share = arena_array(a, (size_t)(at - start), sizeof(double));
+	span_shares(ip, start, at, share);
+	p->moves.v[p->moves.n - 1].share = share;
 }
 
 static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p, Arena *a)
@@ -1609,7 +1613,8 @@ static bool plan_gap(const Ilp *ip, Gap *g, const double *load_in, const double 
 /* Charge us over kernels lo..hi-1 as charge_span does. */
 static void load_span(const Ilp *ip, double *load, double us, int lo, int hi)
 {
-	const double *sh = span_shares(ip, lo, hi, ip->a);
+	double sh[PLACE_MAX_SPAN];
+	span_shares(ip, lo, hi, sh);
 	for (int k = lo; k < hi; k++)
 		load[k] += us * sh[k - lo];
 }

@@ -328,13 +328,18 @@ static void bind_scratch(CpuState *s, CpuKernel *k, const dnnl_memory_desc_t *md
 	k->zero[k->nargs++] = zero;
 }
 
-/* Argument `arg` is a zeroed buffer of its own in the scratch, if the primitive has one (workspace, unused shift). */
-static void bind_private(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg)
+/*
+ * Argument `arg` is a buffer of its own in the scratch, if the primitive
+ * has one (workspace, unused shift). One the primitive reads (`read`) is
+ * zeroed before each launch, since the scratch holds other kernels' bytes;
+ * one it writes is not.
+ */
+static void bind_private(CpuState *s, CpuKernel *k, const_dnnl_primitive_desc_t pd, int arg, bool read)
 {
 	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
 	size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
 	if (size > 0)
-		bind_scratch(s, k, md, arg, scratch_take(k, size), size);
+		bind_scratch(s, k, md, arg, scratch_take(k, size), read ? size : 0);
 }
 
 /*
@@ -564,7 +569,7 @@ static void make_pool(CpuState *s, CpuKernel *k, dnnl_alg_kind_t alg, bool globa
 	dnnl_primitive_desc_t pd = make_pd(s, &pdesc, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_DST, 1);
-	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE, false);
 	finish(s, k, pd);
 }
 
@@ -613,7 +618,7 @@ static void make_batchnorm(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_DST, 3);
 	bind(s, k, pd, DNNL_ARG_MEAN, 4);
 	bind(s, k, pd, DNNL_ARG_VARIANCE, 5);
-	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE, false);
 	finish(s, k, pd);
 }
 
@@ -637,8 +642,8 @@ static void make_batchnorm_bwd(CpuState *s, CpuKernel *k)
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 5);
 	bind(s, k, pd, DNNL_ARG_DIFF_SCALE, 6);
 	bind(s, k, pd, DNNL_ARG_DIFF_SHIFT, 7);
-	bind_private(s, k, pd, DNNL_ARG_SHIFT); /* not used by the gradient, but may be asked for */
-	bind_private(s, k, pd, DNNL_ARG_WORKSPACE);
+	bind_private(s, k, pd, DNNL_ARG_SHIFT, true); /* not used by the gradient, but may be asked for */
+	bind_private(s, k, pd, DNNL_ARG_WORKSPACE, true);
 	finish(s, k, pd);
 }
 
