@@ -317,6 +317,32 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 }
 
 /* One placement of o's optimizer under o->limit. */
+/*
+ * Without a limit (all-fast, unified memory) every kernel with measured
+ * algorithms (a GPU profile's algo lines) runs its fastest one, whatever
+ * its workspace: the same choice the ILP has, so that all-fast is timed
+ * with the kernels a placement would pick.
+ */
+static void fastest_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
+{
+	if (!o->cm || !o->cm->algos || !o->kernels_fast)
+		return;
+	for (int k = 0; k < s->n; k++) {
+		const KernelAlgo *al;
+		int na = o->cm->algos(o->cm, s->order[k], &al), fastest = 0;
+		if (na == 0)
+			continue;
+		for (int i = 1; i < na; i++)
+			if (al[i].seconds < al[fastest].seconds)
+				fastest = i;
+		if (!p->algo)
+			p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+		p->algo[k] = &al[fastest];
+		if (al[fastest].workspace > p->workspace)
+			p->workspace = al[fastest].workspace;
+	}
+}
+
 static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                              char *err, size_t errlen)
 {
@@ -339,6 +365,7 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		break;
 	case OPT_ALL_FAST:
 		p = place_all_fast(g, s, a);
+		fastest_algos(p, s, o, a);
 		break;
 	case OPT_ALL_SLOW:
 		p = place_all_slow(g, s, a);
@@ -348,6 +375,7 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		break;
 	case OPT_UM: /* every tensor in managed memory; the driver pages it (not predicted) */
 		p = place_all_fast(g, s, a);
+		fastest_algos(p, s, o, a);
 		p->optimizer = OPT_UM;
 		p->limit = o->limit;
 		st->status = "baseline";

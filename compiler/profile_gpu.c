@@ -205,7 +205,11 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 			long long wsb = strtoll(f[5], &end, 10);
 			if (*end || errno || wsb < 0)
 				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count", f[5]);
-			ProfileSig *sig = profile_sig_find(sigs, f[1]);
+			/* cuDNN's nondeterministic algorithms (they add with atomics) are not offered to the
+			   placement: a run must give the same bits every time */
+			bool nondeterministic = (strcmp(f[2], "bwd_data") == 0 && number == 0) ||
+			                        (strcmp(f[2], "bwd_filter") == 0 && (number == 0 || number == 3));
+			ProfileSig *sig = nondeterministic ? NULL : profile_sig_find(sigs, f[1]);
 			for (int i = 0; sig && i < sigs->n; i++)
 				if (sigs->v[i] == sig)
 					vec_push(a, &sig_algos[i], ((KernelAlgo){(int)number, arena_strdup(a, f[3]), x, wsb}));

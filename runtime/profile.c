@@ -141,7 +141,7 @@ RtProfiler *rt_profiler_new(const RtProfilerOptions *o)
 	p->fast = (RtPool){.name = "fast"};
 	p->slow = (RtPool){.name = "slow"};
 	p->backend = rt_backend;
-	p->state = p->backend->kernels.open(p->o.threads);
+	p->state = p->backend->kernels.open(p->o.threads, -1);
 	p->ctx = rt_xcalloc(sizeof *p->ctx);
 	p->ctx->opt.threads = p->o.threads;
 	p->ctx->backend = p->backend;

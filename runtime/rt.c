@@ -314,7 +314,11 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 		b->memory.open_fast(&ctx->fast, program->fast_bytes, program->fast_limit);
 	b->memory.open_slow(&ctx->slow, program->slow_bytes, ctx->opt.slow_kind, ctx->opt.slow_dir, ctx->opt.numa_node);
 	ctx->copier = b->copies.open();
-	ctx->kernel_state = b->kernels.open(ctx->opt.threads);
+	/* what the kernels' scratch may take: the limit less the fast pool (a managed pool is not held under it) */
+	int64_t scratch_budget = -1;
+	if (program->fast_limit > 0 && !(program->flags & RT_PROGRAM_MANAGED))
+		scratch_budget = program->fast_limit > ctx->fast.bytes ? program->fast_limit - ctx->fast.bytes : 0;
+	ctx->kernel_state = b->kernels.open(ctx->opt.threads, scratch_budget);
 	if (program->nkernels > 0) {
 		ctx->nkernel_slots = program->nkernels;
 		ctx->kernels = rt_xcalloc(sizeof *ctx->kernels * (size_t)program->nkernels);

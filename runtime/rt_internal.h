@@ -184,7 +184,8 @@ typedef struct RtCopyOps {
 typedef struct RtKernelOps {
 	void (*prepare)(int argc, char **argv);                        /* first thing rt_begin does */
 	int (*cores)(void);                                            /* the default --threads */
-	void *(*open)(int threads);                                    /* engine, stream */
+	void *(*open)(int threads, int64_t scratch_budget);            /* engine, stream; the scratch the kernels may
+	                                                                  take where they can choose (-1: any) */
 	void (*close)(void *state);                                    /* release them */
 	void *(*create)(void *state, int32_t id, const int64_t *desc); /* one kernel */
 	void (*launch)(void *state, void *kernel, void *const *args, uint64_t step); /* run it */

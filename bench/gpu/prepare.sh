@@ -4,26 +4,31 @@
 # cuDNN and PyTorch but no autotmc).
 #
 #   bench/gpu/prepare.sh [--quick] [--out DIR] [--solver-time S] [--hw HW]
-#                        [--gpu-profile P.tsv] [--limit-big L] [MODEL...]
+#                        [--gpu-profile P.tsv|DIR] [--limit-big L]
+#                        [--big-batch B] [MODEL...]
 #
 # For every model (all of them, or the MODELs named) and every variant it
 # builds `autotmc build --backend gpu` into DIR (default bench/gpu/out/pkg,
 # with --quick bench/gpu/out/quick):
 #
 #   vgg19, resnet152, densenet201 (batch 64, 224x224), inception_v3 (batch
-#   64, 299x299):  all-fast; async and um at 50% (--ratio 1:1) and 25%
-#   (--ratio 3:1) of the all-fast peak of live bytes.
-#   resnet200 (batch 384): async and um at --limit-big (default 76GiB: the
-#   H100's 80 GB less a margin for the CUDA context and cuDNN's workspace).
+#   64, 299x299):  all-fast; async and auto at 50% (--ratio 1:1) and 25%
+#   (--ratio 3:1) of the all-fast peak of live bytes; um without a cap
+#   (unified memory that fits in the device: see run.sh).
+#   resnet200 (--big-batch, default 640: the smallest batch at which
+#   PyTorch eager runs out of an H200's memory, bench/gpu/oom_batch.sh):
+#   async and auto at --limit-big (default 128GiB: the H200's 139 GiB less
+#   a margin for the CUDA context and the libraries' handles).
 #
 # --quick: test_vgg (batch 8, 32x32) and resnet50 (batch 32, 224x224) only,
 # --solver-time 10, resnet50 also at a --limit of 1GiB: a smoke test of the
 # whole pipeline.  MODEL names select among the current list.
 #
 # Times come from --hw (default h100-pcie5, modeled) or, with --gpu-profile,
-# from a profile measured by autotm-gpu-profile (docs/gpu.md).  A build that
-# fails is recorded in the manifest with its error and the rest go on; the
-# exit status is then 1.
+# from a profile measured by autotm-gpu-profile (docs/gpu.md): one file for
+# every model, or a directory holding MODEL-bBATCH.gpu.tsv for each (as
+# bench/gpu/profiles/ does).  A build that fails is recorded in the
+# manifest with its error and the rest go on; the exit status is then 1.
 #
 # DIR gets: the programs (M-bB-VARIANT, debug info stripped), one
 # libcjson.so.1, M-bB.kernels.tsv (the step's distinct kernels, for
@@ -43,7 +48,8 @@ out=
 solver_time=60
 hw=h100-pcie5
 gpu_profile=
-limit_big=76GiB
+limit_big=128GiB
+big_batch=640
 models=()
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$self"; }
 while [ $# -gt 0 ]; do
@@ -54,6 +60,7 @@ while [ $# -gt 0 ]; do
 	--hw) hw=$2; shift 2 ;;
 	--gpu-profile) gpu_profile=$2; shift 2 ;;
 	--limit-big) limit_big=$2; shift 2 ;;
+	--big-batch) big_batch=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	-*) echo "prepare.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	*) models+=("$1"); shift ;;
@@ -73,16 +80,16 @@ command -v "$py" > /dev/null || { echo "prepare.sh: no $py" >&2; exit 1; }
 # A variant is all-fast, OPT:S:F (--ratio S:F) or OPT@LIMIT (--limit LIMIT).
 if [ "$quick" = 1 ]; then
 	config=(
-		"test_vgg|examples/test_vgg.net|8|32|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
-		"resnet50|examples/resnet50.net|32|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1 async@1GiB um@1GiB|eager save_on_cpu checkpoint"
+		"test_vgg|examples/test_vgg.net|8|32|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
+		"resnet50|examples/resnet50.net|32|224|all-fast async:1:1 async:3:1 um async@1GiB|eager save_on_cpu checkpoint"
 	)
 else
 	config=(
-		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
-		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu checkpoint"
-		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
-		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 um:1:1 um:3:1|eager save_on_cpu"
-		"resnet200|examples/resnet200.net|384|224|async@$limit_big um@$limit_big|eager checkpoint"
+		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
+		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu checkpoint"
+		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
+		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
+		"resnet200|examples/resnet200.net|$big_batch|224|async@$limit_big auto@$limit_big|eager checkpoint"
 	)
 fi
 
@@ -139,9 +146,14 @@ for c in "${config[@]}"; do
 	defs=(-D "batch=$batch" -D "size=$size")
 	echo "== $model batch $batch, ${size}x$size" >&2
 	"$autotmc" profile "$net" "${defs[@]}" --backend gpu --export "$out/$model-b$batch.kernels.tsv" > /dev/null
+	if [ -d "$gpu_profile" ]; then
+		# a directory of measured profiles: this model's, by name
+		times=(--gpu-profile "$gpu_profile/$model-b$batch.gpu.tsv")
+		[ -f "${times[1]}" ] || echo "prepare.sh: warning: no ${times[1]}: $model's builds will fail" >&2
+	fi
 	for v in $variants; do
 		case $v in
-		all-fast) opt=all-fast; place=(); name=all-fast ;;
+		all-fast|um|auto|async) opt=$v; place=(); name=$v ;;
 		*@*) opt=${v%%@*}; place=(--limit "${v#*@}"); name=$opt-${v#*@} ;;
 		*:*:*)
 			opt=${v%%:*}; r=${v#*:}
@@ -154,7 +166,7 @@ for c in "${config[@]}"; do
 		prog=$out/$id
 		log=$out/logs/build-$id.txt
 		solver=()
-		[ "$opt" != async ] && [ "$opt" != sync ] || solver=(--solver-time "$solver_time")
+		case $opt in async|sync|auto|recompute) solver=(--solver-time "$solver_time") ;; esac
 		t0=$SECONDS
 		set +e
 		"$autotmc" build "$net" "${defs[@]}" --backend gpu "${times[@]}" --optimizer "$opt" \

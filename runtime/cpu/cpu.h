@@ -42,7 +42,7 @@ void cpu_copy_stats(void *copier, int64_t *count, int64_t *bytes);
 
 void cpu_prepare(int argc, char **argv);
 int cpu_cores(void);
-void *cpu_kernels_open(int threads);
+void *cpu_kernels_open(int threads, int64_t scratch_budget);
 void cpu_kernels_close(void *state);
 void *cpu_create(void *state, int32_t id, const int64_t *desc);
 void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step);

@@ -1047,8 +1047,9 @@ int cpu_cores(void)
 	return omp_get_num_procs();
 }
 
-void *cpu_kernels_open(int threads)
+void *cpu_kernels_open(int threads, int64_t scratch_budget)
 {
+	(void)scratch_budget; /* oneDNN chooses its implementations, and their scratch, by itself */
 	omp_set_num_threads(threads); /* oneDNN's threads, and the blocking moves' */
 	CpuState *s = rt_xcalloc(sizeof *s);
 	DNNL_CHECK(dnnl_engine_create(&s->engine, dnnl_cpu, 0));

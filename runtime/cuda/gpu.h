@@ -58,7 +58,7 @@ void gpu_copy_stats(void *copier, int64_t *count, int64_t *bytes);
 
 void gpu_prepare(int argc, char **argv);
 int gpu_cores(void);
-void *gpu_kernels_open(int threads);
+void *gpu_kernels_open(int threads, int64_t scratch_budget);
 void gpu_kernels_close(void *state);
 void *gpu_create(void *state, int32_t id, const int64_t *desc);
 void gpu_launch(void *state, void *kernel, void *const *args, uint64_t step);

@@ -359,7 +359,7 @@ static void open_device(Prof *p)
 	/* The backend reads AUTOTM_TF32 when it opens: --tf32 decides, whatever the environment says. */
 	if (setenv("AUTOTM_TF32", p->o.tf32 ? "1" : "0", 1) != 0)
 		rt_fatal("cannot set AUTOTM_TF32: %s", strerror(errno));
-	p->state = rt_cuda_backend.kernels.open(0);
+	p->state = rt_cuda_backend.kernels.open(0, -1);
 	p->stream = gpu_stream();
 	p->start = rt_xmalloc(sizeof *p->start * (size_t)p->o.runs);
 	p->stop = rt_xmalloc(sizeof *p->stop * (size_t)p->o.runs);

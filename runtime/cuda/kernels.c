@@ -23,9 +23,11 @@
  *
  * Convolution algorithms are chosen once per kernel from cuDNN's
  * heuristics (cudnnGetConvolution*Algorithm_v7): the first deterministic
- * one whose workspace cuDNN can size, so that a run gives the same bits
- * every time (a nondeterministic one only if there is no other, which
- * --profile-kernels then names). All kernels share one workspace, the
+ * one whose workspace cuDNN can size and fits in what the limit leaves
+ * beside the fast pool, so that a run gives the same bits every time and
+ * stays within its limit (a nondeterministic one only if there is no
+ * other, which --profile-kernels then names); unless the placement chose
+ * the algorithm from a measured profile. All kernels share one workspace, the
  * largest any needs (kernels run one at a time on the stream), and the
  * loss kernel keeps its rows' losses there too; it is the
  * "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
@@ -59,6 +61,8 @@ typedef struct GpuState {
 	bool tf32;             /* AUTOTM_TF32=1 */
 	void *workspace;       /* cuDNN's workspace, shared by every kernel (device memory) */
 	size_t workspace_size; /* its size: the most any kernel needs */
+	int64_t ws_budget;     /* the most a heuristic algorithm's workspace may take: the limit less the
+	                          fast pool (-1: no limit) */
 } GpuState;
 
 /* Which of the three convolution ops a kernel is, if one. */
@@ -300,6 +304,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 		         "convolution on this GPU%s; profile this GPU again", k->id, op_name(k->op),
 		         conv_algo_name(k->dir, algo), s->tf32 ? "" : " without TF32");
 	}
+	size_t fitted = 0; /* the smallest workspace of an algorithm left out for want of room */
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
 			bool tensor_op = is_tensor_op(a[i].math);
@@ -311,12 +316,22 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			size_t ws;
 			if (conv_workspace(s, k, a[i].algo, &ws) != CUDNN_STATUS_SUCCESS)
 				continue;
+			if (s->ws_budget >= 0 && ws > (size_t)s->ws_budget) {
+				fitted = fitted == 0 || ws < fitted ? ws : fitted;
+				continue;
+			}
 			k->algo = a[i].algo;
 			k->ws = ws;
 			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->dir, a[i].algo),
 			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
 			return;
 		}
+	if (fitted > 0) {
+		char b1[32], b2[32];
+		rt_fatal("kernel %d (%s): every algorithm cuDNN offers for this convolution needs a workspace (at least "
+		         "%s) larger than the limit leaves beside the fast pool (%s)", k->id, op_name(k->op),
+		         fmt_bytes((int64_t)fitted, b1, sizeof b1), fmt_bytes(s->ws_budget, b2, sizeof b2));
+	}
 	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, op_name(k->op),
 	         s->tf32 ? "" : " without TF32");
 }
@@ -604,10 +619,11 @@ int gpu_cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
-void *gpu_kernels_open(int threads)
+void *gpu_kernels_open(int threads, int64_t scratch_budget)
 {
 	(void)threads; /* the host does no work of the kernels */
 	GpuState *s = rt_xcalloc(sizeof *s);
+	s->ws_budget = scratch_budget;
 	const char *tf32 = getenv("AUTOTM_TF32");
 	s->tf32 = tf32 && strcmp(tf32, "1") == 0;
 	s->stream = gpu_stream();

@@ -13,7 +13,9 @@
  *         and holds them until the end, so that the driver pages managed
  *         memory in and out of at most `limit` bytes of the device. What
  *         cuDNN, cuBLAS and kernel workspaces allocate later also comes
- *         out of those `limit` bytes.
+ *         out of those `limit` bytes. A managed pool larger than the limit
+ *         (oversubscribed) is refused unless AUTOTM_UM_OVERSUBSCRIBE=1:
+ *         driver paging under such a cap can hang a shared GPU.
  *   slow  pinned host memory (cudaHostAlloc): the copy engines reach it at
  *         full PCIe speed, and with unified addressing kernels may read
  *         and write it in place.
@@ -143,6 +145,12 @@ void gpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit)
 		RT_ICE("negative fast pool size %lld", (long long)bytes);
 	GpuPool *g = pool_init(p, "fast", bytes, GPU_MANAGED);
 	gpu_stream();
+	const char *over = getenv("AUTOTM_UM_OVERSUBSCRIBE");
+	if (limit > 0 && bytes > limit && !(over && strcmp(over, "1") == 0))
+		rt_fatal("the managed pool (%s) is larger than the device memory the limit leaves it (%s): the driver "
+		         "would page it in and out of the device, which can hang a GPU that others share; set "
+		         "AUTOTM_UM_OVERSUBSCRIBE=1 to run it anyway", fmt_bytes(bytes, b1, sizeof b1),
+		         fmt_bytes(limit, b2, sizeof b2));
 	if (limit > 0) {
 		size_t free_bytes, total;
 		CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));

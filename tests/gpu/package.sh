@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# package.sh - build, on the machine with the compiler, the GPU tests for a
+# GPU machine that has CUDA but not the compiler (no LLVM, CBC, oneDNN):
+#
+#   tests/gpu/package.sh [--out DIR] [--hw HW] [--gpu-profile P.tsv]
+#   (there)  DIR/check.sh [LOGDIR]
+#
+# DIR (default tests/gpu/out/pkg) gets test-gpu-ops, abi-train-cuda and
+# autotm-gpu-profile with libcjson.so.1, the GPU programs of
+# test-gpu-train.sh (mlp, test_vgg and resnet50 at small batch: all-fast,
+# sync, async and um), the determinism programs (resnet50 at batch 32:
+# all-fast, and async at 25% of its peak, which moves most activations),
+# a small async program for compute-sanitizer, and the references computed
+# here: the interpreter's losses of each train model, the CPU runtime's
+# losses of abi-train.  check.sh runs everything there and prints one
+# "ok -" or "not ok -" line a check, then "N passed, N failed".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$root/tests/gpu/out/pkg
+times=(--hw h100-pcie5)
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2; shift 2 ;;
+	--hw) times=(--hw "$2"); shift 2 ;;
+	--gpu-profile) times=(--gpu-profile "$2"); shift 2 ;;
+	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "package.sh: unknown option '$1'" >&2; exit 2 ;;
+	esac
+done
+autotmc=${AUTOTMC:-$root/autotmc}
+for f in "$autotmc" "$root/tests/gpu/test-gpu-ops" "$root/tests/gpu/abi-train-cuda" \
+	"$root/tests/gpu/abi-train-cpu" "$root/autotm-gpu-profile"; do
+	[ -x "$f" ] || { echo "package.sh: no $f: build with CUDA first (make && make check TESTS=)" >&2; exit 1; }
+done
+rm -rf "$out"
+mkdir -p "$out/ref" "$out/prog"
+cp "$root/tests/gpu/test-gpu-ops" "$root/tests/gpu/abi-train-cuda" "$root/autotm-gpu-profile" \
+	"$root/tests/gpu/check.sh" "$out/"
+strip --strip-debug "$out/test-gpu-ops" "$out/abi-train-cuda" "$out/autotm-gpu-profile"
+
+step() { echo "package.sh: $*" >&2; }
+# build NAME SRC BATCH OPTIMIZER [PLACEMENT...]
+build() {
+	local name=$1 src=$2 batch=$3 opt=$4
+	shift 4
+	step "$name"
+	"$autotmc" build "$root/examples/$src.net" -D batch="$batch" --backend gpu "${times[@]}" \
+		--optimizer "$opt" "$@" -o "$out/prog/$name" > "$out/prog/$name.build.txt" 2>&1 ||
+		{ cat "$out/prog/$name.build.txt" >&2; exit 1; }
+	strip --strip-debug "$out/prog/$name"
+}
+
+# the CPU runtime's losses of abi-train (test-gpu-abi.sh's reference)
+"$root/tests/gpu/abi-train-cpu" --iters 5 --seed 3 --slow-dir "${TMPDIR:-/tmp}" > "$out/ref/abi-train.txt"
+
+# test-gpu-train.sh's programs and the interpreter's losses
+# (resnet50 with a small learning rate: at batch 2 and lr 0.1 its losses
+# diverge within 3 steps, and rounding decides by how much)
+for spec in "mlp 8 1:1" "test_vgg 8 1:3" "resnet50 2 1:3 -D lr=0.001"; do
+	read -r model batch ratio defs <<< "$spec"
+	# shellcheck disable=SC2086
+	"$autotmc" interpret "$root/examples/$model.net" -D batch="$batch" $defs --iters 3 > "$out/ref/$model.txt"
+	for opt in all-fast sync async um; do
+		case $opt in
+		all-fast|um) build "$model-$opt" "$model" "$batch" $opt $defs ;;
+		*) build "$model-$opt" "$model" "$batch" $opt $defs --ratio "$ratio" --solver-time 20 ;;
+		esac
+	done
+done
+# unified memory capped below its pool: refused unless AUTOTM_UM_OVERSUBSCRIBE=1
+build um-over mlp 8 um --ratio 1:1
+
+# determinism: all-fast and async at 25% of the peak, resnet50 batch 32,
+# from the measured profile where there is one, cut to one algorithm a
+# convolution (the fastest deterministic one with at most 16 MiB of
+# workspace, else the one with the least), so that both programs run the
+# same kernels and their bits can be compared
+det=("${times[@]}")
+prof=$root/bench/gpu/profiles/resnet50-b32.gpu.tsv
+if [ -f "$prof" ]; then
+	python3 - "$prof" > "$out/ref/resnet50-b32.one-algo.gpu.tsv" <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+nondet = {("bwd_data", "0"), ("bwd_filter", "0"), ("bwd_filter", "3")}
+best = {}
+def key(f):  # within 16 MiB of workspace the fastest, else the smallest workspace
+    ws = int(f[5])
+    return (0, float(f[4])) if ws <= 16 << 20 else (1, ws)
+for l in lines:
+    f = l.split("\t")
+    if f[0] == "algo" and (f[2], f[6]) not in nondet:
+        if f[1] not in best or key(f) < key(best[f[1]].split("\t")):
+            best[f[1]] = l
+for l in lines:
+    f = l.split("\t")
+    if f[0] != "algo" or best.get(f[1]) == l:
+        print(l)
+EOF
+	det=(--gpu-profile "$out/ref/resnet50-b32.one-algo.gpu.tsv")
+fi
+times_saved=("${times[@]}")
+times=("${det[@]}")
+build det-all-fast resnet50 32 all-fast
+build det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60
+times=("${times_saved[@]}")
+# compute-sanitizer: a few steps of a program that moves
+build san-async resnet50 4 async --ratio 3:1 --solver-time 20
+
+cp "$out/prog/libcjson.so.1" "$out/"
+
+# the benchmark models' kernels, for autotm-gpu-profile
+mkdir -p "$out/kernels"
+for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 224" "inception_v3 64 299"; do
+	IFS=: read -r model batch size <<< "${spec// /:}"
+	"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
+		--export "$out/kernels/$model-b$batch.kernels.tsv" > /dev/null
+done
+step "$(du -sh "$out" | cut -f1) in $out"
