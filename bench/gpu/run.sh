@@ -32,7 +32,7 @@
 #   --out DIR            where raw/, logs/, machine.json and results.json go
 #                        (default: results/ in the package)
 #   --only LIST          only these runs: model names (resnet152), model and
-#                        batch (resnet200-b384) or run ids (runs.tsv, column 1)
+#                        batch (resnet200-b576) or run ids (runs.tsv, column 1)
 #   --no-um, --no-torch, --no-autotmc, --no-profile   leave those out
 #   --profile-timeout S  seconds for each autotm-gpu-profile (default 300)
 #   --no-cudnn-benchmark PyTorch with cudnn.benchmark = False

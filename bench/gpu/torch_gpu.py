@@ -11,8 +11,8 @@ time and loss, the peak device memory over the timed steps
 (torch.cuda.max_memory_allocated and max_memory_reserved; the warm-up's,
 where cudnn.benchmark tries algorithms, is peak_device_bytes_warmup), the
 TF32 flags, cudnn.benchmark and the versions.  An out-of-memory error
-prints status "oom" and exits 0 (eager resnet200 at batch 384 does not fit
-in 80 GB); any other error prints status "error" and exits 1.
+prints status "oom" and exits 0 (eager resnet200 at batch 576 does not fit
+in an H200's 141 GB); any other error prints status "error" and exits 1.
 
 Models (num_classes 1000 unless --classes):
   vgg19         torchvision.models.vgg19()               examples/vgg19.net

@@ -94,8 +94,12 @@ __global__ void add(AddArgs a, int nin, float *y, int64_t n)
 {
 	FOR_EACH(i, n) {
 		float s = a.x[0][i];
-		for (int k = 1; k < nin; k++)
-			s += a.x[k][i];
+		/* unrolled to the constant bound, so that every a.x[k] is a constant index into the
+		   parameters: a variable one makes each thread copy them to local memory first */
+#pragma unroll
+		for (int k = 1; k < GPU_MAX_ADD; k++)
+			if (k < nin)
+				s += a.x[k][i];
 		y[i] = s;
 	}
 }
@@ -161,10 +165,39 @@ __global__ void globalavgpool_bwd(const float *dy, float *dx, int64_t n, int64_t
 }
 
 /* Element j of channel c of x [n, c, inner], j in [0, n * inner). */
-__device__ int64_t channel_at(int64_t j, int64_t c, int64_t nc, int64_t inner)
+/*
+ * A thread's walk over channel c of an [n, nc, inner] tensor: the
+ * elements j = threadIdx.x, threadIdx.x + THREADS, ... of the channel's
+ * n * inner, in that order, as (image b, offset i) without a 64-bit
+ * division per element (the division is done once).
+ */
+struct ChannelWalk {
+	int64_t b, i;   /* where the thread is: image b, offset i in its plane */
+	int64_t db, di; /* THREADS elements on: db images and di more */
+};
+
+__device__ ChannelWalk walk_start(int64_t inner)
 {
-	return (j / inner * nc + c) * inner + j % inner;
+	ChannelWalk w;
+	w.b = threadIdx.x / inner;
+	w.i = threadIdx.x % inner;
+	w.db = THREADS / inner;
+	w.di = THREADS % inner;
+	return w;
 }
+
+__device__ void walk_next(ChannelWalk *w, int64_t inner)
+{
+	w->b += w->db;
+	w->i += w->di;
+	if (w->i >= inner) {
+		w->i -= inner;
+		w->b++;
+	}
+}
+
+#define FOR_CHANNEL(w, n, inner) for (ChannelWalk w = walk_start(inner); w.b < (n); walk_next(&w, inner))
+#define CHANNEL_AT(w, c, nc, inner) (((w).b * (nc) + (c)) * (inner) + (w).i)
 
 /* One block per channel: mean, biased variance (two passes, as the interpreter), y. */
 __global__ void batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
@@ -172,17 +205,17 @@ __global__ void batchnorm(const float *x, const float *gamma, const float *beta,
 {
 	int64_t c = blockIdx.x, m = n * inner;
 	double s = 0;
-	for (int64_t j = threadIdx.x; j < m; j += THREADS)
-		s += x[channel_at(j, c, nc, inner)];
+	FOR_CHANNEL(w, n, inner)
+		s += x[CHANNEL_AT(w, c, nc, inner)];
 	double mu = block_sum(s) / (double)m, v = 0;
-	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
-		double t = x[channel_at(j, c, nc, inner)] - mu;
+	FOR_CHANNEL(w, n, inner) {
+		double t = x[CHANNEL_AT(w, c, nc, inner)] - mu;
 		v += t * t;
 	}
 	v = block_sum(v) / (double)m;
 	double is = 1.0 / sqrt(v + eps);
-	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
-		int64_t idx = channel_at(j, c, nc, inner);
+	FOR_CHANNEL(w, n, inner) {
+		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		y[idx] = (float)((x[idx] - mu) * is * gamma[c] + beta[c]);
 	}
 	if (threadIdx.x == 0) {
@@ -197,16 +230,16 @@ __global__ void batchnorm_bwd(const float *x, const float *gamma, const float *m
 {
 	int64_t c = blockIdx.x, m = n * inner;
 	double invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy = 0, sdyx = 0;
-	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
-		int64_t idx = channel_at(j, c, nc, inner);
+	FOR_CHANNEL(w, n, inner) {
+		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		sdy += dy[idx];
 		sdyx += dy[idx] * (x[idx] - mu) * invstd;
 	}
 	sdy = block_sum(sdy);
 	sdyx = block_sum(sdyx);
 	double scale = gamma[c] * invstd / (double)m;
-	for (int64_t j = threadIdx.x; j < m; j += THREADS) {
-		int64_t idx = channel_at(j, c, nc, inner);
+	FOR_CHANNEL(w, n, inner) {
+		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		double xhat = (x[idx] - mu) * invstd;
 		dx[idx] = (float)(scale * ((double)m * dy[idx] - sdy - xhat * sdyx));
 	}
@@ -220,8 +253,8 @@ __global__ void bias_grad(const float *dy, float *db, int64_t n, int64_t nc, int
 {
 	int64_t c = blockIdx.x;
 	double s = 0;
-	for (int64_t j = threadIdx.x; j < n * inner; j += THREADS)
-		s += dy[channel_at(j, c, nc, inner)];
+	FOR_CHANNEL(w, n, inner)
+		s += dy[CHANNEL_AT(w, c, nc, inner)];
 	s = block_sum(s);
 	if (threadIdx.x == 0)
 		db[c] = (float)s;

@@ -2,7 +2,7 @@
 # package.sh - build, on the machine with the compiler, the GPU tests for a
 # GPU machine that has CUDA but not the compiler (no LLVM, CBC, oneDNN):
 #
-#   tests/gpu/package.sh [--out DIR] [--hw HW] [--gpu-profile P.tsv]
+#   tests/gpu/remote/package.sh [--out DIR] [--hw HW] [--gpu-profile P.tsv]
 #   (there)  DIR/check.sh [LOGDIR]
 #
 # DIR (default tests/gpu/out/pkg) gets test-gpu-ops, abi-train-cuda and
@@ -15,7 +15,7 @@
 # losses of abi-train.  check.sh runs everything there and prints one
 # "ok -" or "not ok -" line a check, then "N passed, N failed".
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=$root/tests/gpu/out/pkg
 times=(--hw h100-pcie5)
 while [ $# -gt 0 ]; do
@@ -35,7 +35,7 @@ done
 rm -rf "$out"
 mkdir -p "$out/ref" "$out/prog"
 cp "$root/tests/gpu/test-gpu-ops" "$root/tests/gpu/abi-train-cuda" "$root/autotm-gpu-profile" \
-	"$root/tests/gpu/check.sh" "$out/"
+	"$root/tests/gpu/remote/check.sh" "$out/"
 strip --strip-debug "$out/test-gpu-ops" "$out/abi-train-cuda" "$out/autotm-gpu-profile"
 
 step() { echo "package.sh: $*" >&2; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
-# the package that tests/gpu/package.sh built (it is copied there):
+# the package that tests/gpu/remote/package.sh built (it is copied there):
 #
 #   ./check.sh [LOGDIR] [--only ops,abi,train,det,san,profile]
 #
