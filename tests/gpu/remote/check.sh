@@ -111,17 +111,7 @@ if want train; then
 			if ! agree "${tols[0]}" "ref/$model.txt" "$f" "${tols[1]:-}"; then
 				notok "train $name: losses differ from the interpreter's"; continue
 			fi
-			if python3 - "$logs/train-$name.json" <<'EOF'
-import json, sys
-r = json.load(open(sys.argv[1]))
-ok = r["backend"] != "cpu" and (r["optimizer"] == "um" or r["dram_limit"] == 0 or
-                                r["dram_alloc_size"] <= r["dram_limit"])
-print(f"#   {r['optimizer']}: device pool {r['dram_alloc_size']} B, limit {r['dram_limit']} B, "
-      f"{r.get('num_move_nodes', 0)} moves, measured {r['actual_runtime'] * 1e3:.2f} ms, "
-      f"predicted {r.get('predicted_runtime', 0) * 1e3:.2f} ms")
-sys.exit(0 if ok else 1)
-EOF
-			then ok "train $name"; else notok "train $name: results record"; fi
+			if python3 gpu-record.py "$logs/train-$name.json" "#   "; then ok "train $name"; else notok "train $name: results record"; fi
 		done
 	done
 fi
