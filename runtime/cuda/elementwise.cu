@@ -35,13 +35,13 @@ unsigned grid(int64_t n)
 #define FOR_EACH(i, n) \
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
-/* The sum of v over the block; every thread gets it. */
-__device__ double block_sum(double v)
+/* The sum of v over a block of T threads; every thread gets it. */
+template <int T> __device__ double block_sum_of(double v)
 {
-	__shared__ double sh[THREADS];
+	__shared__ double sh[T];
 	sh[threadIdx.x] = v;
 	__syncthreads();
-	for (int s = THREADS / 2; s > 0; s >>= 1) {
+	for (int s = T / 2; s > 0; s >>= 1) {
 		if ((int)threadIdx.x < s)
 			sh[threadIdx.x] += sh[threadIdx.x + s];
 		__syncthreads();
@@ -49,6 +49,11 @@ __device__ double block_sum(double v)
 	double r = sh[0];
 	__syncthreads();
 	return r;
+}
+
+__device__ double block_sum(double v)
+{
+	return block_sum_of<THREADS>(v);
 }
 
 /* The maximum of v over the block; every thread gets it. */
@@ -166,23 +171,23 @@ __global__ void globalavgpool_bwd(const float *dy, float *dx, int64_t n, int64_t
 
 /* Element j of channel c of x [n, c, inner], j in [0, n * inner). */
 /*
- * A thread's walk over channel c of an [n, nc, inner] tensor: the
- * elements j = threadIdx.x, threadIdx.x + THREADS, ... of the channel's
- * n * inner, in that order, as (image b, offset i) without a 64-bit
- * division per element (the division is done once).
+ * A thread's walk over channel c of an [n, nc, inner] tensor, in a block
+ * of T threads: the elements j = threadIdx.x, threadIdx.x + T, ... of the
+ * channel's n * inner, in that order, as (image b, offset i) without a
+ * 64-bit division per element (the division is done once).
  */
 struct ChannelWalk {
 	int64_t b, i;   /* where the thread is: image b, offset i in its plane */
-	int64_t db, di; /* THREADS elements on: db images and di more */
+	int64_t db, di; /* T elements on: db images and di more */
 };
 
-__device__ ChannelWalk walk_start(int64_t inner)
+template <int T> __device__ ChannelWalk walk_start(int64_t inner)
 {
 	ChannelWalk w;
 	w.b = threadIdx.x / inner;
 	w.i = threadIdx.x % inner;
-	w.db = THREADS / inner;
-	w.di = THREADS % inner;
+	w.db = T / inner;
+	w.di = T % inner;
 	return w;
 }
 
@@ -196,25 +201,29 @@ __device__ void walk_next(ChannelWalk *w, int64_t inner)
 	}
 }
 
-#define FOR_CHANNEL(w, n, inner) for (ChannelWalk w = walk_start(inner); w.b < (n); walk_next(&w, inner))
+#define FOR_CHANNEL_OF(T, w, n, inner) for (ChannelWalk w = walk_start<T>(inner); w.b < (n); walk_next(&w, inner))
+#define FOR_CHANNEL(w, n, inner) FOR_CHANNEL_OF(THREADS, w, n, inner)
+
+/* Batch normalization's blocks, one a channel: large, for the memory traffic in flight. */
+const int BN_THREADS = 1024;
 #define CHANNEL_AT(w, c, nc, inner) (((w).b * (nc) + (c)) * (inner) + (w).i)
 
-/* One block per channel: mean, biased variance (two passes, as the interpreter), y. */
+/* One block of BN_THREADS per channel: mean, biased variance (two passes, as the interpreter), y. */
 __global__ void batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
                           int64_t n, int64_t nc, int64_t inner, double eps)
 {
 	int64_t c = blockIdx.x, m = n * inner;
 	double s = 0;
-	FOR_CHANNEL(w, n, inner)
+	FOR_CHANNEL_OF(BN_THREADS, w, n, inner)
 		s += x[CHANNEL_AT(w, c, nc, inner)];
-	double mu = block_sum(s) / (double)m, v = 0;
-	FOR_CHANNEL(w, n, inner) {
+	double mu = block_sum_of<BN_THREADS>(s) / (double)m, v = 0;
+	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
 		double t = x[CHANNEL_AT(w, c, nc, inner)] - mu;
 		v += t * t;
 	}
-	v = block_sum(v) / (double)m;
+	v = block_sum_of<BN_THREADS>(v) / (double)m;
 	double is = 1.0 / sqrt(v + eps);
-	FOR_CHANNEL(w, n, inner) {
+	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		y[idx] = (float)((x[idx] - mu) * is * gamma[c] + beta[c]);
 	}
@@ -230,15 +239,15 @@ __global__ void batchnorm_bwd(const float *x, const float *gamma, const float *m
 {
 	int64_t c = blockIdx.x, m = n * inner;
 	double invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy = 0, sdyx = 0;
-	FOR_CHANNEL(w, n, inner) {
+	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		sdy += dy[idx];
 		sdyx += dy[idx] * (x[idx] - mu) * invstd;
 	}
-	sdy = block_sum(sdy);
-	sdyx = block_sum(sdyx);
+	sdy = block_sum_of<BN_THREADS>(sdy);
+	sdyx = block_sum_of<BN_THREADS>(sdyx);
 	double scale = gamma[c] * invstd / (double)m;
-	FOR_CHANNEL(w, n, inner) {
+	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
 		double xhat = (x[idx] - mu) * invstd;
 		dx[idx] = (float)(scale * ((double)m * dy[idx] - sdy - xhat * sdyx));
@@ -392,7 +401,7 @@ cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, in
 cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
                           int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
 {
-	batchnorm<<<(unsigned)c, THREADS, 0, st>>>(x, gamma, beta, y, mean, var, n, c, inner, eps);
+	batchnorm<<<(unsigned)c, BN_THREADS, 0, st>>>(x, gamma, beta, y, mean, var, n, c, inner, eps);
 	return cudaGetLastError();
 }
 
@@ -400,7 +409,7 @@ cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *m
                               const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t c,
                               int64_t inner, double eps, cudaStream_t st)
 {
-	batchnorm_bwd<<<(unsigned)c, THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, n, c, inner, eps);
+	batchnorm_bwd<<<(unsigned)c, BN_THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, n, c, inner, eps);
 	return cudaGetLastError();
 }
 
