@@ -316,12 +316,11 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 	return p;
 }
 
-/* One placement of o's optimizer under o->limit. */
 /*
  * Without a limit (all-fast, unified memory) every kernel with measured
- * algorithms (a GPU profile's algo lines) runs its fastest one, whatever
- * its workspace: the same choice the ILP has, so that all-fast is timed
- * with the kernels a placement would pick.
+ * algorithms (a GPU profile's algo lines) runs its fastest one (cm->algos
+ * lists it first), whatever its workspace: the same choice the ILP has,
+ * so that all-fast is timed with the kernels a placement would pick.
  */
 static void fastest_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
@@ -329,20 +328,17 @@ static void fastest_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 		return;
 	for (int k = 0; k < s->n; k++) {
 		const KernelAlgo *al;
-		int na = o->cm->algos(o->cm, s->order[k], &al), fastest = 0;
-		if (na == 0)
+		if (o->cm->algos(o->cm, s->order[k], &al) == 0)
 			continue;
-		for (int i = 1; i < na; i++)
-			if (al[i].seconds < al[fastest].seconds)
-				fastest = i;
 		if (!p->algo)
 			p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
-		p->algo[k] = &al[fastest];
-		if (al[fastest].workspace > p->workspace)
-			p->workspace = al[fastest].workspace;
+		p->algo[k] = &al[0];
+		if (al[0].workspace > p->workspace)
+			p->workspace = al[0].workspace;
 	}
 }
 
+/* One placement of o's optimizer under o->limit. */
 static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                              char *err, size_t errlen)
 {
@@ -405,8 +401,12 @@ int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm)
 static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t scratch,
                                        Arena *a, PlaceStats *st, char *err, size_t errlen)
 {
-	if (scratch == 0 || o->optimizer == OPT_UM)
-		return place_once(g, s, o, a, st, err, errlen);
+	if (scratch == 0 || o->optimizer == OPT_UM) { /* um: the managed pool is not held under the limit */
+		Placement *p = place_once(g, s, o, a, st, err, errlen);
+		if (p)
+			p->workspace += scratch;
+		return p;
+	}
 	char b1[64], b2[64];
 	PlaceOptions po = *o;
 	if (o->limit > 0 && o->limit <= scratch) {

@@ -1742,17 +1742,10 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 		j = k;
 	}
 	x[ip.one] = 1;
-	/* each kernel's fastest algorithm */
-	for (int k = 0; k < n; k++) {
-		if (ip.algo_col[k] < 0)
-			continue;
-		const KernelAlgo *al;
-		int na = cm->algos(cm, s->order[k], &al), fastest = 0;
-		for (int i = 1; i < na; i++)
-			if (al[i].seconds < al[fastest].seconds)
-				fastest = i;
-		x[ip.algo_col[k] + fastest] = 1;
-	}
+	/* each kernel's fastest algorithm: cm->algos lists it first */
+	for (int k = 0; k < n; k++)
+		if (ip.algo_col[k] >= 0)
+			x[ip.algo_col[k]] = 1;
 	Placement *p = ilp_extract(&ip, &so, x, a);
 	char err[256];
 	if (!placement_verify(g, p, err, sizeof err))

@@ -206,7 +206,8 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 			if (*end || errno || wsb < 0)
 				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count", f[5]);
 			/* cuDNN's nondeterministic algorithms (they add with atomics) are not offered to the
-			   placement: a run must give the same bits every time */
+			   placement: a run must give the same bits every time. autotm-gpu-profile writes them as
+			   comments; profiles it wrote before have them as algo lines (cuDNN's numbers) */
 			bool nondeterministic = (strcmp(f[2], "bwd_data") == 0 && number == 0) ||
 			                        (strcmp(f[2], "bwd_filter") == 0 && (number == 0 || number == 3));
 			ProfileSig *sig = nondeterministic ? NULL : profile_sig_find(sigs, f[1]);

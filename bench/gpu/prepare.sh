@@ -153,7 +153,7 @@ for c in "${config[@]}"; do
 	fi
 	for v in $variants; do
 		case $v in
-		all-fast|um|auto|async) opt=$v; place=(); name=$v ;;
+		all-fast|um) opt=$v; place=(); name=$v ;;
 		*@*) opt=${v%%@*}; place=(--limit "${v#*@}"); name=$opt-${v#*@} ;;
 		*:*:*)
 			opt=${v%%:*}; r=${v#*:}

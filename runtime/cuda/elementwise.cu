@@ -169,7 +169,6 @@ __global__ void globalavgpool_bwd(const float *dy, float *dx, int64_t n, int64_t
 		dx[i] = dy[i / inner] / (float)inner;
 }
 
-/* Element j of channel c of x [n, c, inner], j in [0, n * inner). */
 /*
  * A thread's walk over channel c of an [n, nc, inner] tensor, in a block
  * of T threads: the elements j = threadIdx.x, threadIdx.x + T, ... of the
@@ -203,10 +202,11 @@ __device__ void walk_next(ChannelWalk *w, int64_t inner)
 
 #define FOR_CHANNEL_OF(T, w, n, inner) for (ChannelWalk w = walk_start<T>(inner); w.b < (n); walk_next(&w, inner))
 #define FOR_CHANNEL(w, n, inner) FOR_CHANNEL_OF(THREADS, w, n, inner)
+/* The index of the walk's element in channel c */
+#define CHANNEL_AT(w, c, nc, inner) (((w).b * (nc) + (c)) * (inner) + (w).i)
 
 /* Batch normalization's blocks, one a channel: large, for the memory traffic in flight. */
 const int BN_THREADS = 1024;
-#define CHANNEL_AT(w, c, nc, inner) (((w).b * (nc) + (c)) * (inner) + (w).i)
 
 /* One block of BN_THREADS per channel: mean, biased variance (two passes, as the interpreter), y. */
 __global__ void batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,

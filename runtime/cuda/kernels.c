@@ -25,9 +25,9 @@
  * heuristics (cudnnGetConvolution*Algorithm_v7): the first deterministic
  * one whose workspace cuDNN can size and fits in what the limit leaves
  * beside the fast pool, so that a run gives the same bits every time and
- * stays within its limit (a nondeterministic one only if there is no
- * other, which --profile-kernels then names); unless the placement chose
- * the algorithm from a measured profile. All kernels share one workspace, the
+ * stays within its limit (a nondeterministic one only if no other fits:
+ * a warning and --profile-kernels then name it); unless the placement
+ * chose the algorithm from a measured profile. All kernels share one workspace, the
  * largest any needs (kernels run one at a time on the stream), and the
  * loss kernel keeps its rows' losses there too; it is the
  * "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
@@ -304,7 +304,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 		         "convolution on this GPU%s; profile this GPU again", k->id, op_name(k->op),
 		         conv_algo_name(k->dir, algo), s->tf32 ? "" : " without TF32");
 	}
-	size_t fitted = 0; /* the smallest workspace of an algorithm left out for want of room */
+	size_t left_out = 0; /* the smallest workspace of an algorithm left out for want of room */
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
 			bool tensor_op = is_tensor_op(a[i].math);
@@ -317,20 +317,23 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			if (conv_workspace(s, k, a[i].algo, &ws) != CUDNN_STATUS_SUCCESS)
 				continue;
 			if (s->ws_budget >= 0 && ws > (size_t)s->ws_budget) {
-				fitted = fitted == 0 || ws < fitted ? ws : fitted;
+				left_out = left_out == 0 || ws < left_out ? ws : left_out;
 				continue;
 			}
 			k->algo = a[i].algo;
 			k->ws = ws;
 			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->dir, a[i].algo),
 			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
+			if (pass)
+				rt_warn("kernel %d (%s): no deterministic cuDNN algorithm fits here; with %s, runs may differ "
+				        "in their last bits", k->id, op_name(k->op), k->impl);
 			return;
 		}
-	if (fitted > 0) {
+	if (left_out > 0) {
 		char b1[32], b2[32];
 		rt_fatal("kernel %d (%s): every algorithm cuDNN offers for this convolution needs a workspace (at least "
 		         "%s) larger than the limit leaves beside the fast pool (%s)", k->id, op_name(k->op),
-		         fmt_bytes((int64_t)fitted, b1, sizeof b1), fmt_bytes(s->ws_budget, b2, sizeof b2));
+		         fmt_bytes((int64_t)left_out, b1, sizeof b1), fmt_bytes(s->ws_budget, b2, sizeof b2));
 	}
 	rt_fatal("kernel %d (%s): cuDNN has no algorithm for this convolution%s", k->id, op_name(k->op),
 	         s->tf32 ? "" : " without TF32");

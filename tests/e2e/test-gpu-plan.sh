@@ -129,8 +129,8 @@ fi
 # takes the slow one; the pool and the workspace together stay within the
 # limit, and each step's time is its algorithm's. A backward convolution
 # also offers cuDNN's nondeterministic algorithms (bwd_data 0, bwd_filter 0
-# and 3), fastest of all and without workspace: never chosen. All-fast runs
-# each convolution's fastest (deterministic) algorithm.
+# and 3), fastest of all and without workspace: never chosen. All-fast and
+# um (without a limit) run each convolution's fastest (deterministic) one.
 /usr/bin/env python3 - "$work/p.tsv" "$work/pa.tsv" <<'PY'
 import sys
 with open(sys.argv[2], "w") as out:
@@ -153,9 +153,11 @@ for case in "roomy $((peak + 16 << 20))" "tight $((peak + (1 << 20)))"; do
         --limit "$2" --solver-time 30 --json >"$work/algo-$1.json" 2>"$work/algo-$1.err" ||
         fail "algorithms, $1 limit: $(cat "$work/algo-$1.err")"
 done
-"$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer all-fast \
-    --json >"$work/algo-all-fast.json" 2>"$work/algo-all-fast.err" ||
-    fail "algorithms, all-fast: $(cat "$work/algo-all-fast.err")"
+for opt in all-fast um; do # without a limit (um may have none: unified memory uncapped)
+    "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer $opt \
+        --json >"$work/algo-$opt.json" 2>"$work/algo-$opt.err" ||
+        fail "algorithms, $opt: $(cat "$work/algo-$opt.err")"
+done
 /usr/bin/env python3 - "$work" <<'PY' || fail "algorithm choice"
 import json, sys
 w = sys.argv[1]
@@ -166,7 +168,7 @@ for l in open(f"{w}/pa.tsv"):
         algo[f[1], f[3]] = float(f[4])
 sigs = {}
 bad, ok = [], []
-for case, want in (("roomy", "fast_big"), ("tight", "slow_small"), ("all-fast", "fast_big")):
+for case, want in (("roomy", "fast_big"), ("tight", "slow_small"), ("all-fast", "fast_big"), ("um", "fast_big")):
     d = json.load(open(f"{w}/algo-{case}.json"))
     conv = [st for st in d["steps"] if st["op"].startswith("conv2d")]
     got = {st.get("algorithm") for st in conv}

@@ -98,11 +98,9 @@ for l in lines:
 EOF
 	det=(--gpu-profile "$out/ref/resnet50-b32.one-algo.gpu.tsv")
 fi
-times_saved=("${times[@]}")
-times=("${det[@]}")
-build det-all-fast resnet50 32 all-fast
-build det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60
-times=("${times_saved[@]}")
+build_det() { local times=("${det[@]}"); build "$@"; } # build sees this times (dynamic scope)
+build_det det-all-fast resnet50 32 all-fast
+build_det det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60
 # compute-sanitizer: a few steps of a program that moves
 build san-async resnet50 4 async --ratio 3:1 --solver-time 20
 
