@@ -45,12 +45,17 @@ static const char *cache_dir(Arena *a)
 	return dir;
 }
 
-const char *cache_program_path(Arena *a, const char *model, const char *ir)
+static bool file_sum(const char *path, char *out, size_t size);
+
+const char *cache_program_path(Arena *a, const char *model, const char *ir, const char *runtime)
 {
 	const char *dir = cache_dir(a);
 	if (!dir)
 		return NULL;
 	uint64_t h = hash_bytes(FNV_OFFSET, (const unsigned char *)ir, strlen(ir));
+	char sum[64];
+	if (runtime && file_sum(runtime, sum, sizeof sum)) /* a program of another runtime is another program */
+		h = hash_bytes(h, (const unsigned char *)sum, strlen(sum));
 	return arena_printf(a, "%s/%s-%016" PRIx64, dir, model, h);
 }
 

@@ -1,8 +1,8 @@
 /*
  * cache.h - the program cache: executables built by `autotmc run` and
  * `sweep`, under $XDG_CACHE_HOME/autotm/programs (or ~/.cache/...), named
- * by the model and a hash of the program's LLVM module, so that an
- * unchanged program is linked once.
+ * by the model and a hash of the program's LLVM module and of the runtime
+ * library it links, so that an unchanged program is linked once.
  *
  * Each program is installed atomically and durably (written beside its
  * place, synced, renamed) with a checksum file (PROGRAM.sum) recorded at
@@ -18,8 +18,12 @@
 
 #include "arena.h"
 
-/* The cache's path of the program of `model` whose module text is ir; NULL after an error message. */
-const char *cache_program_path(Arena *a, const char *model, const char *ir);
+/*
+ * The cache's path of the program of `model` whose module text is ir,
+ * linked with the runtime library at `runtime` (its bytes are part of the
+ * key: a rebuilt runtime makes new programs); NULL after an error message.
+ */
+const char *cache_program_path(Arena *a, const char *model, const char *ir, const char *runtime);
 
 /* Whether path holds a program whose bytes match the checksum recorded when it was installed. */
 bool cache_valid(Arena *a, const char *path);

@@ -172,7 +172,10 @@ static const Option options[] = {
 	{"plot", 0, V_OUTPUT, F(plot), C(SCHEDULE), 0, 0, "P.png|P.svg", "also plot the bytes in each tier over the step (gnuplot)"},
 	/* training */
 	{"iters", 0, V_LONG, F(iters), C_TRAIN | C(SWEEP), 0, 1000000, "N",
-	 "training steps (default: interpret 3, run 10, sweep 5; 0 only initialises)"},
+	 "training steps (default: interpret 3, run 10, sweep 5, or one epoch of --data;\n0 only initialises)"},
+	{"data", 0, V_TEXT, F(data), C_TRAIN, 0, 0, "DIR",
+	 "train on the dataset DIR (x.npy, y.npy), shuffled each epoch from --seed"},
+	{"epochs", 0, V_LONG, F(epochs), C_TRAIN, 1, 1000000, "E", "with --data: train for E epochs"},
 	{"seed", 0, V_LONG, F(seed), C_TRAIN, 0, 0x7fffffff, "S", "seed of weights and synthetic data (default 1)"},
 	{"f64", 0, V_FLAG, F(f64), C(INTERPRET), 0, 0, NULL, "compute in float64 (default: float32 results)"},
 	{"weights", 0, V_TEXT, F(weights), C_TRAIN, 0, 0, "W", "load the weights from the safetensors file W"},
@@ -579,6 +582,12 @@ static void check_settings(Arena *a, Settings *s)
 {
 	Command cmd = s->cmd;
 	const char *bad;
+	if (s->data && (s->input || s->labels))
+		usage_error(cmd, "--data cannot be combined with --input or --labels");
+	if (s->epochs && !s->data)
+		usage_error(cmd, "--epochs needs --data");
+	if (s->epochs && s->iters >= 0)
+		usage_error(cmd, "give --iters or --epochs, not both");
 	switch (cmd) {
 	case CMD_SCHEDULE:
 	case CMD_BUILD:
@@ -588,8 +597,8 @@ static void check_settings(Arena *a, Settings *s)
 		check_placement(s);
 		if (cmd == CMD_BUILD && !s->output)
 			usage_error(cmd, "no output given (-o PROG)");
-		if (cmd == CMD_RUN && s->iters < 0)
-			s->iters = 10;
+		if (cmd == CMD_RUN && s->iters < 0 && !s->data)
+			s->iters = 10; /* with --data the program's default: one epoch */
 		break;
 	case CMD_PROFILE:
 		if ((s->target == TARGET_GPU) != (s->export_path != NULL))
@@ -612,8 +621,8 @@ static void check_settings(Arena *a, Settings *s)
 			usage_error(cmd, "--iters must be at least 1");
 		break;
 	case CMD_INTERPRET:
-		if (s->iters < 0)
-			s->iters = 3;
+		if (s->iters < 0 && !s->data)
+			s->iters = 3; /* with --data: one epoch (main.c) */
 		break;
 	case CMD_CHECK:
 	case CMD_GRAPH:

@@ -73,6 +73,8 @@ typedef struct Settings {
 	const char *save_weights; /* --save-weights OUT */
 	const char *input;        /* --input X.npy */
 	const char *labels;       /* --labels Y.npy */
+	const char *data;         /* --data DIR: a dataset (autotm/dataset.h) */
+	long epochs;              /* --epochs E (0: not given) */
 	const char *results;      /* --results R.json */
 	bool profile_kernels;     /* run --profile-kernels */
 	/* profile */

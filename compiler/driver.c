@@ -87,7 +87,7 @@ static const char *program_path(Compilation *c, const Module *m, Arena *a)
 	if (c->set->output)
 		return c->set->output;
 	char *ir = module_text(m);
-	const char *exe = cache_program_path(a, c->g->model, ir);
+	const char *exe = cache_program_path(a, c->g->model, ir, runtime_library(c->set->target));
 	free(ir);
 	c->cached = exe && cache_valid(a, exe);
 	return exe;

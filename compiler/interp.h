@@ -42,4 +42,16 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path);
 bool interp_load_weights(Interp *ip, const char *path);
 bool interp_save_weights(const Interp *ip, const char *path);
 
+/*
+ * A dataset (--data DIR, autotm/dataset.h) fed into the input and labels,
+ * batch by batch in the order the runtime draws (the same seed gives the
+ * same batches). Open returns NULL after an error message; a step's feed
+ * is false after one (a sample that is not finite).
+ */
+typedef struct InterpFeed InterpFeed;
+InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed);
+long interp_feed_steps_per_epoch(const InterpFeed *f);
+bool interp_feed_step(Interp *ip, InterpFeed *f, long step);
+void interp_feed_close(InterpFeed *f);
+
 #endif

@@ -12,6 +12,7 @@
 #include "diag.h"
 #include "interp.h"
 #include "util.h"
+#include "autotm/dataset.h"
 #include "autotm/tensorio.h"
 
 /*
@@ -161,4 +162,76 @@ bool interp_save_weights(const Interp *ip, const char *path)
 	if (rc)
 		error_plain("%s", err);
 	return rc == 0;
+}
+
+/* ---- datasets ------------------------------------------------------------- */
+
+struct InterpFeed {
+	DsDataset *ds;      /* the open dataset */
+	uint64_t seed;      /* its order's seed */
+	int64_t *perm;      /* the order of epoch `epoch` */
+	int64_t epoch;      /* -1: none yet */
+	float *x, *y;       /* one batch, as the runtime gathers it */
+};
+
+InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed)
+{
+	const Tensor *in = ip->g->input, *lab = ip->g->labels;
+	if (!in || !lab) {
+		error_plain("--data %s: the model has no %s to feed", dir, in ? "labels" : "input");
+		return NULL;
+	}
+	int64_t shape[MAX_DIMS];
+	for (int i = 0; i < in->shape.ndim; i++)
+		shape[i] = in->shape.d[i];
+	char err[1024];
+	DsDataset *ds;
+	if (ds_open(dir, in->name, in->shape.ndim, shape, lab->shape.d[1], &ds, err, sizeof err)) {
+		error_plain("%s", err);
+		return NULL;
+	}
+	InterpFeed *f = xcalloc(1, sizeof *f);
+	f->ds = ds;
+	f->seed = seed;
+	f->epoch = -1;
+	f->perm = xmalloc(sizeof *f->perm * (size_t)ds->n);
+	f->x = xmalloc(sizeof *f->x * (size_t)(ds->batch * ds->sample_elems));
+	f->y = xmalloc(sizeof *f->y * (size_t)(ds->batch * ds->classes));
+	return f;
+}
+
+long interp_feed_steps_per_epoch(const InterpFeed *f)
+{
+	return (long)f->ds->steps_per_epoch;
+}
+
+bool interp_feed_step(Interp *ip, InterpFeed *f, long step)
+{
+	int64_t spe = f->ds->steps_per_epoch, epoch = step / spe;
+	if (epoch != f->epoch) {
+		ds_order(f->seed, epoch, f->ds->n, f->perm);
+		f->epoch = epoch;
+	}
+	char err[1024];
+	if (ds_gather(f->ds, f->perm, step % spe, f->x, f->y, err, sizeof err)) {
+		error_plain("%s", err);
+		return false;
+	}
+	double *x = ip->buf[ip->g->input->id], *y = ip->buf[ip->g->labels->id];
+	for (int64_t i = 0; i < f->ds->batch * f->ds->sample_elems; i++)
+		x[i] = f->x[i];
+	for (int64_t i = 0; i < f->ds->batch * f->ds->classes; i++)
+		y[i] = f->y[i];
+	return true;
+}
+
+void interp_feed_close(InterpFeed *f)
+{
+	if (!f)
+		return;
+	ds_close(f->ds);
+	free(f->perm);
+	free(f->x);
+	free(f->y);
+	free(f);
 }

@@ -62,7 +62,26 @@ static int cmd_interpret(const Settings *s, Arena *a)
 	bool ok = (!s->weights || interp_load_weights(ip, s->weights)) &&
 	          (!s->input || interp_load_npy(ip, c.g->input, s->input)) &&
 	          (!s->labels || interp_load_npy(ip, c.g->labels, s->labels));
-	for (long i = 0; ok && i < s->iters; i++) {
+	InterpFeed *feed = NULL;
+	long iters = s->iters;
+	if (ok && s->data) {
+		feed = interp_feed_open(ip, s->data, (uint64_t)s->seed);
+		ok = feed != NULL;
+		long spe = feed ? interp_feed_steps_per_epoch(feed) : 0;
+		if (ok && (s->epochs ? s->epochs > 1000000 / spe : iters < 0 && spe > 1000000)) {
+			error_plain("--data %s: more than 10^6 steps", s->data);
+			ok = false;
+		}
+		if (s->epochs)
+			iters = s->epochs * spe;
+		else if (iters < 0)
+			iters = spe;
+	}
+	for (long i = 0; ok && i < iters; i++) {
+		if (feed && !interp_feed_step(ip, feed, i)) {
+			ok = false;
+			break;
+		}
 		double loss = interp_step(ip);
 		printf("step %ld: loss %.9g\n", i + 1, loss);
 		fflush(stdout);
@@ -73,6 +92,7 @@ static int cmd_interpret(const Settings *s, Arena *a)
 	}
 	if (ok && s->save_weights)
 		ok = interp_save_weights(ip, s->save_weights);
+	interp_feed_close(feed);
 	interp_free(ip);
 	return ok ? 0 : 1;
 }
@@ -154,14 +174,21 @@ static int cmd_run(const Settings *s, Arena *a)
 	const char *args[32];
 	int n = 0;
 	args[n++] = c.exe;
-	args[n++] = "--iters";
-	args[n++] = arena_printf(a, "%ld", s->iters);
+	if (s->iters >= 0) { /* not given with --data: the program's one epoch */
+		args[n++] = "--iters";
+		args[n++] = arena_printf(a, "%ld", s->iters);
+	}
+	if (s->epochs) {
+		args[n++] = "--epochs";
+		args[n++] = arena_printf(a, "%ld", s->epochs);
+	}
 	args[n++] = "--seed";
 	args[n++] = arena_printf(a, "%ld", s->seed);
 	const struct {
 		const char *flag, *value;
 	} files[] = {{"--weights", s->weights}, {"--save-weights", s->save_weights}, {"--input", s->input},
-	             {"--labels", s->labels},   {"--results", s->results},         {"--slow-dir", s->slow_dir}};
+	             {"--labels", s->labels},   {"--results", s->results},         {"--slow-dir", s->slow_dir},
+	             {"--data", s->data}};
 	for (size_t i = 0; i < countof(files); i++)
 		if (files[i].value) {
 			args[n++] = files[i].flag;

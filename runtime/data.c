@@ -8,7 +8,8 @@
  * that they are the very bits the reference interpreter starts from
  * (`autotmc interpret` with the same seed). With --weights, every weight
  * is read from the safetensors file by name instead; --input and
- * --labels replace the synthetic batch by .npy arrays. Values from files
+ * --labels replace the synthetic batch by .npy arrays, and --data by a
+ * batch of a dataset each step (feed.c). Values from files
  * must be finite floats (a NaN label is named where it is, not blamed on
  * the learning rate steps later). The messages for a missing tensor, a
  * wrong shape or a value that is not finite are those of `autotmc
@@ -203,10 +204,12 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 		b->data = rt_xmalloc((size_t)bytes);
 		b->bytes = bytes;
 		b->name = t->name;
+		b->ndim = (int)t->ndim;
+		memcpy(b->shape, t->shape, sizeof b->shape);
 		const char *path = t->kind == RT_TENSOR_INPUT ? ctx->opt.input : ctx->opt.labels;
 		if (path)
 			load_npy(t, path, b->data);
-		else
+		else if (!ctx->opt.data) /* --data: each step's batch comes from feed.c */
 			fill_init(ctx, t, b->data, n);
 		return;
 	}

@@ -33,6 +33,17 @@ enum { EXIT_USAGE = 2 };
 
 /* ---- helpers shared by the runtime --------------------------------------- */
 
+/* A progress line is on the terminal without its newline (report_step): end it before other output. */
+static bool progress_open;
+
+static void end_progress_line(void)
+{
+	if (progress_open) {
+		printf("\n");
+		progress_open = false;
+	}
+}
+
 static char prog_name[64] = "autotm";
 
 const char *rt_prog_name(void)
@@ -64,6 +75,7 @@ noreturn void rt_exit_error(int status)
 noreturn void rt_fatal(const char *fmt, ...)
 {
 	va_list ap;
+	end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: error: ", prog_name);
 	va_start(ap, fmt);
@@ -76,6 +88,7 @@ noreturn void rt_fatal(const char *fmt, ...)
 void rt_warn(const char *fmt, ...)
 {
 	va_list ap;
+	end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: warning: ", prog_name);
 	va_start(ap, fmt);
@@ -87,6 +100,7 @@ void rt_warn(const char *fmt, ...)
 noreturn void rt_ice_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
+	end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: internal error at %s:%d: ", prog_name, file, line);
 	va_start(ap, fmt);
@@ -146,7 +160,11 @@ static void usage(FILE *f, const RtProgram *p)
 	        "of the fast and slow memory pools.\n"
 	        "\n"
 	        "options:\n"
-	        "  --iters N            training steps (default 10; 0 only initialises)\n"
+	        "  --iters N            training steps (default 10, or one epoch of --data;\n"
+	        "                       0 only initialises)\n"
+	        "  --data DIR           train on the dataset DIR (x.npy and y.npy), in a\n"
+	        "                       shuffled order per epoch drawn from --seed\n"
+	        "  --epochs E           with --data: train for E epochs\n"
 	        "  --threads N          threads for the kernels (default: every core, %d here)\n"
 	        "  --seed S             seed of the initial weights and synthetic data (default 1)\n"
 	        "  --weights W          load the weights from the safetensors file W\n"
@@ -192,7 +210,7 @@ static long long parse_count(const char *opt, const char *s, long long min, long
 static void parse_options(int argc, char **argv, const RtProgram *program, RtOptions *o)
 {
 	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
-	       O_SLOW_DIR, O_PROFILE };
+	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS };
 	static const struct option opts[] = {
 		{"iters", required_argument, NULL, O_ITERS},
 		{"threads", required_argument, NULL, O_THREADS},
@@ -201,6 +219,8 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		{"save-weights", required_argument, NULL, O_SAVE},
 		{"input", required_argument, NULL, O_INPUT},
 		{"labels", required_argument, NULL, O_LABELS},
+		{"data", required_argument, NULL, O_DATA},
+		{"epochs", required_argument, NULL, O_EPOCHS},
 		{"results", required_argument, NULL, O_RESULTS},
 		{"slow", required_argument, NULL, O_SLOW},
 		{"slow-dir", required_argument, NULL, O_SLOW_DIR},
@@ -218,6 +238,13 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		switch (ch) {
 		case O_ITERS:
 			o->iters = parse_count("--iters", optarg, 0, 1000000000);
+			o->iters_given = true;
+			break;
+		case O_DATA:
+			o->data = optarg;
+			break;
+		case O_EPOCHS:
+			o->epochs = parse_count("--epochs", optarg, 1, 1000000);
 			break;
 		case O_THREADS:
 			o->threads = (int)parse_count("--threads", optarg, 1, 4096);
@@ -273,6 +300,12 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		rt_usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->slow_dir && o->slow_kind != RT_SLOW_PMEM)
 		rt_usage_error("--slow-dir applies only to --slow pmem");
+	if (o->data && (o->input || o->labels))
+		rt_usage_error("--data cannot be combined with --input or --labels");
+	if (o->epochs && !o->data)
+		rt_usage_error("--epochs needs --data");
+	if (o->epochs && o->iters_given)
+		rt_usage_error("give --iters or --epochs, not both");
 }
 
 /*
@@ -352,6 +385,8 @@ void *rt_pool_base(RtCtx *ctx, int32_t pool)
 
 int64_t rt_iters(RtCtx *ctx)
 {
+	if (ctx->opt.data && !ctx->feed)
+		rt_feed_open(ctx); /* sets opt.iters from the dataset's epochs */
 	return ctx->opt.iters;
 }
 
@@ -418,6 +453,8 @@ int rt_end(RtCtx *ctx)
 	if (ctx->in_step)
 		RT_ICE("rt_end inside a step");
 	rt_data_finish_loading(ctx);
+	rt_feed_close(ctx);
+	end_progress_line();
 	const RtBackend *b = ctx->backend;
 	b->copies.drain(ctx->copier);
 	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
@@ -575,6 +612,62 @@ static void check_fast_total(const RtCtx *ctx)
 	         fmt_bytes(pool, b1, sizeof b1), fmt_bytes(scratch, b2, sizeof b2), fmt_bytes(limit, b3, sizeof b3));
 }
 
+/* "1:02:03" or "2:03" */
+static const char *fmt_duration(double seconds, char *buf, size_t size)
+{
+	long long s = seconds > 0 && seconds < 1e9 ? (long long)(seconds + 0.5) : 0;
+	if (s >= 3600)
+		snprintf(buf, size, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, size, "%lld:%02lld", s / 60, s % 60);
+	return buf;
+}
+
+/*
+ * After each step: on a terminal, one progress line rewritten in place
+ * (at most ten times a second, and after the last step); elsewhere a line
+ * a step, which is what scripts and logs read. With --data, a line at the
+ * end of every epoch with its mean loss.
+ */
+static void report_step(RtCtx *ctx)
+{
+	int64_t step = ctx->nsteps, total = ctx->opt.iters, spe;
+	int64_t epoch = rt_feed_epoch(ctx, step - 1, &spe);
+	double now = rt_now(), l = ctx->losses[step - 1];
+	if (ctx->progress_tty) {
+		if (now - ctx->progress_shown >= 0.1 || step == total || (spe && step % spe == 0)) {
+			double elapsed = now - ctx->run_start, rate = elapsed > 0 ? (double)step / elapsed : 0;
+			int64_t batch = ctx->batch[RT_DATA_INPUT].data ? ctx->batch[RT_DATA_INPUT].shape[0] : 0;
+			char eta[32];
+			printf("\r\033[Kstep %lld/%lld", (long long)step, (long long)total);
+			if (spe)
+				printf("  epoch %lld/%lld", (long long)epoch + 1, (long long)((total + spe - 1) / spe));
+			printf("  loss %.4g", l);
+			if (batch && rate > 0)
+				printf("  %.0f samples/s", rate * (double)batch);
+			printf("  ETA %s", fmt_duration(rate > 0 ? (double)(total - step) / rate : 0, eta, sizeof eta));
+			ctx->progress_shown = now;
+			progress_open = true;
+		}
+	} else {
+		printf("step %lld: loss %.9g (%.3f ms)\n", (long long)step, l, 1e3 * ctx->step_times[step - 1]);
+	}
+	if (spe && (step % spe == 0 || step == total)) {
+		int64_t first = epoch * spe, n = step - first;
+		double sum = 0, secs = 0;
+		for (int64_t i = first; i < step; i++) {
+			sum += ctx->losses[i];
+			secs += ctx->step_times[i];
+		}
+		if (progress_open)
+			printf("\r\033[K");
+		printf("epoch %lld: mean loss %.6g over %lld steps%s (%.2f s)\n", (long long)epoch + 1, sum / (double)n,
+		       (long long)n, n < spe ? " (a partial epoch)" : "", secs);
+		progress_open = false;
+	}
+	fflush(stdout);
+}
+
 void rt_step_begin(RtCtx *ctx)
 {
 	if (ctx->in_step)
@@ -582,9 +675,13 @@ void rt_step_begin(RtCtx *ctx)
 	if (ctx->step == 0) {
 		rt_data_finish_loading(ctx);
 		check_fast_total(ctx);
+		ctx->run_start = rt_now();
+		ctx->progress_tty = isatty(STDOUT_FILENO);
 	}
 	ctx->in_step = true;
 	ctx->step_start = rt_now();
+	if (ctx->feed)
+		rt_feed_next(ctx); /* this step's batch: waits for it within the step's time */
 }
 
 void rt_step_end(RtCtx *ctx, const float *loss)
@@ -616,10 +713,8 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 	ctx->losses[ctx->nsteps] = l;
 	ctx->nsteps++;
 	ctx->step++;
-	if (!ctx->opt.quiet) {
-		printf("step %lld: loss %.9g (%.3f ms)\n", (long long)ctx->step, l, 1e3 * t);
-		fflush(stdout);
-	}
+	if (!ctx->opt.quiet)
+		report_step(ctx);
 	if (loss && !isfinite(l))
 		rt_fatal("the loss is not finite at step %lld; lower the learning rate", (long long)ctx->step);
 }

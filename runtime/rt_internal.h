@@ -218,6 +218,9 @@ void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout);
 /* The command line of a generated program. */
 typedef struct RtOptions {
 	int64_t iters;            /* --iters: training steps */
+	bool iters_given;         /* --iters was given */
+	const char *data;         /* --data: dataset directory */
+	int64_t epochs;           /* --epochs (0: not given) */
 	int threads;              /* --threads: oneDNN / OpenMP threads */
 	uint64_t seed;            /* --seed: initial weights and synthetic data */
 	const char *weights;      /* --weights: safetensors to load weights from */
@@ -245,6 +248,8 @@ typedef struct RtBatch {
 	float *data;        /* the elements; NULL until rt_tensor declares the tensor */
 	int64_t bytes;      /* their size */
 	const char *name;   /* the tensor's name */
+	int ndim;           /* its dimensions, the batch first */
+	int64_t shape[RT_MAX_DIMS]; /* its sizes */
 } RtBatch;
 
 /* A weight to save at the end (--save-weights). */
@@ -278,6 +283,10 @@ struct RtCtx {
 	double *step_times;        /* seconds of each step */
 	double *losses;            /* loss of each step */
 	int64_t nsteps, steps_cap; /* entries in both, and room */
+	struct RtFeed *feed;       /* --data: the dataset and its prefetching (feed.c); NULL without */
+	double run_start;          /* rt_now() at the first rt_step_begin */
+	bool progress_tty;         /* stdout is a terminal: one progress line, rewritten */
+	double progress_shown;     /* rt_now() when it was last written */
 };
 
 /* data.c: close --weights after the last rt_tensor (warns about unused tensors). */
@@ -286,6 +295,19 @@ void rt_data_finish_loading(RtCtx *ctx);
 bool rt_data_save_weights(RtCtx *ctx);
 /* data.c: free the batches and the weight list. */
 void rt_data_free(RtCtx *ctx);
+
+/*
+ * feed.c: open --data against the input and labels tensors, set
+ * opt.iters from --epochs or --iters (one epoch without either) and
+ * announce it; fatal on a dataset that does not fit the model.
+ */
+void rt_feed_open(RtCtx *ctx);
+/* feed.c: put step ctx->step's batch into the input and labels batches; start preparing the next. */
+void rt_feed_next(RtCtx *ctx);
+/* feed.c: the epoch (from 0) and the steps an epoch of step `step` (from 0); 0 without --data. */
+int64_t rt_feed_epoch(const RtCtx *ctx, int64_t step, int64_t *steps_per_epoch);
+/* feed.c: stop the prefetching and close the dataset. */
+void rt_feed_close(RtCtx *ctx);
 
 /* results.c: write the results record to path, atomically; false after an error message. */
 bool rt_results_write(const RtCtx *ctx, const char *path, double median);

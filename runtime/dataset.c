@@ -1,0 +1,237 @@
+/*
+ * dataset.c - training data from a directory of .npy files (see
+ * autotm/dataset.h).
+ *
+ * Everything that can be checked without reading the samples is checked
+ * when the dataset is opened, before the first step: the files' types and
+ * shapes against the model's input and labels, the labels themselves
+ * (class ids in range, soft labels finite; they are small), and that the
+ * dataset holds a batch. The samples are read only when a batch is
+ * gathered, so a sample that is not finite is named then, by its row.
+ */
+#include "autotm/dataset.h"
+#include "autotm/random.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* numpy's name of a file's element type. */
+static const char *np_name(TioDtype d)
+{
+	switch (d) {
+	case TIO_F32: return "float32";
+	case TIO_F64: return "float64";
+	case TIO_I32: return "int32";
+	case TIO_I64: return "int64";
+	}
+	return "?";
+}
+
+/* "[1797, 1, 8, 8]", with "N" for the first size when lead is given. */
+static const char *shape_str(const char *lead, int ndim, const int64_t *shape, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < ndim && n < size; i++) {
+		if (i == 0 && lead)
+			n += (size_t)snprintf(buf + n, size - n, "%s", lead);
+		else
+			n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+static char *join(const char *dir, const char *file)
+{
+	size_t n = strlen(dir) + strlen(file) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", dir, n > 2 && dir[strlen(dir) - 1] == '/' ? "" : "/", file);
+	return p;
+}
+
+/* The samples: float32 [N, shape[1..]]. */
+static int check_x(const DsDataset *d, const char *input, int ndim, const int64_t *shape, char *err, size_t errlen)
+{
+	const TioTensor *x = &d->x->t[0];
+	bool same = x->ndim == ndim;
+	for (int i = 1; same && i < ndim; i++)
+		same = x->shape[i] == shape[i];
+	char got[256], want[256];
+	shape_str(NULL, x->ndim, x->shape, got, sizeof got);
+	shape_str("N", ndim, shape, want, sizeof want);
+	if (!same || x->ndim < 1)
+		return fail(err, errlen, "%s: the samples are %s %s, but the model's input '%s' needs %s (its shape "
+		            "without the batch, after the number of samples N)", d->x_path, np_name(x->dtype), got,
+		            input, want);
+	if (x->dtype != TIO_F32)
+		return fail(err, errlen, "%s: the samples are %s; the model's input '%s' needs float32 (numpy: "
+		            "x.astype(numpy.float32))", d->x_path, np_name(x->dtype), input);
+	return 0;
+}
+
+/* The labels: class ids [N] in [0, K), or finite floats [N, K]. */
+static int check_y(DsDataset *d, char *err, size_t errlen)
+{
+	const TioTensor *y = &d->y->t[0];
+	int64_t k = d->classes;
+	char got[256];
+	shape_str(NULL, y->ndim, y->shape, got, sizeof got);
+	bool ints = y->dtype == TIO_I32 || y->dtype == TIO_I64;
+	if (y->ndim == 1 && ints) {
+		d->class_ids = 1;
+	} else if (y->ndim == 2 && !ints && y->shape[1] == k) {
+		d->class_ids = 0;
+	} else {
+		return fail(err, errlen, "%s: the labels are %s %s, but the model has %lld classes: give class ids "
+		            "(int32 or int64 [N]) or one-hot or soft labels (float32 or float64 [N, %lld])",
+		            d->y_path, np_name(y->dtype), got, (long long)k, (long long)k);
+	}
+	if (y->shape[0] != d->n)
+		return fail(err, errlen, "%s: %lld labels for the %lld samples of %s", d->y_path, (long long)y->shape[0],
+		            (long long)d->n, d->x_path);
+	double *v = malloc(sizeof *v * (size_t)(y->nelems ? y->nelems : 1));
+	if (!v)
+		return fail(err, errlen, "%s: out of memory reading the labels", d->y_path);
+	tio_to_f64(y, v);
+	int rc = 0;
+	for (int64_t i = 0; i < y->nelems && !rc; i++) {
+		if (d->class_ids && (v[i] < 0 || v[i] >= (double)k))
+			rc = fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)", d->y_path,
+			          (long long)i, (long long)v[i], (long long)k);
+		else if (!d->class_ids && !isfinite(v[i]))
+			rc = fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
+			          (long long)(i / k), (long long)(i % k), isnan(v[i]) ? "NaN" : "infinite");
+		else if (!d->class_ids && isinf((float)v[i]))
+			rc = fail(err, errlen, "%s: the label of sample %lld, class %lld, (%g) is too large for float32",
+			          d->y_path, (long long)(i / k), (long long)(i % k), v[i]);
+	}
+	free(v);
+	return rc;
+}
+
+int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+            DsDataset **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	DsDataset *d = calloc(1, sizeof *d);
+	if (!d || !(d->dir = strdup(dir)) || !(d->x_path = join(dir, "x.npy")) || !(d->y_path = join(dir, "y.npy"))) {
+		ds_close(d);
+		return fail(err, errlen, "%s: out of memory", dir);
+	}
+	d->batch = x_shape[0];
+	d->classes = classes;
+	int rc = -1;
+	if (tio_npy_open(d->x_path, &d->x, err, errlen) || tio_npy_open(d->y_path, &d->y, err, errlen))
+		goto out;
+	d->n = d->x->t[0].ndim > 0 ? d->x->t[0].shape[0] : 0;
+	if (check_x(d, input, x_ndim, x_shape, err, errlen) || check_y(d, err, errlen))
+		goto out;
+	if (d->n < d->batch) {
+		fail(err, errlen, "%s: %lld samples, fewer than a batch of %lld (give the model a smaller batch)",
+		     d->x_path, (long long)d->n, (long long)d->batch);
+		goto out;
+	}
+	d->sample_elems = d->x->t[0].nelems / d->n;
+	d->steps_per_epoch = d->n / d->batch;
+	rc = 0;
+out:
+	if (rc)
+		ds_close(d);
+	else
+		*out = d;
+	return rc;
+}
+
+void ds_close(DsDataset *d)
+{
+	if (!d)
+		return;
+	if (d->x)
+		tio_close(d->x);
+	if (d->y)
+		tio_close(d->y);
+	free(d->dir);
+	free(d->x_path);
+	free(d->y_path);
+	free(d);
+}
+
+/*
+ * Fisher-Yates from a stream of its own: the seed's stream "data.order",
+ * moved to the epoch, so that any epoch's order is found without the
+ * earlier ones.
+ */
+void ds_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm)
+{
+	uint64_t s = rt_stream(seed, "data.order") ^ ((uint64_t)epoch * 0xd1b54a32d192ed03ULL);
+	rt_splitmix64(&s);
+	for (int64_t i = 0; i < n; i++)
+		perm[i] = i;
+	for (int64_t i = n - 1; i > 0; i--) {
+		int64_t j = (int64_t)(rt_splitmix64(&s) % (uint64_t)(i + 1));
+		int64_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+int ds_gather(const DsDataset *d, const int64_t *perm, int64_t index, float *x, float *y, char *err,
+              size_t errlen)
+{
+	if (index < 0 || index >= d->steps_per_epoch)
+		return fail(err, errlen, "%s: batch %lld of an epoch of %lld", d->dir, (long long)index,
+		            (long long)d->steps_per_epoch);
+	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
+	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
+	TioDtype yt = d->y->t[0].dtype;
+	int64_t e = d->sample_elems, k = d->classes;
+	for (int64_t r = 0; r < d->batch; r++) {
+		int64_t i = perm[index * d->batch + r];
+		float *dst = x + r * e;
+		memcpy(dst, xs + (size_t)(i * e) * sizeof(float), sizeof *dst * (size_t)e);
+		for (int64_t j = 0; j < e; j++)
+			if (!isfinite(dst[j]))
+				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
+				            isnan(dst[j]) ? "a NaN" : "an infinite value", (long long)j);
+		float *row = y + r * k;
+		if (yt == TIO_F32) {
+			memcpy(row, ys + (size_t)(i * k) * sizeof(float), sizeof *row * (size_t)k);
+			continue;
+		}
+		if (yt == TIO_F64) {
+			for (int64_t j = 0; j < k; j++) {
+				double v;
+				memcpy(&v, ys + (size_t)(i * k + j) * sizeof v, sizeof v);
+				row[j] = (float)v;
+			}
+			continue;
+		}
+		int64_t c;
+		if (yt == TIO_I32) {
+			int32_t v;
+			memcpy(&v, ys + (size_t)i * sizeof v, sizeof v);
+			c = v;
+		} else {
+			memcpy(&c, ys + (size_t)i * sizeof c, sizeof c);
+		}
+		for (int64_t j = 0; j < k; j++)
+			row[j] = j == c ? 1.0f : 0.0f;
+	}
+	return 0;
+}

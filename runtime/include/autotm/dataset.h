@@ -1,0 +1,70 @@
+/*
+ * autotm/dataset.h - training data from a directory of .npy files.
+ *
+ * A dataset is a directory holding
+ *
+ *   x.npy   float32 samples [N, ...]: the model's input without its batch
+ *           dimension;
+ *   y.npy   labels: integer class ids [N] (int32 or int64), or one-hot or
+ *           soft labels [N, K] (float32 or float64),
+ *
+ * as numpy.save writes them. Both files are memory-mapped, never read
+ * whole, so a dataset larger than memory works; only the samples of a
+ * batch are touched when it is gathered.
+ *
+ * Training draws batches in a shuffled order: epoch e is the permutation
+ * ds_order(seed, e, N), and step t of the run is batch t % S of epoch
+ * t / S, where S = N / B steps make an epoch (the last N % B samples of
+ * each epoch's order are dropped). The order depends only on the seed and
+ * the epoch, so the same seed gives the same batches, and a run can be
+ * resumed at any step.
+ *
+ * Shared, like tensorio.c, by the runtime (generated programs) and the
+ * compiler's reference interpreter, so both see the same batches. Every
+ * function that can fail returns 0 on success and -1 with a message
+ * naming the file in err.
+ */
+#ifndef AUTOTM_DATASET_H
+#define AUTOTM_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autotm/tensorio.h"
+
+typedef struct DsDataset {
+	char *dir;            /* as given */
+	char *x_path, *y_path; /* DIR/x.npy, DIR/y.npy */
+	TioFile *x, *y;       /* the two files, mapped */
+	int64_t n;            /* samples */
+	int64_t sample_elems; /* floats of one sample */
+	int64_t classes;      /* K: the labels tensor's columns */
+	int class_ids;        /* y.npy holds class ids [N] (else [N, K] floats) */
+	int64_t batch;        /* samples a step */
+	int64_t steps_per_epoch; /* N / batch */
+} DsDataset;
+
+/*
+ * Open DIR as the data of a model whose input has shape x_shape (x_ndim
+ * dimensions, the batch first) and whose labels are [batch, classes]:
+ * check both files' types and shapes, that every class id is in
+ * [0, classes) and every soft label finite, and that N holds a batch.
+ * `input` names the model's input tensor in messages.
+ */
+int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+            DsDataset **out, char *err, size_t errlen);
+void ds_close(DsDataset *d);
+
+/* Epoch `epoch`'s order of the n samples: a permutation written to perm[n]. */
+void ds_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm);
+
+/*
+ * Gather batch `index` of an epoch whose order is perm: its samples into
+ * x[batch * sample_elems] and its one-hot or soft labels into
+ * y[batch * classes]. Fails on a sample that is not finite (named by its
+ * row in x.npy).
+ */
+int ds_gather(const DsDataset *d, const int64_t *perm, int64_t index, float *x, float *y, char *err,
+              size_t errlen);
+
+#endif
