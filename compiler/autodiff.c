@@ -19,7 +19,8 @@
  * tensor has already gets a prime (`dh'`).
  *
  * The update is SGD, as in-place nodes on the weights (with a velocity
- * tensor per weight when momentum is used). Each weight is updated as soon
+ * tensor per weight when momentum is used); batchnorm's running
+ * statistics are updated in place too, after its backward. Each weight is updated as soon
  * as its gradient is complete, i.e. right after the backward of its
  * (first) forward user, so its gradient dies at once.
  */
@@ -158,6 +159,35 @@ static void emit_update(AD *ad, Tensor *w)
 	n->phase = PHASE_UPDATE;
 }
 
+/*
+ * The running statistics of batchnorm f, updated from its batch mean and
+ * variance right after its backward (the last reader of those until now,
+ * so they live no longer): state tensors named like PyTorch's buffers
+ * beside the layer's weight, `PATH.running_mean`, `PATH.running_var`,
+ * `PATH.num_batches_tracked`.
+ */
+static void emit_batchnorm_stats(AD *ad, const Node *f)
+{
+	Graph *g = ad->g;
+	const char *wname = f->in[1]->name, *dot = strrchr(wname, '.');
+	const char *path = dot ? arena_printf(g->arena, "%.*s", (int)(dot - wname), wname) : f->name;
+	const char *names[3] = {"running_mean", "running_var", "num_batches_tracked"};
+	Tensor *in[5] = {NULL, NULL, NULL, f->out[1], f->out[2]};
+	for (int k = 0; k < 3; k++) {
+		Shape s = k == 2 ? shape_make(1, (int64_t[]){1}) : f->out[1]->shape;
+		in[k] = graph_tensor(g, TENSOR_STATE, arena_printf(g->arena, "%s.%s", path, names[k]), s, f->loc);
+		if (!in[k])
+			ICE("%s.%s", path, names[k]);
+	}
+	Attrs a = {.momentum = 0.1, .shape = f->in[0]->shape};
+	char err[512];
+	Node *n = graph_node(g, OP_BATCHNORM_STATS, in, 5, &a, TENSOR_STATE, arena_printf(g->arena, "%s.stats", path),
+	                     f->loc, err, sizeof err);
+	if (!n)
+		ICE("running statistics of %s: %s", f->name, err);
+	n->phase = PHASE_UPDATE;
+}
+
 static void differentiate(AD *ad, const Node *f)
 {
 	Graph *g = ad->g;
@@ -205,6 +235,7 @@ static void differentiate(AD *ad, const Node *f)
 			tensor_rename(g, n->out[k], part_name(ad, t));
 			add_part(ad, t, n->out[k], true);
 		}
+		emit_batchnorm_stats(ad, f);
 		break;
 	}
 	case OP_RELU: /* activations: the gradient op of ops.def's act column reads y or x, and dy */
@@ -259,6 +290,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SLICE:
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
+	case OP_BATCHNORM_STATS:
 	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);
 	}

@@ -250,7 +250,7 @@ static LLVMValueRef tensor_global(Emit *e, const Tensor *t, int index)
 	snprintf(name, sizeof name, "tensor.name.%d", index);
 	LLVMValueRef f[] = {
 		cstring(e, t->name, name),
-		ci32(e, t->kind),
+		ci32(e, tensor_is_statistic(t) ? RT_TENSOR_STATS : (int)t->kind),
 		ci32(e, r->tier == TIER_FAST ? RT_POOL_FAST : RT_POOL_SLOW),
 		ci64(e, r->offset),
 		ci64(e, t->shape.ndim),

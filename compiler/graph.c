@@ -36,6 +36,7 @@ static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t 
 static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_batchnorm_stats(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -101,6 +102,11 @@ const char *tensor_type_str(const Tensor *t, char *buf, size_t size)
 	snprintf(buf, size, "%s%s", t->kind == TENSOR_LABELS ? "onehot" : dtype_name(t->dtype),
 	         shape_str(t->shape, s, sizeof s));
 	return buf;
+}
+
+bool tensor_is_statistic(const Tensor *t)
+{
+	return t->kind == TENSOR_STATE && t->users.n > 0 && t->users.v[0]->op == OP_BATCHNORM_STATS;
 }
 
 const char *tensor_kind_name(TensorKind k)
@@ -525,6 +531,20 @@ static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen)
 }
 
 /* The update ops write their inputs in place and have no outputs. */
+static bool shape_batchnorm_stats(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	(void)out;
+	const Shape *c = &n->in[0]->shape;
+	if (c->ndim != 1 || n->attr.shape.ndim < 2 || n->attr.shape.d[1] != c->d[0])
+		FAIL("%s is not [C] for a batchnorm input of C channels", n->in[0]->name);
+	for (int i = 1; i < 5; i++)
+		if (i != 2 && !shape_eq(n->in[i]->shape, *c))
+			FAIL("%s does not have the shape of %s", n->in[i]->name, n->in[0]->name);
+	if (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != 1)
+		FAIL("%s is not [1]", n->in[2]->name);
+	return true;
+}
+
 static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	(void)out;

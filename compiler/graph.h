@@ -69,7 +69,7 @@ typedef struct Attrs {
 typedef enum Phase {
 	PHASE_FORWARD,  /* the network and the loss */
 	PHASE_BACKWARD, /* gradients */
-	PHASE_UPDATE,   /* optimizer steps on the weights */
+	PHASE_UPDATE,   /* optimizer steps on the weights, batchnorm's running statistics */
 } Phase;
 
 typedef struct Node Node;
@@ -171,6 +171,11 @@ Shape shape_make(int ndim, const int64_t *d);
 const char *tensor_type_str(const Tensor *t, char *buf, size_t size);
 const char *shape_str(Shape s, char *buf, size_t size);
 const char *tensor_kind_name(TensorKind k);
+/*
+ * A state tensor that belongs to the model rather than to the optimizer:
+ * batchnorm's running statistics, saved and loaded with the weights.
+ */
+bool tensor_is_statistic(const Tensor *t);
 const char *dtype_name(DType dt);
 
 /* Check the graph's invariants; on failure describe the first one broken. */

@@ -415,6 +415,15 @@ void interp_node(Interp *ip, const Node *nd)
 			in[0][i] -= a->lr * in[2][i];
 		}
 		break;
+	case OP_BATCHNORM_STATS: {
+		double m = a->momentum, n = (double)(shape_elems(a->shape) / a->shape.d[1]);
+		for (int64_t i = 0; i < nx; i++) {
+			in[0][i] = (1 - m) * in[0][i] + m * in[3][i];
+			in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * n / (n > 1 ? n - 1 : 1);
+		}
+		in[2][0] += 1;
+		break;
+	}
 	case NUM_OPS:
 		unreachable();
 	}

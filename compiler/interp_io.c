@@ -92,7 +92,10 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 	return true;
 }
 
-/* Replace every weight by the tensor of the same name in a safetensors file. */
+/*
+ * Replace every weight by the tensor of the same name in a safetensors
+ * file, and every running statistic the file has.
+ */
 bool interp_load_weights(Interp *ip, const char *path)
 {
 	TioFile *f;
@@ -102,12 +105,19 @@ bool interp_load_weights(Interp *ip, const char *path)
 		return false;
 	}
 	const Graph *g = ip->g;
-	int used = 0;
+	int used = 0, stats_missing = 0;
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
-		if (t->kind != TENSOR_WEIGHT)
+		bool stats = tensor_is_statistic(t);
+		if (t->kind != TENSOR_WEIGHT && !stats)
 			continue;
 		const TioTensor *w = tio_find(f, t->name);
+		if (!w && stats) { /* running statistics are optional: they start afresh */
+			if (!stats_missing++)
+				fprintf(stderr, "autotmc: warning: %s has no running statistics such as '%s': they start afresh "
+				        "(mean 0, variance 1)\n", path, t->name);
+			continue;
+		}
 		if (!w) {
 			error_plain("%s has no tensor '%s' (the model's weights are listed by 'autotmc graph')", path,
 			            t->name);
@@ -152,7 +162,7 @@ bool interp_save_weights(const Interp *ip, const char *path)
 	int n = 0;
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
-		if (t->kind != TENSOR_WEIGHT)
+		if (t->kind != TENSOR_WEIGHT && !tensor_is_statistic(t))
 			continue;
 		out[n++] = (TioOut){t->name, t->shape.ndim, t->shape.d, TIO_F64, ip->buf[t->id]};
 	}

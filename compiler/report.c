@@ -128,6 +128,9 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 	case OP_SGD_MOMENTUM:
 		snprintf(buf, size, " lr=%g momentum=%g", a->lr, a->momentum);
 		break;
+	case OP_BATCHNORM_STATS:
+		snprintf(buf, size, " momentum=%g", a->momentum);
+		break;
 	default:
 		break;
 	}
@@ -287,6 +290,9 @@ static cJSON *attrs_json(const Node *n)
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
 		cJSON_AddNumberToObject(o, "lr", a->lr);
+		cJSON_AddNumberToObject(o, "momentum", a->momentum);
+		break;
+	case OP_BATCHNORM_STATS:
 		cJSON_AddNumberToObject(o, "momentum", a->momentum);
 		break;
 	default:

@@ -27,7 +27,9 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		s.kind = RT_INIT_ONEHOT;
 		s.cols = t->shape.d[1];
 		return s;
-	case TENSOR_STATE:
+	case TENSOR_STATE: /* zero, but batchnorm's running variance: one */
+		if (t->users.n > 0 && t->users.v[0]->op == OP_BATCHNORM_STATS && t == t->users.v[0]->in[1])
+			s.value = 1.0;
 		return s;
 	case TENSOR_WEIGHT:
 		break;

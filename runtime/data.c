@@ -48,6 +48,7 @@ static const char *kind_name(int32_t kind)
 	case RT_TENSOR_LABELS: return "labels";
 	case RT_TENSOR_WEIGHT: return "weight";
 	case RT_TENSOR_STATE: return "state";
+	case RT_TENSOR_STATS: return "statistic";
 	default: return "tensor";
 	}
 }
@@ -183,16 +184,22 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 	ctx->ntensors++;
 	switch (t->kind) {
 	case RT_TENSOR_WEIGHT:
-	case RT_TENSOR_STATE: {
+	case RT_TENSOR_STATE:
+	case RT_TENSOR_STATS: {
 		float *dst = place(ctx, t->pool, t->offset, bytes, t->name);
 		float *host = rt_xmalloc((size_t)bytes);
-		if (t->kind == RT_TENSOR_WEIGHT && ctx->weights_file)
+		bool stats = t->kind == RT_TENSOR_STATS;
+		if (ctx->weights_file && (t->kind == RT_TENSOR_WEIGHT || (stats && tio_find(ctx->weights_file, t->name)))) {
 			load_weight(ctx, t, host);
-		else
+		} else {
+			if (stats && ctx->weights_file && !ctx->stats_missing++)
+				rt_warn("%s has no running statistics such as '%s': they start afresh (mean 0, variance 1)",
+				        ctx->opt.weights, t->name);
 			fill_init(ctx, t, host, n);
+		}
 		ctx->backend->memory.store(dst, host, (size_t)bytes);
 		free(host);
-		if (t->kind == RT_TENSOR_WEIGHT)
+		if (t->kind == RT_TENSOR_WEIGHT || stats)
 			remember_weight(ctx, t);
 		return;
 	}

@@ -252,7 +252,7 @@ typedef struct RtBatch {
 	int64_t shape[RT_MAX_DIMS]; /* its sizes */
 } RtBatch;
 
-/* A weight to save at the end (--save-weights). */
+/* A weight or running statistic to save at the end (--save-weights). */
 typedef struct RtWeight {
 	char *name;                  /* its name in the model */
 	int32_t pool;                /* RT_POOL_* */
@@ -276,6 +276,7 @@ struct RtCtx {
 	int nweights, weights_cap; /* entries in weights, and room */
 	TioFile *weights_file;     /* --weights, open until the first step */
 	int weights_used;          /* its tensors the program loaded */
+	int stats_missing;         /* running statistics it lacked (warned once) */
 	int ntensors;              /* rt_tensor calls so far */
 	uint64_t step;             /* steps completed (dropout masks depend on it) */
 	double step_start;         /* rt_now() at rt_step_begin */

@@ -952,6 +952,22 @@ static void run_sgd_momentum(const int64_t *d, void *const *a)
 	}
 }
 
+/* batchnorm_stats: the running statistics, in place (ops.def) */
+static void run_bn_stats(const int64_t *d, void *const *a)
+{
+	float *rm = a[0], *rv = a[1], *count = a[2];
+	const float *mean = a[3], *var = a[4];
+	int64_t c = arg_elems(d, 0), n = 1;
+	for (int64_t i = 0; i < d[RT_D_ASHAPE]; i++)
+		n *= d[RT_D_ASHAPE + 1 + i];
+	double m = attr_f64(d, RT_D_MOMENTUM), per = (double)(n / c);
+	for (int64_t i = 0; i < c; i++) {
+		rm[i] = (float)((1 - m) * (double)rm[i] + m * (double)mean[i]);
+		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * per / (per > 1 ? per - 1 : 1));
+	}
+	count[0] = (float)((double)count[0] + 1);
+}
+
 static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uint64_t step)
 {
 	const int64_t *d = k->desc;
@@ -994,6 +1010,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_SGD_MOMENTUM:
 		run_sgd_momentum(d, a);
+		break;
+	case RT_OP_BATCHNORM_STATS:
+		run_bn_stats(d, a);
 		break;
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -1115,6 +1134,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
+	case RT_OP_BATCHNORM_STATS:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

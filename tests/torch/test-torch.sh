@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The reference interpreter against PyTorch: losses of 3 SGD steps and the
-# final weights of tests/torch/small.net (batchnorm, residual, concat,
-# momentum) from the same safetensors weights and data, to 1e-4 relative.
+# The reference interpreter against PyTorch: losses of 3 SGD steps, the
+# final weights and batchnorm's running statistics of tests/torch/small.net
+# (batchnorm, residual, concat, momentum) from the same safetensors weights
+# and data, to 1e-4 relative.
 # Skipped (77) where no python3 with torch and numpy is installed; Debian's
 # python3-torch is enough.
 set -uo pipefail

@@ -5,10 +5,12 @@ For a .net model: autotmc writes its training graph as JSON and its initial
 weights as safetensors; this script builds the same forward computation in
 PyTorch from the graph's forward nodes (torch.nn.functional, one call per
 op), loads the same weights, feeds the same input and labels, trains
-ITERS steps with torch.optim.SGD, and compares the loss of every step and
-every final weight with what `autotmc interpret` printed and saved.
+ITERS steps with torch.optim.SGD, and compares the loss of every step,
+every final weight and every batchnorm running statistic (which PyTorch
+updates in the same training-mode calls) with what `autotmc interpret`
+printed and saved.
 
-Agreement: every loss, and every weight tensor in max-norm, within RTOL
+Agreement: every loss, and every saved tensor in max-norm, within RTOL
 relative (||a - b||_inf <= RTOL * ||b||_inf).
 
 usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL]
@@ -51,10 +53,16 @@ def run(cmd):
     return r.stdout
 
 
-def forward(graph, weights, x, y):
-    """Execute the forward nodes of the graph; returns the loss."""
+def forward(graph, weights, stats, x, y):
+    """Execute the forward nodes of the graph; returns the loss. Batchnorm
+    updates its running statistics in `stats` (tensor id -> buffer) as
+    torch.nn.BatchNorm2d does in training mode."""
     t = {graph["input"]: x, graph["labels"]: y}
     t.update(weights)
+    running = {}  # a batchnorm's batch-mean tensor id -> (running_mean, running_var, num_batches_tracked) ids
+    for n in graph["nodes"]:
+        if n["op"] == "batchnorm_stats":
+            running[n["inputs"][3]] = n["inputs"][:3]
     for n in graph["nodes"]:
         if n["phase"] != "forward":
             continue
@@ -71,7 +79,10 @@ def forward(graph, weights, x, y):
         elif op == "globalavgpool":
             r = F.adaptive_avg_pool2d(ins[0], 1)
         elif op == "batchnorm":
-            r = F.batch_norm(ins[0], None, None, ins[1], ins[2], training=True, eps=a["eps"])
+            rm, rv, count = running[n["outputs"][1]]
+            r = F.batch_norm(ins[0], stats[rm], stats[rv], ins[1], ins[2], training=True, momentum=0.1,
+                             eps=a["eps"])
+            stats[count] += 1
         elif op == "relu":
             r = F.relu(ins[0])
         elif op == "sigmoid":
@@ -121,7 +132,15 @@ def main():
 
     init = read_safetensors(f"{work}/init.safetensors")
     by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
-    weights = {by_name[k]: torch.tensor(v, requires_grad=True) for k, v in init.items()}
+    weights = {by_name[k]: torch.tensor(v, requires_grad=True) for k, v in init.items()
+               if tensors[by_name[k]]["kind"] == "weight"}
+    # batchnorm's running statistics, saved with the weights: PyTorch's buffers
+    stats = {by_name[k]: torch.tensor(v) for k, v in init.items() if tensors[by_name[k]]["kind"] != "weight"}
+    want = {"running_mean": 0.0, "running_var": 1.0, "num_batches_tracked": 0.0}
+    for i, v in stats.items():
+        name = tensors[i]["name"]
+        if not any(name.endswith("." + s) and np.all(v.numpy() == w) for s, w in want.items()):
+            sys.exit(f"initial statistic {name} is not PyTorch's: {v}")
     opt = graph["optimizer"]
     sgd = torch.optim.SGD(list(weights.values()), lr=opt["lr"], momentum=opt["momentum"])
     xt = torch.tensor(x)
@@ -129,7 +148,7 @@ def main():
     theirs = []
     for _ in range(iters):
         sgd.zero_grad()
-        loss = forward(graph, weights, xt, yt)
+        loss = forward(graph, weights, stats, xt, yt)
         loss.backward()
         sgd.step()
         theirs.append(loss.item())
@@ -144,12 +163,19 @@ def main():
         bad += 1
     final = read_safetensors(f"{work}/final.safetensors")
     worst = (0.0, "")
+    nstats = 0
     for name, v in final.items():
-        w = weights[by_name[name]].detach().numpy()
+        i = by_name[name]
+        nstats += i in stats
+        w = (stats[i] if i in stats else weights[i]).detach().numpy()
         rel = float(np.max(np.abs(v - w)) / max(np.max(np.abs(w)), 1e-30))
         worst = max(worst, (rel, name))
         bad += rel > rtol
-    print(f"{len(final)} weight tensors after {iters} steps: largest relative difference {worst[0]:.2e} ({worst[1]})")
+    if nstats != len(stats) or nstats == 0:
+        print(f"{nstats} running statistics saved, {len(stats)} in the model")
+        bad += 1
+    print(f"{len(final)} tensors after {iters} steps ({nstats} of them running statistics): largest relative "
+          f"difference {worst[0]:.2e} ({worst[1]})")
     print("agreement" if not bad else f"DISAGREEMENT beyond {rtol:g}")
     sys.exit(1 if bad else 0)
 

@@ -72,7 +72,7 @@ static int run_case(const OpCase *c)
 	int bad = 0, nchecked = 0;
 	for (int i = 0; i < s->n; i++) {
 		const Node *n = s->order[i];
-		if (n->phase == PHASE_UPDATE) {
+		if (n->op == OP_SGD || n->op == OP_SGD_MOMENTUM) { /* the weights' updates: in[1] is the gradient */
 			bad += check_tensor(ip, n->in[0], n->in[1], c->name);
 			nchecked++;
 		}
@@ -105,7 +105,7 @@ static int check_sgd(const char *opt, double lr, double mom)
 		/* expected: v = mom * v + g; w -= lr * v */
 		const Node *upd = NULL;
 		for (int i = 0; i < s->n; i++)
-			if (s->order[i]->phase == PHASE_UPDATE)
+			if (s->order[i]->op == OP_SGD || s->order[i]->op == OP_SGD_MOMENTUM)
 				upd = s->order[i];
 		int64_t n = shape_elems(upd->in[0]->shape);
 		double *w0 = xmalloc(sizeof(double) * (size_t)n), *v0 = xcalloc((size_t)n, sizeof(double));

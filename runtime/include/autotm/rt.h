@@ -77,7 +77,12 @@ enum { RT_POOL_FAST = 0, RT_POOL_SLOW = 1 };
 enum { RT_DATA_INPUT = 0, RT_DATA_LABELS = 1 };
 
 /* Tensor roles, as compiler/graph.h's TensorKind. */
-enum { RT_TENSOR_INPUT = 0, RT_TENSOR_LABELS = 1, RT_TENSOR_WEIGHT = 2, RT_TENSOR_STATE = 6 };
+/*
+ * RT_TENSOR_STATE is the optimizer's (momentum); RT_TENSOR_STATS is state
+ * of the model (batchnorm's running statistics), loaded from --weights
+ * when the file has it and saved with the weights.
+ */
+enum { RT_TENSOR_INPUT = 0, RT_TENSOR_LABELS = 1, RT_TENSOR_WEIGHT = 2, RT_TENSOR_STATE = 6, RT_TENSOR_STATS = 7 };
 
 /* What the compiler knows of the program, emitted as a constant. */
 typedef struct RtProgram {
