@@ -18,17 +18,8 @@ srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
 autotmc=${AUTOTMC:-$builddir/autotmc}
 compare=$builddir/tests/e2e/compare-weights
-py=
-for cand in python3 /usr/bin/python3; do
-    if command -v "$cand" >/dev/null && "$cand" -c 'import numpy' 2>/dev/null; then
-        py=$cand
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "skipping: no python3 with numpy (apt-get install python3-numpy)"
-    exit 77
-fi
+. "$srcdir/tests/python.sh"
+need_python "numpy" "python3-numpy"
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/data.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1

@@ -8,17 +8,8 @@
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}
-py=
-for cand in python3 /usr/bin/python3; do
-    if command -v "$cand" >/dev/null && "$cand" -c 'import torch, numpy, sklearn' 2>/dev/null; then
-        py=$cand
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "skipping: no python3 with torch, numpy and scikit-learn (apt-get install python3-torch python3-sklearn)"
-    exit 77
-fi
+. "$srcdir/tests/python.sh"
+need_python "torch, numpy, sklearn" "python3-torch python3-sklearn"
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/digits.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 fails=0
