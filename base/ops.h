@@ -57,4 +57,15 @@ static inline int64_t op_xent_row_bytes(int64_t rows)
 	return (int64_t)sizeof(double) * rows;
 }
 
+/*
+ * batchnorm_stats: what a channel's batch variance over n elements (biased,
+ * as the normalisation uses) is multiplied by to be unbiased, as PyTorch's
+ * running variance takes it: n / (n - 1), or 1 for a single element. The
+ * interpreter and both runtimes update with it, in double.
+ */
+static inline double op_bn_unbias(int64_t n)
+{
+	return n > 1 ? (double)n / (double)(n - 1) : 1.0;
+}
+
 #endif

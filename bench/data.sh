@@ -23,7 +23,7 @@ rounds=5
 if [ "${1:-}" = --rounds ]; then rounds=$2; shift 2; fi
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(digits test_vgg:32 mlp:64)
-work=$(mktemp -d "${TMPDIR:-/tmp}/data-bench.XXXXXX")
+work=$(mktemp -d "${TMPDIR:-/tmp}/data-bench.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }

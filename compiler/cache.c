@@ -45,20 +45,6 @@ static const char *cache_dir(Arena *a)
 	return dir;
 }
 
-static bool file_sum(const char *path, char *out, size_t size);
-
-const char *cache_program_path(Arena *a, const char *model, const char *ir, const char *runtime)
-{
-	const char *dir = cache_dir(a);
-	if (!dir)
-		return NULL;
-	uint64_t h = hash_bytes(FNV_OFFSET, (const unsigned char *)ir, strlen(ir));
-	char sum[64];
-	if (runtime && file_sum(runtime, sum, sizeof sum)) /* a program of another runtime is another program */
-		h = hash_bytes(h, (const unsigned char *)sum, strlen(sum));
-	return arena_printf(a, "%s/%s-%016" PRIx64, dir, model, h);
-}
-
 /* "SIZE HASH" of the file at path; false if it cannot be read. */
 static bool file_sum(const char *path, char *out, size_t size)
 {
@@ -76,6 +62,18 @@ static bool file_sum(const char *path, char *out, size_t size)
 	fclose(f);
 	snprintf(out, size, "%" PRIu64 " %016" PRIx64 "\n", total, h);
 	return ok;
+}
+
+const char *cache_program_path(Arena *a, const char *model, const char *ir, const char *runtime)
+{
+	const char *dir = cache_dir(a);
+	if (!dir)
+		return NULL;
+	uint64_t h = hash_bytes(FNV_OFFSET, (const unsigned char *)ir, strlen(ir));
+	char sum[64];
+	if (runtime && file_sum(runtime, sum, sizeof sum)) /* a program of another runtime is another program */
+		h = hash_bytes(h, (const unsigned char *)sum, strlen(sum));
+	return arena_printf(a, "%s/%s-%016" PRIx64, dir, model, h);
 }
 
 bool cache_valid(Arena *a, const char *path)

@@ -416,10 +416,10 @@ void interp_node(Interp *ip, const Node *nd)
 		}
 		break;
 	case OP_BATCHNORM_STATS: {
-		double m = a->momentum, n = (double)(shape_elems(a->shape) / a->shape.d[1]);
+		double m = a->momentum, unbias = op_bn_unbias(shape_elems(a->shape) / a->shape.d[1]);
 		for (int64_t i = 0; i < nx; i++) {
 			in[0][i] = (1 - m) * in[0][i] + m * in[3][i];
-			in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * n / (n > 1 ? n - 1 : 1);
+			in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * unbias;
 		}
 		in[2][0] += 1;
 		break;

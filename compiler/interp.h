@@ -45,12 +45,13 @@ bool interp_save_weights(const Interp *ip, const char *path);
 /*
  * A dataset (--data DIR, autotm/dataset.h) fed into the input and labels,
  * batch by batch in the order the runtime draws (the same seed gives the
- * same batches). Open returns NULL after an error message; a step's feed
- * is false after one (a sample that is not finite).
+ * same batches). Open sets *steps to the run's (ds_steps: epochs if not
+ * 0, else iters if not negative, else one epoch) and returns NULL after
+ * an error message; a step's feed is false after one (a sample that is
+ * not finite).
  */
 typedef struct InterpFeed InterpFeed;
-InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed);
-long interp_feed_steps_per_epoch(const InterpFeed *f);
+InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long epochs, long iters, long *steps);
 bool interp_feed_step(Interp *ip, InterpFeed *f, long step);
 void interp_feed_close(InterpFeed *f);
 

@@ -178,52 +178,42 @@ bool interp_save_weights(const Interp *ip, const char *path)
 
 struct InterpFeed {
 	DsDataset *ds;      /* the open dataset */
-	uint64_t seed;      /* its order's seed */
-	int64_t *perm;      /* the order of epoch `epoch` */
-	int64_t epoch;      /* -1: none yet */
 	float *x, *y;       /* one batch, as the runtime gathers it */
 };
 
-InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed)
+InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long epochs, long iters, long *steps)
 {
 	const Tensor *in = ip->g->input, *lab = ip->g->labels;
 	if (!in || !lab) {
 		error_plain("--data %s: the model has no %s to feed", dir, in ? "labels" : "input");
 		return NULL;
 	}
-	int64_t shape[MAX_DIMS];
+	int64_t shape[MAX_DIMS], n;
 	for (int i = 0; i < in->shape.ndim; i++)
 		shape[i] = in->shape.d[i];
 	char err[1024];
 	DsDataset *ds;
-	if (ds_open(dir, in->name, in->shape.ndim, shape, lab->shape.d[1], &ds, err, sizeof err)) {
+	if (ds_open(dir, seed, in->name, in->shape.ndim, shape, lab->shape.d[1], &ds, err, sizeof err)) {
 		error_plain("%s", err);
 		return NULL;
 	}
+	if (ds_steps(ds, epochs, iters, 1000000, &n, err, sizeof err)) {
+		error_plain("%s", err);
+		ds_close(ds);
+		return NULL;
+	}
+	*steps = (long)n;
 	InterpFeed *f = xcalloc(1, sizeof *f);
 	f->ds = ds;
-	f->seed = seed;
-	f->epoch = -1;
-	f->perm = xmalloc(sizeof *f->perm * (size_t)ds->n);
 	f->x = xmalloc(sizeof *f->x * (size_t)(ds->batch * ds->sample_elems));
 	f->y = xmalloc(sizeof *f->y * (size_t)(ds->batch * ds->classes));
 	return f;
 }
 
-long interp_feed_steps_per_epoch(const InterpFeed *f)
-{
-	return (long)f->ds->steps_per_epoch;
-}
-
 bool interp_feed_step(Interp *ip, InterpFeed *f, long step)
 {
-	int64_t spe = f->ds->steps_per_epoch, epoch = step / spe;
-	if (epoch != f->epoch) {
-		ds_order(f->seed, epoch, f->ds->n, f->perm);
-		f->epoch = epoch;
-	}
 	char err[1024];
-	if (ds_gather(f->ds, f->perm, step % spe, f->x, f->y, err, sizeof err)) {
+	if (ds_gather(f->ds, step, f->x, f->y, err, sizeof err)) {
 		error_plain("%s", err);
 		return false;
 	}
@@ -240,7 +230,6 @@ void interp_feed_close(InterpFeed *f)
 	if (!f)
 		return;
 	ds_close(f->ds);
-	free(f->perm);
 	free(f->x);
 	free(f->y);
 	free(f);

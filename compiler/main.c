@@ -64,19 +64,8 @@ static int cmd_interpret(const Settings *s, Arena *a)
 	          (!s->labels || interp_load_npy(ip, c.g->labels, s->labels));
 	InterpFeed *feed = NULL;
 	long iters = s->iters;
-	if (ok && s->data) {
-		feed = interp_feed_open(ip, s->data, (uint64_t)s->seed);
-		ok = feed != NULL;
-		long spe = feed ? interp_feed_steps_per_epoch(feed) : 0;
-		if (ok && (s->epochs ? s->epochs > 1000000 / spe : iters < 0 && spe > 1000000)) {
-			error_plain("--data %s: more than 10^6 steps", s->data);
-			ok = false;
-		}
-		if (s->epochs)
-			iters = s->epochs * spe;
-		else if (iters < 0)
-			iters = spe;
-	}
+	if (ok && s->data)
+		ok = (feed = interp_feed_open(ip, s->data, (uint64_t)s->seed, s->epochs, s->iters, &iters)) != NULL;
 	for (long i = 0; ok && i < iters; i++) {
 		if (feed && !interp_feed_step(ip, feed, i)) {
 			ok = false;

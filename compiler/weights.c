@@ -28,7 +28,7 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		s.cols = t->shape.d[1];
 		return s;
 	case TENSOR_STATE: /* zero, but batchnorm's running variance: one */
-		if (t->users.n > 0 && t->users.v[0]->op == OP_BATCHNORM_STATS && t == t->users.v[0]->in[1])
+		if (tensor_is_statistic(t) && t == t->users.v[0]->in[1])
 			s.value = 1.0;
 		return s;
 	case TENSOR_WEIGHT:

@@ -125,7 +125,7 @@ static int check_y(DsDataset *d, char *err, size_t errlen)
 	return rc;
 }
 
-int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
             DsDataset **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -134,8 +134,10 @@ int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_sha
 		ds_close(d);
 		return fail(err, errlen, "%s: out of memory", dir);
 	}
+	d->seed = seed;
 	d->batch = x_shape[0];
 	d->classes = classes;
+	d->perm_epoch = -1;
 	int rc = -1;
 	if (tio_npy_open(d->x_path, &d->x, err, errlen) || tio_npy_open(d->y_path, &d->y, err, errlen))
 		goto out;
@@ -149,6 +151,10 @@ int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_sha
 	}
 	d->sample_elems = d->x->t[0].nelems / d->n;
 	d->steps_per_epoch = d->n / d->batch;
+	if (!(d->perm = malloc(sizeof *d->perm * (size_t)d->n))) {
+		fail(err, errlen, "%s: out of memory for the order of %lld samples", d->dir, (long long)d->n);
+		goto out;
+	}
 	rc = 0;
 out:
 	if (rc)
@@ -166,6 +172,7 @@ void ds_close(DsDataset *d)
 		tio_close(d->x);
 	if (d->y)
 		tio_close(d->y);
+	free(d->perm);
 	free(d->dir);
 	free(d->x_path);
 	free(d->y_path);
@@ -191,12 +198,25 @@ void ds_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm)
 	}
 }
 
-int ds_gather(const DsDataset *d, const int64_t *perm, int64_t index, float *x, float *y, char *err,
-              size_t errlen)
+int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int64_t *steps, char *err,
+             size_t errlen)
 {
-	if (index < 0 || index >= d->steps_per_epoch)
-		return fail(err, errlen, "%s: batch %lld of an epoch of %lld", d->dir, (long long)index,
-		            (long long)d->steps_per_epoch);
+	int64_t spe = d->steps_per_epoch, e = epochs > 0 ? epochs : 1;
+	if ((epochs > 0 || iters < 0) && e > max / spe)
+		return fail(err, errlen, "%s: %lld epoch%s of %lld steps %s more than %lld steps", d->dir, (long long)e,
+		            e > 1 ? "s" : "", (long long)spe, e > 1 ? "are" : "is", (long long)max);
+	*steps = epochs > 0 ? epochs * spe : iters >= 0 ? iters : spe;
+	return 0;
+}
+
+int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen)
+{
+	int64_t epoch = step / d->steps_per_epoch, index = step % d->steps_per_epoch;
+	if (epoch != d->perm_epoch) {
+		ds_order(d->seed, epoch, d->n, d->perm);
+		d->perm_epoch = epoch;
+	}
+	const int64_t *perm = d->perm;
 	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
 	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
 	TioDtype yt = d->y->t[0].dtype;

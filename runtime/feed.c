@@ -14,9 +14,8 @@
  * both). The wait, or the gathering, is inside the step's time, so the
  * step times reported are what training on the data costs.
  *
- * Step t is batch t % S of epoch t / S (S steps an epoch); each epoch's
- * order is ds_order(--seed, epoch), computed when its first batch is
- * gathered.
+ * Which samples step t takes is ds_gather's (autotm/dataset.h): batch
+ * t % S of epoch t / S in the order of --seed.
  */
 #include "rt_internal.h"
 
@@ -32,8 +31,6 @@ enum { AHEAD_BYTES = 256 << 10 };
 
 typedef struct RtFeed {
 	DsDataset *ds;        /* the open dataset */
-	int64_t *perm;        /* the order of epoch perm_epoch */
-	int64_t perm_epoch;   /* -1: none yet */
 	float *spare[2];      /* RT_DATA_INPUT, RT_DATA_LABELS: the batch being prepared */
 	pthread_t thread;     /* the thread preparing step `pending` */
 	bool ahead;           /* batches are prepared on a thread (else at the start of their step) */
@@ -43,28 +40,11 @@ typedef struct RtFeed {
 	char err[1024];       /* its message */
 } RtFeed;
 
-/* Gather step `step`'s batch into x and y. */
-static int gather(RtCtx *ctx, RtFeed *f, int64_t step, float *x, float *y)
-{
-	int64_t spe = f->ds->steps_per_epoch, epoch = step / spe;
-	if (f->perm_epoch != epoch) {
-		ds_order(ctx->opt.seed, epoch, f->ds->n, f->perm);
-		f->perm_epoch = epoch;
-	}
-	return ds_gather(f->ds, f->perm, step % spe, x, y, f->err, sizeof f->err);
-}
-
-typedef struct Job {
-	RtCtx *ctx;
-	RtFeed *feed;
-} Job;
-
-static Job job; /* one feed a process: the thread's argument */
-
+/* The thread: step `pending`'s batch into the spare buffers. */
 static void *prepare(void *arg)
 {
-	Job *j = arg;
-	j->feed->failed = gather(j->ctx, j->feed, j->feed->pending, j->feed->spare[0], j->feed->spare[1]);
+	RtFeed *f = arg;
+	f->failed = ds_gather(f->ds, f->pending, f->spare[0], f->spare[1], f->err, sizeof f->err);
 	return NULL;
 }
 
@@ -77,13 +57,11 @@ void rt_feed_open(RtCtx *ctx)
 		RT_ICE("labels '%s' with %d dimensions", lab->name, lab->ndim);
 	RtFeed *f = rt_xcalloc(sizeof *f);
 	char err[1024];
-	if (ds_open(ctx->opt.data, in->name, in->ndim, in->shape, lab->shape[1], &f->ds, err, sizeof err))
+	if (ds_open(ctx->opt.data, ctx->opt.seed, in->name, in->ndim, in->shape, lab->shape[1], &f->ds, err, sizeof err))
 		rt_fatal("%s", err);
 	if (f->ds->batch != lab->shape[0])
 		RT_ICE("input '%s' has a batch of %lld, labels '%s' of %lld", in->name, (long long)f->ds->batch,
 		       lab->name, (long long)lab->shape[0]);
-	f->perm = rt_xmalloc(sizeof *f->perm * (size_t)f->ds->n);
-	f->perm_epoch = -1;
 	f->spare[0] = rt_xmalloc((size_t)in->bytes);
 	f->spare[1] = rt_xmalloc((size_t)lab->bytes);
 	ctx->feed = f;
@@ -95,14 +73,8 @@ void rt_feed_open(RtCtx *ctx)
 
 	const DsDataset *d = f->ds;
 	RtOptions *o = &ctx->opt;
-	if (o->epochs) {
-		if (o->epochs > INT64_MAX / d->steps_per_epoch || o->epochs * d->steps_per_epoch > 1000000000)
-			rt_usage_error("--epochs %lld: more than 10^9 steps of %lld an epoch", (long long)o->epochs,
-			               (long long)d->steps_per_epoch);
-		o->iters = o->epochs * d->steps_per_epoch;
-	} else if (!o->iters_given) {
-		o->iters = d->steps_per_epoch;
-	}
+	if (ds_steps(d, o->epochs, o->iters_given ? o->iters : -1, 1000000000, &o->iters, err, sizeof err))
+		rt_fatal("%s", err);
 	if (!o->quiet) {
 		int64_t dropped = d->n % d->batch;
 		printf("data: %s: %lld samples, %lld steps of %lld an epoch", d->dir, (long long)d->n,
@@ -140,13 +112,12 @@ void rt_feed_next(RtCtx *ctx)
 		t = lab->data;
 		lab->data = f->spare[1];
 		f->spare[1] = t;
-	} else if (gather(ctx, f, step, in->data, lab->data)) {
+	} else if (ds_gather(f->ds, step, in->data, lab->data, f->err, sizeof f->err)) {
 		rt_fatal("%s", f->err);
 	}
 	if (step + 1 < ctx->opt.iters && f->ahead) {
 		f->pending = step + 1;
-		job = (Job){ctx, f};
-		int rc = pthread_create(&f->thread, NULL, prepare, &job);
+		int rc = pthread_create(&f->thread, NULL, prepare, f);
 		if (rc)
 			rt_fatal("starting the thread that prepares batches: %s", strerror(rc));
 		f->running = true;
@@ -171,7 +142,6 @@ void rt_feed_close(RtCtx *ctx)
 	if (f->running)
 		pthread_join(f->thread, NULL);
 	ds_close(f->ds);
-	free(f->perm);
 	free(f->spare[0]);
 	free(f->spare[1]);
 	free(f);

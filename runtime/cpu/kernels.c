@@ -957,13 +957,11 @@ static void run_bn_stats(const int64_t *d, void *const *a)
 {
 	float *rm = a[0], *rv = a[1], *count = a[2];
 	const float *mean = a[3], *var = a[4];
-	int64_t c = arg_elems(d, 0), n = 1;
-	for (int64_t i = 0; i < d[RT_D_ASHAPE]; i++)
-		n *= d[RT_D_ASHAPE + 1 + i];
-	double m = attr_f64(d, RT_D_MOMENTUM), per = (double)(n / c);
+	int64_t c = arg_elems(d, 0);
+	double m = attr_f64(d, RT_D_MOMENTUM), unbias = op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / c);
 	for (int64_t i = 0; i < c; i++) {
 		rm[i] = (float)((1 - m) * (double)rm[i] + m * (double)mean[i]);
-		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * per / (per > 1 ? per - 1 : 1));
+		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * unbias);
 	}
 	count[0] = (float)((double)count[0] + 1);
 }

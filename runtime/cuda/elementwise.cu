@@ -339,11 +339,11 @@ __global__ void sgd_momentum(float *w, const float *g, float *v, int64_t n, doub
 
 /* thread i < c updates channel i; thread 0 also counts the batch */
 __global__ void bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
-                         double per, double m)
+                         double unbias, double m)
 {
 	FOR_EACH(i, c) {
 		rm[i] = (float)((1 - m) * (double)rm[i] + m * (double)mean[i]);
-		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * per / (per > 1 ? per - 1 : 1));
+		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * unbias);
 		if (i == 0)
 			count[0] = (float)((double)count[0] + 1);
 	}
@@ -459,9 +459,9 @@ cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, doub
 }
 
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
-                         int64_t per_channel, double momentum, cudaStream_t st)
+                         double unbias, double momentum, cudaStream_t st)
 {
-	bn_stats<<<grid(c), THREADS, 0, st>>>(rm, rv, count, mean, var, c, (double)per_channel, momentum);
+	bn_stats<<<grid(c), THREADS, 0, st>>>(rm, rv, count, mean, var, c, unbias, momentum);
 	return cudaGetLastError();
 }
 

@@ -62,9 +62,9 @@ cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 cudaError_t gpu_sgd(float *w, const float *g, int64_t n, double lr, cudaStream_t st);
 cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double momentum,
                              cudaStream_t st);
-/* batchnorm_stats (ops.def) on c channels of per_channel elements each, in double as the CPU. */
+/* batchnorm_stats (ops.def) on c channels, the variance times unbias (op_bn_unbias), in double as the CPU. */
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
-                         int64_t per_channel, double momentum, cudaStream_t st);
+                         double unbias, double momentum, cudaStream_t st);
 
 #ifdef __cplusplus
 }

@@ -212,6 +212,16 @@ for how in run interpret; do
     fi
 done
 
+# more steps than the interpreter takes (the CLI's --iters limit)
+"$autotmc" interpret small.net --data good --epochs 1000000 >out.txt 2>err.txt
+rc=$?
+if [ $rc -eq 1 ] && grep -qF "good: 1000000 epochs of 2 steps are more than 1000000 steps" err.txt &&
+    ! grep -q "^step" out.txt; then
+    ok "interpret: too many epochs: $(tail -1 err.txt)"
+else
+    fail "interpret --epochs 1000000 gave status $rc: $(tail -1 err.txt)"
+fi
+
 # ---- options that do not go together: exit 2 --------------------------------------------
 expect2() {
     local want=$1; shift

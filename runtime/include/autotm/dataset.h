@@ -34,6 +34,7 @@
 
 typedef struct DsDataset {
 	char *dir;            /* as given */
+	uint64_t seed;        /* the order's seed */
 	char *x_path, *y_path; /* DIR/x.npy, DIR/y.npy */
 	TioFile *x, *y;       /* the two files, mapped */
 	int64_t n;            /* samples */
@@ -42,16 +43,19 @@ typedef struct DsDataset {
 	int class_ids;        /* y.npy holds class ids [N] (else [N, K] floats) */
 	int64_t batch;        /* samples a step */
 	int64_t steps_per_epoch; /* N / batch */
+	int64_t *perm;        /* the order of epoch perm_epoch (ds_gather's) */
+	int64_t perm_epoch;   /* -1: none yet */
 } DsDataset;
 
 /*
  * Open DIR as the data of a model whose input has shape x_shape (x_ndim
- * dimensions, the batch first) and whose labels are [batch, classes]:
- * check both files' types and shapes, that every class id is in
- * [0, classes) and every soft label finite, and that N holds a batch.
- * `input` names the model's input tensor in messages.
+ * dimensions, the batch first) and whose labels are [batch, classes],
+ * its batches drawn in the order of `seed`: check both files' types and
+ * shapes, that every class id is in [0, classes) and every soft label
+ * finite, and that N holds a batch. `input` names the model's input
+ * tensor in messages.
  */
-int ds_open(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
             DsDataset **out, char *err, size_t errlen);
 void ds_close(DsDataset *d);
 
@@ -59,12 +63,19 @@ void ds_close(DsDataset *d);
 void ds_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm);
 
 /*
- * Gather batch `index` of an epoch whose order is perm: its samples into
+ * The steps of a run: `epochs` epochs if not 0, else `iters` if not
+ * negative, else one epoch; fails if that is more than `max`.
+ */
+int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int64_t *steps, char *err,
+             size_t errlen);
+
+/*
+ * Gather the batch of step `step` of the run (from 0): its samples into
  * x[batch * sample_elems] and its one-hot or soft labels into
  * y[batch * classes]. Fails on a sample that is not finite (named by its
- * row in x.npy).
+ * row in x.npy). Not thread-safe on one dataset (it keeps the epoch's
+ * order).
  */
-int ds_gather(const DsDataset *d, const int64_t *perm, int64_t index, float *x, float *y, char *err,
-              size_t errlen);
+int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen);
 
 #endif
