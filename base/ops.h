@@ -45,6 +45,12 @@ const char *op_name(long long op);
 Op op_of_act(Act a);
 Op op_grad_of_act(Act a);
 
+/* The weights' updates (the optimizer's ops). */
+static inline bool op_is_update(Op op)
+{
+	return op == OP_SGD || op == OP_SGD_MOMENTUM || op == OP_ADAMW;
+}
+
 /*
  * The loss kernel (softmax_crossentropy) keeps one double per row of its
  * input beside its arguments, for `rows` rows. Both runtimes take these

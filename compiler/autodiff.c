@@ -18,11 +18,15 @@
  * contributions are `...dweight.1`, `...dweight.2`; a name that a forward
  * tensor has already gets a prime (`dh'`).
  *
- * The update is SGD, as in-place nodes on the weights (with a velocity
- * tensor per weight when momentum is used); batchnorm's running
- * statistics are updated in place too, after its backward. Each weight is updated as soon
- * as its gradient is complete, i.e. right after the backward of its
- * (first) forward user, so its gradient dies at once.
+ * The update is the model's optimizer (base/optim.h), as in-place nodes
+ * on the weights and their state (a velocity for SGD with momentum,
+ * AdamW's two moments); batchnorm's running statistics are updated in
+ * place too, after its backward. Each weight is updated as soon as its
+ * gradient is complete, i.e. right after the backward of its (first)
+ * forward user, so its gradient dies at once; unless the optimizer clips
+ * by the global norm, which needs every gradient first: then each
+ * gradient's squares are summed when it is complete (grad_sumsq) and the
+ * updates come after the whole backward pass.
  */
 #include "autodiff.h"
 
@@ -43,6 +47,8 @@ typedef struct AD {
 	bool *needs;      /* tensor id -> whether it needs a gradient */
 	int ntensors;     /* tensors of the forward graph */
 	const Node *fwd;  /* forward node being differentiated */
+	Tensor *sumsq;    /* clipping: the squared norm of the gradients so far */
+	VEC(Tensor *) clipped; /* clipping: the weights whose update waits for the norm */
 } AD;
 
 /* "a.b.c" -> "a.b.dc" */
@@ -135,28 +141,80 @@ static Tensor *grad_of(AD *ad, const Tensor *t)
 	return gr->sum;
 }
 
-/* SGD on weight w, once its gradient is complete. */
-static void emit_update(AD *ad, Tensor *w)
+/* Optimizer state of weight w, named after it (PyTorch's buffers: `W.exp_avg`, ...). */
+static Tensor *state_of(Graph *g, Tensor *w, const char *what)
+{
+	Tensor *t = graph_tensor(g, TENSOR_STATE, arena_printf(g->arena, "%s.%s", w->name, what), w->shape, w->loc);
+	if (!t)
+		ICE("%s of %s", what, w->name);
+	return t;
+}
+
+/*
+ * The update of weight w from its complete gradient dw, by the model's
+ * optimizer; sumsq: the squared global norm of all gradients, when the
+ * optimizer clips (NULL otherwise).
+ */
+static void emit_update(AD *ad, Tensor *w, Tensor *dw, Tensor *sumsq)
+{
+	Graph *g = ad->g;
+	const OptimHyper *h = &g->opt.h;
+	Attrs a = {.upd = *h};
+	Tensor *in[5] = {w, dw};
+	int nin = 2;
+	Op op = OP_SGD;
+	if (h->kind == OPTIM_ADAMW) {
+		op = OP_ADAMW;
+		in[nin++] = state_of(g, w, "exp_avg");
+		in[nin++] = state_of(g, w, "exp_avg_sq");
+	} else if (h->momentum > 0) {
+		op = OP_SGD_MOMENTUM;
+		in[nin++] = state_of(g, w, "velocity");
+	}
+	if (sumsq)
+		in[nin++] = sumsq;
+	char err[512];
+	Node *n = graph_node(g, op, in, nin, &a, TENSOR_WEIGHT, arena_printf(g->arena, "%s.%s", w->name, g->opt.name),
+	                     w->loc, err, sizeof err);
+	if (!n)
+		ICE("update of %s: %s", w->name, err);
+	n->phase = PHASE_UPDATE;
+}
+
+/*
+ * Weight w's gradient is complete. Without clipping it is applied at
+ * once, so that the gradient dies; with clipping its squares are added
+ * to the running sum (`dW.sumsq`) and the update waits until every
+ * gradient is known (finish_updates).
+ */
+static void gradient_done(AD *ad, Tensor *w)
 {
 	Graph *g = ad->g;
 	Tensor *dw = grad_of(ad, w);
 	if (!dw)
 		return; /* does not influence the loss */
-	Attrs a = {.lr = g->opt.lr, .momentum = g->opt.momentum};
-	Tensor *in[3] = {w, dw, NULL};
-	Op op = OP_SGD;
-	if (g->opt.momentum > 0) {
-		in[2] = graph_tensor(g, TENSOR_STATE, arena_printf(g->arena, "%s.velocity", w->name), w->shape, w->loc);
-		if (!in[2])
-			ICE("velocity of %s", w->name);
-		op = OP_SGD_MOMENTUM;
+	if (!(g->opt.h.clip > 0)) {
+		emit_update(ad, w, dw, NULL);
+		return;
 	}
+	Tensor *in[2] = {dw, ad->sumsq};
 	char err[512];
-	Node *n = graph_node(g, op, in, op == OP_SGD ? 2 : 3, &a, TENSOR_WEIGHT,
-	                     arena_printf(g->arena, "%s.sgd", w->name), w->loc, err, sizeof err);
+	Node *n = graph_node(g, OP_GRAD_SUMSQ, in, ad->sumsq ? 2 : 1, NULL, TENSOR_GRADIENT,
+	                     arena_printf(g->arena, "%s.sumsq", dw->name), w->loc, err, sizeof err);
 	if (!n)
-		ICE("update of %s: %s", w->name, err);
+		ICE("norm of %s: %s", dw->name, err);
 	n->phase = PHASE_UPDATE;
+	ad->sumsq = n->out[0];
+	vec_push(g->arena, &ad->clipped, w);
+}
+
+/* With clipping: every weight's update, by the norm of all gradients. */
+static void finish_updates(AD *ad)
+{
+	for (int i = 0; i < ad->clipped.n; i++) {
+		Tensor *w = ad->clipped.v[i];
+		emit_update(ad, w, grad_of(ad, w), ad->sumsq);
+	}
 }
 
 /*
@@ -288,8 +346,10 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SOFTMAX_BWD:
 	case OP_DROPOUT_BWD:
 	case OP_SLICE:
+	case OP_GRAD_SUMSQ:
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
+	case OP_ADAMW:
 	case OP_BATCHNORM_STATS:
 	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);
@@ -298,7 +358,7 @@ static void differentiate(AD *ad, const Node *f)
 	for (int k = 0; k < f->nin; k++) {
 		Tensor *w = f->in[k];
 		if (w->kind == TENSOR_WEIGHT && w->users.v[0] == f)
-			emit_update(ad, w);
+			gradient_done(ad, w);
 	}
 }
 
@@ -358,6 +418,7 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 		ad.fwd = f;
 		differentiate(&ad, f);
 	}
+	finish_updates(&ad);
 	if (opt && opt->input_grad && ad.needs[g->input->id])
 		g->dinput = grad_of(&ad, g->input);
 	prime_clashing_names(g);

@@ -184,6 +184,11 @@ static const Option options[] = {
 	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats or [N] class indices"},
 	{"results", 0, V_OUTPUT, F(results), C(RUN), 0, 0, "R.json", "write the results record"},
 	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
+	{"checkpoint", 0, V_TEXT, F(checkpoint), C(RUN), 0, 0, "DIR",
+	 "save the run's state to DIR/checkpoint.safetensors at the end, on Ctrl-C and\nevery --save-every K steps"},
+	{"save-every", 0, V_LONG, F(save_every), C(RUN), 1, 1000000000, "K", "with --checkpoint: a checkpoint every K steps"},
+	{"resume", 0, V_TEXT, F(resume), C(RUN), 0, 0, "DIR",
+	 "continue the run saved in DIR (--iters, --epochs count from its start)"},
 	/* profile */
 	{"runs", 0, V_INT, F(runs), C(PROFILE), 1, 1000, "N",
 	 "timed runs per measurement, at most (default 5; the median is kept; runs stop\nafter 1 s once 3 are done)"},
@@ -588,6 +593,10 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--epochs needs --data");
 	if (s->epochs && s->iters >= 0)
 		usage_error(cmd, "give --iters or --epochs, not both");
+	if (s->save_every && !s->checkpoint)
+		usage_error(cmd, "--save-every needs --checkpoint DIR");
+	if (s->resume && s->weights)
+		usage_error(cmd, "--resume loads the weights from the checkpoint; give it or --weights, not both");
 	switch (cmd) {
 	case CMD_SCHEDULE:
 	case CMD_BUILD:
@@ -683,7 +692,7 @@ static void check_long_names(Command cmd, int argc, char **argv)
 void settings_parse(Arena *a, Command cmd, int argc, char **argv, Settings *s)
 {
 	*s = (Settings){
-		.cmd = cmd, .optimizer = NUM_OPTIMIZERS, .target = TARGET_CPU, .limit = -1, .iters = -1, .seed = 1,
+		.cmd = cmd, .optimizer = NUM_OPTIMIZERS, .target = TARGET_CPU, .limit = -1, .iters = -1, .seed = -1,
 		.slow_kind = RT_SLOW_TIER_PMEM, .optimizers = "static,sync,first-touch", .ratios = "1:0,8:1,4:1,1:1,0:1",
 		.plots = "svg",
 	};

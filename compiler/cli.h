@@ -67,7 +67,7 @@ typedef struct Settings {
 	const char *trace, *plot; /* schedule --trace, --plot */
 	/* training (interpret, run, sweep) */
 	long iters;               /* --iters (-1: the command's default) */
-	long seed;                /* --seed */
+	long seed;                /* --seed (-1: not given; 1 by default) */
 	bool f64;                 /* interpret --f64 */
 	const char *weights;      /* --weights W */
 	const char *save_weights; /* --save-weights OUT */
@@ -77,6 +77,9 @@ typedef struct Settings {
 	long epochs;              /* --epochs E (0: not given) */
 	const char *results;      /* --results R.json */
 	bool profile_kernels;     /* run --profile-kernels */
+	const char *checkpoint;   /* run --checkpoint DIR */
+	long save_every;          /* run --save-every K (0: not given) */
+	const char *resume;       /* run --resume DIR */
 	/* profile */
 	int runs;                 /* --runs N (0: the default) */
 	int slow_kind;            /* --slow pmem|dax-kmem|numa:N (RT_SLOW_TIER_*) */

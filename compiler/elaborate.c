@@ -1647,31 +1647,143 @@ static void build_loss(Ctx *c)
 	c->g->loss = add_node(c, OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
 }
 
+/* A number argument of an optimizer or schedule in [lo, hi] (hi_open: below hi). */
+static double opt_float(const Value *v, const char *param, const char *fn, double lo, double hi, bool hi_open,
+                        const char *range)
+{
+	double x = want_float(v, param, fn);
+	if (!(x >= lo && (hi_open ? x < hi : x <= hi)))
+		error_at(v->loc, "'%s' of %s must be %s", param, fn, range);
+	return x;
+}
+
+static bool is_call_of(const Expr *e, const char *name)
+{
+	return (e->kind == EX_CALL && strcmp(e->call.name, name) == 0) ||
+	       (e->kind == EX_IDENT && strcmp(e->ident, name) == 0);
+}
+
+/* `schedule = cosine(steps, warmup = 0, floor = 0)` or `step_decay(every, gamma = 0.1)`. */
+static void build_schedule(Ctx *c, const Expr *e, OptimHyper *h)
+{
+	LrSchedule *s = &h->sched;
+	Value *args[3];
+	if (is_call_of(e, "cosine")) {
+		static const char *const params[] = {"steps", "warmup", "floor"};
+		bind_args(c, "cosine", NULL, params, 3, call_args(e), c->globals, args);
+		if (!args[0])
+			error_at(e->loc, "cosine needs 'steps', the step its decay ends at");
+		s->kind = LR_COSINE;
+		s->steps = want_int(args[0], "steps", "cosine");
+		s->warmup = args[1] ? want_int(args[1], "warmup", "cosine") : 0;
+		if (s->warmup < 0)
+			error_at(args[1]->loc, "'warmup' of cosine must be non-negative");
+		if (s->steps <= s->warmup)
+			error_at(args[0]->loc, "'steps' of cosine must be more than its warmup (%" PRId64 ")", s->warmup);
+		s->floor = args[2] ? opt_float(args[2], "floor", "cosine", 0, h->lr, false,
+		                               "between 0 and the learning rate")
+		                   : 0;
+	} else if (is_call_of(e, "step_decay")) {
+		static const char *const params[] = {"every", "gamma"};
+		bind_args(c, "step_decay", NULL, params, 2, call_args(e), c->globals, args);
+		if (!args[0])
+			error_at(e->loc, "step_decay needs 'every', the steps between decays");
+		s->kind = LR_STEP;
+		s->every = want_int(args[0], "every", "step_decay");
+		if (s->every < 1)
+			error_at(args[0]->loc, "'every' of step_decay must be positive");
+		s->gamma = args[1] ? opt_float(args[1], "gamma", "step_decay", 0, 1, false, "in (0, 1]") : 0.1;
+		if (!(s->gamma > 0))
+			error_at(args[1]->loc, "'gamma' of step_decay must be in (0, 1]");
+	} else {
+		error_at(e->loc, "unknown schedule; the supported ones are cosine(steps = N, warmup = N, floor = F) "
+		                 "and step_decay(every = N, gamma = F)");
+	}
+}
+
+/*
+ * `optimizer = sgd(lr, momentum, weight_decay, nesterov, clip, schedule)`
+ * or `adamw(lr, beta1, beta2, eps, weight_decay, clip, schedule)`, with
+ * PyTorch's defaults (sgd's learning rate: 0.01); SGD at 0.01 without one.
+ */
 static void build_optimizer(Ctx *c)
 {
 	Optimizer *o = &c->g->opt;
+	OptimHyper *h = &o->h;
+	*h = (OptimHyper){.kind = OPTIM_SGD, .lr = 0.01};
 	o->name = "sgd";
-	o->lr = 0.01;
-	o->momentum = 0;
 	if (!c->optimizer)
 		return;
 	const Expr *e = c->optimizer->body;
-	if ((e->kind != EX_CALL && e->kind != EX_IDENT) ||
-	    strcmp(e->kind == EX_CALL ? e->call.name : e->ident, "sgd") != 0)
-		error_at(e->loc, "unknown optimizer; the supported one is sgd(lr = ..., momentum = ...)");
-	static const char *const params[] = {"lr", "momentum"};
-	Value *args[2];
-	bind_args(c, "sgd", NULL, params, 2, call_args(e), c->globals, args);
+	bool adamw = is_call_of(e, "adamw");
+	if (!adamw && !is_call_of(e, "sgd"))
+		error_at(e->loc, "unknown optimizer; the supported ones are sgd(lr = ..., momentum = ..., "
+		                 "weight_decay = ..., nesterov = ...) and adamw(lr = ..., beta1 = ..., beta2 = ..., "
+		                 "eps = ..., weight_decay = ...)");
+	o->name = adamw ? "adamw" : "sgd";
+	h->kind = adamw ? OPTIM_ADAMW : OPTIM_SGD;
+	if (adamw)
+		h->lr = 1e-3, h->beta1 = 0.9, h->beta2 = 0.999, h->eps = 1e-8, h->weight_decay = 0.01;
+	/* the schedule is a call of its own, not a value: taken out of the arguments */
+	const Expr *sched = NULL;
+	Arg *rest = NULL, **tail = &rest;
+	for (const Arg *a = call_args(e); a; a = a->next) {
+		if (a->name && strcmp(a->name, "schedule") == 0) {
+			if (sched)
+				error_at(a->name_loc, "'schedule' of %s is given twice", o->name);
+			sched = a->value;
+			continue;
+		}
+		if (is_call_of(a->value, "cosine") || is_call_of(a->value, "step_decay"))
+			error_at(a->value->loc, "a learning-rate schedule is given as 'schedule = ...'");
+		Arg *copy = arena_alloc(c->arena, sizeof *copy);
+		*copy = *a;
+		copy->next = NULL;
+		*tail = copy;
+		tail = &copy->next;
+	}
+	static const char *const sgd_params[] = {"lr", "momentum", "weight_decay", "nesterov", "clip"};
+	static const char *const adamw_params[] = {"lr", "beta1", "beta2", "eps", "weight_decay", "clip"};
+	Value *args[6];
+	const char *fn = o->name;
+	if (adamw)
+		bind_args(c, fn, NULL, adamw_params, 6, rest, c->globals, args);
+	else
+		bind_args(c, fn, NULL, sgd_params, 5, rest, c->globals, args);
 	if (args[0]) {
-		o->lr = want_float(args[0], "lr", "sgd");
-		if (!(o->lr > 0) || !isfinite(o->lr))
+		h->lr = want_float(args[0], "lr", fn);
+		if (!(h->lr > 0) || !isfinite(h->lr))
 			error_at(args[0]->loc, "the learning rate must be positive");
 	}
-	if (args[1]) {
-		o->momentum = want_float(args[1], "momentum", "sgd");
-		if (!(o->momentum >= 0 && o->momentum < 1))
-			error_at(args[1]->loc, "momentum must be in [0, 1)");
+	const Value *wd = adamw ? args[4] : args[2], *clip = adamw ? args[5] : args[4];
+	if (wd)
+		h->weight_decay = opt_float(wd, "weight_decay", fn, 0, INFINITY, true, "a non-negative number");
+	if (clip) {
+		h->clip = opt_float(clip, "clip", fn, 0, INFINITY, true, "a positive number, the largest global norm");
+		if (!(h->clip > 0))
+			error_at(clip->loc, "'clip' of %s must be a positive number, the largest global norm", fn);
 	}
+	if (adamw) {
+		if (args[1])
+			h->beta1 = opt_float(args[1], "beta1", fn, 0, 1, true, "in [0, 1)");
+		if (args[2])
+			h->beta2 = opt_float(args[2], "beta2", fn, 0, 1, true, "in [0, 1)");
+		if (args[3]) {
+			h->eps = opt_float(args[3], "eps", fn, 0, INFINITY, true, "a positive number");
+			if (!(h->eps > 0))
+				error_at(args[3]->loc, "'eps' of adamw must be a positive number");
+		}
+	} else {
+		if (args[1])
+			h->momentum = opt_float(args[1], "momentum", fn, 0, 1, true, "in [0, 1)");
+		if (args[3]) {
+			h->nesterov = want_bool(args[3], "nesterov", fn);
+			if (h->nesterov && !(h->momentum > 0))
+				error_at(args[3]->loc, "Nesterov's method needs a momentum");
+		}
+	}
+	if (sched)
+		build_schedule(c, sched, h);
 }
 
 /*

@@ -35,8 +35,9 @@ static bool shape_dense_bwd_data(const Node *n, Shape *out, char *err, size_t er
 static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen);
-static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm_stats(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_update(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_grad_sumsq(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -545,11 +546,31 @@ static bool shape_batchnorm_stats(const Node *n, Shape *out, char *err, size_t e
 	return true;
 }
 
-static bool shape_none(const Node *n, Shape *out, char *err, size_t errlen)
+static bool is_scalar1(Shape s)
+{
+	return s.ndim == 1 && s.d[0] == 1;
+}
+
+/* An update: the weight's gradient and state have its shape; the optional last input is [1]. */
+static bool shape_update(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	(void)out;
-	for (int i = 1; i < n->nin; i++)
-		if (!shape_eq(n->in[i]->shape, n->in[0]->shape))
+	for (int i = 1; i < n->nin; i++) {
+		if (i == op_info[n->op].max_in - 1 && i >= op_info[n->op].min_in) {
+			if (!is_scalar1(n->in[i]->shape))
+				FAIL("%s is not [1]", n->in[i]->name);
+		} else if (!shape_eq(n->in[i]->shape, n->in[0]->shape)) {
 			FAIL("%s does not have the shape of %s", n->in[i]->name, n->in[0]->name);
+		}
+	}
 	return true;
 }
+
+static bool shape_grad_sumsq(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	if (n->nin == 2 && !is_scalar1(n->in[1]->shape))
+		FAIL("%s is not [1]", n->in[1]->name);
+	out[0] = shape_make(1, (int64_t[]){1});
+	return true;
+}
+

@@ -18,6 +18,7 @@
 #include "arena.h"
 #include "diag.h"
 #include "ops.h"
+#include "optim.h"
 
 enum { MAX_DIMS = 4 };
 
@@ -61,8 +62,8 @@ typedef struct Attrs {
 	Shape shape;      /* output shape of reshape, slice and the backward ops
 	                     that cannot derive it (conv2d_bwd_data, ...) */
 	int64_t offset;   /* slice: first index along axis */
-	double lr;        /* sgd: learning rate */
-	double momentum;  /* sgd_momentum: momentum */
+	double momentum;  /* batchnorm_stats: the running statistics' momentum */
+	OptimHyper upd;   /* sgd, sgd_momentum, adamw: the update rule */
 } Attrs;
 
 /* Which part of the training step a node belongs to. */
@@ -101,9 +102,8 @@ struct Node {
 };
 
 typedef struct Optimizer {
-	const char *name; /* "sgd" */
-	double lr;        /* learning rate */
-	double momentum;  /* 0 for plain SGD */
+	const char *name; /* "sgd" or "adamw" */
+	OptimHyper h;     /* its hyperparameters, schedule and clipping */
 } Optimizer;
 
 typedef struct Graph {

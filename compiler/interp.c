@@ -405,16 +405,27 @@ void interp_node(Interp *ip, const Node *nd)
 		free(p);
 		break;
 	}
-	case OP_SGD:
+	case OP_GRAD_SUMSQ: {
+		double sum = nd->nin == 2 ? in[1][0] : 0;
 		for (int64_t i = 0; i < nx; i++)
-			in[0][i] -= a->lr * in[1][i];
+			sum += in[0][i] * in[0][i];
+		out[0][0] = sum;
 		break;
+	}
+	case OP_SGD:
 	case OP_SGD_MOMENTUM:
+	case OP_ADAMW: {
+		const OptimHyper *h = &a->upd;
+		OptimStep st = optim_step(h, ip->step);
+		double scale = nd->nin > op_info[nd->op].min_in ? optim_clip_scale(h->clip, in[nd->nin - 1][0]) : 1.0;
 		for (int64_t i = 0; i < nx; i++) {
-			in[2][i] = a->momentum * in[2][i] + in[1][i];
-			in[0][i] -= a->lr * in[2][i];
+			if (nd->op == OP_ADAMW)
+				in[0][i] = optim_adamw(h, &st, scale, in[0][i], in[1][i], &in[2][i], &in[3][i]);
+			else
+				in[0][i] = optim_sgd(h, &st, scale, in[0][i], in[1][i], nd->op == OP_SGD ? NULL : &in[2][i]);
 		}
 		break;
+	}
 	case OP_BATCHNORM_STATS: {
 		double m = a->momentum, unbias = op_bn_unbias(shape_elems(a->shape) / a->shape.d[1]);
 		for (int64_t i = 0; i < nx; i++) {

@@ -44,7 +44,14 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_PH] = a->ph, desc[RT_D_PW] = a->pw, desc[RT_D_GROUPS] = a->groups;
 	desc[RT_D_AXIS] = a->axis, desc[RT_D_OFFSET] = a->offset, desc[RT_D_SEED] = a->seed;
 	desc[RT_D_EPS] = dbits(a->eps), desc[RT_D_P] = dbits(a->p);
-	desc[RT_D_LR] = dbits(a->lr), desc[RT_D_MOMENTUM] = dbits(a->momentum);
+	desc[RT_D_MOMENTUM] = dbits(n->op == OP_BATCHNORM_STATS ? a->momentum : a->upd.momentum);
+	const OptimHyper *h = &a->upd;
+	desc[RT_D_OPTIM] = h->kind, desc[RT_D_LR] = dbits(h->lr), desc[RT_D_NESTEROV] = h->nesterov;
+	desc[RT_D_WD] = dbits(h->weight_decay), desc[RT_D_BETA1] = dbits(h->beta1), desc[RT_D_BETA2] = dbits(h->beta2);
+	desc[RT_D_ADAM_EPS] = dbits(h->eps), desc[RT_D_CLIP] = dbits(h->clip);
+	desc[RT_D_SCHED] = h->sched.kind, desc[RT_D_WARMUP] = h->sched.warmup, desc[RT_D_SCHED_STEPS] = h->sched.steps;
+	desc[RT_D_FLOOR] = dbits(h->sched.floor), desc[RT_D_EVERY] = h->sched.every;
+	desc[RT_D_GAMMA] = dbits(h->sched.gamma);
 	put_shape(&desc[RT_D_ASHAPE], a->shape);
 	for (int k = 0; k < n->nin + n->nout; k++)
 		put_shape(&RT_ARG_NDIM(desc, k), k < n->nin ? n->in[k]->shape : n->out[k - n->nin]->shape);
@@ -90,7 +97,11 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		{RT_D_SW, "sw", false},     {RT_D_PH, "ph", false},     {RT_D_PW, "pw", false},
 		{RT_D_GROUPS, "groups", false}, {RT_D_AXIS, "axis", false}, {RT_D_OFFSET, "offset", false},
 		{RT_D_EPS, "eps", true},    {RT_D_P, "p", true},        {RT_D_LR, "lr", true},
-		{RT_D_MOMENTUM, "momentum", true},
+		{RT_D_MOMENTUM, "momentum", true}, {RT_D_NESTEROV, "nesterov", false},
+		{RT_D_WD, "weight_decay", true}, {RT_D_BETA1, "beta1", true}, {RT_D_BETA2, "beta2", true},
+		{RT_D_ADAM_EPS, "eps", true}, {RT_D_CLIP, "clip", true}, {RT_D_SCHED, "schedule", false},
+		{RT_D_WARMUP, "warmup", false}, {RT_D_SCHED_STEPS, "steps", false}, {RT_D_FLOOR, "floor", true},
+		{RT_D_EVERY, "every", false}, {RT_D_GAMMA, "gamma", true},
 	};
 	size_t len = 0;
 	if (size)

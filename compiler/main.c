@@ -58,14 +58,15 @@ static int cmd_interpret(const Settings *s, Arena *a)
 	Compilation c;
 	if (!compile(a, s, STAGE_TRAINING, &c))
 		return 1;
-	Interp *ip = interp_new(c.g, c.sched, s->f64, (uint64_t)s->seed);
+	uint64_t seed = s->seed < 0 ? 1 : (uint64_t)s->seed;
+	Interp *ip = interp_new(c.g, c.sched, s->f64, seed);
 	bool ok = (!s->weights || interp_load_weights(ip, s->weights)) &&
 	          (!s->input || interp_load_npy(ip, c.g->input, s->input)) &&
 	          (!s->labels || interp_load_npy(ip, c.g->labels, s->labels));
 	InterpFeed *feed = NULL;
 	long iters = s->iters;
 	if (ok && s->data)
-		ok = (feed = interp_feed_open(ip, s->data, (uint64_t)s->seed, s->epochs, s->iters, &iters)) != NULL;
+		ok = (feed = interp_feed_open(ip, s->data, seed, s->epochs, s->iters, &iters)) != NULL;
 	for (long i = 0; ok && i < iters; i++) {
 		if (feed && !interp_feed_step(ip, feed, i)) {
 			ok = false;
@@ -160,7 +161,7 @@ static int cmd_run(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_PROGRAM, &c))
 		return 1;
 	/* The program's own options: it prints the losses, times and pool sizes. */
-	const char *args[32];
+	const char *args[40];
 	int n = 0;
 	args[n++] = c.exe;
 	if (s->iters >= 0) { /* not given with --data: the program's one epoch */
@@ -171,13 +172,19 @@ static int cmd_run(const Settings *s, Arena *a)
 		args[n++] = "--epochs";
 		args[n++] = arena_printf(a, "%ld", s->epochs);
 	}
-	args[n++] = "--seed";
-	args[n++] = arena_printf(a, "%ld", s->seed);
+	if (s->seed >= 0) { /* the program's default otherwise, or a checkpoint's */
+		args[n++] = "--seed";
+		args[n++] = arena_printf(a, "%ld", s->seed);
+	}
+	if (s->save_every) {
+		args[n++] = "--save-every";
+		args[n++] = arena_printf(a, "%ld", s->save_every);
+	}
 	const struct {
 		const char *flag, *value;
 	} files[] = {{"--weights", s->weights}, {"--save-weights", s->save_weights}, {"--input", s->input},
 	             {"--labels", s->labels},   {"--results", s->results},         {"--slow-dir", s->slow_dir},
-	             {"--data", s->data}};
+	             {"--data", s->data},       {"--checkpoint", s->checkpoint},   {"--resume", s->resume}};
 	for (size_t i = 0; i < countof(files); i++)
 		if (files[i].value) {
 			args[n++] = files[i].flag;

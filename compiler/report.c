@@ -5,6 +5,8 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +59,79 @@ static const char *flops_str(int64_t flops, const char *word, char *buf, size_t 
 	return buf;
 }
 
+/* Append to buf (NUL-terminated, of size bytes). */
+static void cat(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	if (len + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The update rule's hyperparameters, as `name = value` pairs joined by sep (`=` by eq). */
+static void hyper_str(const OptimHyper *h, const char *sep, const char *eq, char *buf, size_t size)
+{
+	cat(buf, size, "lr%s%g", eq, h->lr);
+	if (h->kind == OPTIM_ADAMW)
+		cat(buf, size, "%sbeta1%s%g%sbeta2%s%g%seps%s%g", sep, eq, h->beta1, sep, eq, h->beta2, sep, eq, h->eps);
+	else if (h->momentum > 0)
+		cat(buf, size, "%smomentum%s%g", sep, eq, h->momentum);
+	if (h->weight_decay > 0 || h->kind == OPTIM_ADAMW)
+		cat(buf, size, "%sweight_decay%s%g", sep, eq, h->weight_decay);
+	if (h->nesterov)
+		cat(buf, size, "%snesterov%strue", sep, eq);
+	if (h->clip > 0)
+		cat(buf, size, "%sclip%s%g", sep, eq, h->clip);
+}
+
+/* `adamw(lr = 0.001, ..., schedule = cosine(steps = 1000, warmup = 100, floor = 0))` */
+static const char *optimizer_str(const Optimizer *o, char *buf, size_t size)
+{
+	const LrSchedule *s = &o->h.sched;
+	snprintf(buf, size, "%s(", o->name);
+	hyper_str(&o->h, ", ", " = ", buf, size);
+	if (s->kind == LR_COSINE)
+		cat(buf, size, ", schedule = cosine(steps = %lld, warmup = %lld, floor = %g)", (long long)s->steps,
+		    (long long)s->warmup, s->floor);
+	else if (s->kind == LR_STEP)
+		cat(buf, size, ", schedule = step_decay(every = %lld, gamma = %g)", (long long)s->every, s->gamma);
+	cat(buf, size, ")");
+	return buf;
+}
+
+/* The optimizer as JSON: its name, hyperparameters and schedule. */
+static cJSON *optimizer_json(const Optimizer *o)
+{
+	const OptimHyper *h = &o->h;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "name", o->name);
+	cJSON_AddNumberToObject(j, "lr", h->lr);
+	cJSON_AddNumberToObject(j, "momentum", h->momentum);
+	cJSON_AddBoolToObject(j, "nesterov", h->nesterov);
+	cJSON_AddNumberToObject(j, "weight_decay", h->weight_decay);
+	cJSON_AddNumberToObject(j, "beta1", h->beta1);
+	cJSON_AddNumberToObject(j, "beta2", h->beta2);
+	cJSON_AddNumberToObject(j, "eps", h->eps);
+	cJSON_AddNumberToObject(j, "clip", h->clip);
+	cJSON *s = cJSON_AddObjectToObject(j, "schedule");
+	const LrSchedule *ls = &h->sched;
+	cJSON_AddStringToObject(s, "kind", ls->kind == LR_COSINE ? "cosine" : ls->kind == LR_STEP ? "step_decay" : "constant");
+	if (ls->kind == LR_COSINE) {
+		cJSON_AddNumberToObject(s, "steps", (double)ls->steps);
+		cJSON_AddNumberToObject(s, "warmup", (double)ls->warmup);
+		cJSON_AddNumberToObject(s, "floor", ls->floor);
+	} else if (ls->kind == LR_STEP) {
+		cJSON_AddNumberToObject(s, "every", (double)ls->every);
+		cJSON_AddNumberToObject(s, "gamma", ls->gamma);
+	}
+	return j;
+}
+
+
 void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path)
 {
 	char b1[160], b2[64];
@@ -80,7 +155,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	fprintf(f, "labels: %s %s\n", g->labels->name, tensor_type_str(g->labels, b1, sizeof b1));
 	fprintf(f, "output: %s\n", tensor_type_str(g->output, b1, sizeof b1));
 	fprintf(f, "loss: softmax cross-entropy, mean over the batch\n");
-	fprintf(f, "optimizer: %s(lr = %g, momentum = %g)\n", g->opt.name, g->opt.lr, g->opt.momentum);
+	char ob[512];
+	fprintf(f, "optimizer: %s\n", optimizer_str(&g->opt, ob, sizeof ob));
 	if (!s)
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
@@ -123,10 +199,10 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 		snprintf(buf, size, " axis=%d offset=%lld", a->axis, (long long)a->offset);
 		break;
 	case OP_SGD:
-		snprintf(buf, size, " lr=%g", a->lr);
-		break;
 	case OP_SGD_MOMENTUM:
-		snprintf(buf, size, " lr=%g momentum=%g", a->lr, a->momentum);
+	case OP_ADAMW:
+		snprintf(buf, size, " ");
+		hyper_str(&a->upd, " ", "=", buf, size);
 		break;
 	case OP_BATCHNORM_STATS:
 		snprintf(buf, size, " momentum=%g", a->momentum);
@@ -289,9 +365,9 @@ static cJSON *attrs_json(const Node *n)
 		break;
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
-		cJSON_AddNumberToObject(o, "lr", a->lr);
-		cJSON_AddNumberToObject(o, "momentum", a->momentum);
-		break;
+	case OP_ADAMW:
+		cJSON_Delete(o);
+		return optimizer_json(&(Optimizer){.name = op_info[n->op].name, .h = a->upd});
 	case OP_BATCHNORM_STATS:
 		cJSON_AddNumberToObject(o, "momentum", a->momentum);
 		break;
@@ -343,10 +419,7 @@ void report_json(FILE *f, const Graph *g, const Schedule *s)
 	cJSON_AddNumberToObject(root, "labels", g->labels->id);
 	cJSON_AddNumberToObject(root, "output", g->output->id);
 	cJSON_AddNumberToObject(root, "loss", g->loss->id);
-	cJSON *opt = cJSON_AddObjectToObject(root, "optimizer");
-	cJSON_AddStringToObject(opt, "name", g->opt.name);
-	cJSON_AddNumberToObject(opt, "lr", g->opt.lr);
-	cJSON_AddNumberToObject(opt, "momentum", g->opt.momentum);
+	cJSON_AddItemToObject(root, "optimizer", optimizer_json(&g->opt));
 	if (s)
 		cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
 	char *text = cJSON_Print(root);

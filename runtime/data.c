@@ -23,6 +23,7 @@
  */
 #include "rt_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,8 @@ static void load_weight(RtCtx *ctx, const RtTensor *t, float *dst)
 {
 	const char *path = ctx->opt.weights;
 	const TioTensor *w = tio_find(ctx->weights_file, t->name);
+	if (!w && ctx->resuming)
+		rt_fatal("%s has no tensor '%s': the checkpoint is of another model or optimizer", path, t->name);
 	if (!w)
 		rt_fatal("%s has no tensor '%s' (the model's weights are listed by 'autotmc graph')", path, t->name);
 	bool same = w->ndim == t->ndim;
@@ -160,12 +163,12 @@ static void remember_weight(RtCtx *ctx, const RtTensor *t)
 		ctx->weights_cap = cap;
 	}
 	RtWeight *w = &ctx->weights[ctx->nweights++];
-	*w = (RtWeight){.name = rt_xstrdup(t->name), .pool = t->pool, .offset = t->offset, .ndim = (int)t->ndim};
+	*w = (RtWeight){.name = rt_xstrdup(t->name), .kind = t->kind, .pool = t->pool, .offset = t->offset,
+	                .ndim = (int)t->ndim};
 	memcpy(w->shape, t->shape, sizeof w->shape);
 }
 
-/* Where a tensor lives, checked against its pool's size. */
-static float *place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name)
+float *rt_data_place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name)
 {
 	const RtPool *p = pool == RT_POOL_FAST ? &ctx->fast : pool == RT_POOL_SLOW ? &ctx->slow : NULL;
 	if (!p)
@@ -186,10 +189,11 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 	case RT_TENSOR_WEIGHT:
 	case RT_TENSOR_STATE:
 	case RT_TENSOR_STATS: {
-		float *dst = place(ctx, t->pool, t->offset, bytes, t->name);
+		float *dst = rt_data_place(ctx, t->pool, t->offset, bytes, t->name);
 		float *host = rt_xmalloc((size_t)bytes);
 		bool stats = t->kind == RT_TENSOR_STATS;
-		if (ctx->weights_file && (t->kind == RT_TENSOR_WEIGHT || (stats && tio_find(ctx->weights_file, t->name)))) {
+		if (ctx->weights_file && (t->kind == RT_TENSOR_WEIGHT || ctx->resuming ||
+		                          (stats && tio_find(ctx->weights_file, t->name)))) {
 			load_weight(ctx, t, host);
 		} else {
 			if (stats && ctx->weights_file && !ctx->stats_missing++)
@@ -199,8 +203,7 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 		}
 		ctx->backend->memory.store(dst, host, (size_t)bytes);
 		free(host);
-		if (t->kind == RT_TENSOR_WEIGHT || stats)
-			remember_weight(ctx, t);
+		remember_weight(ctx, t);
 		return;
 	}
 	case RT_TENSOR_INPUT:
@@ -251,28 +254,41 @@ void rt_data_finish_loading(RtCtx *ctx)
 	ctx->opt.input = ctx->opt.labels = NULL; /* warned once */
 }
 
-bool rt_data_save_weights(RtCtx *ctx)
+int rt_data_write(RtCtx *ctx, const char *path, bool state, const TioMeta *meta, int nmeta, int64_t *bytes,
+                  char *err, size_t errlen)
 {
 	TioOut *out = rt_xcalloc(sizeof *out * (size_t)(ctx->nweights + 1));
-	float **host = rt_xcalloc(sizeof *host * (size_t)(ctx->nweights + 1)); /* the weights, loaded */
+	float **host = rt_xcalloc(sizeof *host * (size_t)(ctx->nweights + 1)); /* the tensors, loaded */
+	int n = 0;
+	*bytes = 0;
 	for (int i = 0; i < ctx->nweights; i++) {
 		const RtWeight *w = &ctx->weights[i];
-		int64_t bytes = rt_elems(w->ndim, w->shape) * (int64_t)sizeof(float);
-		host[i] = rt_xmalloc((size_t)bytes);
-		ctx->backend->memory.load(host[i], place(ctx, w->pool, w->offset, bytes, w->name), (size_t)bytes);
-		out[i] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, host[i]};
+		if (w->kind == RT_TENSOR_STATE && !state)
+			continue;
+		int64_t b = rt_elems(w->ndim, w->shape) * (int64_t)sizeof(float);
+		host[n] = rt_xmalloc((size_t)b);
+		ctx->backend->memory.load(host[n], rt_data_place(ctx, w->pool, w->offset, b, w->name), (size_t)b);
+		out[n] = (TioOut){w->name, w->ndim, w->shape, TIO_F32, host[n]};
+		n++;
+		*bytes += b;
 	}
-	char err[512];
-	int rc = tio_safetensors_write(ctx->opt.save_weights, out, ctx->nweights, err, sizeof err);
-	for (int i = 0; i < ctx->nweights; i++)
+	int rc = tio_safetensors_write_meta(path, out, n, meta, nmeta, err, errlen);
+	for (int i = 0; i < n; i++)
 		free(host[i]);
 	free(host);
 	free(out);
-	if (rc) {
-		fflush(stdout);
-		fprintf(stderr, "%s: error: %s\n", rt_prog_name(), err);
-	}
-	return rc == 0;
+	return rc;
+}
+
+bool rt_data_save_weights(RtCtx *ctx)
+{
+	char err[PATH_MAX + 256];
+	int64_t bytes;
+	if (rt_data_write(ctx, ctx->opt.save_weights, false, NULL, 0, &bytes, err, sizeof err) == 0)
+		return true;
+	fflush(stdout);
+	fprintf(stderr, "%s: error: %s\n", rt_prog_name(), err);
+	return false;
 }
 
 void rt_data_free(RtCtx *ctx)

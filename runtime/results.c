@@ -94,6 +94,7 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 	int64_t scratch = ctx->backend->kernels.scratch_bytes(ctx->kernel_state);
 	put(r, "kernel_scratch_size", cJSON_CreateNumber((double)scratch));
 	put(r, "iterations", cJSON_CreateNumber((double)ctx->nsteps));
+	put(r, "first_step", cJSON_CreateNumber((double)ctx->first_step)); /* --resume: the checkpoint's step */
 	put(r, "losses", number_array(ctx->losses, ctx->nsteps));
 	put(r, "step_times", number_array(ctx->step_times, ctx->nsteps));
 	put(r, "threads", cJSON_CreateNumber(ctx->opt.threads));

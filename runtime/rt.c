@@ -44,6 +44,11 @@ static void end_progress_line(void)
 	}
 }
 
+void rt_error_line(void)
+{
+	end_progress_line();
+}
+
 static char prog_name[64] = "autotm";
 
 const char *rt_prog_name(void)
@@ -172,6 +177,12 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  --input X.npy        the input batch (default: N(0, 1) from the seed)\n"
 	        "  --labels Y.npy       the labels: one-hot [N, K] floats or [N] class indices\n"
 	        "  --results R.json     write the results record (JSON) to R.json\n"
+	        "  --checkpoint DIR     save the run's state (weights, optimizer state, running\n"
+	        "                       statistics, step) to DIR/checkpoint.safetensors at the\n"
+	        "                       end, on Ctrl-C, and every --save-every K steps\n"
+	        "  --save-every K       with --checkpoint: save a checkpoint every K steps\n"
+	        "  --resume DIR         continue the run saved in DIR; --iters and --epochs\n"
+	        "                       count from the start of the run\n"
 	        "  --slow KIND          the slow tier: 'pmem' (default: a memkind file in\n"
 	        "                       --slow-dir), 'dax-kmem' (persistent memory as a NUMA\n"
 	        "                       node), or 'numa:N' (memory of NUMA node N)\n"
@@ -210,7 +221,7 @@ static long long parse_count(const char *opt, const char *s, long long min, long
 static void parse_options(int argc, char **argv, const RtProgram *program, RtOptions *o)
 {
 	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
-	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS };
+	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME };
 	static const struct option opts[] = {
 		{"iters", required_argument, NULL, O_ITERS},
 		{"threads", required_argument, NULL, O_THREADS},
@@ -225,6 +236,9 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		{"slow", required_argument, NULL, O_SLOW},
 		{"slow-dir", required_argument, NULL, O_SLOW_DIR},
 		{"profile-kernels", no_argument, NULL, O_PROFILE},
+		{"checkpoint", required_argument, NULL, O_CHECKPOINT},
+		{"save-every", required_argument, NULL, O_SAVE_EVERY},
+		{"resume", required_argument, NULL, O_RESUME},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -251,6 +265,16 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			break;
 		case O_SEED:
 			o->seed = (uint64_t)parse_count("--seed", optarg, 0, 0x7fffffff);
+			o->seed_given = true;
+			break;
+		case O_CHECKPOINT:
+			o->checkpoint = optarg;
+			break;
+		case O_SAVE_EVERY:
+			o->save_every = parse_count("--save-every", optarg, 1, 1000000000);
+			break;
+		case O_RESUME:
+			o->resume = optarg;
 			break;
 		case O_WEIGHTS:
 			o->weights = optarg;
@@ -306,6 +330,10 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		rt_usage_error("--epochs needs --data");
 	if (o->epochs && o->iters_given)
 		rt_usage_error("give --iters or --epochs, not both");
+	if (o->save_every && !o->checkpoint)
+		rt_usage_error("--save-every needs --checkpoint DIR");
+	if (o->resume && o->weights)
+		rt_usage_error("--resume loads the weights from the checkpoint; give it or --weights, not both");
 }
 
 /*
@@ -361,6 +389,7 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 		if (tio_safetensors_open(ctx->opt.weights, &ctx->weights_file, err, sizeof err))
 			rt_fatal("%s", err);
 	}
+	rt_checkpoint_begin(ctx); /* after the pools: its signal handlers come before theirs */
 	return ctx;
 }
 
@@ -387,7 +416,8 @@ int64_t rt_iters(RtCtx *ctx)
 {
 	if (ctx->opt.data && !ctx->feed)
 		rt_feed_open(ctx); /* sets opt.iters from the dataset's epochs */
-	return ctx->opt.iters;
+	rt_checkpoint_iters(ctx);
+	return ctx->opt.iters - (int64_t)ctx->first_step; /* --resume: the steps still to take */
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -453,12 +483,16 @@ int rt_end(RtCtx *ctx)
 	if (ctx->in_step)
 		RT_ICE("rt_end inside a step");
 	rt_data_finish_loading(ctx);
-	rt_feed_close(ctx);
 	end_progress_line();
 	const RtBackend *b = ctx->backend;
 	b->copies.drain(ctx->copier);
 	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
 		status = 1;
+	if (ctx->opt.checkpoint && (!ctx->checkpoint_saved || ctx->checkpoint_step != ctx->step))
+		rt_checkpoint_save(ctx); /* the run's last state */
+	if (ctx->checkpoint_failed)
+		status = 1;
+	rt_feed_close(ctx);
 
 	double med = median(ctx->step_times, ctx->nsteps);
 	const RtProgram *p = ctx->program;
@@ -631,12 +665,13 @@ static const char *fmt_duration(double seconds, char *buf, size_t size)
  */
 static void report_step(RtCtx *ctx)
 {
-	int64_t step = ctx->nsteps, total = ctx->opt.iters, spe;
+	/* steps are numbered from the start of the run, across --resume; done: by this process */
+	int64_t done = ctx->nsteps, step = (int64_t)ctx->first_step + done, total = ctx->opt.iters, spe;
 	int64_t epoch = rt_feed_epoch(ctx, step - 1, &spe);
-	double now = rt_now(), l = ctx->losses[step - 1];
+	double now = rt_now(), l = ctx->losses[done - 1];
 	if (ctx->progress_tty) {
 		if (now - ctx->progress_shown >= 0.1 || step == total || (spe && step % spe == 0)) {
-			double elapsed = now - ctx->run_start, rate = elapsed > 0 ? (double)step / elapsed : 0;
+			double elapsed = now - ctx->run_start, rate = elapsed > 0 ? (double)done / elapsed : 0;
 			int64_t batch = ctx->batch[RT_DATA_INPUT].data ? ctx->batch[RT_DATA_INPUT].shape[0] : 0;
 			char eta[32];
 			printf("\r\033[Kstep %lld/%lld", (long long)step, (long long)total);
@@ -650,14 +685,15 @@ static void report_step(RtCtx *ctx)
 			progress_open = true;
 		}
 	} else {
-		printf("step %lld: loss %.9g (%.3f ms)\n", (long long)step, l, 1e3 * ctx->step_times[step - 1]);
+		printf("step %lld: loss %.9g (%.3f ms)\n", (long long)step, l, 1e3 * ctx->step_times[done - 1]);
 	}
 	if (spe && (step % spe == 0 || step == total)) {
-		int64_t first = epoch * spe, n = step - first;
+		int64_t first = epoch * spe > (int64_t)ctx->first_step ? epoch * spe : (int64_t)ctx->first_step;
+		int64_t n = step - first;
 		double sum = 0, secs = 0;
 		for (int64_t i = first; i < step; i++) {
-			sum += ctx->losses[i];
-			secs += ctx->step_times[i];
+			sum += ctx->losses[i - (int64_t)ctx->first_step];
+			secs += ctx->step_times[i - (int64_t)ctx->first_step];
 		}
 		if (progress_open)
 			printf("\r\033[K");
@@ -672,7 +708,7 @@ void rt_step_begin(RtCtx *ctx)
 {
 	if (ctx->in_step)
 		RT_ICE("rt_step_begin twice without rt_step_end");
-	if (ctx->step == 0) {
+	if (ctx->nsteps == 0) {
 		rt_data_finish_loading(ctx);
 		check_fast_total(ctx);
 		ctx->run_start = rt_now();
@@ -717,4 +753,13 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 		report_step(ctx);
 	if (loss && !isfinite(l))
 		rt_fatal("the loss is not finite at step %lld; lower the learning rate", (long long)ctx->step);
+	int sig = rt_checkpoint_stop_signal();
+	if (ctx->opt.checkpoint && (sig || (ctx->opt.save_every && ctx->step % (uint64_t)ctx->opt.save_every == 0)))
+		rt_checkpoint_save(ctx);
+	if (sig) { /* --checkpoint and Ctrl-C: the run ends here, reported as at its end */
+		rt_error_line();
+		printf("stopped by signal %d after step %llu\n", sig, (unsigned long long)ctx->step);
+		int status = rt_end(ctx);
+		exit(status ? status : 128 + sig);
+	}
 }

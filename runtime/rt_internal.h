@@ -55,11 +55,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
+#include <string.h>
 
 #include "autotm/rt.h"
 #include "autotm/tensorio.h"
 #include "format.h" /* base/ */
 #include "ops.h"    /* base/ */
+#include "optim.h"  /* base/ */
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -233,6 +235,10 @@ typedef struct RtOptions {
 	int numa_node;            /* --slow numa:N */
 	bool profile;             /* --profile-kernels */
 	bool quiet;               /* --quiet: nothing but errors and warnings */
+	bool seed_given;          /* --seed was given */
+	const char *checkpoint;   /* --checkpoint: the directory checkpoints are saved in */
+	int64_t save_every;       /* --save-every: steps between checkpoints (0: only at the end) */
+	const char *resume;       /* --resume: the directory of the checkpoint to continue */
 } RtOptions;
 
 /* A kernel created by rt_kernel. */
@@ -255,6 +261,7 @@ typedef struct RtBatch {
 /* A weight or running statistic to save at the end (--save-weights). */
 typedef struct RtWeight {
 	char *name;                  /* its name in the model */
+	int32_t kind;                /* RT_TENSOR_WEIGHT, _STATE or _STATS */
 	int32_t pool;                /* RT_POOL_* */
 	int64_t offset;              /* byte offset in it */
 	int ndim;                    /* dimensions */
@@ -277,6 +284,12 @@ struct RtCtx {
 	TioFile *weights_file;     /* --weights, open until the first step */
 	int weights_used;          /* its tensors the program loaded */
 	int stats_missing;         /* running statistics it lacked (warned once) */
+	bool resuming;             /* --resume: weights_file is the checkpoint, state included */
+	uint64_t first_step;       /* the step this run starts at (--resume: the checkpoint's) */
+	char *checkpoint_path;     /* --checkpoint: DIR/checkpoint.safetensors */
+	uint64_t checkpoint_step;  /* the step of the last checkpoint saved */
+	bool checkpoint_saved;     /* one was saved by this run */
+	bool checkpoint_failed;    /* saving one failed (the run's status becomes 1) */
 	int ntensors;              /* rt_tensor calls so far */
 	uint64_t step;             /* steps completed (dropout masks depend on it) */
 	double step_start;         /* rt_now() at rt_step_begin */
@@ -290,8 +303,33 @@ struct RtCtx {
 	double progress_shown;     /* rt_now() when it was last written */
 };
 
+/* data.c: where a tensor of `bytes` lives, checked against its pool's size. */
+float *rt_data_place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name);
+/* rt.c: end a progress line left open on the terminal, before other output. */
+void rt_error_line(void);
+
+/*
+ * checkpoint.c: --resume (the checkpoint becomes the weights file, the
+ * step and seed the checkpoint's) and --checkpoint (the directory made
+ * and checked, SIGINT and SIGTERM caught); fatal on a bad checkpoint.
+ */
+void rt_checkpoint_begin(RtCtx *ctx);
+/* checkpoint.c: once the run's steps are known: refuse a checkpoint beyond them, announce the resumption. */
+void rt_checkpoint_iters(RtCtx *ctx);
+/* checkpoint.c: save the weights, state and statistics with the run's position; false after a message. */
+bool rt_checkpoint_save(RtCtx *ctx);
+/* checkpoint.c: the signal that asked the run to stop (0: none). */
+int rt_checkpoint_stop_signal(void);
+
 /* data.c: close --weights after the last rt_tensor (warns about unused tensors). */
 void rt_data_finish_loading(RtCtx *ctx);
+/*
+ * data.c: write the weights and running statistics (state: and the
+ * optimizer's state) to path as safetensors with the header metadata
+ * given, atomically; their bytes in *bytes. 0, or -1 with err.
+ */
+int rt_data_write(RtCtx *ctx, const char *path, bool state, const TioMeta *meta, int nmeta, int64_t *bytes,
+                  char *err, size_t errlen);
 /* data.c: save the weights to --save-weights; false (after an error message) on failure. */
 bool rt_data_save_weights(RtCtx *ctx);
 /* data.c: free the batches and the weight list. */
@@ -309,6 +347,23 @@ void rt_feed_next(RtCtx *ctx);
 int64_t rt_feed_epoch(const RtCtx *ctx, int64_t step, int64_t *steps_per_epoch);
 /* feed.c: stop the prefetching and close the dataset. */
 void rt_feed_close(RtCtx *ctx);
+
+/* An update kernel's optimizer, from its description (compiler/kdesc.c writes it). */
+static inline OptimHyper rt_optim_hyper(const int64_t *d)
+{
+	OptimHyper h;
+	double f[9];
+	const int at[9] = {RT_D_LR,        RT_D_MOMENTUM, RT_D_WD,    RT_D_BETA1, RT_D_BETA2,
+	                   RT_D_ADAM_EPS,  RT_D_CLIP,     RT_D_FLOOR, RT_D_GAMMA};
+	for (int i = 0; i < 9; i++)
+		memcpy(&f[i], &d[at[i]], sizeof f[i]);
+	h.kind = (int32_t)d[RT_D_OPTIM], h.nesterov = (int32_t)d[RT_D_NESTEROV];
+	h.lr = f[0], h.momentum = f[1], h.weight_decay = f[2], h.beta1 = f[3], h.beta2 = f[4];
+	h.eps = f[5], h.clip = f[6];
+	h.sched.kind = (int32_t)d[RT_D_SCHED], h.sched.warmup = d[RT_D_WARMUP], h.sched.steps = d[RT_D_SCHED_STEPS];
+	h.sched.floor = f[7], h.sched.every = d[RT_D_EVERY], h.sched.gamma = f[8];
+	return h;
+}
 
 /* results.c: write the results record to path, atomically; false after an error message. */
 bool rt_results_write(const RtCtx *ctx, const char *path, double median);

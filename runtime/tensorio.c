@@ -65,6 +65,11 @@ void tio_close(TioFile *f)
 	for (int i = 0; i < f->n; i++)
 		free(f->t[i].name);
 	free(f->t);
+	for (int i = 0; i < f->nmeta; i++) {
+		free(f->meta[i].key);
+		free(f->meta[i].value);
+	}
+	free(f->meta);
 	free(f->path);
 	free(f);
 }
@@ -229,6 +234,38 @@ static int check_overlaps(const TioFile *f, const unsigned char *data, char *err
 	return rc;
 }
 
+/* The header's __metadata__: an object of strings (the format allows nothing else). */
+static int parse_metadata(TioFile *f, const cJSON *m, char *err, size_t errlen)
+{
+	if (!cJSON_IsObject(m))
+		return fail(err, errlen, "%s: __metadata__ is not an object of strings", f->path);
+	int n = cJSON_GetArraySize(m);
+	f->meta = calloc((size_t)n + 1, sizeof *f->meta);
+	if (!f->meta)
+		return fail(err, errlen, "out of memory");
+	for (const cJSON *e = m->child; e; e = e->next) {
+		if (!cJSON_IsString(e))
+			return fail(err, errlen, "%s: __metadata__ entry '%s' is not a string", f->path, e->string);
+		char *k = strdup(e->string), *v = strdup(e->valuestring);
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return fail(err, errlen, "out of memory");
+		}
+		f->meta[f->nmeta].key = k;
+		f->meta[f->nmeta++].value = v;
+	}
+	return 0;
+}
+
+const char *tio_meta(const TioFile *f, const char *key)
+{
+	for (int i = 0; i < f->nmeta; i++)
+		if (strcmp(f->meta[i].key, key) == 0)
+			return f->meta[i].value;
+	return NULL;
+}
+
 int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -258,8 +295,14 @@ int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errl
 	const unsigned char *data = f->map + 8 + hlen;
 	uint64_t datalen = f->size - 8 - hlen;
 	for (const cJSON *e = h->child; e; e = e->next) {
-		if (strcmp(e->string, "__metadata__") == 0)
+		if (strcmp(e->string, "__metadata__") == 0) {
+			if (parse_metadata(f, e, err, errlen)) {
+				cJSON_Delete(h);
+				tio_close(f);
+				return -1;
+			}
 			continue;
+		}
 		if (parse_entry(f, e, data, datalen, err, errlen)) {
 			cJSON_Delete(h);
 			tio_close(f);
@@ -483,7 +526,23 @@ out:
 
 int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen)
 {
+	return tio_safetensors_write_meta(path, t, n, NULL, 0, err, errlen);
+}
+
+int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const TioMeta *meta, int nmeta, char *err,
+                               size_t errlen)
+{
 	cJSON *h = cJSON_CreateObject();
+	if (h && nmeta > 0) {
+		cJSON *m = cJSON_AddObjectToObject(h, "__metadata__");
+		for (int i = 0; m && i < nmeta; i++)
+			if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value))
+				m = NULL;
+		if (!m) {
+			cJSON_Delete(h);
+			return fail(err, errlen, "out of memory");
+		}
+	}
 	uint64_t off = 0;
 	for (int i = 0; h && i < n; i++) {
 		cJSON *e = cJSON_AddObjectToObject(h, t[i].name);

@@ -40,6 +40,14 @@ const OpCase op_cases[] = {
 
 	/* update ops (sgd: every other case) */
 	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
+	{"sgd weight decay, nesterov", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)",
+	 "optimizer = sgd(lr = 0.05, momentum = 0.9, weight_decay = 0.01, nesterov = true)"},
+	{"sgd step decay, clipped", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 3, tanh) dense(3 => 2)",
+	 "optimizer = sgd(lr = 0.5, weight_decay = 0.1, clip = 0.05, schedule = step_decay(every = 2, gamma = 0.5))"},
+	{"adamw", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = adamw(lr = 0.01)"},
+	{"adamw cosine, clipped", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 3, tanh) dense(3 => 2)",
+	 "optimizer = adamw(lr = 0.01, weight_decay = 0.1, clip = 0.1, "
+	 "schedule = cosine(steps = 4, warmup = 2, floor = 0.001))"},
 
 	/* small networks */
 	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",

@@ -31,7 +31,7 @@
  * interpreter defines and oneDNN's workspace does not promise), bias
  * gradient, dropout (its mask is a hash of seed, step and index, shared
  * with the interpreter), slice, reshape, the loss and its gradient (in
- * double), and the SGD updates (in place). Those loops are written so
+ * double), the gradients' norm and the updates (in place, base/optim.h). Those loops are written so
  * that gcc vectorises them (contiguous inner loops, `omp simd` for the
  * reductions) and split across the OpenMP threads when large.
  *
@@ -925,30 +925,72 @@ static void run_xent_bwd(const int64_t *d, void *const *a)
 	}
 }
 
-/* sgd: weight -= lr * dweight, in place */
-static void run_sgd(const int64_t *d, void *const *a)
+/*
+ * grad_sumsq: acc (0 without it) + the sum of the gradient's squares, in
+ * double. The sum is split into GRAD_SUMSQ_PARTS fixed slices whatever
+ * the thread count, each summed in order, so that it is deterministic.
+ */
+enum { GRAD_SUMSQ_PARTS = 64 };
+static void run_grad_sumsq(const int64_t *d, void *const *a)
 {
-	float *w = a[0];
-	const float *g = a[1];
-	int64_t n = arg_elems(d, 0);
-	double lr = attr_f64(d, RT_D_LR);
-#pragma omp parallel for simd if (n > PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		w[i] = (float)((double)w[i] - lr * (double)g[i]);
+	const float *g = a[0];
+	int64_t n = arg_elems(d, 0), nin = d[RT_D_NIN];
+	int64_t slice = (n + GRAD_SUMSQ_PARTS - 1) / GRAD_SUMSQ_PARTS;
+	double part[GRAD_SUMSQ_PARTS];
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int p = 0; p < GRAD_SUMSQ_PARTS; p++) {
+		int64_t lo = p * slice, hi = lo + slice < n ? lo + slice : n;
+		double s = 0;
+		for (int64_t i = lo; i < hi; i++)
+			s += (double)g[i] * (double)g[i];
+		part[p] = s;
+	}
+	double total = nin == 2 ? (double)*(const float *)a[1] : 0;
+	for (int p = 0; p < GRAD_SUMSQ_PARTS; p++)
+		total += part[p];
+	*(float *)a[nin] = (float)total;
 }
 
-/* sgd_momentum: velocity = momentum * velocity + dweight; weight -= lr * velocity, in place */
-static void run_sgd_momentum(const int64_t *d, void *const *a)
+/*
+ * The updates: sgd, sgd_momentum and adamw by base/optim.h's rules, in
+ * place, in double per element; the last input, beyond the op's fewest,
+ * is the gradients' squared norm that clipping scales them by.
+ */
+static void run_update(const int64_t *d, void *const *a, uint64_t step)
 {
-	float *w = a[0], *v = a[2];
+	OptimHyper h = rt_optim_hyper(d);
+	OptimStep st = optim_step(&h, step);
+	int64_t nin = d[RT_D_NIN], n = arg_elems(d, 0);
+	double scale = 1.0;
+	if (nin > op_info[d[RT_D_OP]].min_in)
+		scale = optim_clip_scale(h.clip, (double)*(const float *)a[nin - 1]);
+	float *w = a[0], *s1 = nin > 2 ? a[2] : NULL, *s2 = nin > 3 ? a[3] : NULL;
 	const float *g = a[1];
-	int64_t n = arg_elems(d, 0);
-	double lr = attr_f64(d, RT_D_LR), mom = attr_f64(d, RT_D_MOMENTUM);
+	switch (d[RT_D_OP]) {
+	case RT_OP_SGD:
 #pragma omp parallel for simd if (n > PAR_MIN)
-	for (int64_t i = 0; i < n; i++) {
-		double vi = mom * (double)v[i] + (double)g[i];
-		w[i] = (float)((double)w[i] - lr * vi);
-		v[i] = (float)vi;
+		for (int64_t i = 0; i < n; i++)
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], NULL);
+		break;
+	case RT_OP_SGD_MOMENTUM:
+#pragma omp parallel for simd if (n > PAR_MIN)
+		for (int64_t i = 0; i < n; i++) {
+			double v = (double)s1[i];
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], &v);
+			s1[i] = (float)v;
+		}
+		break;
+	case RT_OP_ADAMW:
+#pragma omp parallel for simd if (n > PAR_MIN)
+		for (int64_t i = 0; i < n; i++) {
+			double m = (double)s1[i], v = (double)s2[i];
+			w[i] = (float)optim_adamw(&h, &st, scale, (double)w[i], (double)g[i], &m, &v);
+			s1[i] = (float)m;
+			s2[i] = (float)v;
+		}
+		break;
+	default:
+		RT_ICE("%s is not an update", op_name(d[RT_D_OP]));
 	}
 }
 
@@ -1003,11 +1045,13 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SOFTMAX_XENT_BWD:
 		run_xent_bwd(d, a);
 		break;
-	case RT_OP_SGD:
-		run_sgd(d, a);
+	case RT_OP_GRAD_SUMSQ:
+		run_grad_sumsq(d, a);
 		break;
+	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
-		run_sgd_momentum(d, a);
+	case RT_OP_ADAMW:
+		run_update(d, a, step);
 		break;
 	case RT_OP_BATCHNORM_STATS:
 		run_bn_stats(d, a);
@@ -1130,8 +1174,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DROPOUT_BWD:
 	case RT_OP_SLICE:
 	case RT_OP_SOFTMAX_XENT_BWD:
+	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
+	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:

@@ -7,7 +7,7 @@
  *
  *   - elementwise ops use grid-stride loops over a 1-D grid;
  *   - reductions (batchnorm's statistics, bias_grad, the loss) give one
- *     block to each channel or row; its threads sum strided partial
+ *     block to each channel or row (grad_sumsq one block in all); its threads sum strided partial
  *     sums in double and combine them by a tree in shared memory, so the
  *     result has the same bits at every run;
  *   - the pooling gradients gather: each input element sums the windows
@@ -15,11 +15,13 @@
  *     scatters them, so nothing is summed with atomics;
  *   - dropout calls autotm/random.h's rt_dropout_keep, and the
  *     activations base/activation.h's act_value and act_grad (in
- *     double), the very functions the interpreter uses.
+ *     double), the very functions the interpreter uses, and the updates
+ *     base/optim.h's.
  */
 #include "elementwise.h"
 
 #include "autotm/random.h"
+#include "autotm/rt.h"
 
 namespace {
 
@@ -322,18 +324,35 @@ __global__ void xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 		dz[j] = (float)((exp((double)z[j] - mx) / s * ysum - y[j]) / (double)rows);
 }
 
-__global__ void sgd(float *w, const float *g, int64_t n, double lr)
+/* One block: acc (0 when NULL) + the sum of g's squares, into *out. */
+__global__ void grad_sumsq(const float *g, const float *acc, float *out, int64_t n)
 {
-	FOR_EACH(i, n)
-		w[i] = (float)((double)w[i] - lr * (double)g[i]);
+	double s = 0;
+	for (int64_t i = threadIdx.x; i < n; i += THREADS)
+		s += (double)g[i] * (double)g[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		*out = (float)((acc ? (double)*acc : 0.0) + s);
 }
 
-__global__ void sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double mom)
+/* The updates by base/optim.h's rules; m, v: the state the op has (NULL otherwise). */
+__global__ void update(int op, OptimHyper h, OptimStep st, float *w, const float *g, float *m, float *v,
+                       const float *sumsq, int64_t n)
 {
+	double scale = sumsq ? optim_clip_scale(h.clip, (double)*sumsq) : 1.0;
 	FOR_EACH(i, n) {
-		double vi = mom * (double)v[i] + (double)g[i];
-		w[i] = (float)((double)w[i] - lr * vi);
-		v[i] = (float)vi;
+		if (op == RT_OP_ADAMW) {
+			double mi = (double)m[i], vi = (double)v[i];
+			w[i] = (float)optim_adamw(&h, &st, scale, (double)w[i], (double)g[i], &mi, &vi);
+			m[i] = (float)mi;
+			v[i] = (float)vi;
+		} else if (m) {
+			double mi = (double)m[i];
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], &mi);
+			m[i] = (float)mi;
+		} else {
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], NULL);
+		}
 	}
 }
 
@@ -445,16 +464,16 @@ cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_sgd(float *w, const float *g, int64_t n, double lr, cudaStream_t st)
+cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t n, cudaStream_t st)
 {
-	sgd<<<grid(n), THREADS, 0, st>>>(w, g, n, lr);
+	grad_sumsq<<<1, THREADS, 0, st>>>(g, acc, out, n);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double momentum,
-                             cudaStream_t st)
+cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
+                       const float *sumsq, int64_t n, cudaStream_t st)
 {
-	sgd_momentum<<<grid(n), THREADS, 0, st>>>(w, g, v, n, lr, momentum);
+	update<<<grid(n), THREADS, 0, st>>>(op, *h, optim_step(h, step), w, g, m, v, sumsq, n);
 	return cudaGetLastError();
 }
 

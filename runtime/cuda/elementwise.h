@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "activation.h" /* base/ */
+#include "optim.h"      /* base/ */
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,10 +59,16 @@ cudaError_t gpu_xent(const float *z, const float *y, double *rowloss, float *los
                      cudaStream_t st);
 /* softmax_crossentropy_bwd: dz = (softmax(z) * sum(y) - y) / rows. */
 cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows, int64_t k, cudaStream_t st);
-/* sgd: w -= lr * g;  sgd_momentum: v = momentum * v + g, w -= lr * v (in double, as the CPU). */
-cudaError_t gpu_sgd(float *w, const float *g, int64_t n, double lr, cudaStream_t st);
-cudaError_t gpu_sgd_momentum(float *w, const float *g, float *v, int64_t n, double lr, double momentum,
-                             cudaStream_t st);
+/* grad_sumsq: *out = (acc ? *acc : 0) + the sum of g's squares (one block, in double). */
+cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t n, cudaStream_t st);
+/*
+ * The updates (sgd, sgd_momentum, adamw: op) of step `step` by h
+ * (base/optim.h), in double as the CPU: state m (velocity, exp_avg) and v
+ * (exp_avg_sq) when the op has them, NULL otherwise; sumsq: the
+ * gradients' squared norm when clipping, NULL otherwise.
+ */
+cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
+                       const float *sumsq, int64_t n, cudaStream_t st);
 /* batchnorm_stats (ops.def) on c channels, the variance times unbias (op_bn_unbias), in double as the CPU. */
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
                          double unbias, double momentum, cudaStream_t st);

@@ -18,7 +18,7 @@
  *             unbiased running variance, not the biased batch variance
  *             ops.def asks for), the pooling gradients (max: to each
  *             window's FIRST maximum), bias_grad, the loss and its
- *             gradient, the SGD updates; reshape, concat and slice are
+ *             gradient, the gradients' norm, the updates; reshape, concat and slice are
  *             copies (cudaMemcpy2DAsync).
  *
  * Convolution algorithms are chosen once per kernel from cuDNN's
@@ -597,13 +597,18 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_BIAS_GRAD:
 		launched(k, gpu_bias_grad(a[0], a[1], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2), st));
 		break;
+	case RT_OP_GRAD_SUMSQ:
+		launched(k, gpu_grad_sumsq(a[0], d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]], arg_elems(d, 0), st));
+		break;
 	case RT_OP_SGD:
-		launched(k, gpu_sgd(a[0], a[1], arg_elems(d, 0), attr_f64(d, RT_D_LR), st));
-		break;
 	case RT_OP_SGD_MOMENTUM:
-		launched(k, gpu_sgd_momentum(a[0], a[1], a[2], arg_elems(d, 0), attr_f64(d, RT_D_LR),
-		                             attr_f64(d, RT_D_MOMENTUM), st));
+	case RT_OP_ADAMW: {
+		OptimHyper h = rt_optim_hyper(d);
+		int64_t nargs = d[RT_D_NIN], min_in = op_info[k->op].min_in;
+		launched(k, gpu_update(k->op, &h, step, a[0], a[1], min_in > 2 ? a[2] : NULL, min_in > 3 ? a[3] : NULL,
+		                       nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), st));
 		break;
+	}
 	case RT_OP_BATCHNORM_STATS:
 		launched(k, gpu_bn_stats(a[0], a[1], a[2], a[3], a[4], arg_elems(d, 0),
 		                         op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / arg_elems(d, 0)),
@@ -720,8 +725,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SLICE:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_BIAS_GRAD:
+	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
+	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
 		break; /* our own kernels and copies: the description is all they need */
 	case RT_NUM_OPS:

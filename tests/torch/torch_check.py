@@ -5,18 +5,27 @@ For a .net model: autotmc writes its training graph as JSON and its initial
 weights as safetensors; this script builds the same forward computation in
 PyTorch from the graph's forward nodes (torch.nn.functional, one call per
 op), loads the same weights, feeds the same input and labels, trains
-ITERS steps with torch.optim.SGD, and compares the loss of every step,
-every final weight and every batchnorm running statistic (which PyTorch
-updates in the same training-mode calls) with what `autotmc interpret`
-printed and saved.
+ITERS steps with the model's optimizer as torch.optim has it (SGD or
+AdamW; the learning-rate schedule computed here from its documented
+formula and set before each step; torch.nn.utils.clip_grad_norm_ when the
+optimizer clips), and compares the loss of every step, every final weight
+and every batchnorm running statistic (which PyTorch updates in the same
+training-mode calls) with what `autotmc interpret` (or, with --run, the
+compiled program) printed and saved.
+
+With --f64 both sides compute in float64 (`autotmc interpret --f64`),
+which isolates the rules from float32 rounding.
 
 Agreement: every loss, and every saved tensor in max-norm, within RTOL
-relative (||a - b||_inf <= RTOL * ||b||_inf).
+relative (||a - b||_inf <= RTOL * ||b||_inf). When the optimizer clips,
+some step's gradient norm must exceed the clip (or the check would not
+test clipping).
 
-usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL]
+usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run]
 Exit status: 0 agreement, 1 disagreement, 77 PyTorch or NumPy missing.
 """
 import json
+import math
 import struct
 import subprocess
 import sys
@@ -107,12 +116,39 @@ def forward(graph, weights, stats, x, y):
     return t[graph["loss"]]
 
 
+def schedule_lr(opt, t):
+    """The learning rate of step t (from 0), as docs/language.md defines the schedules."""
+    s, lr = opt["schedule"], opt["lr"]
+    if s["kind"] == "cosine":
+        if t < s["warmup"]:
+            return lr * (t + 1) / s["warmup"]
+        if t >= s["steps"]:
+            return s["floor"]
+        p = (t - s["warmup"]) / (s["steps"] - s["warmup"])
+        return s["floor"] + (lr - s["floor"]) * 0.5 * (1 + math.cos(math.pi * p))
+    if s["kind"] == "step_decay":
+        return lr * s["gamma"] ** (t // s["every"])
+    return lr
+
+
+def make_optimizer(opt, params):
+    if opt["name"] == "adamw":
+        return torch.optim.AdamW(params, lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]), eps=opt["eps"],
+                                 weight_decay=opt["weight_decay"])
+    return torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"], weight_decay=opt["weight_decay"],
+                           nesterov=opt["nesterov"])
+
+
 def main():
-    if len(sys.argv) < 4:
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) < 3 or flags - {"--f64", "--run"}:
         sys.exit(__doc__)
-    autotmc, model, work = sys.argv[1:4]
-    iters = int(sys.argv[4]) if len(sys.argv) > 4 else 3
-    rtol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-4
+    autotmc, model, work = args[:3]
+    iters = int(args[3]) if len(args) > 3 else 3
+    rtol = float(args[4]) if len(args) > 4 else 1e-4
+    f64 = "--f64" in flags
+    dtype = torch.float64 if f64 else torch.float32
     graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
     tensors = graph["tensors"]
     xshape = tensors[graph["input"]]["shape"]
@@ -125,32 +161,40 @@ def main():
     np.save(f"{work}/y.npy", cls)
 
     run([autotmc, "interpret", model, "--iters", "0", "--save-weights", f"{work}/init.safetensors"])
-    out = run([autotmc, "interpret", model, "--iters", str(iters), "--weights", f"{work}/init.safetensors",
-               "--input", f"{work}/x.npy", "--labels", f"{work}/y.npy",
-               "--save-weights", f"{work}/final.safetensors"])
-    ours = [float(line.split("loss")[1]) for line in out.splitlines() if line.startswith("step")]
+    out = run([autotmc, "run" if "--run" in flags else "interpret", model, "--iters", str(iters),
+               "--weights", f"{work}/init.safetensors", "--input", f"{work}/x.npy", "--labels", f"{work}/y.npy",
+               "--save-weights", f"{work}/final.safetensors"] + (["--f64"] if f64 else []))
+    ours = [float(line.split("loss")[1].split()[0]) for line in out.splitlines() if line.startswith("step")]
 
     init = read_safetensors(f"{work}/init.safetensors")
     by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
-    weights = {by_name[k]: torch.tensor(v, requires_grad=True) for k, v in init.items()
+    weights = {by_name[k]: torch.tensor(v, dtype=dtype, requires_grad=True) for k, v in init.items()
                if tensors[by_name[k]]["kind"] == "weight"}
     # batchnorm's running statistics, saved with the weights: PyTorch's buffers
-    stats = {by_name[k]: torch.tensor(v) for k, v in init.items() if tensors[by_name[k]]["kind"] != "weight"}
+    stats = {by_name[k]: torch.tensor(v, dtype=dtype) for k, v in init.items()
+             if tensors[by_name[k]]["kind"] != "weight"}
     want = {"running_mean": 0.0, "running_var": 1.0, "num_batches_tracked": 0.0}
     for i, v in stats.items():
         name = tensors[i]["name"]
         if not any(name.endswith("." + s) and np.all(v.numpy() == w) for s, w in want.items()):
             sys.exit(f"initial statistic {name} is not PyTorch's: {v}")
     opt = graph["optimizer"]
-    sgd = torch.optim.SGD(list(weights.values()), lr=opt["lr"], momentum=opt["momentum"])
-    xt = torch.tensor(x)
-    yt = F.one_hot(torch.tensor(cls), nclass).float()
+    optim = make_optimizer(opt, list(weights.values()))
+    xt = torch.tensor(x, dtype=dtype)
+    yt = F.one_hot(torch.tensor(cls), nclass).to(dtype)
     theirs = []
-    for _ in range(iters):
-        sgd.zero_grad()
+    clipped = 0
+    for t in range(iters):
+        optim.zero_grad()
         loss = forward(graph, weights, stats, xt, yt)
         loss.backward()
-        sgd.step()
+        if opt["clip"] > 0:
+            norm = float(torch.nn.utils.clip_grad_norm_(list(weights.values()), opt["clip"]))
+            print(f"step {t + 1}: gradient norm {norm:.6g}, clip {opt['clip']:g}")
+            clipped += norm > opt["clip"]
+        for group in optim.param_groups:
+            group["lr"] = schedule_lr(opt, t)
+        optim.step()
         theirs.append(loss.item())
 
     bad = 0
@@ -176,6 +220,9 @@ def main():
         bad += 1
     print(f"{len(final)} tensors after {iters} steps ({nstats} of them running statistics): largest relative "
           f"difference {worst[0]:.2e} ({worst[1]})")
+    if opt["clip"] > 0 and not clipped:
+        print(f"no step's gradient norm exceeded the clip {opt['clip']:g}: clipping was not tested")
+        bad += 1
     print("agreement" if not bad else f"DISAGREEMENT beyond {rtol:g}")
     sys.exit(1 if bad else 0)
 

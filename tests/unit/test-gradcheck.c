@@ -72,7 +72,7 @@ static int run_case(const OpCase *c)
 	int bad = 0, nchecked = 0;
 	for (int i = 0; i < s->n; i++) {
 		const Node *n = s->order[i];
-		if (n->op == OP_SGD || n->op == OP_SGD_MOMENTUM) { /* the weights' updates: in[1] is the gradient */
+		if (op_is_update(n->op)) { /* the weights' updates: in[1] is the gradient */
 			bad += check_tensor(ip, n->in[0], n->in[1], c->name);
 			nchecked++;
 		}

@@ -47,6 +47,9 @@ static const OpCase programs[] = {
 	{"mlp with dropout and momentum", OPCASE_NETWORK, "4, 8", "3",
 	 "dense(8 => 16, relu) dropout(0.25) dense(16 => 16, tanh) dense(16 => 3)",
 	 "optimizer = sgd(lr = 0.1, momentum = 0.9)"},
+	{"mlp with adamw, warmup and cosine, clipped", OPCASE_NETWORK, "4, 8", "3",
+	 "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",
+	 "optimizer = adamw(lr = 0.01, clip = 0.5, schedule = cosine(steps = 3, warmup = 1, floor = 0.001))"},
 	{"conv net", OPCASE_NETWORK, "2, 3, 8, 8", "4",
 	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) "
 	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm relu avgpool(2x2) flatten dense(24 => 4)", NULL},

@@ -56,8 +56,17 @@ enum RtDescField {
 	RT_D_SEED,      /* dropout stream */
 	RT_D_EPS,       /* batchnorm epsilon (double bits) */
 	RT_D_P,         /* dropout probability (double bits) */
-	RT_D_LR,        /* learning rate (double bits) */
-	RT_D_MOMENTUM,  /* momentum (double bits) */
+	RT_D_MOMENTUM,  /* sgd's or batchnorm's running statistics' momentum (double bits) */
+	/* the updates (sgd, sgd_momentum, adamw): the optimizer (base/optim.h's OptimHyper) */
+	RT_D_OPTIM,     /* OPTIM_* */
+	RT_D_LR,        /* base learning rate (double bits) */
+	RT_D_NESTEROV,  /* sgd: Nesterov momentum (0 or 1) */
+	RT_D_WD,        /* weight decay (double bits) */
+	RT_D_BETA1, RT_D_BETA2, RT_D_ADAM_EPS, /* adamw (double bits) */
+	RT_D_CLIP,      /* the largest global gradient norm (double bits; 0: none) */
+	RT_D_SCHED,     /* LR_*: the schedule */
+	RT_D_WARMUP, RT_D_SCHED_STEPS, RT_D_FLOOR, /* cosine (the floor in double bits) */
+	RT_D_EVERY, RT_D_GAMMA, /* step decay (gamma in double bits) */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */

@@ -35,12 +35,19 @@ typedef struct TioTensor {
 	int64_t nelems;                /* number of elements */
 } TioTensor;
 
+/* A string of a safetensors header's __metadata__. */
+typedef struct TioMeta {
+	char *key, *value;
+} TioMeta;
+
 typedef struct TioFile {
 	char *path;          /* as opened */
 	unsigned char *map;  /* the whole file, mapped */
 	size_t size;         /* its size */
 	TioTensor *t;        /* tensors in file order */
 	int n;               /* number of tensors */
+	TioMeta *meta;       /* safetensors: the header's __metadata__ */
+	int nmeta;           /* its entries */
 } TioFile;
 
 /* One tensor to write: ndim sizes in shape, data as float or double. */
@@ -61,7 +68,13 @@ const char *tio_dtype_name(TioDtype d);
 /* Convert the n elements of t into doubles. */
 void tio_to_f64(const TioTensor *t, double *dst);
 
+/* The value of a safetensors file's __metadata__ key, or NULL. */
+const char *tio_meta(const TioFile *f, const char *key);
+
 /* Write n tensors as F32 safetensors, atomically. */
 int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen);
+/* The same with nmeta strings in the header's __metadata__. */
+int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const TioMeta *meta, int nmeta, char *err,
+                               size_t errlen);
 
 #endif
