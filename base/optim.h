@@ -108,19 +108,26 @@ OPTIM_FN double optim_clip_scale(double clip, double sumsq)
 }
 
 /*
- * SGD on one element: weight w, gradient g (clipped by scale), velocity
- * *v (read and written when momentum > 0). Returns the new weight.
- *   g += weight_decay w;  v = momentum v + g;
- *   w -= lr (nesterov ? g + momentum v : v)        (w -= lr g without momentum)
+ * SGD on one element, weight w and gradient g (clipped by scale); returns
+ * the new weight. Without momentum: w -= lr (g + weight_decay w). With
+ * momentum (velocity *v, read and written):
+ *   g += weight_decay w;  v = momentum v + g;  w -= lr (nesterov ? g + momentum v : v)
+ * Branch-free within an element, so that the runtimes' loops vectorise.
  */
-OPTIM_FN double optim_sgd(const OptimHyper *h, const OptimStep *s, double scale, double w, double g, double *v)
+OPTIM_FN double optim_sgd(const OptimHyper *h, const OptimStep *s, double scale, double w, double g)
+{
+	return w - s->lr * (g * scale + h->weight_decay * w);
+}
+
+OPTIM_FN double optim_sgd_momentum(const OptimHyper *h, const OptimStep *s, double scale, double w, double g,
+                                   double *v)
 {
 	g = g * scale + h->weight_decay * w;
-	if (h->momentum > 0) {
-		*v = h->momentum * *v + g;
-		g = h->nesterov ? g + h->momentum * *v : *v;
-	}
-	return w - s->lr * g;
+	double nv = h->momentum * *v + g;
+	*v = nv;
+	/* nesterov ? g + momentum nv : nv, as arithmetic (exact: 0 g + 1 nv = nv) */
+	double a = (double)(h->nesterov != 0);
+	return w - s->lr * (a * g + (a * h->momentum + (1.0 - a)) * nv);
 }
 
 /*

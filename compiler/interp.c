@@ -421,8 +421,10 @@ void interp_node(Interp *ip, const Node *nd)
 		for (int64_t i = 0; i < nx; i++) {
 			if (nd->op == OP_ADAMW)
 				in[0][i] = optim_adamw(h, &st, scale, in[0][i], in[1][i], &in[2][i], &in[3][i]);
+			else if (nd->op == OP_SGD_MOMENTUM)
+				in[0][i] = optim_sgd_momentum(h, &st, scale, in[0][i], in[1][i], &in[2][i]);
 			else
-				in[0][i] = optim_sgd(h, &st, scale, in[0][i], in[1][i], nd->op == OP_SGD ? NULL : &in[2][i]);
+				in[0][i] = optim_sgd(h, &st, scale, in[0][i], in[1][i]);
 		}
 		break;
 	}

@@ -941,6 +941,7 @@ static void run_grad_sumsq(const int64_t *d, void *const *a)
 	for (int p = 0; p < GRAD_SUMSQ_PARTS; p++) {
 		int64_t lo = p * slice, hi = lo + slice < n ? lo + slice : n;
 		double s = 0;
+#pragma omp simd reduction(+ : s)
 		for (int64_t i = lo; i < hi; i++)
 			s += (double)g[i] * (double)g[i];
 		part[p] = s;
@@ -968,20 +969,20 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 	const float *g = a[1];
 	switch (d[RT_D_OP]) {
 	case RT_OP_SGD:
-#pragma omp parallel for simd if (n > PAR_MIN)
+#pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++)
-			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], NULL);
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i]);
 		break;
 	case RT_OP_SGD_MOMENTUM:
-#pragma omp parallel for simd if (n > PAR_MIN)
+#pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++) {
 			double v = (double)s1[i];
-			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], &v);
+			w[i] = (float)optim_sgd_momentum(&h, &st, scale, (double)w[i], (double)g[i], &v);
 			s1[i] = (float)v;
 		}
 		break;
 	case RT_OP_ADAMW:
-#pragma omp parallel for simd if (n > PAR_MIN)
+#pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++) {
 			double m = (double)s1[i], v = (double)s2[i];
 			w[i] = (float)optim_adamw(&h, &st, scale, (double)w[i], (double)g[i], &m, &v);

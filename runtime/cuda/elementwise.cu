@@ -348,10 +348,10 @@ __global__ void update(int op, OptimHyper h, OptimStep st, float *w, const float
 			v[i] = (float)vi;
 		} else if (m) {
 			double mi = (double)m[i];
-			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], &mi);
+			w[i] = (float)optim_sgd_momentum(&h, &st, scale, (double)w[i], (double)g[i], &mi);
 			m[i] = (float)mi;
 		} else {
-			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i], NULL);
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i]);
 		}
 	}
 }
