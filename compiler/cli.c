@@ -169,7 +169,8 @@ static const Option options[] = {
 	 "print JSON instead (docs/training.md, docs/schedule.md)"},
 	{"summary", 0, V_FLAG, F(summary), C(SCHEDULE), 0, 0, NULL, "print only the summary"},
 	{"trace", 0, V_OUTPUT, F(trace), C(SCHEDULE), 0, 0, "T.json", "also write the schedule in Chrome Trace Event format (Perfetto)"},
-	{"plot", 0, V_OUTPUT, F(plot), C(SCHEDULE), 0, 0, "P.png|P.svg", "also plot the bytes in each tier over the step (gnuplot)"},
+	{"plot", 0, V_OUTPUT, F(plot), C(SCHEDULE) | C(RUN), 0, 0, "P.png|P.svg",
+	 "schedule: also plot the bytes in each tier over the step; run: plot every\nstep's loss at the end (gnuplot)"},
 	/* training */
 	{"iters", 0, V_LONG, F(iters), C_TRAIN | C(SWEEP), 0, 1000000, "N",
 	 "training steps (default: interpret 3, run 10, sweep 5, or one epoch of --data;\n0 only initialises)"},

@@ -184,7 +184,8 @@ static int cmd_run(const Settings *s, Arena *a)
 		const char *flag, *value;
 	} files[] = {{"--weights", s->weights}, {"--save-weights", s->save_weights}, {"--input", s->input},
 	             {"--labels", s->labels},   {"--results", s->results},         {"--slow-dir", s->slow_dir},
-	             {"--data", s->data},       {"--checkpoint", s->checkpoint},   {"--resume", s->resume}};
+	             {"--data", s->data},       {"--checkpoint", s->checkpoint},   {"--resume", s->resume},
+	             {"--plot", s->plot}};
 	for (size_t i = 0; i < countof(files); i++)
 		if (files[i].value) {
 			args[n++] = files[i].flag;

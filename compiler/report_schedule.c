@@ -367,7 +367,7 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 {
 	Plot pl;
-	if (!plot_open(&pl, path, 1100, 500))
+	if (!plot_open(&pl, path, 1100, 500, "autotmc"))
 		return false;
 	const Schedule *s = p->s;
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));

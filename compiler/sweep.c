@@ -255,7 +255,7 @@ static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, 
                  const char *const *ratios, int nratio, int threads)
 {
 	Plot p;
-	bool ok = plot_open(&p, plot_path(a, sw->out, "speedup", ext), 900, 520);
+	bool ok = plot_open(&p, plot_path(a, sw->out, "speedup", ext), 900, 520, "autotmc");
 	if (ok) {
 		FILE *f = p.f;
 		fprintf(f, "set title 'speedup over all-slow: %s, %d thread%s'\n", model, threads, threads == 1 ? "" : "s");
@@ -280,7 +280,7 @@ static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, 
 		}
 		ok = plot_close(&p);
 	}
-	if (!plot_open(&p, plot_path(a, sw->out, "predicted", ext), 700, 600))
+	if (!plot_open(&p, plot_path(a, sw->out, "predicted", ext), 700, 600, "autotmc"))
 		return false;
 	FILE *f = p.f;
 	fprintf(f, "set title 'predicted against measured step time: %s'\n", model);

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "outfile.h" /* base/ */
+#include "plot.h"    /* base/ */
 
 enum { EXIT_USAGE = 2 };
 
@@ -183,6 +184,8 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  --save-every K       with --checkpoint: save a checkpoint every K steps\n"
 	        "  --resume DIR         continue the run saved in DIR; --iters and --epochs\n"
 	        "                       count from the start of the run\n"
+	        "  --plot P.png|P.svg   at the end, plot every step's loss (and each epoch's\n"
+	        "                       mean with --data) with gnuplot\n"
 	        "  --slow KIND          the slow tier: 'pmem' (default: a memkind file in\n"
 	        "                       --slow-dir), 'dax-kmem' (persistent memory as a NUMA\n"
 	        "                       node), or 'numa:N' (memory of NUMA node N)\n"
@@ -221,7 +224,7 @@ static long long parse_count(const char *opt, const char *s, long long min, long
 static void parse_options(int argc, char **argv, const RtProgram *program, RtOptions *o)
 {
 	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
-	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME };
+	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME, O_PLOT };
 	static const struct option opts[] = {
 		{"iters", required_argument, NULL, O_ITERS},
 		{"threads", required_argument, NULL, O_THREADS},
@@ -239,6 +242,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		{"checkpoint", required_argument, NULL, O_CHECKPOINT},
 		{"save-every", required_argument, NULL, O_SAVE_EVERY},
 		{"resume", required_argument, NULL, O_RESUME},
+		{"plot", required_argument, NULL, O_PLOT},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -275,6 +279,9 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			break;
 		case O_RESUME:
 			o->resume = optarg;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
 			break;
 		case O_WEIGHTS:
 			o->weights = optarg;
@@ -343,10 +350,13 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
  */
 static void check_outputs(const RtOptions *o)
 {
+	const char *ext = o->plot ? strrchr(o->plot, '.') : NULL;
+	if (o->plot && (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0)))
+		rt_usage_error("--plot %s: a plot is written as .png or .svg", o->plot);
 	const struct {
 		const char *flag; /* the option */
 		const char *path; /* its value, or NULL */
-	} out[] = {{"--save-weights", o->save_weights}, {"--results", o->results}};
+	} out[] = {{"--save-weights", o->save_weights}, {"--results", o->results}, {"--plot", o->plot}};
 	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
 		char err[PATH_MAX + 128];
 		if (out[i].path && !outfile_check(out[i].path, err, sizeof err))
@@ -477,6 +487,49 @@ static void print_profile(RtCtx *ctx)
 	free(order);
 }
 
+/*
+ * --plot: every step's loss against the step (numbered from the run's
+ * start, across --resume), on a log scale when it spans more than a
+ * factor of 20, and with --data each epoch's mean loss at its last step.
+ */
+static bool plot_losses(const RtCtx *ctx)
+{
+	Plot p;
+	if (!plot_open(&p, ctx->opt.plot, 900, 500, rt_prog_name()))
+		return false;
+	FILE *f = p.f;
+	double lo = INFINITY, hi = 0;
+	for (int64_t i = 0; i < ctx->nsteps; i++)
+		if (isfinite(ctx->losses[i]) && ctx->losses[i] > 0) {
+			lo = fmin(lo, ctx->losses[i]);
+			hi = fmax(hi, ctx->losses[i]);
+		}
+	const char *model = ctx->program->model ? ctx->program->model : "?";
+	fprintf(f, "set title \"training loss: %s\" noenhanced\n", model);
+	fprintf(f, "set xlabel 'step'\nset ylabel 'loss'\nset format y '%%g'\nset grid\nset key top right\n%s",
+	        hi > 20 * lo ? "set logscale y\n" : "");
+	int64_t spe;
+	rt_feed_epoch(ctx, 0, &spe);
+	fprintf(f, "plot '-' using 1:2 with lines lw 1 title 'loss of each step'%s\n",
+	        spe ? ", '-' using 1:2 with linespoints lw 2 pt 7 title 'mean loss of each epoch'" : "");
+	for (int64_t i = 0; i < ctx->nsteps; i++)
+		fprintf(f, "%lld %.9g\n", (long long)(ctx->first_step + (uint64_t)i + 1), ctx->losses[i]);
+	fprintf(f, "e\n");
+	if (spe) {
+		int64_t first = (int64_t)ctx->first_step, end = first + ctx->nsteps;
+		for (int64_t e0 = first / spe * spe; e0 < end; e0 += spe) {
+			int64_t a = e0 > first ? e0 : first, b = e0 + spe < end ? e0 + spe : end;
+			double sum = 0;
+			for (int64_t i = a; i < b; i++)
+				sum += ctx->losses[i - first];
+			if (b > a)
+				fprintf(f, "%lld %.9g\n", (long long)b, sum / (double)(b - a));
+		}
+		fprintf(f, "e\n");
+	}
+	return plot_close(&p);
+}
+
 int rt_end(RtCtx *ctx)
 {
 	int status = 0;
@@ -492,7 +545,6 @@ int rt_end(RtCtx *ctx)
 		rt_checkpoint_save(ctx); /* the run's last state */
 	if (ctx->checkpoint_failed)
 		status = 1;
-	rt_feed_close(ctx);
 
 	double med = median(ctx->step_times, ctx->nsteps);
 	const RtProgram *p = ctx->program;
@@ -523,7 +575,10 @@ int rt_end(RtCtx *ctx)
 	}
 	if (ctx->opt.results && !rt_results_write(ctx, ctx->opt.results, med))
 		status = 1;
+	if (ctx->opt.plot && !plot_losses(ctx))
+		status = 1;
 
+	rt_feed_close(ctx);
 	for (int32_t i = 0; i < ctx->nkernel_slots; i++)
 		if (ctx->kernels[i].impl)
 			b->kernels.destroy(ctx->kernel_state, ctx->kernels[i].impl);

@@ -239,6 +239,7 @@ typedef struct RtOptions {
 	const char *checkpoint;   /* --checkpoint: the directory checkpoints are saved in */
 	int64_t save_every;       /* --save-every: steps between checkpoints (0: only at the end) */
 	const char *resume;       /* --resume: the directory of the checkpoint to continue */
+	const char *plot;         /* --plot: the loss plot to draw at the end (.png or .svg) */
 } RtOptions;
 
 /* A kernel created by rt_kernel. */

@@ -162,6 +162,16 @@ expect 2 "^prog: --resume loads the weights from the checkpoint; give it or --we
 expect 1 "^prog: error: --checkpoint full.st: not a directory$" ./prog --iters 1 --checkpoint full.st
 expect 2 "^autotmc: --save-every needs --checkpoint DIR$" "$autotmc" run model.net --save-every 3
 
+# --plot: the loss of every step and each epoch's mean, drawn by gnuplot
+if command -v gnuplot >/dev/null; then
+    ./prog --data data --epochs 2 --plot loss.svg >plot.log 2>&1 && grep -q 'training loss: ckpt' loss.svg &&
+        grep -q 'mean loss of each epoch' loss.svg && ok "--plot loss.svg drawn" || fail "--plot: $(cat plot.log)"
+else
+    echo "skipped: --plot (no gnuplot)"
+fi
+expect 2 "^prog: --plot loss.pdf: a plot is written as .png or .svg$" ./prog --iters 1 --plot loss.pdf
+expect 1 "^prog: error: --plot: cannot write nodir/loss.png: its directory does not exist$" ./prog --iters 1 --plot nodir/loss.png
+
 # through autotmc run: the options reach the program
 "$autotmc" run model.net --data data --iters 5 --checkpoint viarun >run.log 2>&1 &&
     grep -q '^checkpoint: step 5 saved to viarun/checkpoint.safetensors' run.log &&

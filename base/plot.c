@@ -1,33 +1,38 @@
 /*
  * plot.c - drawing with gnuplot (see plot.h).
  */
+#include "plot.h"
+
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "plot.h"
-
-bool plot_open(Plot *p, const char *path, int width, int height)
+static bool fail(const Plot *p, const char *msg)
 {
-	*p = (Plot){.path = path};
+	fflush(stdout);
+	fprintf(stderr, "%s: error: %s\n", p->who, msg);
+	return false;
+}
+
+bool plot_open(Plot *p, const char *path, int width, int height, const char *who)
+{
+	*p = (Plot){.path = path, .who = who};
+	char err[1024];
 	const char *ext = strrchr(path, '.');
 	bool svg = ext && strcmp(ext, ".svg") == 0;
 	if (!ext || (!svg && strcmp(ext, ".png") != 0)) {
-		error_plain("%s: a plot is written as .png or .svg", path);
-		return false;
+		snprintf(err, sizeof err, "%s: a plot is written as .png or .svg", path);
+		return fail(p, err);
 	}
-	char err[512];
-	if (!outfile_open(&p->out, path, err, sizeof err)) {
-		error_plain("%s", err);
-		return false;
-	}
+	if (!outfile_open(&p->out, path, err, sizeof err))
+		return fail(p, err);
 	int fds[2];
 	if (pipe(fds) != 0) {
-		error_plain("cannot start gnuplot: %s", strerror(errno));
+		snprintf(err, sizeof err, "cannot start gnuplot: %s", strerror(errno));
 		outfile_abort(&p->out);
-		return false;
+		return fail(p, err);
 	}
 	fflush(NULL);
 	p->pid = fork();
@@ -37,18 +42,18 @@ bool plot_open(Plot *p, const char *path, int width, int height)
 		close(fds[0]);
 		close(fds[1]);
 		execlp("gnuplot", "gnuplot", (char *)NULL);
-		fprintf(stderr, "autotmc: error: cannot run gnuplot: %s (Debian package: gnuplot-nox)\n", strerror(errno));
+		fprintf(stderr, "%s: error: cannot run gnuplot: %s (Debian package: gnuplot-nox)\n", who, strerror(errno));
 		_exit(127);
 	}
 	close(fds[0]);
 	p->f = p->pid > 0 ? fdopen(fds[1], "w") : NULL;
 	if (!p->f) {
-		error_plain("cannot start gnuplot: %s", strerror(errno));
+		snprintf(err, sizeof err, "cannot start gnuplot: %s", strerror(errno));
 		close(fds[1]);
 		if (p->pid > 0)
 			waitpid(p->pid, NULL, 0);
 		outfile_abort(&p->out);
-		return false;
+		return fail(p, err);
 	}
 	fprintf(p->f, "set terminal %s size %d,%d\nset output\n", svg ? "svg" : "png", width, height);
 	return true;
@@ -56,19 +61,15 @@ bool plot_open(Plot *p, const char *path, int width, int height)
 
 bool plot_close(Plot *p)
 {
+	char err[1024];
 	fclose(p->f);
 	int status;
 	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		error_plain("gnuplot failed to write %s", p->path);
+		snprintf(err, sizeof err, "gnuplot failed to write %s", p->path);
 		outfile_abort(&p->out);
-		return false;
+		return fail(p, err);
 	}
-	char err[512];
-	if (!outfile_commit(&p->out, err, sizeof err)) {
-		error_plain("%s", err);
-		return false;
-	}
-	return true;
+	return outfile_commit(&p->out, err, sizeof err) || fail(p, err);
 }
