@@ -16,13 +16,23 @@ static bool fail(const Plot *p, const char *msg)
 	return false;
 }
 
+static bool has_ext(const char *path, const char *ext)
+{
+	const char *dot = strrchr(path, '.');
+	return dot && strcmp(dot, ext) == 0;
+}
+
+bool plot_format_ok(const char *path)
+{
+	return has_ext(path, ".png") || has_ext(path, ".svg");
+}
+
 bool plot_open(Plot *p, const char *path, int width, int height, const char *who)
 {
 	*p = (Plot){.path = path, .who = who};
 	char err[1024];
-	const char *ext = strrchr(path, '.');
-	bool svg = ext && strcmp(ext, ".svg") == 0;
-	if (!ext || (!svg && strcmp(ext, ".png") != 0)) {
+	bool svg = has_ext(path, ".svg");
+	if (!plot_format_ok(path)) {
 		snprintf(err, sizeof err, "%s: a plot is written as .png or .svg", path);
 		return fail(p, err);
 	}

@@ -19,6 +19,9 @@ typedef struct Plot {
 	OutFile out;      /* the image, opened here: gnuplot writes it on its standard output */
 } Plot;
 
+/* Whether path names a plot gnuplot can write here: it ends in .png or .svg. */
+bool plot_format_ok(const char *path);
+
 /*
  * Start gnuplot writing path (.png or .svg, width x height pixels): the
  * terminal is set, and the image goes to the file opened here as

@@ -22,6 +22,7 @@
 #include "autotm/profile.h"
 #include "hwmodel.h"
 #include "outfile.h"
+#include "plot.h"
 #include "util.h"
 
 #ifndef AUTOTM_STDLIBDIR
@@ -641,8 +642,7 @@ static void check_settings(Arena *a, Settings *s)
 	}
 	if (s->dot && s->json)
 		usage_error(cmd, "--dot and --json cannot be combined");
-	const char *ext = s->plot ? strrchr(s->plot, '.') : NULL;
-	if (s->plot && (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0)))
+	if (s->plot && !plot_format_ok(s->plot))
 		usage_error(cmd, "--plot %s: a plot is written as .png or .svg", s->plot);
 	check_files(a, s);
 }

@@ -44,9 +44,10 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_PH] = a->ph, desc[RT_D_PW] = a->pw, desc[RT_D_GROUPS] = a->groups;
 	desc[RT_D_AXIS] = a->axis, desc[RT_D_OFFSET] = a->offset, desc[RT_D_SEED] = a->seed;
 	desc[RT_D_EPS] = dbits(a->eps), desc[RT_D_P] = dbits(a->p);
-	desc[RT_D_MOMENTUM] = dbits(n->op == OP_BATCHNORM_STATS ? a->momentum : a->upd.momentum);
+	desc[RT_D_BN_MOMENTUM] = dbits(a->momentum);
 	const OptimHyper *h = &a->upd;
-	desc[RT_D_OPTIM] = h->kind, desc[RT_D_LR] = dbits(h->lr), desc[RT_D_NESTEROV] = h->nesterov;
+	desc[RT_D_OPTIM] = h->kind, desc[RT_D_LR] = dbits(h->lr), desc[RT_D_MOMENTUM] = dbits(h->momentum);
+	desc[RT_D_NESTEROV] = h->nesterov;
 	desc[RT_D_WD] = dbits(h->weight_decay), desc[RT_D_BETA1] = dbits(h->beta1), desc[RT_D_BETA2] = dbits(h->beta2);
 	desc[RT_D_ADAM_EPS] = dbits(h->eps), desc[RT_D_CLIP] = dbits(h->clip);
 	desc[RT_D_SCHED] = h->sched.kind, desc[RT_D_WARMUP] = h->sched.warmup, desc[RT_D_SCHED_STEPS] = h->sched.steps;
@@ -97,7 +98,9 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		{RT_D_SW, "sw", false},     {RT_D_PH, "ph", false},     {RT_D_PW, "pw", false},
 		{RT_D_GROUPS, "groups", false}, {RT_D_AXIS, "axis", false}, {RT_D_OFFSET, "offset", false},
 		{RT_D_EPS, "eps", true},    {RT_D_P, "p", true},        {RT_D_LR, "lr", true},
-		{RT_D_MOMENTUM, "momentum", true}, {RT_D_NESTEROV, "nesterov", false},
+		{RT_D_BN_MOMENTUM, "momentum", true}, /* batchnorm_stats */
+		{RT_D_MOMENTUM, "momentum", true},    /* sgd_momentum */
+		{RT_D_NESTEROV, "nesterov", false},
 		{RT_D_WD, "weight_decay", true}, {RT_D_BETA1, "beta1", true}, {RT_D_BETA2, "beta2", true},
 		{RT_D_ADAM_EPS, "eps", true}, {RT_D_CLIP, "clip", true}, {RT_D_SCHED, "schedule", false},
 		{RT_D_WARMUP, "warmup", false}, {RT_D_SCHED_STEPS, "steps", false}, {RT_D_FLOOR, "floor", true},

@@ -101,9 +101,21 @@ static void remove_stale(const char *dir)
 	closedir(d);
 }
 
+/* A whole number of a checkpoint's header, or fatal. */
+static uint64_t meta_count(const char *path, const char *key, const char *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || !*v || *end || *v == '-')
+		rt_fatal("%s: its %s, '%s', is not a whole number", path, key, v);
+	return (uint64_t)x;
+}
+
 void rt_checkpoint_begin(RtCtx *ctx)
 {
 	RtOptions *o = &ctx->opt;
+	ctx->checkpoint_step = UINT64_MAX;
 	if (o->resume) {
 		char *path = file_in(o->resume);
 		char err[PATH_MAX + 256];
@@ -117,18 +129,14 @@ void rt_checkpoint_begin(RtCtx *ctx)
 		const char *name = ctx->program->model ? ctx->program->model : "?";
 		if (strcmp(model, name) != 0)
 			rt_fatal("%s is a checkpoint of the model '%s', not of '%s'", path, model, name);
-		char *end;
-		errno = 0;
-		unsigned long long s = strtoull(step, &end, 10), sd = strtoull(seed, &end, 10);
-		if (errno || !*step || !*seed)
-			rt_fatal("%s: a malformed step '%s' or seed '%s'", path, step, seed);
-		if (o->seed_given && (uint64_t)sd != o->seed)
-			rt_usage_error("--seed %" PRIu64 " differs from the checkpoint's seed %llu; a resumed run keeps its seed",
-			               o->seed, sd);
-		o->seed = (uint64_t)sd;
+		uint64_t s = meta_count(path, "step", step), sd = meta_count(path, "seed", seed);
+		if (o->seed_given && sd != o->seed)
+			rt_usage_error("--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64
+			               "; a resumed run keeps its seed", o->seed, sd);
+		o->seed = sd;
 		o->weights = path; /* rt_tensor loads everything from it, and its messages name it */
 		ctx->resuming = true;
-		ctx->step = ctx->first_step = (uint64_t)s;
+		ctx->step = ctx->first_step = s;
 	}
 	if (!o->checkpoint)
 		return;
@@ -195,16 +203,15 @@ bool rt_checkpoint_save(RtCtx *ctx)
 	char err[PATH_MAX + 256];
 	int64_t total;
 	if (rt_data_write(ctx, ctx->checkpoint_path, true, meta, nmeta, &total, err, sizeof err)) {
-		rt_error_line();
+		rt_end_progress_line();
 		fprintf(stderr, "%s: error: checkpoint of step %" PRIu64 " not saved: %s\n", rt_prog_name(), ctx->step, err);
 		ctx->checkpoint_failed = true;
 		return false;
 	}
 	ctx->checkpoint_step = ctx->step;
-	ctx->checkpoint_saved = true;
 	if (!ctx->opt.quiet) {
 		char b[32];
-		rt_error_line();
+		rt_end_progress_line();
 		printf("checkpoint: step %" PRIu64 " saved to %s (%s, %.2f s)\n", ctx->step, ctx->checkpoint_path,
 		       fmt_bytes(total, b, sizeof b), rt_now() - t0);
 		fflush(stdout);

@@ -37,17 +37,12 @@ enum { EXIT_USAGE = 2 };
 /* A progress line is on the terminal without its newline (report_step): end it before other output. */
 static bool progress_open;
 
-static void end_progress_line(void)
+void rt_end_progress_line(void)
 {
 	if (progress_open) {
 		printf("\n");
 		progress_open = false;
 	}
-}
-
-void rt_error_line(void)
-{
-	end_progress_line();
 }
 
 static char prog_name[64] = "autotm";
@@ -81,7 +76,7 @@ noreturn void rt_exit_error(int status)
 noreturn void rt_fatal(const char *fmt, ...)
 {
 	va_list ap;
-	end_progress_line();
+	rt_end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: error: ", prog_name);
 	va_start(ap, fmt);
@@ -94,7 +89,7 @@ noreturn void rt_fatal(const char *fmt, ...)
 void rt_warn(const char *fmt, ...)
 {
 	va_list ap;
-	end_progress_line();
+	rt_end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: warning: ", prog_name);
 	va_start(ap, fmt);
@@ -106,7 +101,7 @@ void rt_warn(const char *fmt, ...)
 noreturn void rt_ice_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
-	end_progress_line();
+	rt_end_progress_line();
 	fflush(stdout);
 	fprintf(stderr, "%s: internal error at %s:%d: ", prog_name, file, line);
 	va_start(ap, fmt);
@@ -350,8 +345,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
  */
 static void check_outputs(const RtOptions *o)
 {
-	const char *ext = o->plot ? strrchr(o->plot, '.') : NULL;
-	if (o->plot && (!ext || (strcmp(ext, ".png") != 0 && strcmp(ext, ".svg") != 0)))
+	if (o->plot && !plot_format_ok(o->plot))
 		rt_usage_error("--plot %s: a plot is written as .png or .svg", o->plot);
 	const struct {
 		const char *flag; /* the option */
@@ -536,12 +530,12 @@ int rt_end(RtCtx *ctx)
 	if (ctx->in_step)
 		RT_ICE("rt_end inside a step");
 	rt_data_finish_loading(ctx);
-	end_progress_line();
+	rt_end_progress_line();
 	const RtBackend *b = ctx->backend;
 	b->copies.drain(ctx->copier);
 	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
 		status = 1;
-	if (ctx->opt.checkpoint && (!ctx->checkpoint_saved || ctx->checkpoint_step != ctx->step))
+	if (ctx->opt.checkpoint && ctx->checkpoint_step != ctx->step)
 		rt_checkpoint_save(ctx); /* the run's last state */
 	if (ctx->checkpoint_failed)
 		status = 1;
@@ -812,7 +806,7 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 	if (ctx->opt.checkpoint && (sig || (ctx->opt.save_every && ctx->step % (uint64_t)ctx->opt.save_every == 0)))
 		rt_checkpoint_save(ctx);
 	if (sig) { /* --checkpoint and Ctrl-C: the run ends here, reported as at its end */
-		rt_error_line();
+		rt_end_progress_line();
 		printf("stopped by signal %d after step %llu\n", sig, (unsigned long long)ctx->step);
 		int status = rt_end(ctx);
 		exit(status ? status : 128 + sig);

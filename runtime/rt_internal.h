@@ -288,8 +288,7 @@ struct RtCtx {
 	bool resuming;             /* --resume: weights_file is the checkpoint, state included */
 	uint64_t first_step;       /* the step this run starts at (--resume: the checkpoint's) */
 	char *checkpoint_path;     /* --checkpoint: DIR/checkpoint.safetensors */
-	uint64_t checkpoint_step;  /* the step of the last checkpoint saved */
-	bool checkpoint_saved;     /* one was saved by this run */
+	uint64_t checkpoint_step;  /* the step of the last checkpoint this run saved (UINT64_MAX: none) */
 	bool checkpoint_failed;    /* saving one failed (the run's status becomes 1) */
 	int ntensors;              /* rt_tensor calls so far */
 	uint64_t step;             /* steps completed (dropout masks depend on it) */
@@ -307,7 +306,7 @@ struct RtCtx {
 /* data.c: where a tensor of `bytes` lives, checked against its pool's size. */
 float *rt_data_place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name);
 /* rt.c: end a progress line left open on the terminal, before other output. */
-void rt_error_line(void);
+void rt_end_progress_line(void);
 
 /*
  * checkpoint.c: --resume (the checkpoint becomes the weights file, the

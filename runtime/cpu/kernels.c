@@ -962,10 +962,11 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 	OptimHyper h = rt_optim_hyper(d);
 	OptimStep st = optim_step(&h, step);
 	int64_t nin = d[RT_D_NIN], n = arg_elems(d, 0);
+	int min_in = op_info[d[RT_D_OP]].min_in; /* an input beyond them: the gradients' squared norm */
 	double scale = 1.0;
-	if (nin > op_info[d[RT_D_OP]].min_in)
+	if (nin > min_in)
 		scale = optim_clip_scale(h.clip, (double)*(const float *)a[nin - 1]);
-	float *w = a[0], *s1 = nin > 2 ? a[2] : NULL, *s2 = nin > 3 ? a[3] : NULL;
+	float *w = a[0], *s1 = min_in > 2 ? a[2] : NULL, *s2 = min_in > 3 ? a[3] : NULL;
 	const float *g = a[1];
 	switch (d[RT_D_OP]) {
 	case RT_OP_SGD:
@@ -1001,7 +1002,7 @@ static void run_bn_stats(const int64_t *d, void *const *a)
 	float *rm = a[0], *rv = a[1], *count = a[2];
 	const float *mean = a[3], *var = a[4];
 	int64_t c = arg_elems(d, 0);
-	double m = attr_f64(d, RT_D_MOMENTUM), unbias = op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / c);
+	double m = attr_f64(d, RT_D_BN_MOMENTUM), unbias = op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / c);
 	for (int64_t i = 0; i < c; i++) {
 		rm[i] = (float)((1 - m) * (double)rm[i] + m * (double)mean[i]);
 		rv[i] = (float)((1 - m) * (double)rv[i] + m * (double)var[i] * unbias);

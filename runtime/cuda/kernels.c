@@ -612,7 +612,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_BATCHNORM_STATS:
 		launched(k, gpu_bn_stats(a[0], a[1], a[2], a[3], a[4], arg_elems(d, 0),
 		                         op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / arg_elems(d, 0)),
-		                         attr_f64(d, RT_D_MOMENTUM), st));
+		                         attr_f64(d, RT_D_BN_MOMENTUM), st));
 		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);

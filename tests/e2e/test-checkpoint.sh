@@ -11,7 +11,7 @@
 #   - a temporary file that a killed save left behind is removed;
 #   - the checkpoint holds the optimizer's state and the run's position;
 #   - every wrong use gets its message: a missing checkpoint, a weights
-#     file that is not one, another model's, another seed, a checkpoint
+#     file that is not one, a malformed step, another model's, another seed, a checkpoint
 #     past the run's end, --save-every without --checkpoint, --resume with
 #     --weights, a --checkpoint that is a file.
 # Skipped (77) where no python3 with numpy is installed (to make the data).
@@ -152,6 +152,18 @@ expect 1 "^prog: error: notck/checkpoint.safetensors is not an autotmc checkpoin
     "${run[@]}" --resume notck
 expect 1 "^other: error: ck3/checkpoint.safetensors is a checkpoint of the model 'ckpt', not of 'other'$" \
     ./other --data data --resume ck3
+mkdir -p badstep && "$py" - ck3/checkpoint.safetensors badstep/checkpoint.safetensors <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+h = json.loads(data[8:8 + n])
+h["__metadata__"]["step"] = "12x"
+head = json.dumps(h).encode()
+head += b" " * (-len(head) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(head)) + head + data[8 + n:])
+EOF
+expect 1 "^prog: error: badstep/checkpoint.safetensors: its step, '12x', is not a whole number$" \
+    "${run[@]}" --resume badstep
 expect 2 "^prog: --seed 5 differs from the checkpoint's seed 1; a resumed run keeps its seed$" \
     "${long[@]}" --resume ci --seed 5
 expect 2 "^prog: --resume ck3: the checkpoint is at step 186, beyond this run's 124 steps \(--iters and --epochs count from the start of the run\)$" \

@@ -56,10 +56,11 @@ enum RtDescField {
 	RT_D_SEED,      /* dropout stream */
 	RT_D_EPS,       /* batchnorm epsilon (double bits) */
 	RT_D_P,         /* dropout probability (double bits) */
-	RT_D_MOMENTUM,  /* sgd's or batchnorm's running statistics' momentum (double bits) */
+	RT_D_BN_MOMENTUM, /* batchnorm_stats: the running statistics' momentum (double bits) */
 	/* the updates (sgd, sgd_momentum, adamw): the optimizer (base/optim.h's OptimHyper) */
 	RT_D_OPTIM,     /* OPTIM_* */
 	RT_D_LR,        /* base learning rate (double bits) */
+	RT_D_MOMENTUM,  /* sgd's momentum (double bits) */
 	RT_D_NESTEROV,  /* sgd: Nesterov momentum (0 or 1) */
 	RT_D_WD,        /* weight decay (double bits) */
 	RT_D_BETA1, RT_D_BETA2, RT_D_ADAM_EPS, /* adamw (double bits) */
