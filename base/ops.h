@@ -9,6 +9,7 @@
 #define AUTOTM_OPS_H
 
 #include <stdbool.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "activation.h"
@@ -72,6 +73,20 @@ static inline int64_t op_xent_row_bytes(int64_t rows)
 static inline double op_bn_unbias(int64_t n)
 {
 	return n > 1 ? (double)n / (double)(n - 1) : 1.0;
+}
+
+/*
+ * batchnorm_eval's per-channel affine map y = x alpha + beta, from the
+ * layer's weight and bias and its running statistics, in double (as the
+ * interpreter, the CPU and the GPU compute it; PyTorch's eval-mode
+ * batchnorm takes the same two steps):
+ * alpha = weight / sqrt(running_var + eps), beta = bias - running_mean alpha.
+ */
+static inline void op_bn_eval_affine(double weight, double bias, double mean, double var, double eps, double *alpha,
+                                     double *beta)
+{
+	*alpha = weight / sqrt(var + eps);
+	*beta = bias - mean * *alpha;
 }
 
 #endif

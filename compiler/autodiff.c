@@ -351,6 +351,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SGD_MOMENTUM:
 	case OP_ADAMW:
 	case OP_BATCHNORM_STATS:
+	case OP_BATCHNORM_EVAL: /* only in evaluation graphs, which are never differentiated */
 	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);
 	}

@@ -68,6 +68,13 @@ static const struct {
 	             "Build FILE's training program (cached by content under\n"
 	             "$XDG_CACHE_HOME/autotm/programs) and run it: the loss of every step, the\n"
 	             "median step time and the sizes of the fast and slow pools."},
+	[CMD_EVAL] = {"eval", "[OPTIONS] FILE --weights W --data DIR",
+	              "evaluate trained weights on a dataset: loss and accuracy",
+	              "Build FILE's evaluation program (the network in evaluation mode: batchnorm\n"
+	              "by its running statistics, no dropout; placed under --limit like a training\n"
+	              "step) and run it on every sample of the dataset DIR with the weights and\n"
+	              "running statistics of W. Prints 'loss: X' (the mean cross-entropy) and\n"
+	              "'accuracy: Y' (top-1)."},
 	[CMD_SWEEP] = {"sweep", "[OPTIONS] FILE -o RESULTS.json",
 	               "run every optimizer at every fast-tier size (and thread count)",
 	               "Build and run FILE's training program for every optimizer at every ratio of\n"
@@ -90,7 +97,7 @@ bool command_find(const char *name, Command *out)
 
 #define C(cmd) (1u << CMD_##cmd)
 #define C_ALL ((1u << NUM_COMMANDS) - 1)
-#define C_PLACE (C(SCHEDULE) | C(BUILD) | C(RUN))
+#define C_PLACE (C(SCHEDULE) | C(BUILD) | C(RUN) | C(EVAL))
 #define C_COST (C_PLACE | C(SWEEP))
 #define C_TRAIN (C(INTERPRET) | C(RUN))
 
@@ -155,13 +162,13 @@ static const Option options[] = {
 	 "the solver's time for a placement, all its attempts (default 60)"},
 	{"threads", 0, V_THREADS, F(threads), C_COST | C(PROFILE), 1, 4096, "N",
 	 "kernel threads (default: every core; profiles are per thread count);\nsweep: also auto"},
-	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
+	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */
 	{"output", 'o', V_OUTPUT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
 	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
 	 "rewritten after every run"},
-	{"emit-llvm", 0, V_FLAG, F(emit_llvm), C(BUILD) | C(RUN), 0, 0, NULL,
+	{"emit-llvm", 0, V_FLAG, F(emit_llvm), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "also write the LLVM module (PROG.ll, or beside the cached program)"},
 	{"train", 0, V_FLAG, F(train), C(GRAPH), 0, 0, NULL,
 	 "the training step (forward, backward, update) in execution order, with every\ntensor's live interval"},
@@ -175,22 +182,29 @@ static const Option options[] = {
 	/* training */
 	{"iters", 0, V_LONG, F(iters), C_TRAIN | C(SWEEP), 0, 1000000, "N",
 	 "training steps (default: interpret 3, run 10, sweep 5, or one epoch of --data;\n0 only initialises)"},
-	{"data", 0, V_TEXT, F(data), C_TRAIN, 0, 0, "DIR",
-	 "train on the dataset DIR (x.npy, y.npy), shuffled each epoch from --seed"},
+	{"data", 0, V_TEXT, F(data), C_TRAIN | C(EVAL), 0, 0, "DIR",
+	 "train on the dataset DIR (x.npy, y.npy), shuffled each epoch from --seed;\neval: the dataset to evaluate"},
 	{"epochs", 0, V_LONG, F(epochs), C_TRAIN, 1, 1000000, "E", "with --data: train for E epochs"},
 	{"seed", 0, V_LONG, F(seed), C_TRAIN, 0, 0x7fffffff, "S", "seed of weights and synthetic data (default 1)"},
 	{"f64", 0, V_FLAG, F(f64), C(INTERPRET), 0, 0, NULL, "compute in float64 (default: float32 results)"},
-	{"weights", 0, V_TEXT, F(weights), C_TRAIN, 0, 0, "W", "load the weights from the safetensors file W"},
+	{"weights", 0, V_TEXT, F(weights), C_TRAIN | C(EVAL), 0, 0, "W", "load the weights from the safetensors file W"},
 	{"save-weights", 0, V_OUTPUT, F(save_weights), C_TRAIN, 0, 0, "OUT", "save the weights after training (safetensors)"},
 	{"input", 0, V_TEXT, F(input), C_TRAIN, 0, 0, "X.npy", "the input batch (default: N(0, 1) from the seed)"},
 	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats or [N] class indices"},
-	{"results", 0, V_OUTPUT, F(results), C(RUN), 0, 0, "R.json", "write the results record"},
+	{"results", 0, V_OUTPUT, F(results), C(RUN) | C(EVAL), 0, 0, "R.json", "write the results record"},
 	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
 	{"checkpoint", 0, V_TEXT, F(checkpoint), C(RUN), 0, 0, "DIR",
 	 "save the run's state to DIR/checkpoint.safetensors at the end, on Ctrl-C and\nevery --save-every K steps"},
 	{"save-every", 0, V_LONG, F(save_every), C(RUN), 1, 1000000000, "K", "with --checkpoint: a checkpoint every K steps"},
 	{"resume", 0, V_TEXT, F(resume), C(RUN), 0, 0, "DIR",
 	 "continue the run saved in DIR (--iters, --epochs count from its start)"},
+	{"val", 0, V_TEXT, F(val), C(RUN), 0, 0, "DIR",
+	 "evaluate on the dataset DIR at the end (loss, top-1 accuracy) with the\nforward-only evaluation pass, placed under the same limit"},
+	{"eval-every", 0, V_LONG, F(eval_every), C(RUN), 1, 1000000000, "K", "with --val: also evaluate every K steps"},
+	{"with-eval", 0, V_FLAG, F(with_eval), C(BUILD), 0, 0, NULL,
+	 "also compile the evaluation pass, for PROG --val DIR"},
+	{"outputs", 0, V_OUTPUT, F(outputs), C(EVAL), 0, 0, "OUT.npy",
+	 "write the network's outputs (the input of the final softmax) of every sample,\n[N, classes] float32"},
 	/* profile */
 	{"runs", 0, V_INT, F(runs), C(PROFILE), 1, 1000, "N",
 	 "timed runs per measurement, at most (default 5; the median is kept; runs stop\nafter 1 s once 3 are done)"},
@@ -599,13 +613,23 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--save-every needs --checkpoint DIR");
 	if (s->resume && s->weights)
 		usage_error(cmd, "--resume loads the weights from the checkpoint; give it or --weights, not both");
+	if (s->eval_every && !s->val)
+		usage_error(cmd, "--eval-every needs --val DIR");
 	switch (cmd) {
+	case CMD_EVAL:
+		if (!s->data)
+			usage_error(cmd, "give the dataset to evaluate: --data DIR");
+		if (!s->weights)
+			usage_error(cmd, "give the weights to evaluate: --weights W (from --save-weights or a checkpoint)");
+		/* fall through */
 	case CMD_SCHEDULE:
 	case CMD_BUILD:
 	case CMD_RUN:
 		if (s->optimizer == NUM_OPTIMIZERS)
 			s->optimizer = s->limit >= 0 || s->ratio ? OPT_AUTO : OPT_ALL_FAST;
 		check_placement(s);
+		if ((s->val || s->with_eval || cmd == CMD_EVAL) && s->optimizer == OPT_UM)
+			usage_error(cmd, "the evaluation pass is not built for --optimizer um");
 		if (cmd == CMD_BUILD && !s->output)
 			usage_error(cmd, "no output given (-o PROG)");
 		if (cmd == CMD_RUN && s->iters < 0 && !s->data)

@@ -32,6 +32,7 @@ typedef enum Command {
 	CMD_SCHEDULE,
 	CMD_BUILD,
 	CMD_RUN,
+	CMD_EVAL,
 	CMD_SWEEP,
 	NUM_COMMANDS
 } Command;
@@ -80,6 +81,10 @@ typedef struct Settings {
 	const char *checkpoint;   /* run --checkpoint DIR */
 	long save_every;          /* run --save-every K (0: not given) */
 	const char *resume;       /* run --resume DIR */
+	const char *val;          /* run --val DIR: evaluate on it (compiles the evaluation pass) */
+	long eval_every;          /* run --eval-every K (0: not given) */
+	bool with_eval;           /* build --with-eval: compile the evaluation pass */
+	const char *outputs;      /* eval --outputs OUT.npy */
 	/* profile */
 	int runs;                 /* --runs N (0: the default) */
 	int slow_kind;            /* --slow pmem|dax-kmem|numa:N (RT_SLOW_TIER_*) */

@@ -71,11 +71,20 @@ static PlaceOptions place_options(const Settings *s, const CostModel *cm)
 static EmitOptions emit_options(const Compilation *c, Arena *a)
 {
 	bool um = c->place->optimizer == OPT_UM;
-	return (EmitOptions){
+	EmitOptions o = {
 		.record = schedule_record(c->g, c->sched, c->place, c->cm, &c->st, c->set->target, c->set->file, a),
 		.predicted_seconds = um ? 0 : placement_predict(c->place, c->cm, NULL),
 		.program_flags = um ? RT_PROGRAM_MANAGED : 0,
 	};
+	if (c->g->eval) { /* an evaluation program */
+		o.program_flags |= RT_PROGRAM_EVAL_ONLY;
+		o.eval = (EmitEval){c->g, c->sched, c->place, o.predicted_seconds};
+	} else if (c->eval) {
+		const Compilation *e = c->eval;
+		o.program_flags |= RT_PROGRAM_EVAL_PASS;
+		o.eval = (EmitEval){e->g, e->sched, e->place, placement_predict(e->place, e->cm, NULL)};
+	}
+	return o;
 }
 
 /*
@@ -105,33 +114,106 @@ static bool link_module(const Compilation *c, const Module *m, Arena *a, char *e
 	return ok;
 }
 
-bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
+/* Profile c's kernels, make its cost model, place it under po's limit and plan its pools. */
+static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOptions *po)
 {
 	char err[1024];
-	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n};
 	CostRequest cr = cost_request(s);
-	*c = (Compilation){.set = s};
-
-	if (!(c->g = elaborate(s->file, &eo, a)))                                       /* -> forward graph */
-		return false;
-	verify_or_die(c->g, "elaboration");
-	if (stage == STAGE_FORWARD)
-		return true;
-	autodiff(c->g, NULL);                                                           /* -> training step */
-	verify_or_die(c->g, "autodiff");
-	c->sched = schedule_graph(c->g, a);                                             /* -> order, liveness */
-	if (stage == STAGE_TRAINING)
-		return true;
 	if (!costmodel_measure(c->g, c->sched, &cr, err, sizeof err))                   /* -> profile database */
 		return fail(err);
 	if (!(c->cm = costmodel_for(c->g, c->sched, &cr, a, err, sizeof err)))          /* -> kernel, move times */
 		return fail(err);
-	PlaceOptions po = place_options(s, c->cm);
-	if (!(c->place = place(c->g, c->sched, &po, a, &c->st, err, sizeof err)))       /* -> tiers, moves */
+	po->cm = c->cm;
+	if (!(c->place = place(c->g, c->sched, po, a, &c->st, err, sizeof err)))        /* -> tiers, moves */
 		return fail(err);
 	memplan(c->place, a);                                                           /* -> offsets */
 	if (!placement_verify(c->g, c->place, err, sizeof err) || !memplan_verify(c->place, a, err, sizeof err))
 		ICE("placement %s is inconsistent: %s", placement_name(c->place), err);
+	return true;
+}
+
+/* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */
+static Compilation *eval_front(Arena *a, const Settings *s)
+{
+	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
+	                  .eval = true};
+	Compilation *e = arena_alloc(a, sizeof *e);
+	*e = (Compilation){.set = s};
+	if (!(e->g = elaborate(s->file, &eo, a)))
+		return NULL;
+	verify_or_die(e->g, "elaboration");
+	e->sched = schedule_graph(e->g, a);
+	return e;
+}
+
+/*
+ * The evaluation pass of training program c: placed in the fast pool the
+ * training step uses, under the limit its placement was made for. The
+ * runtime holds one fast pool (the larger of the two) and one kernel
+ * scratch (the larger of the two) beside it, so when the training step's
+ * kernels need more scratch than the pass's, the pass is placed again
+ * with that much less.
+ */
+static bool place_eval_pass(Arena *a, const Settings *s, Compilation *c)
+{
+	if (!(c->eval = eval_front(a, s)))
+		return false;
+	PlaceOptions po = place_options(s, NULL);
+	po.ratio = NULL;
+	po.limit = c->place->limit;
+	if (po.optimizer == OPT_CHECKPOINT) /* segments of a backward pass: the pass has none */
+		po.optimizer = po.limit > 0 ? OPT_AUTO : OPT_ALL_FAST;
+	if (!place_graph(a, s, c->eval, &po))
+		return false;
+	const Placement *t = c->place, *e = c->eval->place;
+	int64_t limit = t->limit;
+	if (limit > 0 && (t->fast_bytes > e->fast_bytes ? t->fast_bytes : e->fast_bytes) +
+	                         (t->workspace > e->workspace ? t->workspace : e->workspace) > limit) {
+		if (t->workspace <= e->workspace) {
+			char b1[32], b2[32];
+			error_plain("the evaluation pass's kernels need more scratch (%s) than the training step's (%s) "
+			            "beside the training step's fast pool under the limit: give a larger --limit",
+			            fmt_bytes(e->workspace, b1, sizeof b1), fmt_bytes(t->workspace, b2, sizeof b2));
+			return false;
+		}
+		po.limit = limit - (t->workspace - e->workspace);
+		if (!place_graph(a, s, c->eval, &po))
+			return false;
+	}
+	return true;
+}
+
+bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
+{
+	char err[1024];
+	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n};
+	*c = (Compilation){.set = s};
+	bool eval_only = s->cmd == CMD_EVAL; /* an evaluation program: the evaluation graph is the program */
+
+	if (eval_only) {
+		Compilation *e = eval_front(a, s);                                          /* -> evaluation graph */
+		if (!e)
+			return false;
+		*c = *e;
+	} else {
+		if (!(c->g = elaborate(s->file, &eo, a)))                                   /* -> forward graph */
+			return false;
+		verify_or_die(c->g, "elaboration");
+		if (stage == STAGE_FORWARD)
+			return true;
+		autodiff(c->g, NULL);                                                       /* -> training step */
+		verify_or_die(c->g, "autodiff");
+		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */
+	}
+	if (stage == STAGE_TRAINING)
+		return true;
+	PlaceOptions po = place_options(s, NULL);
+	if (eval_only && po.optimizer == OPT_CHECKPOINT) /* segments of a backward pass: the evaluation has none */
+		po.optimizer = OPT_AUTO;
+	if (!place_graph(a, s, c, &po))                                                 /* -> tiers, moves, offsets */
+		return false;
+	if (!eval_only && (s->val || s->with_eval) && !place_eval_pass(a, s, c))        /* -> evaluation pass */
+		return false;
 	if (stage == STAGE_PLACED)
 		return true;
 	EmitOptions em = emit_options(c, a);

@@ -30,6 +30,7 @@ typedef struct Compilation {
 	CostModel *cm;       /* kernel and move times */
 	PlaceStats st;       /* what the optimizer did */
 	Placement *place;    /* where every tensor lives at every step, with offsets */
+	struct Compilation *eval; /* the evaluation pass of a training program (--val, --with-eval), or NULL */
 	const char *exe;     /* the executable */
 	bool cached;         /* exe was in the program cache already */
 } Compilation;

@@ -536,6 +536,14 @@ static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	int64_t ch = x->shape.d[1];
 	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 1, &ch, loc), new_weight(c, path, "bias", 1, &ch, loc)};
 	(void)b;
+	if (c->opt->eval) { /* normalised by the running statistics the training step keeps */
+		Tensor *in_e[5] = {in_t[0], in_t[1], in_t[2], NULL, NULL};
+		const char *stat[2] = {"running_mean", "running_var"};
+		for (int k = 0; k < 2; k++)
+			if (!(in_e[3 + k] = graph_tensor(c->g, TENSOR_STATE, join(c, path, stat[k]), shape_make(1, &ch), loc)))
+				ICE("%s.%s", path, stat[k]);
+		return add_node(c, OP_BATCHNORM_EVAL, in_e, 5, &a, "batchnorm", path, loc);
+	}
 	Tensor *y = add_node(c, OP_BATCHNORM, in_t, 3, &a, "batchnorm", path, loc);
 	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
 	tensor_rename(c->g, y->producer->out[2], join(c, path, "var"));
@@ -578,6 +586,8 @@ static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
 	Attrs a = {.p = want_float(pv, "p", "dropout"), .seed = c->ndropout++};
 	if (!(a.p >= 0 && a.p < 1))
 		error_at(pv->loc, "'p' of dropout must be in [0, 1), got %g", a.p);
+	if (c->opt->eval)
+		return x; /* evaluation: dropout is the identity */
 	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
 }
 
@@ -1838,6 +1848,7 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 	if (!c->loss)
 		error_at(top, "no 'loss' declaration; a model needs 'input', 'labels' and 'loss'");
 	c->g->model = c->model ? c->model->name : "model";
+	c->g->eval = opt->eval;
 	make_inputs(c);
 	build_loss(c);
 	build_optimizer(c);

@@ -19,6 +19,8 @@ typedef struct ElabOptions {
 	int ndefines;            /* entries in defines */
 	const char *main_text;   /* if set, the main file's contents (path names it) */
 	size_t main_len;         /* bytes in main_text */
+	bool eval;               /* the evaluation graph: batchnorm normalises by its running
+	                            statistics (batchnorm_eval), dropout is the identity */
 } ElabOptions;
 
 /*

@@ -10,10 +10,20 @@
 #include "placement.h"
 #include "schedule.h"
 
+/* The evaluation pass (RT_PROGRAM_EVAL_PASS, RT_PROGRAM_EVAL_ONLY): its graph, placed and planned. */
+typedef struct EmitEval {
+	const Graph *g;           /* the evaluation graph (ElabOptions.eval); NULL: none */
+	const Schedule *s;        /* its order */
+	const Placement *p;       /* its placement, memplan done */
+	double predicted_seconds; /* predicted time of a batch, 0 if none */
+} EmitEval;
+
 typedef struct EmitOptions {
 	double predicted_seconds; /* predicted step time, 0 if none */
 	const char *record;       /* compile-time fields of the results record (JSON object) */
 	int64_t program_flags;    /* RtProgram.flags (RT_PROGRAM_*) */
+	EmitEval eval;            /* with RT_PROGRAM_EVAL_PASS: the pass; with RT_PROGRAM_EVAL_ONLY: the program
+	                             (the same graph, schedule and placement as emit_module's) */
 } EmitOptions;
 
 /* An emitted program: its LLVM module, for the host's generic CPU. */

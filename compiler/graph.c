@@ -22,6 +22,7 @@ static bool shape_dense(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_pool(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_globalavgpool(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_reshape(const Node *n, Shape *out, char *err, size_t errlen);
@@ -107,7 +108,8 @@ const char *tensor_type_str(const Tensor *t, char *buf, size_t size)
 
 bool tensor_is_statistic(const Tensor *t)
 {
-	return t->kind == TENSOR_STATE && t->users.n > 0 && t->users.v[0]->op == OP_BATCHNORM_STATS;
+	return t->kind == TENSOR_STATE && t->users.n > 0 &&
+	       (t->users.v[0]->op == OP_BATCHNORM_STATS || t->users.v[0]->op == OP_BATCHNORM_EVAL);
 }
 
 const char *tensor_kind_name(TensorKind k)
@@ -374,6 +376,22 @@ static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen)
 		FAIL("epsilon must be positive");
 	out[0] = x;
 	out[1] = out[2] = shape_make(1, &x.d[1]);
+	return true;
+}
+
+static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 2 && x.ndim != 4)
+		FAIL("expects an input [N, C] or [N, C, H, W], got %s", shape_str(x, s1, sizeof s1));
+	for (int i = 1; i < 5; i++)
+		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
+			FAIL("parameter %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
+			     shape_str(x, s2, sizeof s2));
+	if (!(n->attr.eps > 0))
+		FAIL("epsilon must be positive");
+	out[0] = x;
 	return true;
 }
 

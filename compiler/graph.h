@@ -119,6 +119,7 @@ typedef struct Graph {
 	int nforward;          /* nodes of the forward pass (the first ones) */
 	int nforward_tensors;  /* tensors of the forward graph (the first ones) */
 	bool training;         /* autodiff has added backward and update nodes */
+	bool eval;             /* the forward-only evaluation graph (ElabOptions.eval) */
 	Optimizer opt;         /* how weights are updated */
 } Graph;
 

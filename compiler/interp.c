@@ -140,6 +140,21 @@ static void batchnorm_fwd(const Node *nd, double **in, double **out)
 	}
 }
 
+/* batchnorm_eval: x, weight, bias, running_mean, running_var -> y (ops.def) */
+static void batchnorm_eval(const Node *nd, double **in, double **out)
+{
+	Dims d = dims4(nd->in[0]);
+	for (int64_t c = 0; c < d.c; c++) {
+		double alpha, beta;
+		op_bn_eval_affine(in[1][c], in[2][c], in[3][c], in[4][c], nd->attr.eps, &alpha, &beta);
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.h * d.w; k++) {
+				int64_t idx = (n * d.c + c) * d.h * d.w + k;
+				out[0][idx] = in[0][idx] * alpha + beta;
+			}
+	}
+}
+
 static void batchnorm_bwd(const Node *nd, double **in, double **out)
 {
 	Dims d = dims4(nd->in[0]);
@@ -315,6 +330,9 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	case OP_BATCHNORM_BWD:
 		batchnorm_bwd(nd, in, out);
+		break;
+	case OP_BATCHNORM_EVAL:
+		batchnorm_eval(nd, in, out);
 		break;
 	case OP_RELU: /* activations: base/activation.h */
 	case OP_SIGMOID:

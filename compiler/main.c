@@ -148,6 +148,10 @@ static int cmd_build(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_PROGRAM, &c))
 		return 1;
 	schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
+	if (c.eval) {
+		printf("evaluation pass:\n");
+		schedule_plan(stdout, c.eval->sched, c.eval->place, c.eval->cm, &c.eval->st, a);
+	}
 	if (s->emit_llvm)
 		printf("wrote %s and %s.ll\n", c.exe, c.exe);
 	else
@@ -161,7 +165,7 @@ static int cmd_run(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_PROGRAM, &c))
 		return 1;
 	/* The program's own options: it prints the losses, times and pool sizes. */
-	const char *args[40];
+	const char *args[48];
 	int n = 0;
 	args[n++] = c.exe;
 	if (s->iters >= 0) { /* not given with --data: the program's one epoch */
@@ -180,12 +184,16 @@ static int cmd_run(const Settings *s, Arena *a)
 		args[n++] = "--save-every";
 		args[n++] = arena_printf(a, "%ld", s->save_every);
 	}
+	if (s->eval_every) {
+		args[n++] = "--eval-every";
+		args[n++] = arena_printf(a, "%ld", s->eval_every);
+	}
 	const struct {
 		const char *flag, *value;
 	} files[] = {{"--weights", s->weights}, {"--save-weights", s->save_weights}, {"--input", s->input},
 	             {"--labels", s->labels},   {"--results", s->results},         {"--slow-dir", s->slow_dir},
 	             {"--data", s->data},       {"--checkpoint", s->checkpoint},   {"--resume", s->resume},
-	             {"--plot", s->plot}};
+	             {"--plot", s->plot},       {"--val", s->val},                 {"--outputs", s->outputs}};
 	for (size_t i = 0; i < countof(files); i++)
 		if (files[i].value) {
 			args[n++] = files[i].flag;
@@ -200,6 +208,10 @@ static int cmd_run(const Settings *s, Arena *a)
 	args[n] = NULL;
 	printf("program: %s\n", c.exe);
 	schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
+	if (c.eval) {
+		printf("evaluation pass:\n");
+		schedule_plan(stdout, c.eval->sched, c.eval->place, c.eval->cm, &c.eval->st, a);
+	}
 	fflush(stdout);
 	execv(c.exe, (char *const *)args);
 	error_plain("cannot run %s: %s", c.exe, strerror(errno));
@@ -224,7 +236,7 @@ int main(int argc, char **argv)
 	static int (*const run[NUM_COMMANDS])(const Settings *s, Arena *a) = {
 		[CMD_CHECK] = cmd_check,       [CMD_GRAPH] = cmd_graph, [CMD_INTERPRET] = cmd_interpret,
 		[CMD_PROFILE] = cmd_profile,   [CMD_SCHEDULE] = cmd_schedule, [CMD_BUILD] = cmd_build,
-		[CMD_RUN] = cmd_run,           [CMD_SWEEP] = cmd_sweep,
+		[CMD_RUN] = cmd_run,           [CMD_EVAL] = cmd_run,     [CMD_SWEEP] = cmd_sweep,
 	};
 	Command cmd;
 	if (!command_find(name, &cmd))

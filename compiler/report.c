@@ -186,6 +186,7 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 		break;
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_BWD:
+	case OP_BATCHNORM_EVAL:
 		snprintf(buf, size, " eps=%g", a->eps);
 		break;
 	case OP_DROPOUT:
@@ -349,6 +350,7 @@ static cJSON *attrs_json(const Node *n)
 		break;
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_BWD:
+	case OP_BATCHNORM_EVAL:
 		cJSON_AddNumberToObject(o, "eps", a->eps);
 		break;
 	case OP_DROPOUT:

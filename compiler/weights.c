@@ -28,8 +28,11 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		s.cols = t->shape.d[1];
 		return s;
 	case TENSOR_STATE: /* zero, but batchnorm's running variance: one */
-		if (tensor_is_statistic(t) && t == t->users.v[0]->in[1])
-			s.value = 1.0;
+		if (tensor_is_statistic(t)) {
+			const Node *u = t->users.v[0];
+			if (t == u->in[u->op == OP_BATCHNORM_EVAL ? 4 : 1])
+				s.value = 1.0;
+		}
 		return s;
 	case TENSOR_WEIGHT:
 		break;
@@ -49,6 +52,7 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		return s;
 	}
 	case OP_BATCHNORM:
+	case OP_BATCHNORM_EVAL:
 		s.value = t == n->in[1] ? 1.0 : 0.0;
 		return s;
 	default:

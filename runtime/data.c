@@ -235,14 +235,16 @@ void rt_data(RtCtx *ctx, int32_t which, void *dst)
 	const RtBatch *b = &ctx->batch[which];
 	if (!b->data)
 		RT_ICE("rt_data: no %s tensor was declared with rt_tensor", which == RT_DATA_INPUT ? "input" : "labels");
-	ctx->backend->memory.store(dst, b->data, (size_t)b->bytes);
+	const float *eval = rt_eval_batch(ctx, which); /* an evaluation's batch: the same shape */
+	ctx->backend->memory.store(dst, eval ? eval : b->data, (size_t)b->bytes);
 }
 
 void rt_data_finish_loading(RtCtx *ctx)
 {
 	if (ctx->weights_file) {
 		int unused = ctx->weights_file->n - ctx->weights_used;
-		if (unused > 0)
+		/* an evaluation program reads a checkpoint's or a training's weights: what it leaves is the training's */
+		if (unused > 0 && !(ctx->program->flags & RT_PROGRAM_EVAL_ONLY))
 			rt_warn("%s holds %d tensors that the model does not use", ctx->opt.weights, unused);
 		tio_close(ctx->weights_file);
 		ctx->weights_file = NULL;

@@ -125,8 +125,9 @@ static int check_y(DsDataset *d, char *err, size_t errlen)
 	return rc;
 }
 
-int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
-            DsDataset **out, char *err, size_t errlen)
+/* ds_open, and ds_open_eval (whole_batch false: any number of samples). */
+static int open_dataset(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape,
+                        int64_t classes, bool whole_batch, DsDataset **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	DsDataset *d = calloc(1, sizeof *d);
@@ -144,7 +145,11 @@ int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const
 	d->n = d->x->t[0].ndim > 0 ? d->x->t[0].shape[0] : 0;
 	if (check_x(d, input, x_ndim, x_shape, err, errlen) || check_y(d, err, errlen))
 		goto out;
-	if (d->n < d->batch) {
+	if (d->n < 1) {
+		fail(err, errlen, "%s: no samples", d->x_path);
+		goto out;
+	}
+	if (whole_batch && d->n < d->batch) {
 		fail(err, errlen, "%s: %lld samples, fewer than a batch of %lld (give the model a smaller batch)",
 		     d->x_path, (long long)d->n, (long long)d->batch);
 		goto out;
@@ -162,6 +167,18 @@ out:
 	else
 		*out = d;
 	return rc;
+}
+
+int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+            DsDataset **out, char *err, size_t errlen)
+{
+	return open_dataset(dir, seed, input, x_ndim, x_shape, classes, true, out, err, errlen);
+}
+
+int ds_open_eval(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+                 DsDataset **out, char *err, size_t errlen)
+{
+	return open_dataset(dir, 0, input, x_ndim, x_shape, classes, false, out, err, errlen);
 }
 
 void ds_close(DsDataset *d)
@@ -209,6 +226,43 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
 	return 0;
 }
 
+/* Sample i of the files into x (sample_elems floats) and its one-hot or soft labels into y (classes floats). */
+static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char *err, size_t errlen)
+{
+	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
+	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
+	TioDtype yt = d->y->t[0].dtype;
+	int64_t e = d->sample_elems, k = d->classes;
+	memcpy(x, xs + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
+	for (int64_t j = 0; j < e; j++)
+		if (!isfinite(x[j]))
+			return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
+			            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+	if (yt == TIO_F32) {
+		memcpy(y, ys + (size_t)(i * k) * sizeof(float), sizeof *y * (size_t)k);
+		return 0;
+	}
+	if (yt == TIO_F64) {
+		for (int64_t j = 0; j < k; j++) {
+			double v;
+			memcpy(&v, ys + (size_t)(i * k + j) * sizeof v, sizeof v);
+			y[j] = (float)v;
+		}
+		return 0;
+	}
+	int64_t c;
+	if (yt == TIO_I32) {
+		int32_t v;
+		memcpy(&v, ys + (size_t)i * sizeof v, sizeof v);
+		c = v;
+	} else {
+		memcpy(&c, ys + (size_t)i * sizeof c, sizeof c);
+	}
+	for (int64_t j = 0; j < k; j++)
+		y[j] = j == c ? 1.0f : 0.0f;
+	return 0;
+}
+
 int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen)
 {
 	int64_t epoch = step / d->steps_per_epoch, index = step % d->steps_per_epoch;
@@ -216,42 +270,20 @@ int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t 
 		ds_order(d->seed, epoch, d->n, d->perm);
 		d->perm_epoch = epoch;
 	}
-	const int64_t *perm = d->perm;
-	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
-	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
-	TioDtype yt = d->y->t[0].dtype;
-	int64_t e = d->sample_elems, k = d->classes;
+	for (int64_t r = 0; r < d->batch; r++)
+		if (gather_sample(d, d->perm[index * d->batch + r], x + r * d->sample_elems, y + r * d->classes, err,
+		                  errlen))
+			return -1;
+	return 0;
+}
+
+int ds_gather_rows(const DsDataset *d, int64_t first, int64_t count, float *x, float *y, char *err, size_t errlen)
+{
 	for (int64_t r = 0; r < d->batch; r++) {
-		int64_t i = perm[index * d->batch + r];
-		float *dst = x + r * e;
-		memcpy(dst, xs + (size_t)(i * e) * sizeof(float), sizeof *dst * (size_t)e);
-		for (int64_t j = 0; j < e; j++)
-			if (!isfinite(dst[j]))
-				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
-				            isnan(dst[j]) ? "a NaN" : "an infinite value", (long long)j);
-		float *row = y + r * k;
-		if (yt == TIO_F32) {
-			memcpy(row, ys + (size_t)(i * k) * sizeof(float), sizeof *row * (size_t)k);
-			continue;
-		}
-		if (yt == TIO_F64) {
-			for (int64_t j = 0; j < k; j++) {
-				double v;
-				memcpy(&v, ys + (size_t)(i * k + j) * sizeof v, sizeof v);
-				row[j] = (float)v;
-			}
-			continue;
-		}
-		int64_t c;
-		if (yt == TIO_I32) {
-			int32_t v;
-			memcpy(&v, ys + (size_t)i * sizeof v, sizeof v);
-			c = v;
-		} else {
-			memcpy(&c, ys + (size_t)i * sizeof c, sizeof c);
-		}
-		for (int64_t j = 0; j < k; j++)
-			row[j] = j == c ? 1.0f : 0.0f;
+		/* rows past the end repeat the first of the batch: finite, and ignored by the caller */
+		int64_t i = first + (r < count ? r : 0);
+		if (gather_sample(d, i, x + r * d->sample_elems, y + r * d->classes, err, errlen))
+			return -1;
 	}
 	return 0;
 }

@@ -101,6 +101,28 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 	put(r, "seed", cJSON_CreateNumber((double)ctx->opt.seed));
 	put(r, "slow_tier", cJSON_CreateString(ctx->slow.bytes ? slow_kind_name(ctx->opt.slow_kind) : "none"));
 	put(r, "backend", cJSON_CreateString(ctx->backend->name));
+	int nev;
+	double batch, predicted;
+	const RtEvalResult *ev = rt_eval_results(ctx, &nev, &batch, &predicted);
+	if (ctx->eval) {
+		cJSON *a = cJSON_CreateArray();
+		for (int i = 0; a && i < nev; i++) {
+			cJSON *e = cJSON_CreateObject();
+			if (!e)
+				break;
+			cJSON_AddNumberToObject(e, "step", (double)ev[i].step);
+			cJSON_AddNumberToObject(e, "loss", ev[i].loss);
+			cJSON_AddNumberToObject(e, "accuracy", ev[i].accuracy);
+			cJSON_AddNumberToObject(e, "samples", (double)ev[i].samples);
+			cJSON_AddNumberToObject(e, "seconds", ev[i].seconds);
+			cJSON_AddItemToArray(a, e);
+		}
+		put(r, "evaluations", a);
+		if (nev)
+			put(r, "eval_batch_time", cJSON_CreateNumber(batch));
+		if (predicted > 0)
+			put(r, "eval_predicted_batch_time", cJSON_CreateNumber(predicted));
+	}
 	char *text = cJSON_Print(r);
 	cJSON_Delete(r);
 	if (!text)

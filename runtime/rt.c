@@ -151,8 +151,39 @@ void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout)
 
 /* ---- the command line ----------------------------------------------------- */
 
+static void usage_eval(FILE *f, const RtProgram *p)
+{
+	fprintf(f,
+	        "usage: %s --data DIR [OPTIONS]\n"
+	        "\n"
+	        "Evaluate the model '%s' (compiled by autotmc eval) on the dataset DIR (x.npy\n"
+	        "and y.npy): every sample once, batchnorm by its running statistics, no\n"
+	        "dropout. Prints 'loss: X' (the mean cross-entropy) and 'accuracy: Y' (top-1).\n"
+	        "\n"
+	        "options:\n"
+	        "  --data DIR           the dataset to evaluate\n"
+	        "  --weights W          the weights and running statistics (safetensors)\n"
+	        "  --outputs OUT.npy    write the network's outputs (the input of the final\n"
+	        "                       softmax) of every sample, [N, classes] float32\n"
+	        "  --threads N          threads for the kernels (default: every core, %d here)\n"
+	        "  --seed S             seed of the weights when --weights is not given\n"
+	        "  --results R.json     write the results record (JSON) to R.json\n"
+	        "  --slow KIND          the slow tier: pmem (default), dax-kmem or numa:N\n"
+	        "  --slow-dir DIR       where the pmem slow pool's file goes\n"
+	        "  --profile-kernels    time every kernel launch and print a table at the end\n"
+	        "  -q, --quiet          print only the loss and the accuracy\n"
+	        "  -h, --help           show this help\n"
+	        "\n"
+	        "Documentation: docs/runtime.md.\n",
+	        prog_name, p->model ? p->model : "?", rt_backend->kernels.cores());
+}
+
 static void usage(FILE *f, const RtProgram *p)
 {
+	if (p->flags & RT_PROGRAM_EVAL_ONLY) {
+		usage_eval(f, p);
+		return;
+	}
 	fprintf(f,
 	        "usage: %s [OPTIONS]\n"
 	        "\n"
@@ -180,7 +211,10 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  --resume DIR         continue the run saved in DIR; --iters and --epochs\n"
 	        "                       count from the start of the run\n"
 	        "  --plot P.png|P.svg   at the end, plot every step's loss (and each epoch's\n"
-	        "                       mean with --data) with gnuplot\n"
+	        "                       mean with --data, and the evaluations) with gnuplot\n"
+	        "  --val DIR            evaluate on the dataset DIR at the end (programs built\n"
+	        "                       with the evaluation pass): loss and top-1 accuracy\n"
+	        "  --eval-every K       with --val: also evaluate every K steps\n"
 	        "  --slow KIND          the slow tier: 'pmem' (default: a memkind file in\n"
 	        "                       --slow-dir), 'dax-kmem' (persistent memory as a NUMA\n"
 	        "                       node), or 'numa:N' (memory of NUMA node N)\n"
@@ -216,10 +250,38 @@ static long long parse_count(const char *opt, const char *s, long long min, long
 	return v;
 }
 
+/* The options of evaluation against what the program was compiled with. */
+static void check_eval_options(const RtProgram *program, const RtOptions *o)
+{
+	if (program->flags & RT_PROGRAM_EVAL_ONLY) {
+		const struct {
+			const char *flag;
+			bool given;
+		} training[] = {{"--iters", o->iters_given}, {"--epochs", o->epochs != 0}, {"--checkpoint", o->checkpoint},
+		                {"--resume", o->resume},     {"--save-weights", o->save_weights}, {"--input", o->input},
+		                {"--labels", o->labels},     {"--val", o->val},  {"--eval-every", o->eval_every != 0},
+		                {"--plot", o->plot}};
+		for (size_t i = 0; i < sizeof training / sizeof training[0]; i++)
+			if (training[i].given)
+				rt_usage_error("%s is for training; this program evaluates the model on --data DIR", training[i].flag);
+		if (!o->data)
+			rt_usage_error("this program evaluates the model on a dataset: give --data DIR");
+		return;
+	}
+	if (o->outputs)
+		rt_usage_error("--outputs is for evaluation programs (autotmc eval)");
+	if (o->eval_every && !o->val)
+		rt_usage_error("--eval-every needs --val DIR");
+	if (o->val && !(program->flags & RT_PROGRAM_EVAL_PASS))
+		rt_usage_error("--val: this program was compiled without the evaluation pass (build it with --with-eval, "
+		               "or run it with autotmc run --val DIR)");
+}
+
 static void parse_options(int argc, char **argv, const RtProgram *program, RtOptions *o)
 {
 	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
-	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME, O_PLOT };
+	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME, O_PLOT, O_VAL,
+	       O_EVAL_EVERY, O_OUTPUTS };
 	static const struct option opts[] = {
 		{"iters", required_argument, NULL, O_ITERS},
 		{"threads", required_argument, NULL, O_THREADS},
@@ -238,6 +300,9 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		{"save-every", required_argument, NULL, O_SAVE_EVERY},
 		{"resume", required_argument, NULL, O_RESUME},
 		{"plot", required_argument, NULL, O_PLOT},
+		{"val", required_argument, NULL, O_VAL},
+		{"eval-every", required_argument, NULL, O_EVAL_EVERY},
+		{"outputs", required_argument, NULL, O_OUTPUTS},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -277,6 +342,15 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			break;
 		case O_PLOT:
 			o->plot = optarg;
+			break;
+		case O_VAL:
+			o->val = optarg;
+			break;
+		case O_EVAL_EVERY:
+			o->eval_every = parse_count("--eval-every", optarg, 1, 1000000000);
+			break;
+		case O_OUTPUTS:
+			o->outputs = optarg;
 			break;
 		case O_WEIGHTS:
 			o->weights = optarg;
@@ -336,6 +410,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		rt_usage_error("--save-every needs --checkpoint DIR");
 	if (o->resume && o->weights)
 		rt_usage_error("--resume loads the weights from the checkpoint; give it or --weights, not both");
+	check_eval_options(program, o);
 }
 
 /*
@@ -350,7 +425,8 @@ static void check_outputs(const RtOptions *o)
 	const struct {
 		const char *flag; /* the option */
 		const char *path; /* its value, or NULL */
-	} out[] = {{"--save-weights", o->save_weights}, {"--results", o->results}, {"--plot", o->plot}};
+	} out[] = {{"--save-weights", o->save_weights}, {"--results", o->results}, {"--plot", o->plot},
+	           {"--outputs", o->outputs}};
 	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
 		char err[PATH_MAX + 128];
 		if (out[i].path && !outfile_check(out[i].path, err, sizeof err))
@@ -484,7 +560,8 @@ static void print_profile(RtCtx *ctx)
 /*
  * --plot: every step's loss against the step (numbered from the run's
  * start, across --resume), on a log scale when it spans more than a
- * factor of 20, and with --data each epoch's mean loss at its last step.
+ * factor of 20, with --data each epoch's mean loss at its last step, and
+ * with --val each evaluation's loss, and its accuracy on the right axis.
  */
 static bool plot_losses(const RtCtx *ctx)
 {
@@ -504,8 +581,16 @@ static bool plot_losses(const RtCtx *ctx)
 	        hi > 20 * lo ? "set logscale y\n" : "");
 	int64_t spe;
 	rt_feed_epoch(ctx, 0, &spe);
-	fprintf(f, "plot '-' using 1:2 with lines lw 1 title 'loss of each step'%s\n",
-	        spe ? ", '-' using 1:2 with linespoints lw 2 pt 7 title 'mean loss of each epoch'" : "");
+	int nev;
+	double batch, predicted;
+	const RtEvalResult *ev = rt_eval_results(ctx, &nev, &batch, &predicted);
+	if (nev) /* the evaluations' accuracy on the right axis */
+		fprintf(f, "set y2label 'validation accuracy (%%)'\nset y2range [0:100]\nset y2tics\nset ytics nomirror\n");
+	fprintf(f, "plot '-' using 1:2 with lines lw 1 title 'loss of each step'%s%s\n",
+	        spe ? ", '-' using 1:2 with linespoints lw 2 pt 7 title 'mean loss of each epoch'" : "",
+	        nev ? ", '-' using 1:2 with linespoints lw 2 pt 5 title 'validation loss'"
+	              ", '-' using 1:2 axes x1y2 with linespoints lw 2 pt 9 title 'validation accuracy'"
+	            : "");
 	for (int64_t i = 0; i < ctx->nsteps; i++)
 		fprintf(f, "%lld %.9g\n", (long long)(ctx->first_step + (uint64_t)i + 1), ctx->losses[i]);
 	fprintf(f, "e\n");
@@ -521,7 +606,38 @@ static bool plot_losses(const RtCtx *ctx)
 		}
 		fprintf(f, "e\n");
 	}
+	for (int k = 0; nev && k < 2; k++) {
+		for (int i = 0; i < nev; i++)
+			fprintf(f, "%lld %.9g\n", (long long)ev[i].step, k ? 100 * ev[i].accuracy : ev[i].loss);
+		fprintf(f, "e\n");
+	}
 	return plot_close(&p);
+}
+
+static void check_fast_total(const RtCtx *ctx);
+
+/* An evaluation program's report: its batches' time against the prediction, the pools. */
+static void report_eval_program(const RtCtx *ctx)
+{
+	int n;
+	double batch, predicted;
+	const RtEvalResult *r = rt_eval_results(ctx, &n, &batch, &predicted);
+	char b1[32], b2[32], b3[32], fw[64], w[512];
+	if (n == 0)
+		return;
+	const RtProgram *p = ctx->program;
+	printf("evaluated %lld samples in %.3f s; median batch time: %.3f ms\n", (long long)r[n - 1].samples,
+	       r[n - 1].seconds, 1e3 * batch);
+	if (predicted > 0)
+		printf("predicted batch time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * predicted, batch / predicted);
+	printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
+	       ctx->backend->memory.where(&ctx->fast, fw, sizeof fw));
+	if (p->fast_limit > 0)
+		printf(", limit %s", fmt_bytes(p->fast_limit, b2, sizeof b2));
+	printf("); slow pool: %s", fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
+	if (ctx->slow.bytes > 0)
+		printf(" (%s)", ctx->backend->memory.where(&ctx->slow, w, sizeof w));
+	printf("\n");
 }
 
 int rt_end(RtCtx *ctx)
@@ -533,6 +649,14 @@ int rt_end(RtCtx *ctx)
 	rt_end_progress_line();
 	const RtBackend *b = ctx->backend;
 	b->copies.drain(ctx->copier);
+	bool eval_only = ctx->program->flags & RT_PROGRAM_EVAL_ONLY;
+	if (!ctx->stopped && rt_eval_due(ctx, true)) {
+		check_fast_total(ctx);
+		if (!rt_evaluate(ctx))
+			status = 1;
+	}
+	if (ctx->eval_failed)
+		status = 1;
 	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
 		status = 1;
 	if (ctx->opt.checkpoint && ctx->checkpoint_step != ctx->step)
@@ -542,7 +666,9 @@ int rt_end(RtCtx *ctx)
 
 	double med = median(ctx->step_times, ctx->nsteps);
 	const RtProgram *p = ctx->program;
-	if (!ctx->opt.quiet) {
+	if (eval_only && !ctx->opt.quiet)
+		report_eval_program(ctx);
+	else if (!ctx->opt.quiet) {
 		char b1[32], b2[32], b3[32], w[512], fw[64];
 		int64_t nmoves, moved;
 		b->copies.stats(ctx->copier, &nmoves, &moved);
@@ -573,6 +699,7 @@ int rt_end(RtCtx *ctx)
 		status = 1;
 
 	rt_feed_close(ctx);
+	rt_eval_free(ctx);
 	for (int32_t i = 0; i < ctx->nkernel_slots; i++)
 		if (ctx->kernels[i].impl)
 			b->kernels.destroy(ctx->kernel_state, ctx->kernels[i].impl);
@@ -803,11 +930,14 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 	if (loss && !isfinite(l))
 		rt_fatal("the loss is not finite at step %lld; lower the learning rate", (long long)ctx->step);
 	int sig = rt_checkpoint_stop_signal();
+	if (!sig && rt_eval_due(ctx, false) && !rt_evaluate(ctx))
+		ctx->eval_failed = true;
 	if (ctx->opt.checkpoint && (sig || (ctx->opt.save_every && ctx->step % (uint64_t)ctx->opt.save_every == 0)))
 		rt_checkpoint_save(ctx);
 	if (sig) { /* --checkpoint and Ctrl-C: the run ends here, reported as at its end */
 		rt_end_progress_line();
 		printf("stopped by signal %d after step %llu\n", sig, (unsigned long long)ctx->step);
+		ctx->stopped = true; /* no evaluation at this end */
 		int status = rt_end(ctx);
 		exit(status ? status : 128 + sig);
 	}

@@ -9,6 +9,7 @@
  *               reports; pools, moves and kernels through the backend
  *   data.c      rt_tensor / rt_data: initial values, --weights, --input,
  *               --labels, --save-weights
+ *   eval.c      the evaluation pass: --val, an evaluation program's --data
  *   results.c   the results record (JSON, AutoTM's field names)
  *   tensorio.c  safetensors and .npy files
  *   profile.c   timing kernels and moves in-process (the CPU's profiler)
@@ -240,6 +241,9 @@ typedef struct RtOptions {
 	int64_t save_every;       /* --save-every: steps between checkpoints (0: only at the end) */
 	const char *resume;       /* --resume: the directory of the checkpoint to continue */
 	const char *plot;         /* --plot: the loss plot to draw at the end (.png or .svg) */
+	const char *val;          /* --val: the dataset a training program evaluates */
+	int64_t eval_every;       /* --eval-every: steps between evaluations (0: only at the end) */
+	const char *outputs;      /* --outputs: an evaluation program's logits of every sample (.npy) */
 } RtOptions;
 
 /* A kernel created by rt_kernel. */
@@ -299,6 +303,9 @@ struct RtCtx {
 	int64_t nsteps, steps_cap; /* entries in both, and room */
 	struct RtFeed *feed;       /* --data: the dataset and its prefetching (feed.c); NULL without */
 	double run_start;          /* rt_now() at the first rt_step_begin */
+	struct RtEval *eval;       /* the evaluation pass (eval.c); NULL without */
+	bool eval_failed;          /* writing an evaluation's --outputs failed (the status becomes 1) */
+	bool stopped;              /* a signal ended the run: no last evaluation */
 	bool progress_tty;         /* stdout is a terminal: one progress line, rewritten */
 	double progress_shown;     /* rt_now() when it was last written */
 };
@@ -347,6 +354,26 @@ void rt_feed_next(RtCtx *ctx);
 int64_t rt_feed_epoch(const RtCtx *ctx, int64_t step, int64_t *steps_per_epoch);
 /* feed.c: stop the prefetching and close the dataset. */
 void rt_feed_close(RtCtx *ctx);
+
+/* One evaluation of a run. */
+typedef struct RtEvalResult {
+	int64_t step;     /* after this many training steps (from the run's start) */
+	double loss;      /* mean loss over the samples */
+	double accuracy;  /* the fraction whose first largest logit is their class */
+	int64_t samples;  /* samples evaluated */
+	double seconds;   /* the evaluation's time, parking included */
+} RtEvalResult;
+
+/* eval.c: whether an evaluation is due after the step just done (at_end: at the end of the run). */
+bool rt_eval_due(const RtCtx *ctx, bool at_end);
+/* eval.c: evaluate the whole evaluation set, report it and remember it; false after an error message. */
+bool rt_evaluate(RtCtx *ctx);
+/* eval.c: the batch rt_data stores during an evaluation (NULL: none is running). */
+const float *rt_eval_batch(const RtCtx *ctx, int32_t which);
+/* eval.c: the evaluations so far, the median batch time of the last, and the predicted batch time (0: none). */
+const RtEvalResult *rt_eval_results(const RtCtx *ctx, int *n, double *batch_seconds, double *predicted);
+/* eval.c: close the evaluation set, free the pass. */
+void rt_eval_free(RtCtx *ctx);
 
 /* An update kernel's optimizer, from its description (compiler/kdesc.c writes it). */
 static inline OptimHyper rt_optim_hyper(const int64_t *d)

@@ -524,6 +524,23 @@ out:
 
 /* ---- writing ------------------------------------------------------- */
 
+size_t tio_npy_header(char *buf, int ndim, const int64_t *shape)
+{
+	char dict[TIO_NPY_HEADER_MAX];
+	size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+	for (int i = 0; i < ndim; i++)
+		n += (size_t)snprintf(dict + n, sizeof dict - n, "%lld,%s", (long long)shape[i], i + 1 < ndim ? " " : "");
+	n += (size_t)snprintf(dict + n, sizeof dict - n, "), }");
+	size_t total = (10 + n + 1 + 63) / 64 * 64; /* magic, version, length, dict, newline: padded */
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (char)((total - 10) & 0xff);
+	buf[9] = (char)((total - 10) >> 8);
+	memcpy(buf + 10, dict, n);
+	memset(buf + 10 + n, ' ', total - 10 - n - 1);
+	buf[total - 1] = '\n';
+	return total;
+}
+
 int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen)
 {
 	return tio_safetensors_write_meta(path, t, n, NULL, 0, err, errlen);

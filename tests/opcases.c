@@ -91,6 +91,13 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",
 	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+
+	/* evaluation graphs: batchnorm by its running statistics, dropout gone */
+	{"batchnorm_eval", OPCASE_EVAL, "3, 2, 3, 3", "18", "batchnorm dropout(0.5) flatten", NULL},
+	{"conv net, evaluated", OPCASE_EVAL, "2, 3, 8, 8", "4",
+	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) dropout(0.3) "
+	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm(eps = 0.001) relu avgpool(2x2) flatten dense(24 => 4)",
+	 NULL},
 };
 
 const int nop_cases = (int)countof(op_cases);
@@ -98,6 +105,8 @@ const int nop_cases = (int)countof(op_cases);
 Graph *opcase_graph(Arena *a, const OpCase *c)
 {
 	char src[4096];
+	if (c->kind == OPCASE_EVAL)
+		return test_eval_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt));
 	return test_training_graph(a, c->name,
 	                           test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt), true);
 }

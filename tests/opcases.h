@@ -20,6 +20,7 @@ typedef enum OpCaseKind {
 	OPCASE_NETWORK, /* a small network combining ops: every test */
 	OPCASE_UPDATE,  /* an optimizer's update op: the runtime tests (gradcheck checks updates apart) */
 	OPCASE_KERNEL,  /* what only kernels care about (tied maxima, larger sizes): the runtime tests */
+	OPCASE_EVAL,    /* the evaluation graph of a model (forward only, batchnorm_eval): the runtime tests */
 } OpCaseKind;
 
 /* One case: a model of one chain, trained with the input's gradient too. */
@@ -37,8 +38,9 @@ extern const OpCase op_cases[];
 extern const int nop_cases;
 
 /*
- * c's training step, the input's gradient included, verified; NULL after
- * printing why (testlib.h's test_training_graph).
+ * c's training step, the input's gradient included, verified (an
+ * OPCASE_EVAL case: its evaluation graph); NULL after printing why
+ * (testlib.h's test_training_graph and test_eval_graph).
  */
 Graph *opcase_graph(Arena *a, const OpCase *c);
 

@@ -25,24 +25,37 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
 	return buf;
 }
 
-Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad)
+/* src elaborated (eval: its evaluation graph, else its training step) and verified. */
+static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval, bool input_grad)
 {
 	static const char *dirs[1];
 	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
-	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src)};
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src), .eval = eval};
 	Graph *g = elaborate(name, &eo, a);
 	if (!g) {
 		fprintf(stderr, "source was:\n%s", src);
 		return NULL;
 	}
-	AutodiffOptions ao = {.input_grad = input_grad};
-	autodiff(g, &ao);
+	if (!eval) {
+		AutodiffOptions ao = {.input_grad = input_grad};
+		autodiff(g, &ao);
+	}
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {
 		fprintf(stderr, "verify: %s\nsource was:\n%s", err, src);
 		return NULL;
 	}
 	return g;
+}
+
+Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad)
+{
+	return build_graph(a, name, src, false, input_grad);
+}
+
+Graph *test_eval_graph(Arena *a, const char *name, const char *src)
+{
+	return build_graph(a, name, src, true, false);
 }
 
 static int npassed, nfailed;

@@ -996,6 +996,25 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 	}
 }
 
+/* batchnorm_eval: y = x alpha + beta per channel, alpha and beta from the running statistics (ops.def) */
+static void run_bn_eval(const int64_t *d, void *const *a)
+{
+	const float *x = a[0], *w = a[1], *b = a[2], *rm = a[3], *rv = a[4];
+	float *y = a[5];
+	int64_t nb = RT_ARG_DIM(d, 0, 0), c = dim_or_1(d, 0, 1), inner = inner_elems(d, 0, 2);
+	double eps = attr_f64(d, RT_D_EPS);
+#pragma omp parallel for collapse(2) schedule(static)
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t ch = 0; ch < c; ch++) {
+			double alpha, beta;
+			op_bn_eval_affine(w[ch], b[ch], rm[ch], rv[ch], eps, &alpha, &beta);
+			const float *xs = x + (n * c + ch) * inner;
+			float *ys = y + (n * c + ch) * inner;
+			for (int64_t k = 0; k < inner; k++)
+				ys[k] = (float)((double)xs[k] * alpha + beta);
+		}
+}
+
 /* batchnorm_stats: the running statistics, in place (ops.def) */
 static void run_bn_stats(const int64_t *d, void *const *a)
 {
@@ -1057,6 +1076,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_BATCHNORM_STATS:
 		run_bn_stats(d, a);
+		break;
+	case RT_OP_BATCHNORM_EVAL:
+		run_bn_eval(d, a);
 		break;
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -1181,6 +1203,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SGD_MOMENTUM:
 	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
+	case RT_OP_BATCHNORM_EVAL:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

@@ -368,6 +368,18 @@ __global__ void bn_stats(float *rm, float *rv, float *count, const float *mean, 
 	}
 }
 
+/* element i of x [n, c, inner]: x alpha + beta of its channel (base/ops.h's op_bn_eval_affine) */
+__global__ void bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
+                        int64_t total, int64_t c, int64_t inner, double eps)
+{
+	FOR_EACH(i, total) {
+		int64_t ch = i / inner % c;
+		double alpha = (double)w[ch] / sqrt((double)rv[ch] + eps);
+		double beta = (double)b[ch] - (double)rm[ch] * alpha;
+		y[i] = (float)((double)x[i] * alpha + beta);
+	}
+}
+
 } /* namespace */
 
 /* ---- launchers ---------------------------------------------------------------- */
@@ -474,6 +486,14 @@ cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, con
                        const float *sumsq, int64_t n, cudaStream_t st)
 {
 	update<<<grid(n), THREADS, 0, st>>>(op, *h, optim_step(h, step), w, g, m, v, sumsq, n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
+                        int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
+{
+	int64_t total = n * c * inner;
+	bn_eval<<<grid(total), THREADS, 0, st>>>(x, w, b, rm, rv, y, total, c, inner, eps);
 	return cudaGetLastError();
 }
 

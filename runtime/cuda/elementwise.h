@@ -69,6 +69,9 @@ cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t
  */
 cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
                        const float *sumsq, int64_t n, cudaStream_t st);
+/* batchnorm_eval (ops.def) on x [n, c, inner], per element in double as the CPU. */
+cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
+                        int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
 /* batchnorm_stats (ops.def) on c channels, the variance times unbias (op_bn_unbias), in double as the CPU. */
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
                          double unbias, double momentum, cudaStream_t st);

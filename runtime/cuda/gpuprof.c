@@ -510,7 +510,7 @@ static void fill_args(Prof *p, const int64_t *d, void *const *args)
 				h[r * cols + (r * 7) % cols] = 1;
 			fill_from(p, args[i], h, n);
 			free(h);
-		} else if (op == RT_OP_BATCHNORM_BWD && i == 3) {
+		} else if ((op == RT_OP_BATCHNORM_BWD && i == 3) || (op == RT_OP_BATCHNORM_EVAL && i == 4)) {
 			float *h = rt_xmalloc(sizeof *h * (size_t)n);
 			for (int64_t k = 0; k < n; k++)
 				h[k] = 0.5f + (float)(k % 97) / 97.0f;

@@ -21,7 +21,13 @@ relative (||a - b||_inf <= RTOL * ||b||_inf). When the optimizer clips,
 some step's gradient norm must exceed the clip (or the check would not
 test clipping).
 
+With --eval, the evaluation instead (check_eval): the compiled program
+trained with --val, then `autotmc eval --outputs`, against PyTorch's
+model.eval() from the saved weights and running statistics; the
+arguments after -- place the training program (--limit, --optimizer).
+
 usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run]
+       torch_check.py AUTOTMC MODEL.net WORKDIR 0 RTOL --eval [-- PLACEMENT...]
 Exit status: 0 agreement, 1 disagreement, 77 PyTorch or NumPy missing.
 """
 import json
@@ -62,10 +68,12 @@ def run(cmd):
     return r.stdout
 
 
-def forward(graph, weights, stats, x, y):
-    """Execute the forward nodes of the graph; returns the loss. Batchnorm
-    updates its running statistics in `stats` (tensor id -> buffer) as
-    torch.nn.BatchNorm2d does in training mode."""
+def forward(graph, weights, stats, x, y, train=True):
+    """Execute the forward nodes of the graph; returns the loss and the
+    tensors. In training mode batchnorm updates its running statistics in
+    `stats` (tensor id -> buffer) as torch.nn.BatchNorm2d does; in
+    evaluation mode (train False) it normalises by them and dropout is the
+    identity, as model.eval() has it."""
     t = {graph["input"]: x, graph["labels"]: y}
     t.update(weights)
     running = {}  # a batchnorm's batch-mean tensor id -> (running_mean, running_var, num_batches_tracked) ids
@@ -89,9 +97,9 @@ def forward(graph, weights, stats, x, y):
             r = F.adaptive_avg_pool2d(ins[0], 1)
         elif op == "batchnorm":
             rm, rv, count = running[n["outputs"][1]]
-            r = F.batch_norm(ins[0], stats[rm], stats[rv], ins[1], ins[2], training=True, momentum=0.1,
+            r = F.batch_norm(ins[0], stats[rm], stats[rv], ins[1], ins[2], training=train, momentum=0.1,
                              eps=a["eps"])
-            stats[count] += 1
+            stats[count] += train
         elif op == "relu":
             r = F.relu(ins[0])
         elif op == "sigmoid":
@@ -101,19 +109,21 @@ def forward(graph, weights, stats, x, y):
         elif op == "softmax":
             r = F.softmax(ins[0], dim=1)
         elif op == "reshape":
-            r = ins[0].reshape(a["shape"])
+            r = ins[0].reshape([ins[0].shape[0]] + a["shape"][1:])  # the batch may differ (evaluation)
         elif op == "add":
             r = ins[0]
             for other in ins[1:]:
                 r = r + other
         elif op == "concat":
             r = torch.cat(ins, dim=a["axis"])
+        elif op == "dropout" and not train:
+            r = F.dropout(ins[0], a["p"], training=False)
         elif op == "softmax_crossentropy":
             r = -(ins[1] * F.log_softmax(ins[0], dim=1)).sum(dim=1).mean()
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         t[n["outputs"][0]] = r
-    return t[graph["loss"]]
+    return t[graph["loss"]], t
 
 
 def schedule_lr(opt, t):
@@ -139,14 +149,95 @@ def make_optimizer(opt, params):
                            nesterov=opt["nesterov"])
 
 
+def relative(a, b):
+    """||a - b||_inf / ||b||_inf"""
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+def check_eval(autotmc, model, work, rtol, place):
+    """Train the compiled program a few steps on a random dataset with
+    --val (the evaluation pass placed with `place`, the arguments after
+    --), evaluate the saved weights with `autotmc eval --outputs`, and
+    compare with PyTorch's model.eval() from the same weights and running
+    statistics: every output, the loss and the accuracy. Also: the last
+    evaluation during training is the standalone evaluation's, and
+    evaluating during training leaves its losses bitwise unchanged."""
+    graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
+    tensors = graph["tensors"]
+    xshape = tensors[graph["input"]]["shape"]
+    nclass = tensors[graph["labels"]]["shape"][1]
+    batch = xshape[0]
+    rng = np.random.default_rng(99)
+    sets = {"train": 4 * batch, "val": 2 * batch + batch // 2 + 1}  # the validation set ends in a partial batch
+    for d, n in sets.items():
+        subprocess.run(["mkdir", "-p", f"{work}/{d}"], check=True)
+        np.save(f"{work}/{d}/x.npy", rng.standard_normal([n] + xshape[1:]).astype(np.float32))
+        np.save(f"{work}/{d}/y.npy", rng.integers(0, nclass, size=n).astype(np.int64))
+    common = [autotmc, "run", model, "--data", f"{work}/train", "--epochs", "2"] + place
+    run(common + ["--results", f"{work}/plain.json"])
+    out = run(common + ["--val", f"{work}/val", "--eval-every", "3", "--results", f"{work}/train.json",
+                        "--save-weights", f"{work}/final.safetensors"])
+    print("\n".join(line for line in out.splitlines() if line.startswith("eval at")))
+    run([autotmc, "eval", model, "--weights", f"{work}/final.safetensors", "--data", f"{work}/val",
+         "--outputs", f"{work}/out.npy", "--results", f"{work}/eval.json"])
+    plain, trained, ev = (json.load(open(f"{work}/{f}.json")) for f in ("plain", "train", "eval"))
+    bad = 0
+    if plain["losses"] != trained["losses"]:
+        print("the training losses differ with --val: evaluating disturbed the training")
+        bad += 1
+    steps = [e["step"] for e in trained["evaluations"]]
+    want = [3, 6, 8]
+    if steps != want:
+        print(f"evaluations at steps {steps}, expected {want}")
+        bad += 1
+    a, b = trained["evaluations"][-1], ev["evaluations"][0]
+    if (a["loss"], a["accuracy"]) != (b["loss"], b["accuracy"]):
+        print(f"the last evaluation of the run ({a['loss']}, {a['accuracy']}) is not autotmc eval's "
+              f"({b['loss']}, {b['accuracy']})")
+        bad += 1
+
+    weights = read_safetensors(f"{work}/final.safetensors")
+    by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
+    w = {by_name[k]: torch.tensor(v) for k, v in weights.items()}
+    x = torch.tensor(np.load(f"{work}/val/x.npy"))
+    cls = torch.tensor(np.load(f"{work}/val/y.npy"))
+    y = F.one_hot(cls, nclass).float()
+    with torch.no_grad():
+        _, t = forward(graph, w, w, x, y, train=False)
+    loss_node = next(n for n in graph["nodes"] if n["op"] == "softmax_crossentropy")
+    logits = t[loss_node["inputs"][0]]
+    loss = F.cross_entropy(logits, cls).item()
+    acc = float((logits.argmax(1) == cls).double().mean())
+    ours = np.load(f"{work}/out.npy")
+    rel = relative(ours, logits.numpy())
+    print(f"outputs {list(ours.shape)}: largest relative difference {rel:.2e}")
+    print(f"loss: autotmc {b['loss']:.9g}  pytorch {loss:.9g}; accuracy: autotmc {b['accuracy']:.6f}  "
+          f"pytorch {acc:.6f}")
+    if list(ours.shape) != [sets["val"], nclass] or rel > rtol:
+        print(f"outputs: expected {sets['val']} x {nclass} within {rtol:g}")
+        bad += 1
+    hits = int((logits.argmax(1) == cls).sum())
+    if abs(b["loss"] - loss) > rtol * abs(loss) or round(b["accuracy"] * b["samples"]) != hits or \
+            b["samples"] != sets["val"]:
+        print(f"loss, accuracy or samples ({b['samples']}) differ")
+        bad += 1
+    print("agreement" if not bad else f"DISAGREEMENT beyond {rtol:g}")
+    sys.exit(1 if bad else 0)
+
+
 def main():
-    flags = {a for a in sys.argv[1:] if a.startswith("--")}
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if len(args) < 3 or flags - {"--f64", "--run"}:
+    argv = sys.argv[1:]
+    place = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    flags = {a for a in argv if a.startswith("--")}
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) < 3 or flags - {"--f64", "--run", "--eval"}:
         sys.exit(__doc__)
     autotmc, model, work = args[:3]
     iters = int(args[3]) if len(args) > 3 else 3
     rtol = float(args[4]) if len(args) > 4 else 1e-4
+    if "--eval" in flags:
+        check_eval(autotmc, model, work, rtol, place)
     f64 = "--f64" in flags
     dtype = torch.float64 if f64 else torch.float32
     graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
@@ -186,7 +277,7 @@ def main():
     clipped = 0
     for t in range(iters):
         optim.zero_grad()
-        loss = forward(graph, weights, stats, xt, yt)
+        loss, _ = forward(graph, weights, stats, xt, yt)
         loss.backward()
         if opt["clip"] > 0:
             norm = float(torch.nn.utils.clip_grad_norm_(list(weights.values()), opt["clip"]))

@@ -57,6 +57,12 @@ typedef struct DsDataset {
  */
 int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
             DsDataset **out, char *err, size_t errlen);
+/*
+ * The same for evaluation: every sample is evaluated once, in the files'
+ * order, so any N of at least 1 will do (the last batch is partial).
+ */
+int ds_open_eval(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
+                 DsDataset **out, char *err, size_t errlen);
 void ds_close(DsDataset *d);
 
 /* Epoch `epoch`'s order of the n samples: a permutation written to perm[n]. */
@@ -77,5 +83,13 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
  * order).
  */
 int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen);
+
+/*
+ * Gather samples first .. first + count - 1 of the files (count at most
+ * the batch) into the first count rows of x and y; the batch's other
+ * rows repeat sample `first`, so that a partial last batch is a whole one
+ * whose extra rows the caller ignores.
+ */
+int ds_gather_rows(const DsDataset *d, int64_t first, int64_t count, float *x, float *y, char *err, size_t errlen);
 
 #endif

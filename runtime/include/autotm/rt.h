@@ -13,6 +13,12 @@
  *              rt_step_begin(ctx); step(ctx); rt_step_end(ctx, loss)
  *          return rt_end(ctx)              save weights, report, results record
  *
+ *   With the evaluation pass, main calls rt_eval_program(ctx, &eval,
+ *   eval_step) before the loop and the runtime calls eval_step for each
+ *   batch of an evaluation (--val DIR, every --eval-every K steps and at
+ *   the end); an evaluation program (autotmc eval) has no loop: rt_end
+ *   evaluates --data.
+ *
  *   step:  base = rt_pool_base(ctx, RT_POOL_FAST / RT_POOL_SLOW)
  *          rt_data(ctx, RT_DATA_INPUT, addr)           this step's batch in
  *          rt_launch(ctx, id, args)                    kernels in schedule order
@@ -115,7 +121,15 @@ enum {
 	 * occupying the rest of its memory; there is no slow pool and no move.
 	 */
 	RT_PROGRAM_MANAGED = 1,
+	/* A training program with the forward-only evaluation pass (--val DIR): rt_eval_program follows. */
+	RT_PROGRAM_EVAL_PASS = 2,
+	/*
+	 * An evaluation program (autotmc eval): no training step; its tensors
+	 * are the evaluation pass's, and rt_end evaluates --data once.
+	 */
+	RT_PROGRAM_EVAL_ONLY = 4,
 };
+
 
 /* A tensor that lives across steps or comes from outside (weight, state, input, labels). */
 typedef struct RtTensor {
@@ -129,6 +143,26 @@ typedef struct RtTensor {
 	                              rt_stream(--seed, name) */
 	double lo, hi, value;      /* its parameters */
 } RtTensor;
+
+/*
+ * The forward-only evaluation pass of a program: the network in
+ * evaluation mode (batchnorm by its running statistics, no dropout) and
+ * the loss, placed by the compiler like the training step, in the same
+ * fast pool. In a training program its tensors have homes of their own:
+ * before an evaluation the weights, state and statistics that live in the
+ * fast pool wait in the slow pool at park_offset (their training homes'
+ * order, each rounded up to RT_PARK_ALIGN bytes), the weights and
+ * statistics are copied to the evaluation's homes, and after it the
+ * parked tensors go back.
+ */
+enum { RT_PARK_ALIGN = 64 };
+typedef struct RtEvalProgram {
+	int64_t fast_bytes;        /* the fast pool it uses (at most RtProgram.fast_bytes) */
+	int64_t park_offset;       /* training programs: where the parked tensors go in the slow pool */
+	int32_t ntensors;          /* entries in tensors */
+	const RtTensor *tensors;   /* its weights, statistics, input and labels, where it reads them */
+	double predicted_seconds;  /* predicted time of a batch (0: no prediction) */
+} RtEvalProgram;
 
 typedef struct RtCtx RtCtx;
 
@@ -144,6 +178,14 @@ void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes);
 int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes);
 void rt_move_wait(RtCtx *ctx, int32_t handle);
 void rt_step_end(RtCtx *ctx, const float *loss);
+/*
+ * The evaluation pass (RT_PROGRAM_EVAL_PASS, RT_PROGRAM_EVAL_ONLY): its
+ * description and the function that evaluates one batch, which takes its
+ * batch with rt_data and ends with rt_eval_output on the logits (the
+ * input of the loss's softmax, [batch, classes]).
+ */
+void rt_eval_program(RtCtx *ctx, const RtEvalProgram *ev, void (*batch)(RtCtx *ctx));
+void rt_eval_output(RtCtx *ctx, const float *logits);
 int rt_end(RtCtx *ctx);
 
 #endif

@@ -71,6 +71,15 @@ void tio_to_f64(const TioTensor *t, double *dst);
 /* The value of a safetensors file's __metadata__ key, or NULL. */
 const char *tio_meta(const TioFile *f, const char *key);
 
+/*
+ * The header of a .npy file (format 1.0) of little-endian float32 in C
+ * order with the given shape, padded so that the data starts at a
+ * multiple of 64 bytes: written to buf, its length returned (at most
+ * TIO_NPY_HEADER_MAX). The data follows it.
+ */
+enum { TIO_NPY_HEADER_MAX = 256 };
+size_t tio_npy_header(char *buf, int ndim, const int64_t *shape);
+
 /* Write n tensors as F32 safetensors, atomically. */
 int tio_safetensors_write(const char *path, const TioOut *t, int n, char *err, size_t errlen);
 /* The same with nmeta strings in the header's __metadata__. */
