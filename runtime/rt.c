@@ -410,7 +410,6 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		rt_usage_error("--save-every needs --checkpoint DIR");
 	if (o->resume && o->weights)
 		rt_usage_error("--resume loads the weights from the checkpoint; give it or --weights, not both");
-	check_eval_options(program, o);
 }
 
 /*
@@ -447,6 +446,7 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	ctx->backend = b;
 	ctx->opt = (RtOptions){.iters = 10, .threads = b->kernels.cores(), .seed = 1};
 	parse_options(argc, argv, program, &ctx->opt);
+	check_eval_options(program, &ctx->opt);
 	check_outputs(&ctx->opt);
 
 	if (program->flags & RT_PROGRAM_MANAGED)
