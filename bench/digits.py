@@ -20,8 +20,8 @@ examples/digits.net trains on it:
 
 `accuracy` builds examples/digits.net as a torch.nn module, loads W (the
 weights and batchnorm's running statistics), and evaluates it in eval mode
-(running statistics) on DIR/val: an evaluation of autotmc's training by
-PyTorch, until autotmc evaluates by itself.
+(running statistics) on DIR/val: PyTorch's cross-check of autotmc's own
+evaluation (--val DIR, autotmc eval; tests/torch/test-digits.sh).
 """
 import os
 import sys

@@ -362,37 +362,34 @@ static bool shape_globalavgpool(const Node *n, Shape *out, char *err, size_t err
 	return true;
 }
 
-static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen)
+/* batchnorm and batchnorm_eval: x [N, C] or [N, C, H, W], then every other input [C]; y like x. */
+static bool shape_bn_common(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	Shape x = n->in[0]->shape;
 	char s1[128], s2[128];
 	if (x.ndim != 2 && x.ndim != 4)
 		FAIL("expects an input [N, C] or [N, C, H, W], got %s", shape_str(x, s1, sizeof s1));
-	for (int i = 1; i < 3; i++)
+	for (int i = 1; i < n->nin; i++)
 		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
 			FAIL("parameter %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
 			     shape_str(x, s2, sizeof s2));
 	if (!(n->attr.eps > 0))
 		FAIL("epsilon must be positive");
 	out[0] = x;
-	out[1] = out[2] = shape_make(1, &x.d[1]);
+	return true;
+}
+
+static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	if (!shape_bn_common(n, out, err, errlen))
+		return false;
+	out[1] = out[2] = shape_make(1, &out[0].d[1]);
 	return true;
 }
 
 static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t errlen)
 {
-	Shape x = n->in[0]->shape;
-	char s1[128], s2[128];
-	if (x.ndim != 2 && x.ndim != 4)
-		FAIL("expects an input [N, C] or [N, C, H, W], got %s", shape_str(x, s1, sizeof s1));
-	for (int i = 1; i < 5; i++)
-		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
-			FAIL("parameter %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
-			     shape_str(x, s2, sizeof s2));
-	if (!(n->attr.eps > 0))
-		FAIL("epsilon must be positive");
-	out[0] = x;
-	return true;
+	return shape_bn_common(n, out, err, errlen);
 }
 
 static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen)
