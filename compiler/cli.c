@@ -201,6 +201,8 @@ static const Option options[] = {
 	{"val", 0, V_TEXT, F(val), C(RUN), 0, 0, "DIR",
 	 "evaluate on the dataset DIR at the end (loss, top-1 accuracy) with the\nforward-only evaluation pass, placed under the same limit"},
 	{"eval-every", 0, V_LONG, F(eval_every), C(RUN), 1, 1000000000, "K", "with --val: also evaluate every K steps"},
+	{"eval", 0, V_FLAG, F(eval_graph), C(SCHEDULE), 0, 0, NULL,
+	 "place the evaluation graph (forward only, as autotmc eval runs it) instead of\nthe training step"},
 	{"with-eval", 0, V_FLAG, F(with_eval), C(BUILD), 0, 0, NULL,
 	 "also compile the evaluation pass, for PROG --val DIR"},
 	{"outputs", 0, V_OUTPUT, F(outputs), C(EVAL), 0, 0, "OUT.npy",

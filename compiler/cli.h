@@ -84,6 +84,7 @@ typedef struct Settings {
 	const char *val;          /* run --val DIR: evaluate on it (compiles the evaluation pass) */
 	long eval_every;          /* run --eval-every K (0: not given) */
 	bool with_eval;           /* build --with-eval: compile the evaluation pass */
+	bool eval_graph;          /* schedule --eval: place the evaluation graph instead of the training step */
 	const char *outputs;      /* eval --outputs OUT.npy */
 	/* profile */
 	int runs;                 /* --runs N (0: the default) */

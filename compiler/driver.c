@@ -188,7 +188,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 	char err[1024];
 	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n};
 	*c = (Compilation){.set = s};
-	bool eval_only = s->cmd == CMD_EVAL; /* an evaluation program: the evaluation graph is the program */
+	/* an evaluation program, or its placement: the evaluation graph is the program */
+	bool eval_only = s->cmd == CMD_EVAL || s->eval_graph;
 
 	if (eval_only) {
 		Compilation *e = eval_front(a, s);                                          /* -> evaluation graph */

@@ -6,6 +6,7 @@
 #     record's "evaluations" and the --plot; with --limit its evaluation
 #     pass is placed under the limit too;
 #   - a validation set smaller than a batch is evaluated whole;
+#   - `autotmc schedule --eval` shows the evaluation graph's placement;
 #   - a checkpoint is evaluated by `autotmc eval` like saved weights, its
 #     optimizer state ignored, and gives the run's last evaluation;
 #   - --outputs writes a .npy of [N, classes] float32;
@@ -92,9 +93,14 @@ EOF
     ok "a validation set smaller than a batch: all 3 samples" || { cat tiny.log; fail "a tiny validation set"; }
 "$autotmc" run model.net --data train --iters 4 --val val --ratio 3:1 >lim.log 2>&1 &&
     grep -q "^evaluation pass:" lim.log && grep -q "^eval at step 4: " lim.log &&
-    [ "$(grep '^limit: ' lim.log | cut -d' ' -f2-3 | uniq | wc -l)" = 1 ] &&
-    ok "autotmc run --val --ratio 3:1: both placed under $(grep -m1 '^limit: ' lim.log | cut -d' ' -f2-3)" ||
+    [ "$(grep -c '^limit: ' lim.log)" = 2 ] &&
+    ok "autotmc run --val --ratio 3:1: the step placed under $(grep '^limit: ' lim.log | cut -d' ' -f2-3 | paste -sd/ | sed 's|/|, the pass under |')" ||
     { tail -20 lim.log; fail "autotmc run --val under a limit"; }
+
+"$autotmc" schedule model.net --eval --ratio 3:1 >sched.log 2>&1 && grep -q " batchnorm_eval " sched.log &&
+    ! grep -Eq " (dropout|adamw|batchnorm) " sched.log && grep -q "^placement: auto" sched.log &&
+    ok "autotmc schedule --eval: the evaluation graph's placement (batchnorm_eval, no dropout, no update)" ||
+    { cat sched.log; fail "autotmc schedule --eval"; }
 
 # expect STATUS MESSAGE-REGEX ARGS...: the message on stderr, and no step taken
 expect() {
