@@ -10,7 +10,7 @@
  *   name  the layer's name in the .net language
  *   from  what the gradient op reads beside dy: ACT_FROM_Y, the forward
  *         op's output (relu, sigmoid and tanh: autodiff then keeps y
- *         alive, not x), or ACT_FROM_X, its input
+ *         alive, not x), or ACT_FROM_X, its input (gelu)
  *
  * The functions compute in double: the interpreter's precision, and on a
  * GPU still far under the cost of reading and writing the elements.
@@ -23,7 +23,8 @@
 #define ACTIVATIONS(ACT)                    \
 	ACT(RELU,    relu,    ACT_FROM_Y)   \
 	ACT(SIGMOID, sigmoid, ACT_FROM_Y)   \
-	ACT(TANH,    tanh,    ACT_FROM_Y)
+	ACT(TANH,    tanh,    ACT_FROM_Y)   \
+	ACT(GELU,    gelu,    ACT_FROM_X)
 
 typedef enum Act {
 	ACT_NONE, /* not an activation */
@@ -55,6 +56,13 @@ ACT_FN int act_from(Act a)
 	return ACT_FROM_Y;
 }
 
+/*
+ * GELU as GPT-2 and PyTorch's gelu(approximate='tanh') compute it:
+ * 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3).
+ */
+#define ACT_GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
+#define ACT_GELU_C 0.044715
+
 /* y = a(x) */
 ACT_FN double act_value(Act a, double x)
 {
@@ -65,6 +73,8 @@ ACT_FN double act_value(Act a, double x)
 		return 1.0 / (1.0 + exp(-x));
 	case ACT_TANH:
 		return tanh(x);
+	case ACT_GELU:
+		return 0.5 * x * (1.0 + tanh(ACT_GELU_K * (x + ACT_GELU_C * x * x * x)));
 	case ACT_NONE:
 	case NUM_ACTS:
 		break;
@@ -82,6 +92,10 @@ ACT_FN double act_grad(Act a, double saved, double dy)
 		return dy * saved * (1.0 - saved);
 	case ACT_TANH:
 		return dy * (1.0 - saved * saved);
+	case ACT_GELU: { /* saved is x */
+		double x = saved, t = tanh(ACT_GELU_K * (x + ACT_GELU_C * x * x * x));
+		return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * ACT_GELU_K * (1.0 + 3.0 * ACT_GELU_C * x * x));
+	}
 	case ACT_NONE:
 	case NUM_ACTS:
 		break;

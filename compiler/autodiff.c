@@ -298,7 +298,8 @@ static void differentiate(AD *ad, const Node *f)
 	}
 	case OP_RELU: /* activations: the gradient op of ops.def's act column reads y or x, and dy */
 	case OP_SIGMOID:
-	case OP_TANH: {
+	case OP_TANH:
+	case OP_GELU: {
 		Act act = op_info[f->op].act;
 		Tensor *saved = act_from(act) == ACT_FROM_X ? x : f->out[0];
 		emit_grad(ad, x, op_grad_of_act(act), (Tensor *[]){saved, dy}, 2, NULL);
@@ -343,6 +344,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_RELU_BWD:
 	case OP_SIGMOID_BWD:
 	case OP_TANH_BWD:
+	case OP_GELU_BWD:
 	case OP_SOFTMAX_BWD:
 	case OP_DROPOUT_BWD:
 	case OP_SLICE:

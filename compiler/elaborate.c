@@ -550,7 +550,7 @@ static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	return y;
 }
 
-/* relu, sigmoid, tanh, globalavgpool: one op, no arguments */
+/* the activations (relu, sigmoid, tanh, gelu), globalavgpool: one op, no arguments */
 static Tensor *b_simple(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	(void)args;

@@ -337,12 +337,14 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_RELU: /* activations: base/activation.h */
 	case OP_SIGMOID:
 	case OP_TANH:
+	case OP_GELU:
 		for (int64_t i = 0; i < nx; i++)
 			out[0][i] = act_value(op_info[nd->op].act, in[0][i]);
 		break;
 	case OP_RELU_BWD: /* saved (y or x), dy -> dx */
 	case OP_SIGMOID_BWD:
 	case OP_TANH_BWD:
+	case OP_GELU_BWD:
 		for (int64_t i = 0; i < nx; i++)
 			out[0][i] = act_grad(op_info[nd->op].act, in[0][i], in[1][i]);
 		break;

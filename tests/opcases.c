@@ -29,6 +29,8 @@ const OpCase op_cases[] = {
 	{"relu", OPCASE_OP, "3, 5", "5", "relu", NULL},
 	{"sigmoid", OPCASE_OP, "3, 5", "5", "sigmoid", NULL},
 	{"tanh", OPCASE_OP, "3, 5", "5", "tanh", NULL},
+	{"gelu", OPCASE_OP, "3, 7", "7", "gelu", NULL},
+	{"dense with gelu", OPCASE_OP, "3, 5", "4", "dense(5 => 4, gelu)", NULL},
 	{"softmax", OPCASE_OP, "3, 5", "4", "softmax dense(5 => 4)", NULL},
 	{"reshape", OPCASE_OP, "2, 2, 2, 3", "12", "flatten", NULL},
 	{"dropout", OPCASE_OP, "3, 6", "6", "dropout(0.3)", NULL},
@@ -87,6 +89,7 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
 	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+	{"gelu, large values", OPCASE_KERNEL, "4, 64", "8", "dense(64 => 64) gelu dense(64 => 8)", NULL},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",

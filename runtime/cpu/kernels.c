@@ -663,6 +663,8 @@ static dnnl_alg_kind_t eltwise_alg(Act a)
 		return dnnl_eltwise_logistic_use_dst_for_bwd;
 	case ACT_TANH:
 		return dnnl_eltwise_tanh_use_dst_for_bwd;
+	case ACT_GELU:
+		return dnnl_eltwise_gelu_tanh;
 	case ACT_NONE:
 	case NUM_ACTS:
 		break;
@@ -1036,11 +1038,13 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
+	case RT_OP_GELU:
 		run_act(d, a, op_info[k->op].act);
 		break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
+	case RT_OP_GELU_BWD:
 		run_act_bwd(d, a, op_info[k->op].act);
 		break;
 	case RT_OP_RESHAPE:
@@ -1180,10 +1184,12 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_BATCHNORM_BWD: make_batchnorm_bwd(s, k); break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
-	case RT_OP_TANH: make_eltwise(s, k); break;
+	case RT_OP_TANH:
+	case RT_OP_GELU: make_eltwise(s, k); break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
-	case RT_OP_TANH_BWD: make_eltwise_bwd(s, k); break;
+	case RT_OP_TANH_BWD:
+	case RT_OP_GELU_BWD: make_eltwise_bwd(s, k); break;
 	case RT_OP_SOFTMAX: make_softmax(s, k); break;
 	case RT_OP_SOFTMAX_BWD: make_softmax_bwd(s, k); break;
 	case RT_OP_ADD: make_add(s, k); break;

@@ -106,6 +106,8 @@ def forward(graph, weights, stats, x, y, train=True):
             r = torch.sigmoid(ins[0])
         elif op == "tanh":
             r = torch.tanh(ins[0])
+        elif op == "gelu":
+            r = F.gelu(ins[0], approximate="tanh")
         elif op == "softmax":
             r = F.softmax(ins[0], dim=1)
         elif op == "reshape":
