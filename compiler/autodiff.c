@@ -280,10 +280,12 @@ static void differentiate(AD *ad, const Node *f)
 		a.shape = x->shape;
 		emit_grad(ad, x, OP_GLOBALAVGPOOL_BWD, &dy, 1, &a);
 		break;
-	case OP_BATCHNORM: {
+	case OP_BATCHNORM:
+	case OP_LAYERNORM: {
 		/* One node gives all three gradients; outputs not needed are named anyway. */
 		Tensor *in[5] = {x, f->in[1], f->out[1], f->out[2], dy};
-		Node *n = bwd_node(ad, OP_BATCHNORM_BWD, in, 5, fa, arena_printf(g->arena, "%s.bwd", f->name));
+		Node *n = bwd_node(ad, f->op == OP_BATCHNORM ? OP_BATCHNORM_BWD : OP_LAYERNORM_BWD, in, 5, fa,
+		                   arena_printf(g->arena, "%s.bwd", f->name));
 		for (int k = 0; k < 3; k++) {
 			const Tensor *t = k == 0 ? x : f->in[k];
 			if (k == 0 && !ad->needs[t->id]) {
@@ -293,7 +295,8 @@ static void differentiate(AD *ad, const Node *f)
 			tensor_rename(g, n->out[k], part_name(ad, t));
 			add_part(ad, t, n->out[k], true);
 		}
-		emit_batchnorm_stats(ad, f);
+		if (f->op == OP_BATCHNORM)
+			emit_batchnorm_stats(ad, f);
 		break;
 	}
 	case OP_RELU: /* activations: the gradient op of ops.def's act column reads y or x, and dy */
@@ -353,6 +356,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SGD_MOMENTUM:
 	case OP_ADAMW:
 	case OP_BATCHNORM_STATS:
+	case OP_LAYERNORM_BWD:
 	case OP_BATCHNORM_EVAL: /* only in evaluation graphs, which are never differentiated */
 	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);

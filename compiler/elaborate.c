@@ -521,15 +521,21 @@ static Tensor *b_pool(Ctx *c, const Builtin *b, Value **args, Tensor *x, const c
 	return add_node(c, b->op, &x, 1, &a, b->name, path, loc);
 }
 
+/* The `eps` argument of a normalisation layer fn, 1e-5 when not given. */
+static double want_eps(const Value *v, const char *fn)
+{
+	if (!v)
+		return 1e-5;
+	double eps = want_float(v, "eps", fn);
+	if (!(eps > 0) || !isfinite(eps))
+		error_at(v->loc, "'eps' of %s must be positive", fn);
+	return eps;
+}
+
 /* batchnorm(eps = 1e-5) */
 static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
-	Attrs a = {.eps = 1e-5};
-	if (args[0]) {
-		a.eps = want_float(args[0], "eps", "batchnorm");
-		if (!(a.eps > 0) || !isfinite(a.eps))
-			error_at(args[0]->loc, "'eps' of batchnorm must be positive");
-	}
+	Attrs a = {.eps = want_eps(args[0], "batchnorm")};
 	if (x->shape.ndim != 2 && x->shape.ndim != 4)
 		error_at(loc, "batchnorm '%s' expects an input [N, C] or [N, C, H, W] but got %s", path,
 		         type_str(c, x));
@@ -547,6 +553,19 @@ static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	Tensor *y = add_node(c, OP_BATCHNORM, in_t, 3, &a, "batchnorm", path, loc);
 	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
 	tensor_rename(c->g, y->producer->out[2], join(c, path, "var"));
+	return y;
+}
+
+/* layernorm(eps = 1e-5): over the last dimension */
+static Tensor *b_layernorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Attrs a = {.eps = want_eps(args[0], "layernorm")};
+	(void)b;
+	int64_t ch = x->shape.d[x->shape.ndim - 1];
+	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 1, &ch, loc), new_weight(c, path, "bias", 1, &ch, loc)};
+	Tensor *y = add_node(c, OP_LAYERNORM, in_t, 3, &a, "layernorm", path, loc);
+	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
+	tensor_rename(c->g, y->producer->out[2], join(c, path, "rstd"));
 	return y;
 }
 
@@ -604,6 +623,7 @@ static const Builtin builtins[] = {
 	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
 	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
 	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
+	{"layernorm", {"eps"}, b_layernorm, OP_LAYERNORM},
 	/* every activation of base/activation.h, by its op (OP_ID) */
 #define ACT_BUILTIN(id, name, from) {#name, {NULL}, b_simple, OP_##id},
 	ACTIVATIONS(ACT_BUILTIN)

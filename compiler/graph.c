@@ -23,6 +23,8 @@ static bool shape_pool(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_globalavgpool(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_layernorm(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_layernorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_reshape(const Node *n, Shape *out, char *err, size_t errlen);
@@ -390,6 +392,45 @@ static bool shape_batchnorm(const Node *n, Shape *out, char *err, size_t errlen)
 static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	return shape_bn_common(n, out, err, errlen);
+}
+
+/* x [..., C]: its rows, [elements / C] */
+static Shape layernorm_rows(Shape x)
+{
+	return shape_make(1, (int64_t[]){shape_elems(x) / x.d[x.ndim - 1]});
+}
+
+static bool shape_layernorm(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128], s2[128];
+	for (int i = 1; i < 3; i++)
+		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[x.ndim - 1])
+			FAIL("parameter %s does not fit input %s (the last dimension's size)",
+			     shape_str(n->in[i]->shape, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	if (!(n->attr.eps > 0))
+		FAIL("epsilon must be positive");
+	out[0] = x;
+	out[1] = out[2] = layernorm_rows(x);
+	return true;
+}
+
+static bool shape_layernorm_bwd(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, rows = layernorm_rows(x);
+	char s1[128], s2[128];
+	if (!shape_eq(x, n->in[4]->shape))
+		FAIL("input %s and gradient %s differ", shape_str(x, s1, sizeof s1),
+		     shape_str(n->in[4]->shape, s2, sizeof s2));
+	if (n->in[1]->shape.ndim != 1 || n->in[1]->shape.d[0] != x.d[x.ndim - 1])
+		FAIL("weight %s does not fit input %s", shape_str(n->in[1]->shape, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	for (int i = 2; i < 4; i++)
+		if (!shape_eq(n->in[i]->shape, rows))
+			FAIL("statistic %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
+			     shape_str(x, s2, sizeof s2));
+	out[0] = x;
+	out[1] = out[2] = n->in[1]->shape;
+	return true;
 }
 
 static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen)

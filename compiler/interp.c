@@ -181,6 +181,56 @@ static void batchnorm_bwd(const Node *nd, double **in, double **out)
 	}
 }
 
+/* The size of t's last dimension: layernorm's C. */
+static int64_t op_last_dim(const Tensor *t)
+{
+	return t->shape.d[t->shape.ndim - 1];
+}
+
+/* layernorm over the last dimension: x, weight, bias -> y, mean, rstd (ops.def) */
+static void layernorm_fwd(const Node *nd, double **in, double **out)
+{
+	int64_t c = op_last_dim(nd->in[0]), rows = shape_elems(nd->in[0]->shape) / c;
+	for (int64_t r = 0; r < rows; r++) {
+		const double *x = in[0] + r * c;
+		double *y = out[0] + r * c, mean = 0, var = 0;
+		for (int64_t j = 0; j < c; j++)
+			mean += x[j];
+		mean /= (double)c;
+		for (int64_t j = 0; j < c; j++)
+			var += (x[j] - mean) * (x[j] - mean);
+		double rstd = 1.0 / sqrt(var / (double)c + nd->attr.eps);
+		for (int64_t j = 0; j < c; j++)
+			y[j] = (x[j] - mean) * rstd * in[1][j] + in[2][j];
+		out[1][r] = mean;
+		out[2][r] = rstd;
+	}
+}
+
+/* x, weight, mean, rstd, dy -> dx, dweight, dbias (ops.def) */
+static void layernorm_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t c = op_last_dim(nd->in[0]), rows = shape_elems(nd->in[0]->shape) / c;
+	const double *w = in[1];
+	for (int64_t j = 0; j < c; j++)
+		out[1][j] = out[2][j] = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		const double *x = in[0] + r * c, *dy = in[4] + r * c;
+		double mean = in[2][r], rstd = in[3][r], sg = 0, sgx = 0;
+		for (int64_t j = 0; j < c; j++) {
+			double xhat = (x[j] - mean) * rstd, g = dy[j] * w[j];
+			sg += g;
+			sgx += g * xhat;
+			out[1][j] += dy[j] * xhat;
+			out[2][j] += dy[j];
+		}
+		for (int64_t j = 0; j < c; j++) {
+			double xhat = (x[j] - mean) * rstd;
+			out[0][r * c + j] = rstd * (dy[j] * w[j] - sg / (double)c - xhat * sgx / (double)c);
+		}
+	}
+}
+
 static void softmax_rows(const double *z, double *p, int64_t rows, int64_t k)
 {
 	for (int64_t r = 0; r < rows; r++) {
@@ -333,6 +383,12 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	case OP_BATCHNORM_EVAL:
 		batchnorm_eval(nd, in, out);
+		break;
+	case OP_LAYERNORM:
+		layernorm_fwd(nd, in, out);
+		break;
+	case OP_LAYERNORM_BWD:
+		layernorm_bwd(nd, in, out);
 		break;
 	case OP_RELU: /* activations: base/activation.h */
 	case OP_SIGMOID:

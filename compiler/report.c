@@ -187,6 +187,8 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_BWD:
 	case OP_BATCHNORM_EVAL:
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_BWD:
 		snprintf(buf, size, " eps=%g", a->eps);
 		break;
 	case OP_DROPOUT:
@@ -351,6 +353,8 @@ static cJSON *attrs_json(const Node *n)
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_BWD:
 	case OP_BATCHNORM_EVAL:
+	case OP_LAYERNORM:
+	case OP_LAYERNORM_BWD:
 		cJSON_AddNumberToObject(o, "eps", a->eps);
 		break;
 	case OP_DROPOUT:

@@ -53,6 +53,7 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 	}
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_EVAL:
+	case OP_LAYERNORM:
 		s.value = t == n->in[1] ? 1.0 : 0.0;
 		return s;
 	default:

@@ -26,6 +26,8 @@ const OpCase op_cases[] = {
 	{"globalavgpool", OPCASE_OP, "2, 3, 4, 4", "3", "globalavgpool flatten", NULL},
 	{"batchnorm 4d", OPCASE_OP, "3, 2, 3, 3", "18", "batchnorm flatten", NULL},
 	{"batchnorm 2d", OPCASE_OP, "4, 3", "3", "batchnorm(eps = 0.001)", NULL},
+	{"layernorm 2d", OPCASE_OP, "3, 6", "6", "layernorm", NULL},
+	{"layernorm 4d (over the width)", OPCASE_OP, "2, 2, 3, 4", "24", "layernorm(eps = 0.001) flatten", NULL},
 	{"relu", OPCASE_OP, "3, 5", "5", "relu", NULL},
 	{"sigmoid", OPCASE_OP, "3, 5", "5", "sigmoid", NULL},
 	{"tanh", OPCASE_OP, "3, 5", "5", "tanh", NULL},
@@ -52,6 +54,8 @@ const OpCase op_cases[] = {
 	 "schedule = cosine(steps = 4, warmup = 2, floor = 0.001))"},
 
 	/* small networks */
+	{"mlp with layernorm and gelu", OPCASE_NETWORK, "4, 6", "3",
+	 "dense(6 => 16) layernorm gelu dense(16 => 16) layernorm(eps = 1e-3) tanh dense(16 => 3)", NULL},
 	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",
 	 NULL},
 	{"conv net", OPCASE_NETWORK, "2, 3, 8, 8", "4",
@@ -89,6 +93,7 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
 	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+	{"layernorm, wide rows", OPCASE_KERNEL, "8, 96", "10", "dense(96 => 200) layernorm relu dense(200 => 10)", NULL},
 	{"gelu, large values", OPCASE_KERNEL, "4, 64", "8", "dense(64 => 64) gelu dense(64 => 8)", NULL},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "

@@ -1017,6 +1017,66 @@ static void run_bn_eval(const int64_t *d, void *const *a)
 		}
 }
 
+/* layernorm over the last dimension (ops.def): x, weight, bias -> y, mean, rstd; a row per iteration, in double */
+static void run_layernorm(const int64_t *d, void *const *a)
+{
+	const float *x = a[0], *w = a[1], *b = a[2];
+	float *y = a[3], *mean = a[4], *rstd = a[5];
+	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
+	double eps = attr_f64(d, RT_D_EPS);
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * c;
+		double m = 0, v = 0;
+		for (int64_t j = 0; j < c; j++)
+			m += xr[j];
+		m /= (double)c;
+		for (int64_t j = 0; j < c; j++)
+			v += ((double)xr[j] - m) * ((double)xr[j] - m);
+		double s = 1.0 / sqrt(v / (double)c + eps);
+		for (int64_t j = 0; j < c; j++)
+			y[r * c + j] = (float)(((double)xr[j] - m) * s * (double)w[j] + (double)b[j]);
+		mean[r] = (float)m;
+		rstd[r] = (float)s;
+	}
+}
+
+/*
+ * Its gradient: x, weight, mean, rstd, dy -> dx, dweight, dbias. dx a row
+ * per iteration; dweight and dbias a column per iteration, summed over
+ * the rows in order (the same bits whatever the thread count).
+ */
+static void run_layernorm_bwd(const int64_t *d, void *const *a)
+{
+	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *dy = a[4];
+	float *dx = a[5], *dw = a[6], *db = a[7];
+	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * c, *dyr = dy + r * c;
+		double m = mean[r], s = rstd[r], sg = 0, sgx = 0;
+		for (int64_t j = 0; j < c; j++) {
+			double g = (double)dyr[j] * (double)w[j];
+			sg += g;
+			sgx += g * ((double)xr[j] - m) * s;
+		}
+		for (int64_t j = 0; j < c; j++) {
+			double xhat = ((double)xr[j] - m) * s;
+			dx[r * c + j] = (float)(s * ((double)dyr[j] * (double)w[j] - sg / (double)c - xhat * sgx / (double)c));
+		}
+	}
+#pragma omp parallel for schedule(static)
+	for (int64_t j = 0; j < c; j++) {
+		double sw = 0, sb = 0;
+		for (int64_t r = 0; r < rows; r++) {
+			sw += (double)dy[r * c + j] * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
+			sb += dy[r * c + j];
+		}
+		dw[j] = (float)sw;
+		db[j] = (float)sb;
+	}
+}
+
 /* batchnorm_stats: the running statistics, in place (ops.def) */
 static void run_bn_stats(const int64_t *d, void *const *a)
 {
@@ -1083,6 +1143,12 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_BATCHNORM_EVAL:
 		run_bn_eval(d, a);
+		break;
+	case RT_OP_LAYERNORM:
+		run_layernorm(d, a);
+		break;
+	case RT_OP_LAYERNORM_BWD:
+		run_layernorm_bwd(d, a);
 		break;
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -1210,6 +1276,8 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
 	case RT_OP_BATCHNORM_EVAL:
+	case RT_OP_LAYERNORM:
+	case RT_OP_LAYERNORM_BWD:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

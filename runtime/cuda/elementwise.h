@@ -69,6 +69,11 @@ cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t
  */
 cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
                        const float *sumsq, int64_t n, cudaStream_t st);
+/* layernorm and its gradient (ops.def) over rows of c, a thread a row (dweight, dbias: a column), in double. */
+cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+                          int64_t rows, int64_t c, double eps, cudaStream_t st);
+cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
+                              float *dx, float *dw, float *db, int64_t rows, int64_t c, cudaStream_t st);
 /* batchnorm_eval (ops.def) on x [n, c, inner], per element in double as the CPU. */
 cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
                         int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);

@@ -611,6 +611,14 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		                       nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), st));
 		break;
 	}
+	case RT_OP_LAYERNORM:
+		launched(k, gpu_layernorm(a[0], a[1], a[2], a[3], a[4], a[5], arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0),
+		                          RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS), st));
+		break;
+	case RT_OP_LAYERNORM_BWD:
+		launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+		                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
+		break;
 	case RT_OP_BATCHNORM_EVAL:
 		launched(k, gpu_bn_eval(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
 		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
@@ -739,6 +747,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
 	case RT_OP_BATCHNORM_EVAL:
+	case RT_OP_LAYERNORM:
+	case RT_OP_LAYERNORM_BWD:
 		break; /* our own kernels and copies: the description is all they need */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

@@ -106,6 +106,8 @@ def forward(graph, weights, stats, x, y, train=True):
             r = torch.sigmoid(ins[0])
         elif op == "tanh":
             r = torch.tanh(ins[0])
+        elif op == "layernorm":
+            r = F.layer_norm(ins[0], (ins[0].shape[-1],), ins[1], ins[2], eps=a["eps"])
         elif op == "gelu":
             r = F.gelu(ins[0], approximate="tanh")
         elif op == "softmax":
