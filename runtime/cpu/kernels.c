@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "autotm/random.h"
+#include "layernorm.h" /* base/ */
 
 /* Plain-C loops over fewer elements than this run on one thread. */
 enum { PAR_MIN = 1 << 15 };
@@ -1017,7 +1018,7 @@ static void run_bn_eval(const int64_t *d, void *const *a)
 		}
 }
 
-/* layernorm over the last dimension (ops.def): x, weight, bias -> y, mean, rstd; a row per iteration, in double */
+/* layernorm over the last dimension (ops.def, base/layernorm.h): x, weight, bias -> y, mean, rstd; a row per iteration */
 static void run_layernorm(const int64_t *d, void *const *a)
 {
 	const float *x = a[0], *w = a[1], *b = a[2];
@@ -1025,20 +1026,8 @@ static void run_layernorm(const int64_t *d, void *const *a)
 	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
 	double eps = attr_f64(d, RT_D_EPS);
 #pragma omp parallel for schedule(static)
-	for (int64_t r = 0; r < rows; r++) {
-		const float *xr = x + r * c;
-		double m = 0, v = 0;
-		for (int64_t j = 0; j < c; j++)
-			m += xr[j];
-		m /= (double)c;
-		for (int64_t j = 0; j < c; j++)
-			v += ((double)xr[j] - m) * ((double)xr[j] - m);
-		double s = 1.0 / sqrt(v / (double)c + eps);
-		for (int64_t j = 0; j < c; j++)
-			y[r * c + j] = (float)(((double)xr[j] - m) * s * (double)w[j] + (double)b[j]);
-		mean[r] = (float)m;
-		rstd[r] = (float)s;
-	}
+	for (int64_t r = 0; r < rows; r++)
+		layernorm_row(x + r * c, w, b, y + r * c, c, eps, &mean[r], &rstd[r]);
 }
 
 /*
@@ -1052,29 +1041,11 @@ static void run_layernorm_bwd(const int64_t *d, void *const *a)
 	float *dx = a[5], *dw = a[6], *db = a[7];
 	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
 #pragma omp parallel for schedule(static)
-	for (int64_t r = 0; r < rows; r++) {
-		const float *xr = x + r * c, *dyr = dy + r * c;
-		double m = mean[r], s = rstd[r], sg = 0, sgx = 0;
-		for (int64_t j = 0; j < c; j++) {
-			double g = (double)dyr[j] * (double)w[j];
-			sg += g;
-			sgx += g * ((double)xr[j] - m) * s;
-		}
-		for (int64_t j = 0; j < c; j++) {
-			double xhat = ((double)xr[j] - m) * s;
-			dx[r * c + j] = (float)(s * ((double)dyr[j] * (double)w[j] - sg / (double)c - xhat * sgx / (double)c));
-		}
-	}
+	for (int64_t r = 0; r < rows; r++)
+		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
 #pragma omp parallel for schedule(static)
-	for (int64_t j = 0; j < c; j++) {
-		double sw = 0, sb = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			sw += (double)dy[r * c + j] * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
-			sb += dy[r * c + j];
-		}
-		dw[j] = (float)sw;
-		db[j] = (float)sb;
-	}
+	for (int64_t j = 0; j < c; j++)
+		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
 }
 
 /* batchnorm_stats: the running statistics, in place (ops.def) */

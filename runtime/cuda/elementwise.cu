@@ -19,6 +19,7 @@
  *     base/optim.h's.
  */
 #include "elementwise.h"
+#include "layernorm.h" /* base/ */
 
 #include "autotm/random.h"
 #include "autotm/rt.h"
@@ -368,58 +369,28 @@ __global__ void bn_stats(float *rm, float *rv, float *count, const float *mean, 
 	}
 }
 
-/* layernorm (ops.def): thread r normalises row r, in double as the CPU */
+/* layernorm (ops.def, base/layernorm.h): thread r normalises row r, as the CPU */
 __global__ void layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps)
 {
-	FOR_EACH(r, rows) {
-		const float *xr = x + r * c;
-		double m = 0, v = 0;
-		for (int64_t j = 0; j < c; j++)
-			m += xr[j];
-		m /= (double)c;
-		for (int64_t j = 0; j < c; j++)
-			v += ((double)xr[j] - m) * ((double)xr[j] - m);
-		double s = 1.0 / sqrt(v / (double)c + eps);
-		for (int64_t j = 0; j < c; j++)
-			y[r * c + j] = (float)(((double)xr[j] - m) * s * (double)w[j] + (double)b[j]);
-		mean[r] = (float)m;
-		rstd[r] = (float)s;
-	}
+	FOR_EACH(r, rows)
+		layernorm_row(x + r * c, w, b, y + r * c, c, eps, &mean[r], &rstd[r]);
 }
 
 /* its dx: thread r takes row r */
 __global__ void layernorm_bwd_data(const float *x, const float *w, const float *mean, const float *rstd,
                                    const float *dy, float *dx, int64_t rows, int64_t c)
 {
-	FOR_EACH(r, rows) {
-		const float *xr = x + r * c, *dyr = dy + r * c;
-		double m = mean[r], s = rstd[r], sg = 0, sgx = 0;
-		for (int64_t j = 0; j < c; j++) {
-			double g = (double)dyr[j] * (double)w[j];
-			sg += g;
-			sgx += g * ((double)xr[j] - m) * s;
-		}
-		for (int64_t j = 0; j < c; j++) {
-			double xhat = ((double)xr[j] - m) * s;
-			dx[r * c + j] = (float)(s * ((double)dyr[j] * (double)w[j] - sg / (double)c - xhat * sgx / (double)c));
-		}
-	}
+	FOR_EACH(r, rows)
+		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
 }
 
 /* its dweight and dbias: thread j sums column j over the rows in order */
 __global__ void layernorm_bwd_params(const float *x, const float *mean, const float *rstd, const float *dy,
                                      float *dw, float *db, int64_t rows, int64_t c)
 {
-	FOR_EACH(j, c) {
-		double sw = 0, sb = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			sw += (double)dy[r * c + j] * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
-			sb += dy[r * c + j];
-		}
-		dw[j] = (float)sw;
-		db[j] = (float)sb;
-	}
+	FOR_EACH(j, c)
+		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
 }
 
 /* element i of x [n, c, inner]: x alpha + beta of its channel (base/ops.h's op_bn_eval_affine) */

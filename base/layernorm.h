@@ -1,0 +1,65 @@
+/*
+ * layernorm.h - layer normalisation over the last dimension (ops.def's
+ * layernorm and layernorm_bwd) one row or one column at a time, for the
+ * CPU's kernels and the GPU's alike (the reference interpreter has its
+ * own, in double throughout). Every sum is taken in double, in order.
+ */
+#ifndef AUTOTM_LAYERNORM_H
+#define AUTOTM_LAYERNORM_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define LAYERNORM_FN static __host__ __device__ inline
+#else
+#define LAYERNORM_FN static inline
+#endif
+
+/* Row x[c] -> y[c] = (x - mean) rstd w + b; its mean and rstd = 1 / sqrt(var + eps) (var biased). */
+LAYERNORM_FN void layernorm_row(const float *x, const float *w, const float *b, float *y, int64_t c, double eps,
+                                float *mean, float *rstd)
+{
+	double m = 0, v = 0;
+	for (int64_t j = 0; j < c; j++)
+		m += x[j];
+	m /= (double)c;
+	for (int64_t j = 0; j < c; j++)
+		v += ((double)x[j] - m) * ((double)x[j] - m);
+	double s = 1.0 / sqrt(v / (double)c + eps);
+	for (int64_t j = 0; j < c; j++)
+		y[j] = (float)(((double)x[j] - m) * s * (double)w[j] + (double)b[j]);
+	*mean = (float)m;
+	*rstd = (float)s;
+}
+
+/* The row's dx[c] from x, w, its mean and rstd, and dy: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w. */
+LAYERNORM_FN void layernorm_bwd_row(const float *x, const float *w, double mean, double rstd, const float *dy,
+                                    float *dx, int64_t c)
+{
+	double sg = 0, sgx = 0;
+	for (int64_t j = 0; j < c; j++) {
+		double g = (double)dy[j] * (double)w[j];
+		sg += g;
+		sgx += g * ((double)x[j] - mean) * rstd;
+	}
+	for (int64_t j = 0; j < c; j++) {
+		double xhat = ((double)x[j] - mean) * rstd;
+		dx[j] = (float)(rstd * ((double)dy[j] * (double)w[j] - sg / (double)c - xhat * sgx / (double)c));
+	}
+}
+
+/* Column j's dweight and dbias: sums over the rows, in order, of dy xhat and dy. */
+LAYERNORM_FN void layernorm_bwd_col(const float *x, const float *mean, const float *rstd, const float *dy,
+                                    int64_t rows, int64_t c, int64_t j, float *dw, float *db)
+{
+	double sw = 0, sb = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		sw += (double)dy[r * c + j] * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
+		sb += dy[r * c + j];
+	}
+	*dw = (float)sw;
+	*db = (float)sb;
+}
+
+#endif
