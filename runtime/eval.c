@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "autotm/dataset.h"
 #include "outfile.h" /* base/ */
@@ -242,7 +243,14 @@ bool rt_evaluate(RtCtx *ctx)
 	ev->loss_sum = 0;
 	ev->correct = 0;
 	ev->active = true;
+	bool tty = !ctx->opt.quiet && isatty(STDOUT_FILENO), showed = false;
+	double shown = t0;
 	for (int64_t i = 0; i < nbatches; i++) {
+		if (tty && rt_now() - shown >= 0.1) { /* a long evaluation shows how far it is */
+			rt_progress("eval: %lld/%lld samples", (long long)(i * ev->batch), (long long)n);
+			shown = rt_now();
+			showed = true;
+		}
 		ev->first = i * ev->batch;
 		ev->rows = n - ev->first < ev->batch ? n - ev->first : ev->batch;
 		if (ds_gather_rows(ev->ds, ev->first, ev->rows, ev->x, ev->y, err, sizeof err))
@@ -269,6 +277,8 @@ bool rt_evaluate(RtCtx *ctx)
 	remember(ev, r);
 	bool ok = !ctx->opt.outputs || close_outputs(ctx, ev);
 	if (!ctx->opt.quiet || own) {
+		if (showed)
+			rt_clear_progress_line(); /* the evaluation's own: its result replaces it */
 		rt_end_progress_line();
 		if (own)
 			printf("loss: %.9g\naccuracy: %.6f\n", r.loss, r.accuracy);

@@ -45,6 +45,25 @@ void rt_end_progress_line(void)
 	}
 }
 
+void rt_clear_progress_line(void)
+{
+	if (progress_open) {
+		printf("\r\033[K");
+		progress_open = false;
+	}
+}
+
+void rt_progress(const char *fmt, ...)
+{
+	va_list ap;
+	printf("\r\033[K");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	progress_open = true;
+}
+
 static char prog_name[64] = "autotm";
 
 const char *rt_prog_name(void)

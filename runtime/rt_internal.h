@@ -314,6 +314,10 @@ struct RtCtx {
 float *rt_data_place(RtCtx *ctx, int32_t pool, int64_t offset, int64_t bytes, const char *name);
 /* rt.c: end a progress line left open on the terminal, before other output. */
 void rt_end_progress_line(void);
+/* rt.c: erase a progress line left open on the terminal. */
+void rt_clear_progress_line(void);
+/* rt.c: write the progress line on the terminal (stdout), replacing the last. */
+void rt_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * checkpoint.c: --resume (the checkpoint becomes the weights file, the
