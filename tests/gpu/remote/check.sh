@@ -2,7 +2,7 @@
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
 # the package that tests/gpu/remote/package.sh built (it is copied there):
 #
-#   ./check.sh [LOGDIR] [--only ops,abi,train,det,san,profile]
+#   ./check.sh [LOGDIR] [--only ops,abi,train,eval,det,san,profile]
 #
 #   ops    test-gpu-ops: every op against the interpreter (1e-4)
 #   abi    abi-train on the GPU (device memory, managed memory capped at
@@ -11,6 +11,10 @@
 #          against the interpreter within 1e-3 (resnet50: 1e-4 for the
 #          first, 2e-2 for the others); the device pool within the limit;
 #          unified memory capped below its pool refused
+#   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
+#          the parking of the training step's tensors) evaluates the same
+#          weights on the same 27 samples as the CPU program: loss within
+#          1e-4, the same accuracy
 #   det    resnet50 b32: all-fast twice and async at 25% five times, 5 steps
 #          each: losses and saved weights bitwise identical
 #   san    compute-sanitizer memcheck and synccheck on 2 steps of an async
@@ -25,7 +29,7 @@
 set -uo pipefail
 pkg=$(cd "$(dirname "$0")" && pwd)
 logs=$pkg/logs
-only=ops,abi,train,det,san,profile
+only=ops,abi,train,eval,det,san,profile
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
@@ -176,6 +180,26 @@ if want profile; then
 		else
 			notok "autotm-gpu-profile $name (exit $rc)"; tail -3 "$logs/profile-$name.txt"
 		fi
+	done
+fi
+
+if want eval; then
+	for opt in all-fast sync; do
+		f=$logs/eval-$opt.txt
+		timeout -k 5 120 "prog/evalnet-$opt" --iters 0 --weights ref/evalnet.safetensors --val ref/evalset \
+			--results "$logs/eval-$opt.json" > "$f" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			notok "eval evalnet-$opt (exit $rc)"; tail -3 "$f"; continue
+		fi
+		if python3 - ref/evalnet-eval.json "$logs/eval-$opt.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p))["evaluations"][-1] for p in sys.argv[1:3])
+print(f"#   CPU loss {a['loss']:.9g} accuracy {a['accuracy']:.6f}; GPU loss {b['loss']:.9g} accuracy {b['accuracy']:.6f}")
+sys.exit(0 if abs(a["loss"] - b["loss"]) <= 1e-4 * max(1, abs(a["loss"])) and a["accuracy"] == b["accuracy"]
+         and a["samples"] == b["samples"] == 27 else 1)
+EOF
+		then ok "eval evalnet-$opt: the CPU's loss and accuracy"; else notok "eval evalnet-$opt: differs from the CPU's"; fi
 	done
 fi
 

@@ -10,9 +10,11 @@
 # test-gpu-train.sh (mlp, test_vgg and resnet50 at small batch: all-fast,
 # sync, async and um), the determinism programs (resnet50 at batch 32:
 # all-fast, and async at 25% of its peak, which moves most activations),
-# a small async program for compute-sanitizer, and the references computed
-# here: the interpreter's losses of each train model, the CPU runtime's
-# losses of abi-train.  check.sh runs everything there and prints one
+# a small async program for compute-sanitizer, evaluation programs
+# (tests/torch/evalnet.net with the evaluation pass, all-fast and sync),
+# and the references computed here: the interpreter's losses of each train
+# model, the CPU runtime's losses of abi-train, and the CPU runtime's
+# evaluation of evalnet's weights on a small validation set.  check.sh runs everything there and prints one
 # "ok -" or "not ok -" line a check, then "N passed, N failed".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -103,6 +105,37 @@ build_det det-all-fast resnet50 32 all-fast
 build_det det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60
 # compute-sanitizer: a few steps of a program that moves
 build san-async resnet50 4 async --ratio 3:1 --solver-time 20
+
+# evaluation: evalnet's weights after 3 interpreter steps (running
+# statistics away from 0 and 1), a validation set of 27 samples (a partial
+# last batch), the CPU program's evaluation of them, and the GPU programs
+# with the evaluation pass
+evalnet=$root/tests/torch/evalnet.net
+"$autotmc" interpret "$evalnet" --iters 3 --save-weights "$out/ref/evalnet.safetensors" > /dev/null
+mkdir -p "$out/ref/evalset"
+python3 - "$out/ref/evalset" <<'EOF'
+# .npy files by hand (this machine's python3 may lack NumPy): float32 x [27, 3, 8, 8], int64 y [27]
+import random, struct, sys
+def save(path, descr, shape, fmt, values):
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, "".join(f"{d}, " for d in shape))
+    head += " " * (-(10 + len(head) + 1) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+rng = random.Random(7)
+save(sys.argv[1] + "/x.npy", "<f4", (27, 3, 8, 8), "f", [rng.gauss(0, 1) for _ in range(27 * 3 * 8 * 8)])
+save(sys.argv[1] + "/y.npy", "<i8", (27,), "q", [rng.randrange(5) for _ in range(27)])
+EOF
+"$autotmc" run "$evalnet" --iters 0 --weights "$out/ref/evalnet.safetensors" --val "$out/ref/evalset" \
+	--results "$out/ref/evalnet-eval.json" --slow-dir "${TMPDIR:-/tmp}" > /dev/null
+for opt in all-fast sync; do
+	step "evalnet-$opt"
+	place=(); [ $opt = sync ] && place=(--ratio 1:3 --solver-time 20)
+	"$autotmc" build "$evalnet" --with-eval --backend gpu "${times[@]}" --optimizer $opt "${place[@]}" \
+		-o "$out/prog/evalnet-$opt" > "$out/prog/evalnet-$opt.build.txt" 2>&1 ||
+		{ cat "$out/prog/evalnet-$opt.build.txt" >&2; exit 1; }
+	strip --strip-debug "$out/prog/evalnet-$opt"
+done
 
 cp "$out/prog/libcjson.so.1" "$out/"
 
