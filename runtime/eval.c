@@ -51,6 +51,7 @@ typedef struct RtEval {
 	int64_t correct;
 	OutFile out;                /* --outputs: the logits of every sample */
 	bool out_open, out_failed;  /* out is being written; a write failed */
+	int out_errno;              /* why */
 	bool active;                /* rt_data reads x and y */
 	RtEvalResult *results;      /* every evaluation of the run */
 	int nresults, results_cap;
@@ -130,8 +131,10 @@ void rt_eval_output(RtCtx *ctx, const float *logits)
 		ev->correct += hit;
 	}
 	if (ev->out_open && !ev->out_failed &&
-	    fwrite(ev->logits, sizeof(float) * (size_t)ev->classes, (size_t)ev->rows, ev->out.f) != (size_t)ev->rows)
+	    fwrite(ev->logits, sizeof(float) * (size_t)ev->classes, (size_t)ev->rows, ev->out.f) != (size_t)ev->rows) {
 		ev->out_failed = true;
+		ev->out_errno = errno;
+	}
 }
 
 /* --outputs: the .npy of N x classes float32, its header now, the rows as they come. */
@@ -144,6 +147,7 @@ static void open_outputs(RtCtx *ctx, RtEval *ev)
 	size_t n = tio_npy_header(head, 2, shape);
 	ev->out_open = true;
 	ev->out_failed = fwrite(head, 1, n, ev->out.f) != n;
+	ev->out_errno = errno;
 }
 
 static bool close_outputs(RtCtx *ctx, RtEval *ev)
@@ -151,7 +155,7 @@ static bool close_outputs(RtCtx *ctx, RtEval *ev)
 	char err[PATH_MAX + 128];
 	ev->out_open = false;
 	if (ev->out_failed) {
-		snprintf(err, sizeof err, "cannot write %s: %s", ctx->opt.outputs, strerror(errno));
+		snprintf(err, sizeof err, "cannot write %s: %s", ctx->opt.outputs, strerror(ev->out_errno));
 		outfile_abort(&ev->out);
 	} else if (outfile_commit(&ev->out, err, sizeof err)) {
 		return true;

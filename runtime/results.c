@@ -84,7 +84,7 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 	}
 	if (!cJSON_GetObjectItemCaseSensitive(r, "model") && p->model)
 		put(r, "model", cJSON_CreateString(p->model));
-	put(r, "actual_runtime", cJSON_CreateNumber(median));
+	put(r, "actual_runtime", cJSON_CreateNumber(median)); /* an evaluation program's: its median batch, below */
 	if (p->predicted_seconds > 0)
 		put(r, "predicted_runtime", cJSON_CreateNumber(p->predicted_seconds));
 	put(r, "dram_alloc_size", cJSON_CreateNumber((double)ctx->fast.bytes));
@@ -120,6 +120,8 @@ bool rt_results_write(const RtCtx *ctx, const char *path, double median)
 		put(r, "evaluations", a);
 		if (nev)
 			put(r, "eval_batch_time", cJSON_CreateNumber(batch));
+		if (nev && (p->flags & RT_PROGRAM_EVAL_ONLY))
+			put(r, "actual_runtime", cJSON_CreateNumber(batch));
 		if (predicted > 0)
 			put(r, "eval_predicted_batch_time", cJSON_CreateNumber(predicted));
 	}

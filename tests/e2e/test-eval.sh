@@ -121,6 +121,8 @@ expect 2 "^prog: --eval-every needs --val DIR$" ./prog --eval-every 3
 expect 2 "^prog: --outputs is for evaluation programs \(autotmc eval\)$" ./prog --outputs o.npy
 expect 1 "^prog: error: wrong/x.npy: the samples are float32 \[5, 11\], but the model's input 'x' needs \[N, 12\]" \
     ./prog --data train --val wrong
+expect 1 "^evm-[0-9a-f]*: error: cannot write /dev/full: No space left on device$" \
+    "$autotmc" eval model.net --weights ck/checkpoint.safetensors --data val --outputs /dev/full
 expect 2 "^autotmc: --eval-every needs --val DIR$" "$autotmc" run model.net --eval-every 3
 expect 2 "^autotmc: give the weights to evaluate: --weights W" "$autotmc" eval model.net --data val
 expect 2 "^autotmc: give the dataset to evaluate: --data DIR$" "$autotmc" eval model.net --weights ck/checkpoint.safetensors
