@@ -16,9 +16,7 @@ cd "$work" || exit 1
 export XDG_CACHE_HOME=$work/cache
 mlp=$srcdir/examples/mlp.net
 db=$work/p.db
-fails=0
-ok() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$srcdir/tests/checks.sh"
 
 # expect STATUS MESSAGE CMD...: CMD exits with STATUS, its stderr holds MESSAGE
 expect() {

@@ -25,9 +25,7 @@ work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/checkpoint.XXXXXX") || exit 1
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export XDG_CACHE_HOME=$work/cache
-fails=0
-ok() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$srcdir/tests/checks.sh"
 
 cat >model.net <<'EOF'
 model ckpt(batch = 16)
@@ -133,18 +131,6 @@ grep -q "^checkpoint: ${last} saved to ci/checkpoint.safetensors" int1.log &&
 cmp -s full100.st int.st && ok "Ctrl-C and resumed: bitwise the uninterrupted run's weights" ||
     fail "Ctrl-C and resumed: the weights differ"
 
-# expect STATUS MESSAGE-REGEX ARGS...: the program's message on stderr
-expect() {
-    local want=$1 msg=$2
-    shift 2
-    "$@" >out.log 2>err.log
-    local st=$?
-    if [ $st = "$want" ] && grep -Eq -- "$msg" err.log; then
-        ok "$(head -1 err.log)"
-    else
-        fail "$* exited $st: $(cat err.log)"
-    fi
-}
 expect 1 "^prog: error: --resume nowhere: cannot open 'nowhere/checkpoint.safetensors': No such file or directory$" \
     "${run[@]}" --resume nowhere
 mkdir -p notck && ./prog --data data --iters 2 --save-weights notck/checkpoint.safetensors >/dev/null 2>&1
@@ -192,5 +178,4 @@ expect 1 "^prog: error: --plot: cannot write nodir/loss.png: its directory does 
     [ "$(grep -c '^step ' run2.log)" = 3 ] && ok "autotmc run --checkpoint, then --resume: 3 more steps" ||
     { tail -3 run.log run2.log; fail "autotmc run with checkpoints"; }
 
-echo "$fails failed"
-[ $fails = 0 ]
+finish

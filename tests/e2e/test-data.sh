@@ -24,9 +24,7 @@ work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/data.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export XDG_CACHE_HOME=$work/cache
-fails=0
-ok() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$srcdir/tests/checks.sh"
 
 cat >small.net <<'EOF'
 model small(batch = 8, lr = 0.1)

@@ -26,9 +26,7 @@ work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/eval.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export XDG_CACHE_HOME=$work/cache
-fails=0
-ok() { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$srcdir/tests/checks.sh"
 
 cat >model.net <<'EOF'
 model evm(batch = 8)
@@ -102,18 +100,6 @@ EOF
     ok "autotmc schedule --eval: the evaluation graph's placement (batchnorm_eval, no dropout, no update)" ||
     { cat sched.log; fail "autotmc schedule --eval"; }
 
-# expect STATUS MESSAGE-REGEX ARGS...: the message on stderr, and no step taken
-expect() {
-    local want=$1 msg=$2
-    shift 2
-    "$@" >out.log 2>err.log
-    local st=$?
-    if [ $st = "$want" ] && grep -Eq -- "$msg" err.log && ! grep -q "^step " out.log; then
-        ok "$(head -1 err.log)"
-    else
-        fail "$* exited $st: $(cat err.log)"
-    fi
-}
 "$autotmc" build model.net -o plain >/dev/null 2>&1 || fail "build without the pass"
 expect 2 "^plain: --val: this program was compiled without the evaluation pass \(build it with --with-eval, or run it with autotmc run --val DIR\)$" \
     ./plain --val val
@@ -137,5 +123,4 @@ for opt in "--iters 3" "--val val" "--checkpoint c2"; do
 done
 expect 2 "^evm-[0-9a-f]*: this program evaluates the model on a dataset: give --data DIR$" "$evprog"
 
-echo "$fails failed"
-[ $fails = 0 ]
+finish
