@@ -132,11 +132,17 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 	return true;
 }
 
+/* The elaborator's options from the command line (eval: the evaluation graph). */
+static ElabOptions elab_options(const Settings *s, bool eval)
+{
+	return (ElabOptions){.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
+	                     .eval = eval};
+}
+
 /* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */
 static Compilation *eval_front(Arena *a, const Settings *s)
 {
-	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
-	                  .eval = true};
+	ElabOptions eo = elab_options(s, true);
 	Compilation *e = arena_alloc(a, sizeof *e);
 	*e = (Compilation){.set = s};
 	if (!(e->g = elaborate(s->file, &eo, a)))
@@ -185,8 +191,7 @@ static bool place_eval_pass(Arena *a, const Settings *s, Compilation *c)
 
 bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 {
-	char err[1024];
-	ElabOptions eo = {.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n};
+	ElabOptions eo = elab_options(s, false);
 	*c = (Compilation){.set = s};
 	/* an evaluation program, or its placement: the evaluation graph is the program */
 	bool eval_only = s->cmd == CMD_EVAL || s->eval_graph;
@@ -217,6 +222,7 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 		return false;
 	if (stage == STAGE_PLACED)
 		return true;
+	char err[1024];
 	EmitOptions em = emit_options(c, a);
 	Module *m = emit_module(c->g, c->sched, c->place, &em, a);                      /* -> LLVM module */
 	bool ok = (c->exe = program_path(c, m, a)) != NULL &&                           /* -o, or the cache */

@@ -221,12 +221,6 @@ static void remember(RtEval *ev, RtEvalResult r)
 	ev->results[ev->nresults++] = r;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 bool rt_evaluate(RtCtx *ctx)
 {
 	RtEval *ev = ctx->eval;
@@ -268,8 +262,7 @@ bool rt_evaluate(RtCtx *ctx)
 	if (!own)
 		park(ctx, ev, false);
 	b->copies.drain(ctx->copier);
-	qsort(times, (size_t)nbatches, sizeof *times, cmp_double);
-	ev->batch_seconds = times[nbatches / 2];
+	ev->batch_seconds = rt_median(times, nbatches);
 	free(times);
 	RtEvalResult r = {
 		.step = (int64_t)ctx->step,

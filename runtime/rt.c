@@ -525,7 +525,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double median(const double *v, int64_t n)
+double rt_median(const double *v, int64_t n)
 {
 	if (n == 0)
 		return 0;
@@ -635,28 +635,41 @@ static bool plot_losses(const RtCtx *ctx)
 
 static void check_fast_total(const RtCtx *ctx);
 
-/* An evaluation program's report: its batches' time against the prediction, the pools. */
-static void report_eval_program(const RtCtx *ctx)
+/*
+ * The end of a run: the median step time (an evaluation program's: its
+ * median batch time) against the prediction, the pools, the kernels.
+ */
+static void report_end(const RtCtx *ctx, double med)
 {
-	int n;
-	double batch, predicted;
-	const RtEvalResult *r = rt_eval_results(ctx, &n, &batch, &predicted);
-	char b1[32], b2[32], b3[32], fw[64], w[512];
-	if (n == 0)
-		return;
 	const RtProgram *p = ctx->program;
-	printf("evaluated %lld samples in %.3f s; median batch time: %.3f ms\n", (long long)r[n - 1].samples,
-	       r[n - 1].seconds, 1e3 * batch);
+	const RtBackend *b = ctx->backend;
+	double predicted = p->predicted_seconds;
+	const char *what = "step";
+	if (p->flags & RT_PROGRAM_EVAL_ONLY) {
+		int n;
+		const RtEvalResult *r = rt_eval_results(ctx, &n, &med, &predicted);
+		if (n == 0)
+			return;
+		what = "batch";
+		printf("evaluated %lld samples in %.3f s; median batch time: %.3f ms\n", (long long)r[n - 1].samples,
+		       r[n - 1].seconds, 1e3 * med);
+	} else {
+		printf("median step time: %.3f ms over %lld steps\n", 1e3 * med, (long long)ctx->nsteps);
+	}
 	if (predicted > 0)
-		printf("predicted batch time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * predicted, batch / predicted);
-	printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
-	       ctx->backend->memory.where(&ctx->fast, fw, sizeof fw));
+		printf("predicted %s time: %.3f ms (actual / predicted = %.3f)\n", what, 1e3 * predicted, med / predicted);
+	char b1[32], b2[32], b3[32], w[512], fw[64];
+	int64_t nmoves, moved;
+	b->copies.stats(ctx->copier, &nmoves, &moved);
+	printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1), b->memory.where(&ctx->fast, fw, sizeof fw));
 	if (p->fast_limit > 0)
 		printf(", limit %s", fmt_bytes(p->fast_limit, b2, sizeof b2));
 	printf("); slow pool: %s", fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
 	if (ctx->slow.bytes > 0)
-		printf(" (%s)", ctx->backend->memory.where(&ctx->slow, w, sizeof w));
-	printf("\n");
+		printf(" (%s)", b->memory.where(&ctx->slow, w, sizeof w));
+	printf("\nkernels: %d (scratch %s); asynchronous moves: %lld (%s); threads: %d\n", ctx->nkernels,
+	       fmt_bytes(b->kernels.scratch_bytes(ctx->kernel_state), b2, sizeof b2), (long long)nmoves,
+	       fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
 }
 
 int rt_end(RtCtx *ctx)
@@ -668,7 +681,6 @@ int rt_end(RtCtx *ctx)
 	rt_end_progress_line();
 	const RtBackend *b = ctx->backend;
 	b->copies.drain(ctx->copier);
-	bool eval_only = ctx->program->flags & RT_PROGRAM_EVAL_ONLY;
 	if (!ctx->stopped && rt_eval_due(ctx, true)) {
 		check_fast_total(ctx);
 		if (!rt_evaluate(ctx))
@@ -683,29 +695,9 @@ int rt_end(RtCtx *ctx)
 	if (ctx->checkpoint_failed)
 		status = 1;
 
-	double med = median(ctx->step_times, ctx->nsteps);
-	const RtProgram *p = ctx->program;
-	if (eval_only && !ctx->opt.quiet)
-		report_eval_program(ctx);
-	else if (!ctx->opt.quiet) {
-		char b1[32], b2[32], b3[32], w[512], fw[64];
-		int64_t nmoves, moved;
-		b->copies.stats(ctx->copier, &nmoves, &moved);
-		printf("median step time: %.3f ms over %lld steps\n", 1e3 * med, (long long)ctx->nsteps);
-		if (p->predicted_seconds > 0)
-			printf("predicted step time: %.3f ms (actual / predicted = %.3f)\n", 1e3 * p->predicted_seconds,
-			       med / p->predicted_seconds);
-		printf("fast pool: %s (%s", fmt_bytes(ctx->fast.bytes, b1, sizeof b1),
-		       b->memory.where(&ctx->fast, fw, sizeof fw));
-		if (p->fast_limit > 0)
-			printf(", limit %s", fmt_bytes(p->fast_limit, b2, sizeof b2));
-		printf("); slow pool: %s", fmt_bytes(ctx->slow.bytes, b3, sizeof b3));
-		if (ctx->slow.bytes > 0)
-			printf(" (%s)", b->memory.where(&ctx->slow, w, sizeof w));
-		printf("\nkernels: %d (scratch %s); asynchronous moves: %lld (%s); threads: %d\n", ctx->nkernels,
-		       fmt_bytes(b->kernels.scratch_bytes(ctx->kernel_state), b2, sizeof b2), (long long)nmoves,
-		       fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
-	}
+	double med = rt_median(ctx->step_times, ctx->nsteps);
+	if (!ctx->opt.quiet)
+		report_end(ctx, med);
 	if (ctx->opt.profile)
 		print_profile(ctx);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

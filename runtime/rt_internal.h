@@ -90,6 +90,8 @@ char *rt_xstrdup(const char *s);
 
 /* Monotonic time in seconds. */
 double rt_now(void);
+/* The median of v[n] (0 when n is 0). */
+double rt_median(const double *v, int64_t n);
 /* Elements of the ndim sizes in shape. */
 int64_t rt_elems(int64_t ndim, const int64_t *shape);
 

@@ -307,7 +307,7 @@ def main():
         i = by_name[name]
         nstats += i in stats
         w = (stats[i] if i in stats else weights[i]).detach().numpy()
-        rel = float(np.max(np.abs(v - w)) / max(np.max(np.abs(w)), 1e-30))
+        rel = relative(v, w)
         worst = max(worst, (rel, name))
         bad += rel > rtol
     if nstats != len(stats) or nstats == 0:

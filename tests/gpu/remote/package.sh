@@ -41,12 +41,13 @@ cp "$root/tests/gpu/test-gpu-ops" "$root/tests/gpu/abi-train-cuda" "$root/autotm
 strip --strip-debug "$out/test-gpu-ops" "$out/abi-train-cuda" "$out/autotm-gpu-profile"
 
 step() { echo "package.sh: $*" >&2; }
-# build NAME SRC BATCH OPTIMIZER [PLACEMENT...]
+# build NAME SRC BATCH OPTIMIZER [PLACEMENT...]: SRC a model of examples/, or a path
 build() {
 	local name=$1 src=$2 batch=$3 opt=$4
 	shift 4
 	step "$name"
-	"$autotmc" build "$root/examples/$src.net" -D batch="$batch" --backend gpu "${times[@]}" \
+	[[ $src == */* ]] || src=$root/examples/$src.net
+	"$autotmc" build "$src" -D batch="$batch" --backend gpu "${times[@]}" \
 		--optimizer "$opt" "$@" -o "$out/prog/$name" > "$out/prog/$name.build.txt" 2>&1 ||
 		{ cat "$out/prog/$name.build.txt" >&2; exit 1; }
 	strip --strip-debug "$out/prog/$name"
@@ -128,14 +129,8 @@ save(sys.argv[1] + "/y.npy", "<i8", (27,), "q", [rng.randrange(5) for _ in range
 EOF
 "$autotmc" run "$evalnet" --iters 0 --weights "$out/ref/evalnet.safetensors" --val "$out/ref/evalset" \
 	--results "$out/ref/evalnet-eval.json" --slow-dir "${TMPDIR:-/tmp}" > /dev/null
-for opt in all-fast sync; do
-	step "evalnet-$opt"
-	place=(); [ $opt = sync ] && place=(--ratio 1:3 --solver-time 20)
-	"$autotmc" build "$evalnet" --with-eval --backend gpu "${times[@]}" --optimizer $opt "${place[@]}" \
-		-o "$out/prog/evalnet-$opt" > "$out/prog/evalnet-$opt.build.txt" 2>&1 ||
-		{ cat "$out/prog/evalnet-$opt.build.txt" >&2; exit 1; }
-	strip --strip-debug "$out/prog/evalnet-$opt"
-done
+build evalnet-all-fast "$evalnet" 4 all-fast --with-eval
+build evalnet-sync "$evalnet" 4 sync --with-eval --ratio 1:3 --solver-time 20
 
 cp "$out/prog/libcjson.so.1" "$out/"
 
