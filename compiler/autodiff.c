@@ -263,11 +263,23 @@ static void differentiate(AD *ad, const Node *f)
 		if (f->nin == 3)
 			emit_grad(ad, f->in[2], OP_BIAS_GRAD, &dy, 1, NULL);
 		break;
-	case OP_DENSE:
+	case OP_DENSE: {
 		emit_grad(ad, x, OP_DENSE_BWD_DATA, (Tensor *[]){dy, f->in[1]}, 2, NULL);
 		emit_grad(ad, f->in[1], OP_DENSE_BWD_WEIGHT, (Tensor *[]){x, dy}, 2, NULL);
+		Attrs b = {.axis = dy->shape.ndim > 2 ? dy->shape.ndim - 1 : 0}; /* the last dimension's (0: 1) */
 		if (f->nin == 3)
-			emit_grad(ad, f->in[2], OP_BIAS_GRAD, &dy, 1, NULL);
+			emit_grad(ad, f->in[2], OP_BIAS_GRAD, &dy, 1, &b);
+		break;
+	}
+	case OP_EMBEDDING: /* the ids have no gradient */
+		a.shape = f->in[1]->shape;
+		emit_grad(ad, f->in[1], OP_EMBEDDING_BWD, (Tensor *[]){dy, x}, 2, &a);
+		break;
+	case OP_POSITION: /* y = x + weight[t]: x's gradient is dy */
+		if (ad->needs[x->id])
+			add_part(ad, x, dy, false);
+		a.shape = f->in[1]->shape;
+		emit_grad(ad, f->in[1], OP_POSITION_BWD, &dy, 1, &a);
 		break;
 	case OP_MAXPOOL:
 		emit_grad(ad, x, OP_MAXPOOL_BWD, (Tensor *[]){x, dy}, 2, fa);
@@ -334,7 +346,11 @@ static void differentiate(AD *ad, const Node *f)
 		break;
 	}
 	case OP_SOFTMAX_XENT: /* the loss: its gradient starts the backward pass (autodiff below) */
+	case OP_SOFTMAX_XENT_IDS:
 	case OP_SOFTMAX_XENT_BWD: /* the ops autodiff creates: never differentiated */
+	case OP_SOFTMAX_XENT_IDS_BWD:
+	case OP_EMBEDDING_BWD:
+	case OP_POSITION_BWD:
 	case OP_CONV2D_BWD_DATA:
 	case OP_CONV2D_BWD_FILTER:
 	case OP_BIAS_GRAD:
@@ -402,7 +418,8 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 	ad.needs = arena_array(g->arena, (size_t)ad.ntensors, sizeof(bool));
 	for (int i = 0; i < ad.ntensors; i++) {
 		const Tensor *t = g->tensors.v[i];
-		ad.needs[i] = t->kind == TENSOR_WEIGHT || (t->kind == TENSOR_INPUT && opt && opt->input_grad);
+		ad.needs[i] = t->kind == TENSOR_WEIGHT ||
+		              (t->kind == TENSOR_INPUT && t->dtype != DT_I32 && opt && opt->input_grad);
 	}
 	for (int i = 0; i < nfwd; i++) {
 		const Node *n = g->nodes.v[i];
@@ -417,7 +434,8 @@ bool autodiff(Graph *g, const AutodiffOptions *opt)
 	const Node *loss = g->loss->producer;
 	ad.fwd = loss;
 	Tensor *logits = loss->in[0];
-	emit_grad(&ad, logits, OP_SOFTMAX_XENT_BWD, (Tensor *[]){logits, loss->in[1]}, 2, NULL);
+	emit_grad(&ad, logits, loss->op == OP_SOFTMAX_XENT_IDS ? OP_SOFTMAX_XENT_IDS_BWD : OP_SOFTMAX_XENT_BWD,
+	          (Tensor *[]){logits, loss->in[1]}, 2, NULL);
 	for (int i = nfwd - 2; i >= 0; i--) {
 		const Node *f = g->nodes.v[i];
 		if (!ad.needs[f->out[0]->id])

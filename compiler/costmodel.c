@@ -93,8 +93,8 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 	int64_t *sc = arena_array(a, (size_t)g->nodes.n + 1, sizeof *sc);
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
-		if (n->op == OP_SOFTMAX_XENT)
-			sc[i] = op_xent_row_bytes(n->in[0]->shape.d[0]);
+		if (n->op == OP_SOFTMAX_XENT || n->op == OP_SOFTMAX_XENT_IDS)
+			sc[i] = op_xent_row_bytes(shape_elems(n->in[0]->shape) / n->in[0]->shape.d[n->in[0]->shape.ndim - 1]);
 	}
 	return sc;
 }

@@ -431,6 +431,10 @@ static Tensor *add_node(Ctx *c, Op op, Tensor **in, int nin, const Attrs *attr, 
 {
 	if (c->g->nodes.n >= MAX_NODES)
 		error_at(loc, "network too large: more than %d nodes", MAX_NODES);
+	for (int k = 0; k < nin; k++)
+		if (in[k]->dtype == DT_I32 && !(op == OP_EMBEDDING && k == 0) && !(op == OP_SOFTMAX_XENT_IDS && k == 1))
+			error_at(loc, "%s '%s' expects values but gets the integer ids %s; ids go through an embedding first",
+			         kind, path, type_str(c, in[k]));
 	char err[512];
 	Node *n = graph_node(c->g, op, in, nin, attr, TENSOR_ACTIVATION, path, loc, err, sizeof err);
 	if (!n)
@@ -464,12 +468,13 @@ static Tensor *b_dense(Ctx *c, const Builtin *b, Value **args, Tensor *x, const 
 	int64_t in, out;
 	want_channels(need(args, 0, b, loc), &in, &out, "dense");
 	bool bias = args[2] ? want_bool(args[2], "bias", "dense") : true;
-	if (x->shape.ndim != 2) {
-		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] but got %s%s", path, in, type_str(c, x),
-		         x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
+	if (x->shape.ndim != 2 && x->shape.ndim != 3) {
+		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] or [N, T, %" PRId64 "] but got %s%s", path, in,
+		         in, type_str(c, x), x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
 	}
-	if (x->shape.d[1] != in)
-		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] but got %s", path, in, type_str(c, x));
+	if (x->shape.d[x->shape.ndim - 1] != in)
+		error_at(loc, "dense '%s' expects an input [%s%" PRId64 "] but got %s", path,
+		         x->shape.ndim == 3 ? "N, T, " : "N, ", in, type_str(c, x));
 	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 2, (int64_t[]){out, in}, loc), NULL};
 	if (bias)
 		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
@@ -569,6 +574,39 @@ static Tensor *b_layernorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	return y;
 }
 
+/* embedding(vocab => width): a row of the weight [vocab, width] for every integer id */
+static Tensor *b_embedding(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	int64_t vocab, width;
+	want_channels(need(args, 0, b, loc), &vocab, &width, "embedding");
+	if (vocab > MAX_IDS)
+		error_at(args[0]->loc, "embedding '%s': at most %d ids, not %" PRId64, path, MAX_IDS, vocab);
+	if (x->dtype != DT_I32)
+		error_at(loc, "embedding '%s' expects integer ids (an input i32[batch, seq]) but got %s", path,
+		         type_str(c, x));
+	if (x->shape.ndim + 1 > MAX_DIMS)
+		error_at(loc, "embedding '%s': ids %s have too many dimensions", path, type_str(c, x));
+	Tensor *in_t[2] = {x, new_weight(c, path, "weight", 2, (int64_t[]){vocab, width}, loc)};
+	return add_node(c, OP_EMBEDDING, in_t, 2, NULL, "embedding", path, loc);
+}
+
+/* position_embedding(positions => width): adds row t of the weight [positions, width] at position t */
+static Tensor *b_position(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	int64_t npos, width;
+	want_channels(need(args, 0, b, loc), &npos, &width, "position_embedding");
+	if (x->shape.ndim != 3 || x->dtype != DT_F32)
+		error_at(loc, "position_embedding '%s' expects an input [N, T, %" PRId64 "] but got %s", path, width,
+		         type_str(c, x));
+	if (x->shape.d[2] != width)
+		error_at(loc, "position_embedding '%s' is %" PRId64 " wide but its input is %s", path, width, type_str(c, x));
+	if (x->shape.d[1] > npos)
+		error_at(loc, "position_embedding '%s' has %" PRId64 " positions but its input has %" PRId64 " (%s)", path,
+		         npos, x->shape.d[1], type_str(c, x));
+	Tensor *in_t[2] = {x, new_weight(c, path, "weight", 2, (int64_t[]){npos, width}, loc)};
+	return add_node(c, OP_POSITION, in_t, 2, NULL, "position_embedding", path, loc);
+}
+
 /* the activations (relu, sigmoid, tanh, gelu), globalavgpool: one op, no arguments */
 static Tensor *b_simple(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
@@ -624,6 +662,8 @@ static const Builtin builtins[] = {
 	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
 	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
 	{"layernorm", {"eps"}, b_layernorm, OP_LAYERNORM},
+	{"embedding", {"channels"}, b_embedding, OP_EMBEDDING},
+	{"position_embedding", {"channels"}, b_position, OP_POSITION},
 	/* every activation of base/activation.h, by its op (OP_ID) */
 #define ACT_BUILTIN(id, name, from) {#name, {NULL}, b_simple, OP_##id},
 	ACTIVATIONS(ACT_BUILTIN)
@@ -1594,17 +1634,26 @@ static Tensor *make_data_tensor(Ctx *c, const Decl *d, TensorKind kind)
 static void make_inputs(Ctx *c)
 {
 	const Decl *in = c->input, *lb = c->labels;
-	if (strcmp(in->dtype, "f32") != 0)
-		error_at(in->dtype_loc, "unknown element type '%s' for the input; expected f32", in->dtype);
-	if (in->ndims != 2 && in->ndims != 4)
+	bool ids = strcmp(in->dtype, "i32") == 0, classes = strcmp(lb->dtype, "class") == 0;
+	if (strcmp(in->dtype, "f32") != 0 && !ids)
+		error_at(in->dtype_loc, "unknown element type '%s' for the input; expected f32 or i32 (token ids)", in->dtype);
+	if (ids && in->ndims != 2)
+		error_at(in->loc, "an input of ids must be i32[batch, seq], not %d-dimensional", in->ndims);
+	if (!ids && in->ndims != 2 && in->ndims != 4)
 		error_at(in->loc, "the input must be [batch, features] or [batch, channels, height, width], not %d-dimensional",
 		         in->ndims);
-	if (strcmp(lb->dtype, "onehot") != 0)
-		error_at(lb->dtype_loc, "unknown label type '%s'; expected onehot", lb->dtype);
-	if (lb->ndims != 2)
+	if (strcmp(lb->dtype, "onehot") != 0 && !classes)
+		error_at(lb->dtype_loc, "unknown label type '%s'; expected onehot or class", lb->dtype);
+	if (!classes && lb->ndims != 2)
 		error_at(lb->loc, "labels must be onehot[batch, classes]");
+	if (classes && lb->ndims != 1 && lb->ndims != 2)
+		error_at(lb->loc, "class labels must be class[batch] or class[batch, seq], not %d-dimensional", lb->ndims);
 	c->g->input = make_data_tensor(c, in, TENSOR_INPUT);
 	c->g->labels = make_data_tensor(c, lb, TENSOR_LABELS);
+	if (ids)
+		c->g->input->dtype = DT_I32;
+	if (classes)
+		c->g->labels->dtype = DT_I32;
 	if (c->g->labels->shape.d[0] != c->g->input->shape.d[0]) {
 		diag_print("error", lb->dims[0]->loc, "the labels' batch (%" PRId64 ") differs from the input's (%" PRId64 ")",
 		           c->g->labels->shape.d[0], c->g->input->shape.d[0]);
@@ -1656,9 +1705,19 @@ static void build_loss(Ctx *c)
 	c->g->output = y;
 	if (y == c->g->input)
 		error_at(net->name_loc, "the network '%s' computes nothing: its output is its input", net->name);
-	if (y->shape.ndim != 2 || !shape_eq(y->shape, c->g->labels->shape)) {
-		diag_print("error", e->loc, "the network's output %s does not match the labels %s", type_str(c, y),
-		           type_str(c, c->g->labels));
+	const Tensor *lab = c->g->labels;
+	bool ids = lab->dtype == DT_I32, fits = y->dtype == DT_F32;
+	if (ids) {
+		fits = fits && y->shape.ndim == lab->shape.ndim + 1;
+		for (int i = 0; fits && i < lab->shape.ndim; i++)
+			fits = y->shape.d[i] == lab->shape.d[i];
+	} else {
+		fits = fits && y->shape.ndim == 2 && shape_eq(y->shape, lab->shape);
+	}
+	if (!fits) {
+		diag_print("error", e->loc, "the network's output %s does not match the labels %s%s", type_str(c, y),
+		           type_str(c, c->g->labels), ids ? " (class ids: the output has their shape and one more "
+		                                            "dimension, the classes)" : "");
 		note_at(c->labels->loc, "the labels are declared here");
 		diag_abort();
 	}
@@ -1673,8 +1732,11 @@ static void build_loss(Ctx *c)
 		logits = last->in[0];
 		graph_pop_node(c->g);
 	}
+	if (ids && logits->shape.d[logits->shape.ndim - 1] > MAX_IDS)
+		error_at(e->loc, "at most %d classes for class labels, not %" PRId64, MAX_IDS,
+		         logits->shape.d[logits->shape.ndim - 1]);
 	Tensor *in[2] = {logits, c->g->labels};
-	c->g->loss = add_node(c, OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
+	c->g->loss = add_node(c, ids ? OP_SOFTMAX_XENT_IDS : OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
 }
 
 /* A number argument of an optimizer or schedule in [lo, hi] (hi_open: below hi). */

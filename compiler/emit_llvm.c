@@ -281,6 +281,7 @@ static LLVMValueRef tensor_init(Emit *e, const Part *pt, const Tensor *t, int in
 		ci64(e, t->shape.ndim),
 		LLVMConstArray(e->i64, shape, RT_MAX_DIMS),
 		ci32(e, spec.kind),
+		ci32(e, t->dtype == DT_I32 ? RT_DTYPE_I32 : RT_DTYPE_F32),
 		LLVMConstReal(e->f64, spec.lo),
 		LLVMConstReal(e->f64, spec.hi),
 		LLVMConstReal(e->f64, spec.value),
@@ -452,7 +453,7 @@ Module *emit_module(const Graph *g, const Schedule *s, const Placement *p, const
 	e.tensor_t = LLVMStructCreateNamed(e.cx, "RtTensor");
 	LLVMStructSetBody(e.tensor_t,
 	                  (LLVMTypeRef[]){e.i8p, e.i32, e.i32, e.i64, e.i64, LLVMArrayType(e.i64, RT_MAX_DIMS), e.i32,
-	                                  e.f64, e.f64, e.f64}, 10, 0);
+	                                  e.i32, e.f64, e.f64, e.f64}, 11, 0);
 	e.program_t = LLVMStructCreateNamed(e.cx, "RtProgram");
 	LLVMStructSetBody(e.program_t, (LLVMTypeRef[]){e.i8p, e.i64, e.i64, e.i64, e.i32, e.i32, e.f64, e.i8p, e.i64}, 9, 0);
 

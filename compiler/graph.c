@@ -41,6 +41,9 @@ static bool shape_slice(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm_stats(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_update(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_grad_sumsq(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_embedding(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_position(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_xent_ids(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -97,13 +100,14 @@ const char *shape_str(Shape s, char *buf, size_t size)
 
 const char *dtype_name(DType dt)
 {
-	return dt == DT_F64 ? "f64" : "f32";
+	return dt == DT_F64 ? "f64" : dt == DT_I32 ? "i32" : "f32";
 }
 
 const char *tensor_type_str(const Tensor *t, char *buf, size_t size)
 {
 	char s[128];
-	snprintf(buf, size, "%s%s", t->kind == TENSOR_LABELS ? "onehot" : dtype_name(t->dtype),
+	const char *type = t->kind != TENSOR_LABELS ? dtype_name(t->dtype) : t->dtype == DT_I32 ? "class" : "onehot";
+	snprintf(buf, size, "%s%s", type,
 	         shape_str(t->shape, s, sizeof s));
 	return buf;
 }
@@ -326,12 +330,13 @@ static bool shape_dense(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	Shape x = n->in[0]->shape, w = n->in[1]->shape;
 	char s1[128], s2[128];
-	if (x.ndim != 2 || w.ndim != 2 || w.d[1] != x.d[1])
+	if (x.ndim < 2 || x.ndim > 3 || w.ndim != 2 || w.d[1] != x.d[x.ndim - 1])
 		FAIL("weight %s does not fit input %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
 	if (n->nin == 3 && (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != w.d[0]))
 		FAIL("bias %s does not fit weight %s", shape_str(n->in[2]->shape, s1, sizeof s1),
 		     shape_str(w, s2, sizeof s2));
-	out[0] = shape_make(2, (int64_t[]){x.d[0], w.d[0]});
+	out[0] = x;
+	out[0].d[x.ndim - 1] = w.d[0];
 	return true;
 }
 
@@ -529,9 +534,10 @@ static bool shape_bias_grad(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	Shape dy = n->in[0]->shape;
 	char s1[128];
-	if (dy.ndim < 2)
-		FAIL("expects a gradient with a batch dimension, got %s", shape_str(dy, s1, sizeof s1));
-	out[0] = shape_make(1, &dy.d[1]);
+	int ax = n->attr.axis > 0 ? n->attr.axis : 1;
+	if (dy.ndim < 2 || ax >= dy.ndim)
+		FAIL("expects a gradient with a batch dimension and dimension %d, got %s", ax, shape_str(dy, s1, sizeof s1));
+	out[0] = shape_make(1, &dy.d[ax]);
 	return true;
 }
 
@@ -539,9 +545,10 @@ static bool shape_dense_bwd_data(const Node *n, Shape *out, char *err, size_t er
 {
 	Shape dy = n->in[0]->shape, w = n->in[1]->shape;
 	char s1[128], s2[128];
-	if (dy.ndim != 2 || w.ndim != 2 || dy.d[1] != w.d[0])
+	if (dy.ndim < 2 || dy.ndim > 3 || w.ndim != 2 || dy.d[dy.ndim - 1] != w.d[0])
 		FAIL("gradient %s does not fit weight %s", shape_str(dy, s1, sizeof s1), shape_str(w, s2, sizeof s2));
-	out[0] = shape_make(2, (int64_t[]){dy.d[0], w.d[1]});
+	out[0] = dy;
+	out[0].d[dy.ndim - 1] = w.d[1];
 	return true;
 }
 
@@ -549,9 +556,12 @@ static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t 
 {
 	Shape x = n->in[0]->shape, dy = n->in[1]->shape;
 	char s1[128], s2[128];
-	if (x.ndim != 2 || dy.ndim != 2 || x.d[0] != dy.d[0])
+	bool ok = x.ndim >= 2 && x.ndim <= 3 && dy.ndim == x.ndim;
+	for (int i = 0; ok && i + 1 < x.ndim; i++)
+		ok = x.d[i] == dy.d[i];
+	if (!ok)
 		FAIL("input %s does not fit gradient %s", shape_str(x, s1, sizeof s1), shape_str(dy, s2, sizeof s2));
-	out[0] = shape_make(2, (int64_t[]){dy.d[1], x.d[1]});
+	out[0] = shape_make(2, (int64_t[]){dy.d[dy.ndim - 1], x.d[x.ndim - 1]});
 	return true;
 }
 
@@ -630,3 +640,60 @@ static bool shape_grad_sumsq(const Node *n, Shape *out, char *err, size_t errlen
 	return true;
 }
 
+
+/* ids: an integer tensor of token or class ids */
+static bool is_ids(const Tensor *t)
+{
+	return t->dtype == DT_I32;
+}
+
+static bool shape_embedding(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, w = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (!is_ids(n->in[0]))
+		FAIL("expects integer ids (i32), got %s%s", dtype_name(n->in[0]->dtype), shape_str(x, s1, sizeof s1));
+	if (x.ndim >= MAX_DIMS || w.ndim != 2)
+		FAIL("weight %s does not fit ids %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	out[0] = x;
+	out[0].d[out[0].ndim++] = w.d[1];
+	return true;
+}
+
+static bool shape_position(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, w = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 3 || w.ndim != 2 || w.d[1] != x.d[2] || w.d[0] < x.d[1])
+		FAIL("positions %s do not fit input %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	out[0] = x;
+	return true;
+}
+
+static bool shape_xent_ids(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, y = n->in[1]->shape;
+	char s1[128], s2[128];
+	bool ok = is_ids(n->in[1]) && x.ndim == y.ndim + 1;
+	for (int i = 0; ok && i < y.ndim; i++)
+		ok = x.d[i] == y.d[i];
+	if (!ok)
+		FAIL("network output %s does not match class ids %s", shape_str(x, s1, sizeof s1),
+		     shape_str(y, s2, sizeof s2));
+	out[0] = shape_make(1, (int64_t[]){1});
+	return true;
+}
+
+int64_t tensor_id_range(const Tensor *t)
+{
+	int64_t range = MAX_IDS;
+	for (int i = 0; i < t->users.n; i++) {
+		const Node *u = t->users.v[i];
+		int64_t r = u->op == OP_EMBEDDING && u->in[0] == t ? u->in[1]->shape.d[0]
+		          : u->op == OP_SOFTMAX_XENT_IDS && u->in[1] == t ? u->in[0]->shape.d[u->in[0]->shape.ndim - 1]
+		          : range;
+		if (r < range)
+			range = r;
+	}
+	return range;
+}

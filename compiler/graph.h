@@ -21,6 +21,11 @@
 #include "optim.h"
 
 enum { MAX_DIMS = 4 };
+/*
+ * The most distinct integer ids (an embedding's rows, the classes of class
+ * labels): the runtime carries ids through float host buffers, exact up to 2^24.
+ */
+enum { MAX_IDS = 1 << 24 };
 
 /*
  * The most bytes all tensors of a training step may take (1 EiB): sums of
@@ -32,11 +37,12 @@ enum { MAX_DIMS = 4 };
 typedef enum DType {
 	DT_F32, /* 32-bit IEEE float */
 	DT_F64, /* 64-bit IEEE float (reference interpreter, gradient checks) */
+	DT_I32, /* 32-bit signed integer: token and class ids */
 } DType;
 
 typedef enum TensorKind {
 	TENSOR_INPUT,      /* the network's input */
-	TENSOR_LABELS,     /* training labels (one-hot) */
+	TENSOR_LABELS,     /* training labels (one-hot f32, or class ids i32) */
 	TENSOR_WEIGHT,     /* a trainable parameter */
 	TENSOR_ACTIVATION, /* produced by a forward node (including the loss) */
 	TENSOR_GRADIENT,   /* produced by a backward node */
@@ -57,7 +63,7 @@ typedef struct Attrs {
 	int groups;       /* conv groups */
 	double eps;       /* batchnorm epsilon */
 	double p;         /* dropout probability */
-	int axis;         /* concat axis */
+	int axis;         /* concat axis; bias_grad: the bias' dimension (0: 1) */
 	uint32_t seed;    /* dropout: which random stream */
 	Shape shape;      /* output shape of reshape, slice and the backward ops
 	                     that cannot derive it (conv2d_bwd_data, ...) */
@@ -172,6 +178,8 @@ Shape shape_make(int ndim, const int64_t *d);
 const char *tensor_type_str(const Tensor *t, char *buf, size_t size);
 const char *shape_str(Shape s, char *buf, size_t size);
 const char *tensor_kind_name(TensorKind k);
+/* Integer ids t: the ids its users accept are [0, this) (an embedding's rows, the loss's classes). */
+int64_t tensor_id_range(const Tensor *t);
 /*
  * A state tensor that belongs to the model rather than to the optimizer:
  * batchnorm's running statistics, saved and loaded with the weights.

@@ -30,6 +30,11 @@ static Dims dims4(const Tensor *t)
 	return d;
 }
 
+static int64_t last_dim(const Tensor *t)
+{
+	return t->shape.d[t->shape.ndim - 1];
+}
+
 #define AT(d, n_, c_, h_, w_) ((((n_) * (d).c + (c_)) * (d).h + (h_)) * (d).w + (w_))
 
 Interp *interp_new(const Graph *g, const Schedule *s, bool f64, uint64_t seed)
@@ -274,14 +279,17 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_CONV2D_BWD_FILTER:
 		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
 		break;
-	case OP_BIAS_GRAD: {
-		Dims d = dims4(nd->in[0]);
+	case OP_BIAS_GRAD: { /* element i is in column (i / inner) % C, inner the elements after the bias' axis */
+		int ax = a->axis > 0 ? a->axis : 1;
+		int64_t c = nd->in[0]->shape.d[ax], inner = 1;
+		for (int d = ax + 1; d < nd->in[0]->shape.ndim; d++)
+			inner *= nd->in[0]->shape.d[d];
 		for (int64_t i = 0; i < nx; i++)
-			out[0][(i / (d.h * d.w)) % d.c] += in[0][i];
+			out[0][(i / inner) % c] += in[0][i];
 		break;
 	}
-	case OP_DENSE: {
-		int64_t n = nd->in[0]->shape.d[0], fi = nd->in[0]->shape.d[1], fo = nd->out[0]->shape.d[1];
+	case OP_DENSE: { /* rows: every dimension but the last */
+		int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->out[0]), n = nx / fi;
 		for (int64_t r = 0; r < n; r++)
 			for (int64_t o = 0; o < fo; o++) {
 				double s = nd->nin == 3 ? in[2][o] : 0;
@@ -292,7 +300,7 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	}
 	case OP_DENSE_BWD_DATA: {
-		int64_t n = nd->in[0]->shape.d[0], fo = nd->in[0]->shape.d[1], fi = nd->out[0]->shape.d[1];
+		int64_t fo = last_dim(nd->in[0]), fi = last_dim(nd->out[0]), n = nx / fo;
 		for (int64_t r = 0; r < n; r++)
 			for (int64_t i = 0; i < fi; i++) {
 				double s = 0;
@@ -303,7 +311,7 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	}
 	case OP_DENSE_BWD_WEIGHT: {
-		int64_t n = nd->in[0]->shape.d[0], fi = nd->in[0]->shape.d[1], fo = nd->in[1]->shape.d[1];
+		int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->in[1]), n = nx / fi;
 		for (int64_t o = 0; o < fo; o++)
 			for (int64_t i = 0; i < fi; i++) {
 				double s = 0;
@@ -511,6 +519,52 @@ void interp_node(Interp *ip, const Node *nd)
 			in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * unbias;
 		}
 		in[2][0] += 1;
+		break;
+	}
+	case OP_EMBEDDING: { /* y[i, :] = weight[ids[i], :] */
+		int64_t c = last_dim(nd->out[0]);
+		for (int64_t i = 0; i < nx; i++)
+			for (int64_t j = 0; j < c; j++)
+				out[0][i * c + j] = in[1][(int64_t)in[0][i] * c + j];
+		break;
+	}
+	case OP_EMBEDDING_BWD: { /* dweight[ids[i], :] += dy[i, :] */
+		int64_t c = last_dim(nd->in[0]), rows = nx / c;
+		for (int64_t i = 0; i < rows; i++)
+			for (int64_t j = 0; j < c; j++)
+				out[0][(int64_t)in[1][i] * c + j] += in[0][i * c + j];
+		break;
+	}
+	case OP_POSITION: { /* y[n, t, :] = x[n, t, :] + weight[t, :] */
+		int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[0][i] + in[1][i % tc];
+		break;
+	}
+	case OP_POSITION_BWD: { /* dweight[t, :] = sum over n of dy[n, t, :] */
+		int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i % tc] += in[0][i];
+		break;
+	}
+	case OP_SOFTMAX_XENT_IDS:
+	case OP_SOFTMAX_XENT_IDS_BWD: {
+		/* loss = mean over rows of logsumexp(z) - z[id] */
+		int64_t k = last_dim(nd->in[0]), rows = nx / k;
+		double *p = xmalloc(sizeof(double) * (size_t)nx);
+		softmax_rows(in[0], p, rows, k);
+		double loss = 0;
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t id = (int64_t)in[1][r];
+			if (nd->op == OP_SOFTMAX_XENT_IDS)
+				loss -= log(p[r * k + id] > 0 ? p[r * k + id] : 1e-300);
+			else
+				for (int64_t j = 0; j < k; j++)
+					out[0][r * k + j] = (p[r * k + j] - (j == id)) / (double)rows;
+		}
+		if (nd->op == OP_SOFTMAX_XENT_IDS)
+			out[0][0] = loss / (double)rows;
+		free(p);
 		break;
 	}
 	case NUM_OPS:

@@ -51,9 +51,20 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 	bool ok = a->ndim == s->ndim;
 	for (int i = 0; ok && i < s->ndim; i++)
 		ok = a->shape[i] == s->d[i];
-	bool classes = t->kind == TENSOR_LABELS && a->ndim == 1 && a->shape[0] == s->d[0] &&
-	               (a->dtype == TIO_I32 || a->dtype == TIO_I64);
-	if (classes) {
+	bool ints = a->dtype == TIO_I32 || a->dtype == TIO_I64;
+	bool classes = t->kind == TENSOR_LABELS && t->dtype != DT_I32 && a->ndim == 1 && a->shape[0] == s->d[0] && ints;
+	if (t->dtype == DT_I32 && ok && ints) { /* ids, each in the range its users accept */
+		double *v = ip->buf[t->id];
+		int64_t range = tensor_id_range(t);
+		tio_to_f64(a, v);
+		for (int64_t i = 0; i < a->nelems; i++)
+			if (!(v[i] >= 0 && v[i] < (double)range)) {
+				error_plain("%s: element %lld (%.0f) is not an id in [0, %lld)", path, (long long)i, v[i],
+				            (long long)range);
+				tio_close(f);
+				return false;
+			}
+	} else if (classes) {
 		double *cls = xmalloc(sizeof(double) * (size_t)a->nelems);
 		tio_to_f64(a, cls);
 		double *y = ip->buf[t->id];
@@ -70,7 +81,7 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 				y[r * s->d[1] + j] = j == k;
 		}
 		free(cls);
-	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
+	} else if (ok && t->dtype != DT_I32 && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
 		tio_to_f64(a, ip->buf[t->id]);
 		if (!check_finite(ip->buf[t->id], a->nelems, ip->f64, path)) {
 			tio_close(f);
@@ -193,7 +204,15 @@ InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long ep
 		shape[i] = in->shape.d[i];
 	char err[1024];
 	DsDataset *ds;
-	if (ds_open(dir, seed, in->name, in->shape.ndim, shape, lab->shape.d[1], &ds, err, sizeof err)) {
+	int64_t yshape[MAX_DIMS];
+	for (int i = 0; i < lab->shape.ndim; i++)
+		yshape[i] = lab->shape.d[i];
+	DsModel m = {
+		.input = in->name, .x_ndim = in->shape.ndim, .x_shape = shape,
+		.x_ids = in->dtype == DT_I32 ? tensor_id_range(in) : 0,
+		.y_ndim = lab->shape.ndim, .y_shape = yshape, .y_ids = lab->dtype == DT_I32 ? tensor_id_range(lab) : 0,
+	};
+	if (ds_open(dir, seed, &m, &ds, err, sizeof err)) {
 		error_plain("%s", err);
 		return NULL;
 	}
@@ -206,7 +225,7 @@ InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long ep
 	InterpFeed *f = xcalloc(1, sizeof *f);
 	f->ds = ds;
 	f->x = xmalloc(sizeof *f->x * (size_t)(ds->batch * ds->sample_elems));
-	f->y = xmalloc(sizeof *f->y * (size_t)(ds->batch * ds->classes));
+	f->y = xmalloc(sizeof *f->y * (size_t)(ds->batch * ds->label_elems));
 	return f;
 }
 
@@ -220,7 +239,7 @@ bool interp_feed_step(Interp *ip, InterpFeed *f, long step)
 	double *x = ip->buf[ip->g->input->id], *y = ip->buf[ip->g->labels->id];
 	for (int64_t i = 0; i < f->ds->batch * f->ds->sample_elems; i++)
 		x[i] = f->x[i];
-	for (int64_t i = 0; i < f->ds->batch * f->ds->classes; i++)
+	for (int64_t i = 0; i < f->ds->batch * f->ds->label_elems; i++)
 		y[i] = f->y[i];
 	return true;
 }

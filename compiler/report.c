@@ -198,6 +198,10 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 	case OP_CONCAT:
 		snprintf(buf, size, " axis=%d", a->axis);
 		break;
+	case OP_BIAS_GRAD:
+		if (a->axis > 0)
+			snprintf(buf, size, " axis=%d", a->axis);
+		break;
 	case OP_SLICE:
 		snprintf(buf, size, " axis=%d offset=%lld", a->axis, (long long)a->offset);
 		break;
@@ -364,6 +368,10 @@ static cJSON *attrs_json(const Node *n)
 		break;
 	case OP_CONCAT:
 		cJSON_AddNumberToObject(o, "axis", a->axis);
+		break;
+	case OP_BIAS_GRAD:
+		if (a->axis > 0)
+			cJSON_AddNumberToObject(o, "axis", a->axis);
 		break;
 	case OP_SLICE:
 		cJSON_AddNumberToObject(o, "axis", a->axis);

@@ -21,11 +21,17 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 	InitSpec s = {.kind = RT_INIT_CONST, .state = rt_stream(seed, t->name)};
 	switch (t->kind) {
 	case TENSOR_INPUT:
-		s.kind = RT_INIT_NORMAL;
-		return s;
 	case TENSOR_LABELS:
-		s.kind = RT_INIT_ONEHOT;
-		s.cols = t->shape.d[1];
+		if (t->dtype == DT_I32) { /* ids: uniform over what their users accept */
+			s.kind = RT_INIT_IDS;
+			s.hi = (double)tensor_id_range(t);
+		} else if (t->kind == TENSOR_INPUT) {
+			s.kind = RT_INIT_NORMAL;
+			s.hi = 1;
+		} else {
+			s.kind = RT_INIT_ONEHOT;
+			s.cols = t->shape.d[1];
+		}
 		return s;
 	case TENSOR_STATE: /* zero, but batchnorm's running variance: one */
 		if (tensor_is_statistic(t)) {
@@ -51,6 +57,11 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		s.hi = b;
 		return s;
 	}
+	case OP_EMBEDDING: /* GPT-2's N(0, 0.02) (nn.Embedding's default is N(0, 1)) */
+	case OP_POSITION:
+		s.kind = RT_INIT_NORMAL;
+		s.hi = 0.02;
+		return s;
 	case OP_BATCHNORM:
 	case OP_BATCHNORM_EVAL:
 	case OP_LAYERNORM:

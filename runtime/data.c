@@ -62,7 +62,7 @@ static void fill_init(RtCtx *ctx, const RtTensor *t, float *dst, int64_t n)
 		.state = rt_stream(ctx->opt.seed, t->name),
 		.cols = t->ndim > 1 ? t->shape[1] : 1,
 	};
-	if (t->init < RT_INIT_UNIFORM || t->init > RT_INIT_ONEHOT)
+	if (t->init < RT_INIT_UNIFORM || t->init > RT_INIT_IDS || (t->init == RT_INIT_IDS && !(t->hi >= 1)))
 		RT_ICE("tensor '%s': no initialisation %d", t->name, t->init);
 	for (int64_t i = 0; i < n; i++)
 		dst[i] = (float)rt_init_next(&gen);
@@ -125,6 +125,23 @@ static void load_npy(const RtTensor *t, const char *path, float *dst)
 	bool ok = a->ndim == t->ndim;
 	for (int i = 0; ok && i < a->ndim; i++)
 		ok = a->shape[i] == t->shape[i];
+	if (t->dtype == RT_DTYPE_I32) { /* ids: integers of the tensor's shape, each in [0, hi) */
+		char want[256], got[256];
+		if (!ok || (a->dtype != TIO_I32 && a->dtype != TIO_I64))
+			rt_fatal("%s: the array is %s%s but %s '%s' is i32%s (integer ids)", path, tio_dtype_name(a->dtype),
+			         shape_str(a->ndim, a->shape, got, sizeof got), kind_name(t->kind), t->name,
+			         shape_str((int)t->ndim, t->shape, want, sizeof want));
+		double *v = rt_xmalloc(sizeof *v * (size_t)(a->nelems ? a->nelems : 1));
+		tio_to_f64(a, v);
+		for (int64_t i = 0; i < a->nelems; i++) {
+			if (!(v[i] >= 0 && v[i] < t->hi))
+				rt_fatal("%s: element %lld (%.0f) is not an id in [0, %.0f)", path, (long long)i, v[i], t->hi);
+			dst[i] = (float)v[i];
+		}
+		free(v);
+		tio_close(f);
+		return;
+	}
 	bool classes = t->kind == RT_TENSOR_LABELS && t->ndim == 2 && a->ndim == 1 && a->shape[0] == t->shape[0] &&
 	               (a->dtype == TIO_I32 || a->dtype == TIO_I64);
 	if (classes) {
@@ -216,6 +233,15 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 		b->name = t->name;
 		b->ndim = (int)t->ndim;
 		memcpy(b->shape, t->shape, sizeof b->shape);
+		b->dtype = t->dtype;
+		if (t->dtype == RT_DTYPE_I32) {
+			if (!(t->hi >= 1 && t->hi <= (double)(1 << 24)))
+				RT_ICE("ids '%s' in [0, %g)", t->name, t->hi);
+			b->range = (int64_t)t->hi;
+			b->ids = rt_xmalloc((size_t)bytes);
+		} else if (t->dtype != RT_DTYPE_F32) {
+			RT_ICE("tensor '%s' of element type %d", t->name, t->dtype);
+		}
 		const char *path = t->kind == RT_TENSOR_INPUT ? ctx->opt.input : ctx->opt.labels;
 		if (path)
 			load_npy(t, path, b->data);
@@ -236,7 +262,14 @@ void rt_data(RtCtx *ctx, int32_t which, void *dst)
 	if (!b->data)
 		RT_ICE("rt_data: no %s tensor was declared with rt_tensor", which == RT_DATA_INPUT ? "input" : "labels");
 	const float *eval = rt_eval_batch(ctx, which); /* an evaluation's batch: the same shape */
-	ctx->backend->memory.store(dst, eval ? eval : b->data, (size_t)b->bytes);
+	const float *src = eval ? eval : b->data;
+	if (b->dtype == RT_DTYPE_I32) { /* the floats hold exact ids */
+		int64_t n = b->bytes / (int64_t)sizeof(float);
+		for (int64_t i = 0; i < n; i++)
+			b->ids[i] = (int32_t)src[i];
+		src = (const float *)b->ids;
+	}
+	ctx->backend->memory.store(dst, src, (size_t)b->bytes);
 }
 
 void rt_data_finish_loading(RtCtx *ctx)
@@ -295,8 +328,10 @@ bool rt_data_save_weights(RtCtx *ctx)
 
 void rt_data_free(RtCtx *ctx)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		free(ctx->batch[i].data);
+		free(ctx->batch[i].ids);
+	}
 	for (int i = 0; i < ctx->nweights; i++)
 		free(ctx->weights[i].name);
 	free(ctx->weights);

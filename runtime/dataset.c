@@ -65,7 +65,7 @@ static char *join(const char *dir, const char *file)
 	return p;
 }
 
-/* The samples: float32 [N, shape[1..]]. */
+/* The samples: float32 [N, shape[1..]], or integer ids of that shape. */
 static int check_x(const DsDataset *d, const char *input, int ndim, const int64_t *shape, char *err, size_t errlen)
 {
 	const TioTensor *x = &d->x->t[0];
@@ -79,21 +79,33 @@ static int check_x(const DsDataset *d, const char *input, int ndim, const int64_
 		return fail(err, errlen, "%s: the samples are %s %s, but the model's input '%s' needs %s (its shape "
 		            "without the batch, after the number of samples N)", d->x_path, np_name(x->dtype), got,
 		            input, want);
-	if (x->dtype != TIO_F32)
+	if (d->x_ids > 0 && x->dtype != TIO_I32 && x->dtype != TIO_I64)
+		return fail(err, errlen, "%s: the samples are %s; the model's input '%s' is ids: it needs int32 or int64 "
+		            "(numpy: x.astype(numpy.int32))", d->x_path, np_name(x->dtype), input);
+	if (!d->x_ids && x->dtype != TIO_F32)
 		return fail(err, errlen, "%s: the samples are %s; the model's input '%s' needs float32 (numpy: "
 		            "x.astype(numpy.float32))", d->x_path, np_name(x->dtype), input);
 	return 0;
 }
 
-/* The labels: class ids [N] in [0, K), or finite floats [N, K]. */
-static int check_y(DsDataset *d, char *err, size_t errlen)
+/* The labels: class ids [N] in [0, K), or finite floats [N, K]; for class labels, ids of their shape. */
+static int check_y(DsDataset *d, const DsModel *m, char *err, size_t errlen)
 {
 	const TioTensor *y = &d->y->t[0];
 	int64_t k = d->classes;
-	char got[256];
+	char got[256], want[256];
 	shape_str(NULL, y->ndim, y->shape, got, sizeof got);
 	bool ints = y->dtype == TIO_I32 || y->dtype == TIO_I64;
-	if (y->ndim == 1 && ints) {
+	bool same = y->ndim == m->y_ndim;
+	for (int i = 1; same && i < y->ndim; i++)
+		same = y->shape[i] == m->y_shape[i];
+	if (d->y_ids) {
+		if (!ints || !same)
+			return fail(err, errlen, "%s: the labels are %s %s, but the model's are class ids %s (int32 or int64, "
+			            "each in [0, %lld))", d->y_path, np_name(y->dtype), got,
+			            shape_str("N", m->y_ndim, m->y_shape, want, sizeof want), (long long)k);
+		d->class_ids = 1;
+	} else if (y->ndim == 1 && ints) {
 		d->class_ids = 1;
 	} else if (y->ndim == 2 && !ints && y->shape[1] == k) {
 		d->class_ids = 0;
@@ -113,7 +125,7 @@ static int check_y(DsDataset *d, char *err, size_t errlen)
 	for (int64_t i = 0; i < y->nelems && !rc; i++) {
 		if (d->class_ids && (v[i] < 0 || v[i] >= (double)k))
 			rc = fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)", d->y_path,
-			          (long long)i, (long long)v[i], (long long)k);
+			          (long long)(i / (y->nelems / d->n)), (long long)v[i], (long long)k);
 		else if (!d->class_ids && !isfinite(v[i]))
 			rc = fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
 			          (long long)(i / k), (long long)(i % k), isnan(v[i]) ? "NaN" : "infinite");
@@ -126,8 +138,8 @@ static int check_y(DsDataset *d, char *err, size_t errlen)
 }
 
 /* ds_open, and ds_open_eval (whole_batch false: any number of samples). */
-static int open_dataset(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape,
-                        int64_t classes, bool whole_batch, DsDataset **out, char *err, size_t errlen)
+static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool whole_batch, DsDataset **out,
+                        char *err, size_t errlen)
 {
 	*out = NULL;
 	DsDataset *d = calloc(1, sizeof *d);
@@ -136,14 +148,22 @@ static int open_dataset(const char *dir, uint64_t seed, const char *input, int x
 		return fail(err, errlen, "%s: out of memory", dir);
 	}
 	d->seed = seed;
-	d->batch = x_shape[0];
-	d->classes = classes;
+	d->batch = m->x_shape[0];
+	d->x_ids = m->x_ids;
+	d->y_ids = m->y_ids > 0;
+	d->classes = m->y_ids > 0 ? m->y_ids : m->y_shape[1];
+	d->label_elems = d->classes;
+	if (d->y_ids) {
+		d->label_elems = 1;
+		for (int i = 1; i < m->y_ndim; i++)
+			d->label_elems *= m->y_shape[i];
+	}
 	d->perm_epoch = -1;
 	int rc = -1;
 	if (tio_npy_open(d->x_path, &d->x, err, errlen) || tio_npy_open(d->y_path, &d->y, err, errlen))
 		goto out;
 	d->n = d->x->t[0].ndim > 0 ? d->x->t[0].shape[0] : 0;
-	if (check_x(d, input, x_ndim, x_shape, err, errlen) || check_y(d, err, errlen))
+	if (check_x(d, m->input, m->x_ndim, m->x_shape, err, errlen) || check_y(d, m, err, errlen))
 		goto out;
 	if (d->n < 1) {
 		fail(err, errlen, "%s: no samples", d->x_path);
@@ -169,16 +189,27 @@ out:
 	return rc;
 }
 
-int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
-            DsDataset **out, char *err, size_t errlen)
+int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, char *err, size_t errlen)
 {
-	return open_dataset(dir, seed, input, x_ndim, x_shape, classes, true, out, err, errlen);
+	return open_dataset(dir, seed, m, true, out, err, errlen);
 }
 
-int ds_open_eval(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
-                 DsDataset **out, char *err, size_t errlen)
+int ds_open_eval(const char *dir, const DsModel *m, DsDataset **out, char *err, size_t errlen)
 {
-	return open_dataset(dir, 0, input, x_ndim, x_shape, classes, false, out, err, errlen);
+	return open_dataset(dir, 0, m, false, out, err, errlen);
+}
+
+/* Element i of an int32 or int64 array at p (unaligned). */
+static int64_t int_at(const unsigned char *p, TioDtype t, int64_t i)
+{
+	if (t == TIO_I32) {
+		int32_t v;
+		memcpy(&v, p + (size_t)i * sizeof v, sizeof v);
+		return v;
+	}
+	int64_t v;
+	memcpy(&v, p + (size_t)i * sizeof v, sizeof v);
+	return v;
 }
 
 void ds_close(DsDataset *d)
@@ -226,18 +257,36 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
 	return 0;
 }
 
-/* Sample i of the files into x (sample_elems floats) and its one-hot or soft labels into y (classes floats). */
+/*
+ * Sample i of the files into x (sample_elems floats) and its one-hot or
+ * soft labels, or its class ids, into y (label_elems floats).
+ */
 static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char *err, size_t errlen)
 {
 	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
 	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
 	TioDtype yt = d->y->t[0].dtype;
 	int64_t e = d->sample_elems, k = d->classes;
-	memcpy(x, xs + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
-	for (int64_t j = 0; j < e; j++)
-		if (!isfinite(x[j]))
-			return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
-			            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+	if (d->x_ids > 0) {
+		for (int64_t j = 0; j < e; j++) {
+			int64_t v = int_at(xs, d->x->t[0].dtype, i * e + j);
+			if (v < 0 || v >= d->x_ids)
+				return fail(err, errlen, "%s: sample %lld holds %lld at element %lld, not an id in [0, %lld)",
+				            d->x_path, (long long)i, (long long)v, (long long)j, (long long)d->x_ids);
+			x[j] = (float)v;
+		}
+	} else {
+		memcpy(x, xs + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
+		for (int64_t j = 0; j < e; j++)
+			if (!isfinite(x[j]))
+				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
+				            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+	}
+	if (d->y_ids) { /* checked in range when opened */
+		for (int64_t j = 0; j < d->label_elems; j++)
+			y[j] = (float)int_at(ys, yt, i * d->label_elems + j);
+		return 0;
+	}
 	if (yt == TIO_F32) {
 		memcpy(y, ys + (size_t)(i * k) * sizeof(float), sizeof *y * (size_t)k);
 		return 0;
@@ -250,14 +299,7 @@ static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char
 		}
 		return 0;
 	}
-	int64_t c;
-	if (yt == TIO_I32) {
-		int32_t v;
-		memcpy(&v, ys + (size_t)i * sizeof v, sizeof v);
-		c = v;
-	} else {
-		memcpy(&c, ys + (size_t)i * sizeof c, sizeof c);
-	}
+	int64_t c = int_at(ys, yt, i);
 	for (int64_t j = 0; j < k; j++)
 		y[j] = j == c ? 1.0f : 0.0f;
 	return 0;
@@ -271,7 +313,7 @@ int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t 
 		d->perm_epoch = epoch;
 	}
 	for (int64_t r = 0; r < d->batch; r++)
-		if (gather_sample(d, d->perm[index * d->batch + r], x + r * d->sample_elems, y + r * d->classes, err,
+		if (gather_sample(d, d->perm[index * d->batch + r], x + r * d->sample_elems, y + r * d->label_elems, err,
 		                  errlen))
 			return -1;
 	return 0;
@@ -282,7 +324,7 @@ int ds_gather_rows(const DsDataset *d, int64_t first, int64_t count, float *x, f
 	for (int64_t r = 0; r < d->batch; r++) {
 		/* rows past the end repeat the first of the batch: finite, and ignored by the caller */
 		int64_t i = first + (r < count ? r : 0);
-		if (gather_sample(d, i, x + r * d->sample_elems, y + r * d->classes, err, errlen))
+		if (gather_sample(d, i, x + r * d->sample_elems, y + r * d->label_elems, err, errlen))
 			return -1;
 	}
 	return 0;

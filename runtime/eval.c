@@ -44,7 +44,9 @@ typedef struct RtEval {
 	DsDataset *ds;              /* the evaluation set, opened at the first evaluation */
 	float *x, *y;               /* the batch being evaluated (host) */
 	float *logits;              /* its logits (host) */
-	int64_t batch, classes;     /* rows of a batch, columns of the labels */
+	int64_t batch, classes;     /* rows of a batch, classes */
+	int64_t positions;          /* class labels: the ids of a sample, each a prediction of its own; else 1 */
+	bool ids;                   /* the labels are class ids (else one-hot or soft) */
 	int64_t rows;               /* samples of the current batch (the rest is padding) */
 	int64_t first;              /* the first sample of the current batch */
 	double loss_sum;            /* this evaluation's sums over the samples so far */
@@ -72,22 +74,29 @@ void rt_eval_program(RtCtx *ctx, const RtEvalProgram *prog, void (*batch)(RtCtx 
 		else if (t->kind == RT_TENSOR_LABELS)
 			ev->labels = t;
 	}
-	if (!ev->input || !ev->labels || ev->labels->ndim != 2)
+	if (!ev->input || !ev->labels || (ev->labels->ndim != 2 && ev->labels->dtype != RT_DTYPE_I32))
 		RT_ICE("the evaluation pass has no input or no labels [batch, classes]");
 	if (prog->fast_bytes > ctx->fast.bytes)
 		RT_ICE("the evaluation pass needs %lld bytes of a fast pool of %lld", (long long)prog->fast_bytes,
 		       (long long)ctx->fast.bytes);
-	ev->batch = ev->input->shape[0];
-	ev->classes = ev->labels->shape[1];
-	ev->x = rt_xmalloc(sizeof(float) * (size_t)rt_elems(ev->input->ndim, ev->input->shape));
-	ev->y = rt_xmalloc(sizeof(float) * (size_t)(ev->batch * ev->classes));
-	ev->logits = rt_xmalloc(sizeof(float) * (size_t)(ev->batch * ev->classes));
+	const RtTensor *in = ev->input, *lab = ev->labels;
+	ev->batch = in->shape[0];
+	ev->ids = lab->dtype == RT_DTYPE_I32;
+	ev->classes = ev->ids ? (int64_t)lab->hi : lab->shape[1];
+	ev->positions = ev->ids ? rt_elems(lab->ndim, lab->shape) / ev->batch : 1;
+	ev->x = rt_xmalloc(sizeof(float) * (size_t)rt_elems(in->ndim, in->shape));
+	ev->y = rt_xmalloc(sizeof(float) * (size_t)rt_elems(lab->ndim, lab->shape));
+	ev->logits = rt_xmalloc(sizeof(float) * (size_t)(ev->batch * ev->positions * ev->classes));
 	ctx->eval = ev;
 	/* the evaluation set is checked now, before any training */
 	const char *dir = ctx->program->flags & RT_PROGRAM_EVAL_ONLY ? ctx->opt.data : ctx->opt.val;
 	char err[1024];
-	if (dir && ds_open_eval(dir, ev->input->name, (int)ev->input->ndim, ev->input->shape, ev->classes, &ev->ds, err,
-	                        sizeof err))
+	DsModel m = {
+		.input = in->name, .x_ndim = (int)in->ndim, .x_shape = in->shape,
+		.x_ids = in->dtype == RT_DTYPE_I32 ? (int64_t)in->hi : 0,
+		.y_ndim = (int)lab->ndim, .y_shape = lab->shape, .y_ids = ev->ids ? ev->classes : 0,
+	};
+	if (dir && ds_open_eval(dir, &m, &ev->ds, err, sizeof err))
 		rt_fatal("%s", err);
 }
 
@@ -119,32 +128,53 @@ static double sample_loss(const float *z, const float *y, int64_t k, bool *hit)
 	return ysum * log(s) - dot; /* -sum_j y_j (z_j - m - log s) */
 }
 
+/* The same for class id c: -log softmax(z)[c]; *hit: the first largest logit is c's. */
+static double id_loss(const float *z, int64_t c, int64_t k, bool *hit)
+{
+	int64_t zi = 0;
+	for (int64_t j = 1; j < k; j++)
+		if (z[j] > z[zi])
+			zi = j;
+	double m = z[zi], s = 0;
+	for (int64_t j = 0; j < k; j++)
+		s += exp((double)z[j] - m);
+	*hit = zi == c;
+	return log(s) - ((double)z[c] - m);
+}
+
 void rt_eval_output(RtCtx *ctx, const float *logits)
 {
 	RtEval *ev = ctx->eval;
 	if (!ev || !ev->active)
 		RT_ICE("rt_eval_output outside an evaluation");
-	ctx->backend->memory.load(ev->logits, logits, sizeof(float) * (size_t)(ev->batch * ev->classes));
-	for (int64_t r = 0; r < ev->rows; r++) {
+	int64_t k = ev->classes, per = ev->positions * k; /* logits of a sample */
+	ctx->backend->memory.load(ev->logits, logits, sizeof(float) * (size_t)(ev->batch * per));
+	for (int64_t r = 0; r < ev->rows * ev->positions; r++) {
 		bool hit;
-		ev->loss_sum += sample_loss(ev->logits + r * ev->classes, ev->y + r * ev->classes, ev->classes, &hit);
+		ev->loss_sum += ev->ids ? id_loss(ev->logits + r * k, (int64_t)ev->y[r], k, &hit)
+		                        : sample_loss(ev->logits + r * k, ev->y + r * k, k, &hit);
 		ev->correct += hit;
 	}
 	if (ev->out_open && !ev->out_failed &&
-	    fwrite(ev->logits, sizeof(float) * (size_t)ev->classes, (size_t)ev->rows, ev->out.f) != (size_t)ev->rows) {
+	    fwrite(ev->logits, sizeof(float) * (size_t)per, (size_t)ev->rows, ev->out.f) != (size_t)ev->rows) {
 		ev->out_failed = true;
 		ev->out_errno = errno;
 	}
 }
 
-/* --outputs: the .npy of N x classes float32, its header now, the rows as they come. */
+/* --outputs: the .npy of [N, (positions,) classes] float32, its header now, the rows as they come. */
 static void open_outputs(RtCtx *ctx, RtEval *ev)
 {
 	char err[PATH_MAX + 128], head[TIO_NPY_HEADER_MAX];
 	if (!outfile_open(&ev->out, ctx->opt.outputs, err, sizeof err))
 		rt_fatal("--outputs: %s", err);
-	int64_t shape[2] = {ev->ds->n, ev->classes};
-	size_t n = tio_npy_header(head, 2, shape);
+	const RtTensor *lab = ev->labels;
+	int64_t shape[RT_MAX_DIMS + 1] = {ev->ds->n};
+	int ndim = 1;
+	for (int i = 1; ev->ids && i < lab->ndim; i++)
+		shape[ndim++] = lab->shape[i];
+	shape[ndim++] = ev->classes;
+	size_t n = tio_npy_header(head, ndim, shape);
 	ev->out_open = true;
 	ev->out_failed = fwrite(head, 1, n, ev->out.f) != n;
 	ev->out_errno = errno;
@@ -264,10 +294,11 @@ bool rt_evaluate(RtCtx *ctx)
 	b->copies.drain(ctx->copier);
 	ev->batch_seconds = rt_median(times, nbatches);
 	free(times);
+	int64_t predictions = n * ev->positions;
 	RtEvalResult r = {
 		.step = (int64_t)ctx->step,
-		.loss = ev->loss_sum / (double)n,
-		.accuracy = (double)ev->correct / (double)n,
+		.loss = ev->loss_sum / (double)predictions,
+		.accuracy = (double)ev->correct / (double)predictions,
 		.samples = n,
 		.seconds = rt_now() - t0,
 	};
@@ -280,8 +311,9 @@ bool rt_evaluate(RtCtx *ctx)
 		if (own)
 			printf("loss: %.9g\naccuracy: %.6f\n", r.loss, r.accuracy);
 		else
-			printf("eval at step %lld: loss %.6g, accuracy %.2f%% (%lld of %lld) (%.2f s)\n", (long long)r.step,
-			       r.loss, 100 * r.accuracy, (long long)ev->correct, (long long)n, r.seconds);
+			printf("eval at step %lld: loss %.6g, accuracy %.2f%% (%lld of %lld%s) (%.2f s)\n", (long long)r.step,
+			       r.loss, 100 * r.accuracy, (long long)ev->correct, (long long)predictions,
+			       ev->ids && ev->positions > 1 ? " positions" : "", r.seconds);
 		fflush(stdout);
 	}
 	if (!isfinite(r.loss))

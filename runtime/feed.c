@@ -53,11 +53,16 @@ void rt_feed_open(RtCtx *ctx)
 	RtBatch *in = &ctx->batch[RT_DATA_INPUT], *lab = &ctx->batch[RT_DATA_LABELS];
 	if (!in->data || !lab->data)
 		rt_fatal("--data %s: the program has no %s tensor to feed", ctx->opt.data, in->data ? "labels" : "input");
-	if (lab->ndim != 2)
+	if (lab->ndim != 2 && lab->dtype != RT_DTYPE_I32)
 		RT_ICE("labels '%s' with %d dimensions", lab->name, lab->ndim);
 	RtFeed *f = rt_xcalloc(sizeof *f);
 	char err[1024];
-	if (ds_open(ctx->opt.data, ctx->opt.seed, in->name, in->ndim, in->shape, lab->shape[1], &f->ds, err, sizeof err))
+	DsModel m = {
+		.input = in->name, .x_ndim = in->ndim, .x_shape = in->shape,
+		.x_ids = in->dtype == RT_DTYPE_I32 ? in->range : 0,
+		.y_ndim = lab->ndim, .y_shape = lab->shape, .y_ids = lab->dtype == RT_DTYPE_I32 ? lab->range : 0,
+	};
+	if (ds_open(ctx->opt.data, ctx->opt.seed, &m, &f->ds, err, sizeof err))
 		rt_fatal("%s", err);
 	if (f->ds->batch != lab->shape[0])
 		RT_ICE("input '%s' has a batch of %lld, labels '%s' of %lld", in->name, (long long)f->ds->batch,

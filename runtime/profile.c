@@ -209,8 +209,20 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 	}
 	ensure_pools(p, k->total);
 	k->impl = p->backend->kernels.create(p->state, 0, desc);
-	/* Every argument, outputs included, holds finite values in both tiers. */
+	/* Every argument, outputs included, holds finite values in both tiers; ids valid ones. */
+	int64_t range;
+	int ids = rt_ids_arg(desc, &range);
 	for (int i = 0; i < k->nargs; i++) {
+		if (i == ids) {
+			int64_t n = k->bytes[i] / (int64_t)sizeof(int32_t);
+			int32_t *h = rt_xmalloc((size_t)k->bytes[i]);
+			for (int64_t j = 0; j < n; j++)
+				h[j] = (int32_t)((j * 7919) % range);
+			p->backend->memory.store((char *)p->fast.base + k->off[i], h, (size_t)k->bytes[i]);
+			p->backend->memory.store((char *)p->slow.base + k->off[i], h, (size_t)k->bytes[i]);
+			free(h);
+			continue;
+		}
 		fill(p, (char *)p->fast.base + k->off[i], k->bytes[i]);
 		fill(p, (char *)p->slow.base + k->off[i], k->bytes[i]);
 	}

@@ -263,6 +263,9 @@ typedef struct RtBatch {
 	const char *name;   /* the tensor's name */
 	int ndim;           /* its dimensions, the batch first */
 	int64_t shape[RT_MAX_DIMS]; /* its sizes */
+	int32_t dtype;      /* RT_DTYPE_*: i32 ids are held here as floats (exact: fewer than 2^24) */
+	int64_t range;      /* RT_DTYPE_I32: the ids are in [0, range) */
+	int32_t *ids;       /* RT_DTYPE_I32: the batch converted for the device (rt_data) */
 } RtBatch;
 
 /* A weight or running statistic to save at the end (--save-weights). */

@@ -41,6 +41,10 @@ const OpCase op_cases[] = {
 	{"concat 4d", OPCASE_OP, "2, 2, 3, 3", "45",
 	 "concat { branch { conv(1x1, 2 => 3) } branch { maxpool(3x3, stride = 1, pad = 1) } } flatten", NULL},
 	{"softmax_crossentropy", OPCASE_OP, "4, 6", "6", "tanh", NULL},
+	{"softmax_crossentropy_ids", OPCASE_OP, "4, 6", "class 4", "dense(6 => 5)", NULL},
+	{"embedding, dense over [N, T, C]", OPCASE_OP, "i32 3, 4", "class 3, 4", "embedding(11 => 6) dense(6 => 5)", NULL},
+	{"position_embedding", OPCASE_OP, "i32 2, 5", "class 2, 5",
+	 "embedding(7 => 4) position_embedding(8 => 4) dense(4 => 7, bias = false)", NULL},
 
 	/* update ops (sgd: every other case) */
 	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
@@ -95,6 +99,9 @@ const OpCase op_cases[] = {
 	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
 	{"layernorm, wide rows", OPCASE_KERNEL, "8, 96", "10", "dense(96 => 200) layernorm relu dense(200 => 10)", NULL},
 	{"gelu, large values", OPCASE_KERNEL, "4, 64", "8", "dense(64 => 64) gelu dense(64 => 8)", NULL},
+	{"token model, wide rows", OPCASE_KERNEL, "i32 4, 16", "class 4, 16",
+	 "embedding(300 => 96) position_embedding(20 => 96) layernorm dense(96 => 128, gelu) dense(128 => 300)",
+	 "optimizer = adamw(lr = 0.01)"},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",

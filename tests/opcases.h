@@ -27,8 +27,8 @@ typedef enum OpCaseKind {
 typedef struct OpCase {
 	const char *name;   /* what it covers */
 	OpCaseKind kind;    /* what it is for */
-	const char *input;  /* the input's dims, the batch first */
-	const char *labels; /* the number of classes K (labels [batch, K]) */
+	const char *input;  /* the input's dims, the batch first ("i32 B, T": ids) */
+	const char *labels; /* the number of classes K (labels onehot[batch, K]), or "class DIMS" (class[DIMS]) */
 	const char *layers; /* the network's chain */
 	const char *opt;    /* a whole `optimizer = ...` line, or NULL for sgd(lr = 0.1) */
 } OpCase;

@@ -73,8 +73,13 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 		int64_t m = shape_elems(t->shape);
 		size_t bytes = sizeof(float) * (size_t)(m ? m : 1);
 		got[k] = xmalloc(bytes);
-		for (int64_t i = 0; i < m; i++) /* inputs; outputs NaN, so that an element not written shows */
+		for (int64_t i = 0; i < m; i++) { /* inputs (ids as int32); outputs NaN, so that an element not written shows */
 			got[k][i] = k < n->nin ? (float)ip->buf[t->id][i] : NAN;
+			if (k < n->nin && t->dtype == DT_I32) {
+				int32_t v = (int32_t)ip->buf[t->id][i];
+				memcpy(&got[k][i], &v, sizeof v);
+			}
+		}
 		args[k] = mem->alloc(bytes);
 		mem->copy(args[k], got[k], sizeof(float) * (size_t)m);
 	}

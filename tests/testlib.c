@@ -15,13 +15,20 @@
 const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
                               const char *optimizer)
 {
-	char batch[64];
+	char batch[64], lab[128];
+	bool ids = strncmp(input, "i32 ", 4) == 0, classes = strncmp(labels, "class ", 6) == 0;
+	if (ids)
+		input += 4;
 	snprintf(batch, sizeof batch, "%s", input);
 	batch[strcspn(batch, ",")] = '\0';
+	if (classes)
+		snprintf(lab, sizeof lab, "class[%s]", labels + 6);
+	else
+		snprintf(lab, sizeof lab, "onehot[%s, %s]", batch, labels);
 	snprintf(buf, size,
-	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : f32[%s]\n"
-	         "labels y : onehot[%s, %s]\nloss = crossentropy(network(x), y)\n%s\n",
-	         layers, input, batch, labels, optimizer ? optimizer : "optimizer = sgd(lr = 0.1)");
+	         "model t(batch = 2)\nnetwork = chain { %s }\ninput x : %s[%s]\n"
+	         "labels y : %s\nloss = crossentropy(network(x), y)\n%s\n",
+	         layers, ids ? "i32" : "f32", input, lab, optimizer ? optimizer : "optimizer = sgd(lr = 0.1)");
 	return buf;
 }
 

@@ -486,9 +486,16 @@ static void make_conv(CpuState *s, CpuKernel *k, ConvDir dir)
 }
 
 /* dense as an inner product: x [N, I], weight [O, I] (oi), bias [O] -> y [N, O] */
+/* Argument i [..., K] as [elements / K, K] (dense over the last dimension). */
+static dnnl_memory_desc_t md_rows(const int64_t *desc, int i)
+{
+	int64_t k = RT_ARG_DIM(desc, i, RT_ARG_NDIM(desc, i) - 1);
+	return md_dims(2, (int64_t[]){arg_elems(desc, i) / k, k});
+}
+
 static void dense_fwd_desc(const int64_t *d, dnnl_inner_product_desc_t *ip, int x, int w, int b, int y)
 {
-	dnnl_memory_desc_t xm = md_arg(d, x), wm = md_arg(d, w), ym = md_arg(d, y), bm;
+	dnnl_memory_desc_t xm = md_rows(d, x), wm = md_arg(d, w), ym = md_rows(d, y), bm;
 	if (b >= 0)
 		bm = md_arg(d, b);
 	DNNL_CHECK(dnnl_inner_product_forward_desc_init(ip, dnnl_forward_training, &xm, &wm, b >= 0 ? &bm : NULL, &ym));
@@ -516,7 +523,7 @@ static void make_dense_bwd_data(CpuState *s, CpuKernel *k)
 	dnnl_inner_product_desc_t fd, bd;
 	dense_fwd_desc(d, &fd, 2, 1, -1, 0);
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
-	dnnl_memory_desc_t dx = md_arg(d, 2), w = md_arg(d, 1), dy = md_arg(d, 0);
+	dnnl_memory_desc_t dx = md_rows(d, 2), w = md_arg(d, 1), dy = md_rows(d, 0);
 	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&bd, &dx, &w, &dy));
 	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
 	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
@@ -533,7 +540,7 @@ static void make_dense_bwd_weight(CpuState *s, CpuKernel *k)
 	dnnl_inner_product_desc_t fd, bd;
 	dense_fwd_desc(d, &fd, 0, 2, -1, 1);
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
-	dnnl_memory_desc_t x = md_arg(d, 0), dw = md_arg(d, 2), dy = md_arg(d, 1);
+	dnnl_memory_desc_t x = md_rows(d, 0), dw = md_arg(d, 2), dy = md_rows(d, 1);
 	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&bd, &x, &dw, NULL, &dy));
 	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
 	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
@@ -793,12 +800,13 @@ static void run_act_bwd(const int64_t *d, void *const *a, Act act)
 		dx[i] = (float)act_grad(act, (double)saved[i], (double)dy[i]);
 }
 
-/* bias_grad: dy [N, O, ...] -> dbias [O], summed over every dimension but 1 */
+/* bias_grad: dy [N, O, ...] or [N, T, O] -> dbias [O], summed over every dimension but the axis (0: 1) */
 static void run_bias_grad(const int64_t *d, void *const *a)
 {
 	const float *dy = a[0];
 	float *db = a[1];
-	int64_t nb = RT_ARG_DIM(d, 0, 0), c = dim_or_1(d, 0, 1), inner = inner_elems(d, 0, 2);
+	int ax = d[RT_D_AXIS] > 0 ? (int)d[RT_D_AXIS] : 1;
+	int64_t c = dim_or_1(d, 0, ax), inner = inner_elems(d, 0, ax + 1), nb = arg_elems(d, 0) / (c * inner);
 #pragma omp parallel for if (nb * c * inner > PAR_MIN)
 	for (int64_t o = 0; o < c; o++) {
 		double s = 0;
@@ -924,6 +932,114 @@ static void run_xent_bwd(const int64_t *d, void *const *a)
 		for (int64_t j = 0; j < k; j++) {
 			double p = exp((double)z[r * k + j] - mx) / s;
 			dz[r * k + j] = (float)((p * ysum - y[r * k + j]) / (double)rows);
+		}
+	}
+}
+
+/* ---- sequences of tokens ------------------------------------------------- */
+
+/* embedding: ids i32 [R], weight [V, C] -> y [R, C], row ids[r] of the weight */
+static void run_embedding(const int64_t *d, void *const *a)
+{
+	const int32_t *ids = a[0];
+	const float *w = a[1];
+	float *y = a[2];
+	int64_t rows = arg_elems(d, 0), c = RT_ARG_DIM(d, 1, 1);
+#pragma omp parallel for if (rows * c > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++)
+		memcpy(y + r * c, w + (int64_t)ids[r] * c, sizeof *y * (size_t)c);
+}
+
+/*
+ * embedding_bwd: dy [R, C], ids [R] -> dweight [V, C], dy's rows added to
+ * the rows their ids name, in row order. Threads take column blocks, so
+ * every element is summed in the same order whatever the thread count.
+ */
+enum { EMBEDDING_COLS = 64 };
+static void run_embedding_bwd(const int64_t *d, void *const *a)
+{
+	const float *dy = a[0];
+	const int32_t *ids = a[1];
+	float *dw = a[2];
+	int64_t c = RT_ARG_DIM(d, 2, 1), rows = arg_elems(d, 1), blocks = (c + EMBEDDING_COLS - 1) / EMBEDDING_COLS;
+	memset(dw, 0, sizeof *dw * (size_t)arg_elems(d, 2));
+#pragma omp parallel for if (rows * c > PAR_MIN)
+	for (int64_t b = 0; b < blocks; b++) {
+		int64_t lo = b * EMBEDDING_COLS, hi = lo + EMBEDDING_COLS < c ? lo + EMBEDDING_COLS : c;
+		for (int64_t r = 0; r < rows; r++) {
+			float *dst = dw + (int64_t)ids[r] * c;
+			const float *src = dy + r * c;
+#pragma omp simd
+			for (int64_t j = lo; j < hi; j++)
+				dst[j] += src[j];
+		}
+	}
+}
+
+/* position_embedding: x [N, T, C], weight [P, C] -> y, y[n, t] = x[n, t] + weight[t] */
+static void run_position(const int64_t *d, void *const *a)
+{
+	const float *x = a[0], *w = a[1];
+	float *y = a[2];
+	int64_t n = RT_ARG_DIM(d, 0, 0), tc = RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2);
+#pragma omp parallel for if (n * tc > PAR_MIN)
+	for (int64_t b = 0; b < n; b++) {
+		const float *xb = x + b * tc;
+		float *yb = y + b * tc;
+#pragma omp simd
+		for (int64_t i = 0; i < tc; i++)
+			yb[i] = xb[i] + w[i];
+	}
+}
+
+/* position_embedding_bwd: dy [N, T, C] -> dweight [P, C]: the sum over N (in order), zero from row T */
+static void run_position_bwd(const int64_t *d, void *const *a)
+{
+	const float *dy = a[0];
+	float *dw = a[1];
+	int64_t n = RT_ARG_DIM(d, 0, 0), tc = RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2), all = arg_elems(d, 1);
+#pragma omp parallel for if (n * tc > PAR_MIN)
+	for (int64_t i = 0; i < all; i++) {
+		double s = 0;
+		for (int64_t b = 0; i < tc && b < n; b++)
+			s += dy[b * tc + i];
+		dw[i] = (float)s;
+	}
+}
+
+/* softmax_crossentropy_ids: logits [R, K], ids i32 [R] -> loss [1], the mean of logsumexp(z) - z[id] */
+static void run_xent_ids(const int64_t *d, void *const *a, double *rowloss)
+{
+	const float *z = a[0];
+	const int32_t *ids = a[1];
+	float *loss = a[2];
+	int64_t k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), rows = arg_elems(d, 0) / k;
+#pragma omp parallel for if (rows * k > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		double mx, s;
+		row_softmax_stats(z + r * k, k, &mx, &s);
+		rowloss[r] = mx + log(s) - (double)z[r * k + ids[r]];
+	}
+	double total = 0;
+	for (int64_t r = 0; r < rows; r++)
+		total += rowloss[r];
+	loss[0] = (float)(total / (double)rows);
+}
+
+/* softmax_crossentropy_ids_bwd: logits, ids -> dlogits = (softmax(z) - onehot(id)) / R */
+static void run_xent_ids_bwd(const int64_t *d, void *const *a)
+{
+	const float *z = a[0];
+	const int32_t *ids = a[1];
+	float *dz = a[2];
+	int64_t k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), rows = arg_elems(d, 0) / k;
+#pragma omp parallel for if (rows * k > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		double mx, s;
+		row_softmax_stats(z + r * k, k, &mx, &s);
+		for (int64_t j = 0; j < k; j++) {
+			double p = exp((double)z[r * k + j] - mx) / s;
+			dz[r * k + j] = (float)((p - (j == ids[r])) / (double)rows);
 		}
 	}
 }
@@ -1101,6 +1217,24 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SOFTMAX_XENT_BWD:
 		run_xent_bwd(d, a);
 		break;
+	case RT_OP_SOFTMAX_XENT_IDS:
+		run_xent_ids(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
+		break;
+	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+		run_xent_ids_bwd(d, a);
+		break;
+	case RT_OP_EMBEDDING:
+		run_embedding(d, a);
+		break;
+	case RT_OP_EMBEDDING_BWD:
+		run_embedding_bwd(d, a);
+		break;
+	case RT_OP_POSITION:
+		run_position(d, a);
+		break;
+	case RT_OP_POSITION_BWD:
+		run_position_bwd(d, a);
+		break;
 	case RT_OP_GRAD_SUMSQ:
 		run_grad_sumsq(d, a);
 		break;
@@ -1234,6 +1368,9 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX_XENT:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0)));
 		break;
+	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
+		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));
+		break;
 	case RT_OP_RESHAPE:
 	case RT_OP_BIAS_GRAD:
 	case RT_OP_MAXPOOL_BWD:
@@ -1249,6 +1386,11 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_BATCHNORM_EVAL:
 	case RT_OP_LAYERNORM:
 	case RT_OP_LAYERNORM_BWD:
+	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+	case RT_OP_EMBEDDING:
+	case RT_OP_EMBEDDING_BWD:
+	case RT_OP_POSITION:
+	case RT_OP_POSITION_BWD:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

@@ -409,6 +409,61 @@ __global__ void bn_eval(const float *x, const float *w, const float *b, const fl
 
 /* ---- launchers ---------------------------------------------------------------- */
 
+/* embedding: y[r, :] = w[ids[r], :] */
+__global__ void embedding(const int32_t *ids, const float *w, float *y, int64_t rows, int64_t c)
+{
+	FOR_EACH(i, rows * c)
+		y[i] = w[(int64_t)ids[i / c] * c + i % c];
+}
+
+/* embedding_bwd: a thread per column adds the rows in order (deterministic); dw zeroed first. */
+__global__ void embedding_bwd(const float *dy, const int32_t *ids, float *dw, int64_t rows, int64_t c)
+{
+	FOR_EACH(j, c)
+		for (int64_t r = 0; r < rows; r++)
+			dw[(int64_t)ids[r] * c + j] += dy[r * c + j];
+}
+
+/* position_embedding: y = x + w[t] over n rows of tc = T * C */
+__global__ void position(const float *x, const float *w, float *y, int64_t total, int64_t tc)
+{
+	FOR_EACH(i, total)
+		y[i] = x[i] + w[i % tc];
+}
+
+/* position_embedding_bwd: dw[i] = sum over n of dy[n, i] for i < tc, 0 after */
+__global__ void position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all)
+{
+	FOR_EACH(i, all) {
+		double s = 0;
+		for (int64_t b = 0; i < tc && b < n; b++)
+			s += dy[b * tc + i];
+		dw[i] = (float)s;
+	}
+}
+
+__global__ void xent_ids_rows(const float *z, const int32_t *ids, double *rowloss, int64_t k)
+{
+	int64_t r = blockIdx.x;
+	z += r * k;
+	float mx;
+	double s;
+	row_stats(z, k, &mx, &s);
+	if (threadIdx.x == 0)
+		rowloss[r] = mx + log(s) - (double)z[ids[r]];
+}
+
+__global__ void xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k)
+{
+	int64_t r = blockIdx.x;
+	z += r * k, dz += r * k;
+	float mx;
+	double s;
+	row_stats(z, k, &mx, &s);
+	for (int64_t j = threadIdx.x; j < k; j += THREADS)
+		dz[j] = (float)((exp((double)z[j] - mx) / s - (j == ids[r])) / (double)rows);
+}
+
 extern "C" {
 
 cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st)
@@ -541,6 +596,48 @@ cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, 
                          double unbias, double momentum, cudaStream_t st)
 {
 	bn_stats<<<grid(c), THREADS, 0, st>>>(rm, rv, count, mean, var, c, unbias, momentum);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_embedding(const int32_t *ids, const float *w, float *y, int64_t rows, int64_t c, cudaStream_t st)
+{
+	embedding<<<grid(rows * c), THREADS, 0, st>>>(ids, w, y, rows, c);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, int64_t rows, int64_t c, int64_t v,
+                              cudaStream_t st)
+{
+	cudaError_t e = cudaMemsetAsync(dw, 0, sizeof(float) * (size_t)(v * c), st);
+	if (e != cudaSuccess)
+		return e;
+	embedding_bwd<<<grid(c), THREADS, 0, st>>>(dy, ids, dw, rows, c);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st)
+{
+	position<<<grid(n * tc), THREADS, 0, st>>>(x, w, y, n * tc, tc);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st)
+{
+	position_bwd<<<grid(all), THREADS, 0, st>>>(dy, dw, n, tc, all);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
+                         cudaStream_t st)
+{
+	xent_ids_rows<<<(unsigned)rows, THREADS, 0, st>>>(z, ids, rowloss, k);
+	xent_mean<<<1, 1, 0, st>>>(rowloss, loss, rows);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k, cudaStream_t st)
+{
+	xent_ids_bwd<<<(unsigned)rows, THREADS, 0, st>>>(z, ids, dz, rows, k);
 	return cudaGetLastError();
 }
 

@@ -81,6 +81,18 @@ cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const fl
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
                          double unbias, double momentum, cudaStream_t st);
 
+/* embedding (ops.def): y [rows, c] = rows ids[r] of w; its gradient: dw [v, c] zeroed, then a column a thread. */
+cudaError_t gpu_embedding(const int32_t *ids, const float *w, float *y, int64_t rows, int64_t c, cudaStream_t st);
+cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, int64_t rows, int64_t c, int64_t v,
+                              cudaStream_t st);
+/* position_embedding (ops.def) on n rows of tc = T * C; its gradient into dw of `all` elements. */
+cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st);
+cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);
+/* softmax_crossentropy_ids and its gradient (ops.def): rows of k logits, a class id each. */
+cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
+                         cudaStream_t st);
+cudaError_t gpu_xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k, cudaStream_t st);
+
 #ifdef __cplusplus
 }
 #endif

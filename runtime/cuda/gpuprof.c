@@ -500,10 +500,17 @@ static void fill_from(Prof *p, float *dst, const float *src, int64_t n)
  */
 static void fill_args(Prof *p, const int64_t *d, void *const *args)
 {
-	int64_t op = d[RT_D_OP], nargs = d[RT_D_NIN] + d[RT_D_NOUT];
+	int64_t op = d[RT_D_OP], nargs = d[RT_D_NIN] + d[RT_D_NOUT], range;
+	int ids = rt_ids_arg(d, &range);
 	for (int i = 0; i < nargs; i++) {
 		int64_t n = rt_elems(RT_ARG_NDIM(d, i), &RT_ARG_DIM(d, i, 0));
-		if ((op == RT_OP_SOFTMAX_XENT || op == RT_OP_SOFTMAX_XENT_BWD) && i == 1) {
+		if (i == ids) { /* valid ids, as int32 */
+			int32_t *h = rt_xmalloc(sizeof *h * (size_t)n);
+			for (int64_t j = 0; j < n; j++)
+				h[j] = (int32_t)((j * 7919) % range);
+			fill_from(p, args[i], (const float *)(const void *)h, n);
+			free(h);
+		} else if ((op == RT_OP_SOFTMAX_XENT || op == RT_OP_SOFTMAX_XENT_BWD) && i == 1) {
 			int64_t cols = RT_ARG_NDIM(d, i) > 1 ? n / RT_ARG_DIM(d, i, 0) : n;
 			float *h = rt_xcalloc(sizeof *h * (size_t)n);
 			for (int64_t r = 0; r < n / cols; r++)

@@ -439,12 +439,18 @@ static void launched(const GpuKernel *k, cudaError_t err)
  *
  * The bias is first broadcast into y, which the product then adds to.
  */
+/* The last dimension of argument i (dense over [N, I] or [N, T, I]: rows of it). */
+static int64_t last_dim(const int64_t *d, int i)
+{
+	return RT_ARG_DIM(d, i, RT_ARG_NDIM(d, i) - 1);
+}
+
 static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
-	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
-	int nin = (int)d[RT_D_NIN], fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, nin, 1));
+	int nin = (int)d[RT_D_NIN], fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, nin));
+	int nb = to_int(k, arg_elems(d, 0) / fi);
 	if (nin == 3)
 		launched(k, gpu_fill_rows(a[3], a[2], nb, fo, s->stream));
 	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, &one, a[1], fi, a[0], fi,
@@ -456,8 +462,8 @@ static void run_dense_bwd_data(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
-	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
-	int fo = to_int(k, RT_ARG_DIM(d, 0, 1)), fi = to_int(k, RT_ARG_DIM(d, 2, 1));
+	int fo = to_int(k, last_dim(d, 0)), fi = to_int(k, last_dim(d, 2));
+	int nb = to_int(k, arg_elems(d, 0) / fo);
 	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, &one, a[1], fi, a[0], fo, &zero, a[2],
 	                         fi));
 }
@@ -467,8 +473,8 @@ static void run_dense_bwd_weight(GpuState *s, const GpuKernel *k, void *const *a
 {
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
-	int nb = to_int(k, RT_ARG_DIM(d, 0, 0));
-	int fi = to_int(k, RT_ARG_DIM(d, 0, 1)), fo = to_int(k, RT_ARG_DIM(d, 1, 1));
+	int fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, 1));
+	int nb = to_int(k, arg_elems(d, 0) / fi);
 	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, &one, a[0], fi, a[1], fo, &zero, a[2],
 	                         fi));
 }
@@ -596,8 +602,30 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SOFTMAX_XENT_BWD:
 		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
-	case RT_OP_BIAS_GRAD:
-		launched(k, gpu_bias_grad(a[0], a[1], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2), st));
+	case RT_OP_BIAS_GRAD: {
+		int ax = d[RT_D_AXIS] > 0 ? (int)d[RT_D_AXIS] : 1;
+		int64_t c = dim_or_1(d, 0, ax), inner = inner_elems(d, 0, ax + 1);
+		launched(k, gpu_bias_grad(a[0], a[1], arg_elems(d, 0) / (c * inner), c, inner, st));
+		break;
+	}
+	case RT_OP_EMBEDDING:
+		launched(k, gpu_embedding(a[0], a[1], a[2], arg_elems(d, 0), RT_ARG_DIM(d, 1, 1), st));
+		break;
+	case RT_OP_EMBEDDING_BWD:
+		launched(k, gpu_embedding_bwd(a[0], a[1], a[2], arg_elems(d, 1), RT_ARG_DIM(d, 2, 1), RT_ARG_DIM(d, 2, 0), st));
+		break;
+	case RT_OP_POSITION:
+		launched(k, gpu_position(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2), st));
+		break;
+	case RT_OP_POSITION_BWD:
+		launched(k, gpu_position_bwd(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2),
+		                             arg_elems(d, 1), st));
+		break;
+	case RT_OP_SOFTMAX_XENT_IDS:
+		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[2], arg_elems(d, 1), last_dim(d, 0), st));
+		break;
+	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), st));
 		break;
 	case RT_OP_GRAD_SUMSQ:
 		launched(k, gpu_grad_sumsq(a[0], d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]], arg_elems(d, 0), st));
@@ -713,6 +741,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		k->ws = (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0));
 		grow_workspace(s, k);
 		break;
+	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
+		k->ws = (size_t)op_xent_row_bytes(arg_elems(desc, 1));
+		grow_workspace(s, k);
+		break;
 	case RT_OP_ADD:
 		if (desc[RT_D_NIN] > GPU_MAX_ADD)
 			rt_fatal("kernel %d (add): %lld inputs, the GPU runtime adds at most %d", id,
@@ -749,6 +781,11 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_BATCHNORM_EVAL:
 	case RT_OP_LAYERNORM:
 	case RT_OP_LAYERNORM_BWD:
+	case RT_OP_EMBEDDING:
+	case RT_OP_EMBEDDING_BWD:
+	case RT_OP_POSITION:
+	case RT_OP_POSITION_BWD:
+	case RT_OP_SOFTMAX_XENT_IDS_BWD:
 		break; /* our own kernels and copies: the description is all they need */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

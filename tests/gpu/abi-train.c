@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 	RtCtx *ctx = rt_begin(argc, argv, &program);
 	for (int i = 0; i < NSTEPS; i++)
 		kernel(ctx, i, steps[i].op, steps[i].nin, steps[i].nout, steps[i].args, steps[i].lr);
-	declare(ctx, "x", RT_TENSOR_INPUT, &x, RT_INIT_NORMAL, 0, 0);
+	declare(ctx, "x", RT_TENSOR_INPUT, &x, RT_INIT_NORMAL, 0, 1);
 	declare(ctx, "y", RT_TENSOR_LABELS, &y, RT_INIT_ONEHOT, 0, 0);
 	declare(ctx, "fc1.weight", RT_TENSOR_WEIGHT, &w1s, RT_INIT_UNIFORM, -0.25, 0.25);
 	declare(ctx, "fc1.velocity", RT_TENSOR_STATE, &v1s, RT_INIT_CONST, 0, 0);

@@ -4,9 +4,11 @@
  * A dataset is a directory holding
  *
  *   x.npy   float32 samples [N, ...]: the model's input without its batch
- *           dimension;
+ *           dimension; or, for an input of ids (i32[batch, seq]), integer
+ *           ids [N, seq] (int32 or int64);
  *   y.npy   labels: integer class ids [N] (int32 or int64), or one-hot or
- *           soft labels [N, K] (float32 or float64),
+ *           soft labels [N, K] (float32 or float64); for class labels
+ *           (class[batch, ...]), integer class ids of their shape [N, ...],
  *
  * as numpy.save writes them. Both files are memory-mapped, never read
  * whole, so a dataset larger than memory works; only the samples of a
@@ -39,30 +41,39 @@ typedef struct DsDataset {
 	TioFile *x, *y;       /* the two files, mapped */
 	int64_t n;            /* samples */
 	int64_t sample_elems; /* floats of one sample */
-	int64_t classes;      /* K: the labels tensor's columns */
-	int class_ids;        /* y.npy holds class ids [N] (else [N, K] floats) */
+	int64_t x_ids;        /* > 0: the samples are ids in [0, x_ids), gathered as floats */
+	int64_t classes;      /* K: the classes */
+	int class_ids;        /* y.npy holds class ids (else [N, K] floats) */
+	int y_ids;            /* the model's labels are class ids too: gathered as ids, not one-hot */
+	int64_t label_elems;  /* floats of one sample's labels: K one-hot, or its ids */
 	int64_t batch;        /* samples a step */
 	int64_t steps_per_epoch; /* N / batch */
 	int64_t *perm;        /* the order of epoch perm_epoch (ds_gather's) */
 	int64_t perm_epoch;   /* -1: none yet */
 } DsDataset;
 
+/* What a model takes: its input and labels tensors, the batch first. */
+typedef struct DsModel {
+	const char *input;      /* the input tensor's name, for messages */
+	int x_ndim;             /* its dimensions */
+	const int64_t *x_shape; /* and sizes */
+	int64_t x_ids;          /* > 0: the input is ids (i32) in [0, x_ids); 0: float32 values */
+	int y_ndim;             /* the labels' dimensions */
+	const int64_t *y_shape; /* and sizes: one-hot [batch, K], or class ids [batch, ...] */
+	int64_t y_ids;          /* > 0: the labels are class ids in [0, y_ids) (class[...]); 0: one-hot */
+} DsModel;
+
 /*
- * Open DIR as the data of a model whose input has shape x_shape (x_ndim
- * dimensions, the batch first) and whose labels are [batch, classes],
- * its batches drawn in the order of `seed`: check both files' types and
- * shapes, that every class id is in [0, classes) and every soft label
- * finite, and that N holds a batch. `input` names the model's input
- * tensor in messages.
+ * Open DIR as the data of model m, its batches drawn in the order of
+ * `seed`: check both files' types and shapes, that every class id is in
+ * range and every soft label finite, and that N holds a batch.
  */
-int ds_open(const char *dir, uint64_t seed, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
-            DsDataset **out, char *err, size_t errlen);
+int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, char *err, size_t errlen);
 /*
  * The same for evaluation: every sample is evaluated once, in the files'
  * order, so any N of at least 1 will do (the last batch is partial).
  */
-int ds_open_eval(const char *dir, const char *input, int x_ndim, const int64_t *x_shape, int64_t classes,
-                 DsDataset **out, char *err, size_t errlen);
+int ds_open_eval(const char *dir, const DsModel *m, DsDataset **out, char *err, size_t errlen);
 void ds_close(DsDataset *d);
 
 /* Epoch `epoch`'s order of the n samples: a permutation written to perm[n]. */
@@ -77,10 +88,10 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
 
 /*
  * Gather the batch of step `step` of the run (from 0): its samples into
- * x[batch * sample_elems] and its one-hot or soft labels into
- * y[batch * classes]. Fails on a sample that is not finite (named by its
- * row in x.npy). Not thread-safe on one dataset (it keeps the epoch's
- * order).
+ * x[batch * sample_elems] and its one-hot or soft labels, or its class
+ * ids, into y[batch * label_elems], ids as floats. Fails on a sample
+ * that is not finite or an id out of range (named by its row in x.npy).
+ * Not thread-safe on one dataset (it keeps the epoch's order).
  */
 int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen);
 

@@ -59,15 +59,16 @@ static inline uint64_t rt_stream(uint64_t seed, const char *name)
 /* How a tensor starts (the compiler chooses; weights.h says for which tensor). */
 enum {
 	RT_INIT_UNIFORM = 0, /* U(lo, hi) */
-	RT_INIT_NORMAL = 1,  /* N(0, 1) */
+	RT_INIT_NORMAL = 1,  /* N(0, hi^2) */
 	RT_INIT_CONST = 2,   /* every element = value */
 	RT_INIT_ONEHOT = 3,  /* rows of `cols` elements, one random class per row */
+	RT_INIT_IDS = 4,     /* integer ids drawn uniformly from [0, hi) */
 };
 
 /* A generator of a tensor's initial values, element by element in row-major order. */
 typedef struct RtInit {
 	int kind;        /* RT_INIT_* */
-	double lo, hi;   /* RT_INIT_UNIFORM bounds */
+	double lo, hi;   /* RT_INIT_UNIFORM bounds; RT_INIT_NORMAL's deviation; RT_INIT_IDS's range */
 	double value;    /* RT_INIT_CONST value */
 	uint64_t state;  /* stream state, from rt_stream(seed, name) */
 	int64_t cols;    /* RT_INIT_ONEHOT: classes per row */
@@ -82,7 +83,9 @@ static inline double rt_init_next(RtInit *s)
 	case RT_INIT_UNIFORM:
 		return s->lo + (s->hi - s->lo) * rt_uniform01(&s->state);
 	case RT_INIT_NORMAL:
-		return rt_normal(&s->state);
+		return s->hi * rt_normal(&s->state);
+	case RT_INIT_IDS:
+		return (double)(rt_splitmix64(&s->state) % (uint64_t)s->hi);
 	case RT_INIT_ONEHOT: {
 		if (s->col == 0)
 			s->cls = (int64_t)(rt_splitmix64(&s->state) % (uint64_t)s->cols);

@@ -89,6 +89,29 @@ enum RtDescField {
 #define RT_ARG_NDIM(desc, i) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i)])
 #define RT_ARG_DIM(desc, i, d) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i) + 1 + (d)])
 
+/*
+ * The argument of a kernel that holds integer ids (int32), or -1; *range:
+ * they are in [0, range) (profilers fill it with such ids).
+ */
+static inline int rt_ids_arg(const int64_t *desc, int64_t *range)
+{
+	switch (desc[RT_D_OP]) {
+	case RT_OP_EMBEDDING:
+		*range = RT_ARG_DIM(desc, 1, 0);
+		return 0;
+	case RT_OP_EMBEDDING_BWD:
+		*range = RT_ARG_DIM(desc, 2, 0);
+		return 1;
+	case RT_OP_SOFTMAX_XENT_IDS:
+	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+		*range = RT_ARG_DIM(desc, 0, RT_ARG_NDIM(desc, 0) - 1);
+		return 1;
+	default:
+		*range = 0;
+		return -1;
+	}
+}
+
 enum { RT_POOL_FAST = 0, RT_POOL_SLOW = 1 };
 enum { RT_DATA_INPUT = 0, RT_DATA_LABELS = 1 };
 
@@ -131,6 +154,9 @@ enum {
 };
 
 
+/* Element types of RtTensor.dtype. */
+enum { RT_DTYPE_F32 = 0, RT_DTYPE_I32 = 1 };
+
 /* A tensor that lives across steps or comes from outside (weight, state, input, labels). */
 typedef struct RtTensor {
 	const char *name;          /* its name in the model and in weight files */
@@ -141,6 +167,7 @@ typedef struct RtTensor {
 	int64_t shape[RT_MAX_DIMS];/* sizes */
 	int32_t init;              /* RT_INIT_* of autotm/random.h; the stream is
 	                              rt_stream(--seed, name) */
+	int32_t dtype;             /* RT_DTYPE_*: f32, or i32 ids (input, labels) in [0, hi) */
 	double lo, hi, value;      /* its parameters */
 } RtTensor;
 
