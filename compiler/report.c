@@ -154,7 +154,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	fprintf(f, "input: %s %s\n", g->input->name, tensor_type_str(g->input, b1, sizeof b1));
 	fprintf(f, "labels: %s %s\n", g->labels->name, tensor_type_str(g->labels, b1, sizeof b1));
 	fprintf(f, "output: %s\n", tensor_type_str(g->output, b1, sizeof b1));
-	fprintf(f, "loss: softmax cross-entropy, mean over the batch\n");
+	fprintf(f, "loss: softmax cross-entropy, mean over the batch%s\n",
+	        g->labels->dtype == DT_I32 && g->labels->shape.ndim > 1 ? " and its positions" : "");
 	char ob[512];
 	fprintf(f, "optimizer: %s\n", optimizer_str(&g->opt, ob, sizeof ob));
 	if (!s)

@@ -124,10 +124,27 @@ def forward(graph, weights, stats, x, y, train=True):
             r = F.dropout(ins[0], a["p"], training=False)
         elif op == "softmax_crossentropy":
             r = -(ins[1] * F.log_softmax(ins[0], dim=1)).sum(dim=1).mean()
+        elif op == "embedding":
+            r = F.embedding(ins[0], ins[1])
+        elif op == "position_embedding":
+            r = ins[0] + ins[1][:ins[0].shape[1]]
+        elif op == "softmax_crossentropy_ids":
+            r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         t[n["outputs"][0]] = r
     return t[graph["loss"]], t
+
+
+def id_ranges(graph):
+    """Integer (i32) input and labels: tensor id -> the ids they hold are in [0, this), from their users."""
+    tensors, out = graph["tensors"], {}
+    for n in graph["nodes"]:
+        if n["op"] == "embedding":
+            out[n["inputs"][0]] = tensors[n["inputs"][1]]["shape"][0]
+        elif n["op"] == "softmax_crossentropy_ids":
+            out[n["inputs"][1]] = tensors[n["inputs"][0]]["shape"][-1]
+    return out
 
 
 def schedule_lr(opt, t):
@@ -247,11 +264,16 @@ def main():
     graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
     tensors = graph["tensors"]
     xshape = tensors[graph["input"]]["shape"]
-    nclass = tensors[graph["labels"]]["shape"][1]
+    ids = id_ranges(graph)
+    nclass = ids.get(graph["labels"]) or tensors[graph["labels"]]["shape"][1]
 
     rng = np.random.default_rng(1234)
-    x = rng.standard_normal(xshape).astype(np.float32)
-    cls = rng.integers(0, nclass, size=xshape[0]).astype(np.int64)
+    if graph["input"] in ids:  # token ids
+        x = rng.integers(0, ids[graph["input"]], size=xshape).astype(np.int32)
+    else:
+        x = rng.standard_normal(xshape).astype(np.float32)
+    cls = rng.integers(0, nclass, size=tensors[graph["labels"]]["shape"] if graph["labels"] in ids
+                       else xshape[0]).astype(np.int64)
     np.save(f"{work}/x.npy", x)
     np.save(f"{work}/y.npy", cls)
 
@@ -275,8 +297,8 @@ def main():
             sys.exit(f"initial statistic {name} is not PyTorch's: {v}")
     opt = graph["optimizer"]
     optim = make_optimizer(opt, list(weights.values()))
-    xt = torch.tensor(x, dtype=dtype)
-    yt = F.one_hot(torch.tensor(cls), nclass).to(dtype)
+    xt = torch.tensor(x, dtype=torch.int64 if graph["input"] in ids else dtype)
+    yt = torch.tensor(cls) if graph["labels"] in ids else F.one_hot(torch.tensor(cls), nclass).to(dtype)
     theirs = []
     clipped = 0
     for t in range(iters):
@@ -310,7 +332,8 @@ def main():
         rel = relative(v, w)
         worst = max(worst, (rel, name))
         bad += rel > rtol
-    if nstats != len(stats) or nstats == 0:
+    has_bn = any(n["op"] == "batchnorm" for n in graph["nodes"])
+    if nstats != len(stats) or (has_bn and nstats == 0):
         print(f"{nstats} running statistics saved, {len(stats)} in the model")
         bad += 1
     print(f"{len(final)} tensors after {iters} steps ({nstats} of them running statistics): largest relative "
