@@ -108,38 +108,44 @@ const float *rt_eval_batch(const RtCtx *ctx, int32_t which)
 	return which == RT_DATA_INPUT ? ev->x : ev->y;
 }
 
+/* The index of the first largest of v[0..k). */
+static int64_t first_max(const float *v, int64_t k)
+{
+	int64_t i = 0;
+	for (int64_t j = 1; j < k; j++)
+		if (v[j] > v[i])
+			i = j;
+	return i;
+}
+
+/* log sum_j exp(z_j - m), in double. */
+static double log_sum_exp(const float *z, int64_t k, double m)
+{
+	double s = 0;
+	for (int64_t j = 0; j < k; j++)
+		s += exp((double)z[j] - m);
+	return log(s);
+}
+
 /* The logits of one sample, its labels -> its loss; *hit: the first largest logit is at the first largest label. */
 static double sample_loss(const float *z, const float *y, int64_t k, bool *hit)
 {
-	int64_t zi = 0, yi = 0;
-	for (int64_t j = 1; j < k; j++) {
-		if (z[j] > z[zi])
-			zi = j;
-		if (y[j] > y[yi])
-			yi = j;
-	}
-	double m = z[zi], s = 0, dot = 0, ysum = 0;
+	int64_t zi = first_max(z, k);
+	double m = z[zi], dot = 0, ysum = 0;
 	for (int64_t j = 0; j < k; j++) {
-		s += exp((double)z[j] - m);
 		dot += (double)y[j] * ((double)z[j] - m);
 		ysum += y[j];
 	}
-	*hit = zi == yi;
-	return ysum * log(s) - dot; /* -sum_j y_j (z_j - m - log s) */
+	*hit = zi == first_max(y, k);
+	return ysum * log_sum_exp(z, k, m) - dot; /* -sum_j y_j (z_j - m - log s) */
 }
 
 /* The same for class id c: -log softmax(z)[c]; *hit: the first largest logit is c's. */
 static double id_loss(const float *z, int64_t c, int64_t k, bool *hit)
 {
-	int64_t zi = 0;
-	for (int64_t j = 1; j < k; j++)
-		if (z[j] > z[zi])
-			zi = j;
-	double m = z[zi], s = 0;
-	for (int64_t j = 0; j < k; j++)
-		s += exp((double)z[j] - m);
+	int64_t zi = first_max(z, k);
 	*hit = zi == c;
-	return log(s) - ((double)z[c] - m);
+	return log_sum_exp(z, k, z[zi]) - ((double)z[c] - z[zi]);
 }
 
 void rt_eval_output(RtCtx *ctx, const float *logits)

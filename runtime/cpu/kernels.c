@@ -1007,13 +1007,20 @@ static void run_position_bwd(const int64_t *d, void *const *a)
 	}
 }
 
+/* The loss over class ids: the rows R of its logits [..., K] (one per id), and K in *k. */
+static int64_t id_rows(const int64_t *d, int64_t *k)
+{
+	*k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1);
+	return arg_elems(d, 1);
+}
+
 /* softmax_crossentropy_ids: logits [R, K], ids i32 [R] -> loss [1], the mean of logsumexp(z) - z[id] */
 static void run_xent_ids(const int64_t *d, void *const *a, double *rowloss)
 {
 	const float *z = a[0];
 	const int32_t *ids = a[1];
 	float *loss = a[2];
-	int64_t k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), rows = arg_elems(d, 0) / k;
+	int64_t k, rows = id_rows(d, &k);
 #pragma omp parallel for if (rows * k > PAR_MIN)
 	for (int64_t r = 0; r < rows; r++) {
 		double mx, s;
@@ -1032,7 +1039,7 @@ static void run_xent_ids_bwd(const int64_t *d, void *const *a)
 	const float *z = a[0];
 	const int32_t *ids = a[1];
 	float *dz = a[2];
-	int64_t k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), rows = arg_elems(d, 0) / k;
+	int64_t k, rows = id_rows(d, &k);
 #pragma omp parallel for if (rows * k > PAR_MIN)
 	for (int64_t r = 0; r < rows; r++) {
 		double mx, s;
