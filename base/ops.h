@@ -65,6 +65,36 @@ static inline int64_t op_xent_row_bytes(int64_t rows)
 }
 
 /*
+ * The GPU runtime's batchnorm and batchnorm_bwd split each of the c
+ * channels of an [n, c, inner] tensor among op_bn_groups(n, c) blocks of
+ * whole images, so that layers of few channels still fill the GPU; each
+ * block leaves its partial sums (two doubles) in the shared scratch, and
+ * each channel combines its groups' in order (the same bits every run).
+ * The compiler counts op_bn_partial_bytes in a GPU placement's workspace.
+ */
+static inline int64_t op_bn_groups(int64_t n, int64_t c)
+{
+	int64_t g = (1024 + c - 1) / c; /* about 1024 blocks in all */
+	return g < 1 ? 1 : g > n ? (n < 1 ? 1 : n) : g;
+}
+
+static inline int64_t op_bn_partial_bytes(int64_t n, int64_t c)
+{
+	return 2 * (int64_t)sizeof(double) * c * op_bn_groups(n, c);
+}
+
+/*
+ * The GPU runtime's maxpool_bwd first finds each window's maximum, as its
+ * offset in the window in one byte, for `windows` windows of kh x kw
+ * (bytes of the shared scratch; none for windows of more than 255
+ * elements, which it does without).
+ */
+static inline int64_t op_maxpool_arg_bytes(int64_t windows, int64_t kh, int64_t kw)
+{
+	return kh * kw <= 255 ? windows : 0;
+}
+
+/*
  * batchnorm_stats: what a channel's batch variance over n elements (biased,
  * as the normalisation uses) is multiplied by to be unbiased, as PyTorch's
  * running variance takes it: n / (n - 1), or 1 for a single element. The

@@ -86,7 +86,8 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 /*
  * node id -> the GPU runtime's scratch beside convolution workspaces
  * (which `algos` states): the loss kernel keeps a double per row in the
- * shared workspace (cuda/kernels.c).
+ * shared workspace, batchnorm and its gradient their groups' partial sums,
+ * maxpool_bwd each window's maximum (base/ops.h, cuda/kernels.c).
  */
 static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 {
@@ -95,6 +96,10 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 		const Node *n = g->nodes.v[i];
 		if (n->op == OP_SOFTMAX_XENT || n->op == OP_SOFTMAX_XENT_IDS)
 			sc[i] = op_xent_row_bytes(shape_elems(n->in[0]->shape) / n->in[0]->shape.d[n->in[0]->shape.ndim - 1]);
+		else if (n->op == OP_MAXPOOL_BWD)
+			sc[i] = op_maxpool_arg_bytes(shape_elems(n->in[1]->shape), n->attr.kh, n->attr.kw);
+		else if (n->op == OP_BATCHNORM || n->op == OP_BATCHNORM_BWD)
+			sc[i] = op_bn_partial_bytes(n->in[0]->shape.d[0], n->in[0]->shape.ndim > 1 ? n->in[0]->shape.d[1] : 1);
 	}
 	return sc;
 }

@@ -167,6 +167,29 @@ def versions(torch, device):
     return v
 
 
+def kernel_times(torch, step, path, steps=2):
+    """Each GPU kernel's launches and device time a step, from torch.profiler
+    over `steps` steps, into `path` (JSON: kernels sorted by time, and the
+    total of every kernel a step)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    kernels = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        k = kernels.setdefault(e.name, [0, 0.0])
+        k[0] += 1
+        k[1] += e.time_range.elapsed_us()
+    rows = sorted(({"name": n, "launches": c / steps, "seconds": t * 1e-6 / steps}
+                   for n, (c, t) in kernels.items()), key=lambda r: -r["seconds"])
+    with open(path, "w") as f:
+        json.dump({"steps": steps, "total_seconds": sum(r["seconds"] for r in rows), "kernels": rows}, f, indent=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,6 +209,9 @@ def main():
                    help="cudnn.benchmark = False (default: True)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
+    p.add_argument("--kernels", metavar="FILE",
+                   help="after the timed steps, profile 2 more (torch.profiler) and write each "
+                        "GPU kernel's name, launches and device time a step to FILE (JSON)")
     args = p.parse_args()
     batch, size, classes, lr, momentum = DEFAULTS[args.model]
     args.batch = args.batch or batch
@@ -290,6 +316,9 @@ def main():
         print(json.dumps(out))
         return 1
 
+    if args.kernels and cuda:
+        out["kernels_file"] = args.kernels
+        kernel_times(torch, step, args.kernels)
     out.update({"status": "ok", "median": statistics.median(times), "min": min(times),
                 "max": max(times), "step_times": times, "losses": losses})
     print(json.dumps(out))

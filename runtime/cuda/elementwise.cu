@@ -20,6 +20,7 @@
  */
 #include "elementwise.h"
 #include "layernorm.h" /* base/ */
+#include "ops.h"       /* base/ */
 
 #include "autotm/random.h"
 #include "autotm/rt.h"
@@ -126,6 +127,60 @@ __device__ void windows_of(int64_t r, int64_t k, int64_t s, int64_t p, int64_t n
 	*last = (r + p) / s < nout - 1 ? (r + p) / s : nout - 1;
 }
 
+/*
+ * maxpool_bwd in two kernels: each window's first maximum, as its offset
+ * in the window (maxpool_argmax, one thread a window, into `arg`: base/ops.h's
+ * op_maxpool_arg_bytes); then each input element gathers dy of the windows
+ * that chose it, in raster order (maxpool_gather). Windows of more than 255
+ * elements take maxpool_bwd, which finds each window's maximum again for
+ * every element it contains.
+ */
+__global__ void maxpool_argmax(const float *x, uint8_t *arg, int64_t planes, int64_t h, int64_t w, int64_t ho,
+                               int64_t wo, GpuWindow g)
+{
+	FOR_EACH(o, planes * ho * wo) {
+		int64_t pl = o / (ho * wo);
+		int rem = (int)(o - pl * ho * wo), i = rem / (int)wo, j = rem % (int)wo;
+		const float *xp = x + pl * h * w;
+		int h0 = i * (int)g.sh - (int)g.ph, w0 = j * (int)g.sw - (int)g.pw;
+		int h1 = h0 + (int)g.kh < h ? h0 + (int)g.kh : (int)h, w1 = w0 + (int)g.kw < w ? w0 + (int)g.kw : (int)w;
+		int best = -1, at = 0;
+		float m = 0;
+		for (int rr = h0 < 0 ? 0 : h0; rr < h1; rr++)
+			for (int qq = w0 < 0 ? 0 : w0; qq < w1; qq++) {
+				float v = xp[(int64_t)rr * w + qq];
+				if (best < 0 || v > m) {
+					best = 1;
+					m = v;
+					at = (rr - h0) * (int)g.kw + (qq - w0);
+				}
+			}
+		arg[o] = (uint8_t)at;
+	}
+}
+
+__global__ void maxpool_gather(const uint8_t *arg, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+                               int64_t ho, int64_t wo, GpuWindow g)
+{
+	FOR_EACH(e, planes * h * w) {
+		int64_t pl = e / (h * w);
+		int rem = (int)(e - pl * h * w), r = rem / (int)w, q = rem % (int)w;
+		int64_t i0, i1, j0, j1;
+		windows_of(r, g.kh, g.sh, g.ph, ho, &i0, &i1);
+		windows_of(q, g.kw, g.sw, g.pw, wo, &j0, &j1);
+		const float *dyp = dy + pl * ho * wo;
+		const uint8_t *ap = arg + pl * ho * wo;
+		float acc = 0;
+		for (int i = (int)i0; i <= (int)i1; i++)
+			for (int j = (int)j0; j <= (int)j1; j++) {
+				int at = (r - (i * (int)g.sh - (int)g.ph)) * (int)g.kw + (q - (j * (int)g.sw - (int)g.pw));
+				if (ap[i * wo + j] == at)
+					acc += dyp[i * wo + j];
+			}
+		dx[e] = acc;
+	}
+}
+
 __global__ void maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
                             int64_t ho, int64_t wo, GpuWindow g)
 {
@@ -208,54 +263,116 @@ __device__ void walk_next(ChannelWalk *w, int64_t inner)
 /* The index of the walk's element in channel c */
 #define CHANNEL_AT(w, c, nc, inner) (((w).b * (nc) + (c)) * (inner) + (w).i)
 
-/* Batch normalization's blocks, one a channel: large, for the memory traffic in flight. */
-const int BN_THREADS = 1024;
+/*
+ * Batch normalization in groups (base/ops.h's op_bn_groups): block (c, g)
+ * of a [c, groups] grid walks the images [n g / groups, n (g + 1) / groups)
+ * of channel c; a first kernel leaves each block's two partial sums in
+ * `part` ([c, groups, 2] doubles), a second combines a channel's groups in
+ * order (every block of the channel alike) and writes its share of the
+ * output. Two passes over x forward (sums, then y) and two over x and dy
+ * backward; the variance is E[x^2] - mean^2 in double.
+ */
+const int BN_THREADS = 256;
 
-/* One block of BN_THREADS per channel: mean, biased variance (two passes, as the interpreter), y. */
-__global__ void batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
-                          int64_t n, int64_t nc, int64_t inner, double eps)
+/* The walk of block (c, g) over its images of channel c. */
+#define FOR_GROUP(w, n, inner)                                                                             \
+	for (ChannelWalk w = bn_walk((n) * blockIdx.y / gridDim.y, inner); w.b < (n) * (blockIdx.y + 1) / gridDim.y; \
+	     walk_next(&w, inner))
+
+__device__ ChannelWalk bn_walk(int64_t b0, int64_t inner)
 {
-	int64_t c = blockIdx.x, m = n * inner;
-	double s = 0;
-	FOR_CHANNEL_OF(BN_THREADS, w, n, inner)
-		s += x[CHANNEL_AT(w, c, nc, inner)];
-	double mu = block_sum_of<BN_THREADS>(s) / (double)m, v = 0;
-	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
-		double t = x[CHANNEL_AT(w, c, nc, inner)] - mu;
-		v += t * t;
-	}
-	v = block_sum_of<BN_THREADS>(v) / (double)m;
-	double is = 1.0 / sqrt(v + eps);
-	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
-		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		y[idx] = (float)((x[idx] - mu) * is * gamma[c] + beta[c]);
-	}
+	ChannelWalk w = walk_start<BN_THREADS>(inner);
+	w.b += b0;
+	return w;
+}
+
+/* Thread 0 stores the block's sums of a and b as its group's partial sums. */
+__device__ void bn_store(double *part, double a, double b)
+{
+	a = block_sum_of<BN_THREADS>(a);
+	b = block_sum_of<BN_THREADS>(b);
 	if (threadIdx.x == 0) {
+		double *p = part + 2 * ((int64_t)blockIdx.x * gridDim.y + blockIdx.y);
+		p[0] = a;
+		p[1] = b;
+	}
+}
+
+/* The sums of channel blockIdx.x's groups, in order. */
+__device__ void bn_combine(const double *part, double *a, double *b)
+{
+	const double *p = part + 2 * (int64_t)blockIdx.x * gridDim.y;
+	double s = 0, t = 0;
+	for (unsigned g = 0; g < gridDim.y; g++) {
+		s += p[2 * g];
+		t += p[2 * g + 1];
+	}
+	*a = s;
+	*b = t;
+}
+
+__global__ void bn_sums(const float *x, double *part, int64_t n, int64_t nc, int64_t inner)
+{
+	int64_t c = blockIdx.x;
+	double s = 0, ss = 0;
+	FOR_GROUP(w, n, inner) {
+		double v = x[CHANNEL_AT(w, c, nc, inner)];
+		s += v;
+		ss += v * v;
+	}
+	bn_store(part, s, ss);
+}
+
+__global__ void bn_normalize(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
+                             const double *part, int64_t n, int64_t nc, int64_t inner, double eps)
+{
+	int64_t c = blockIdx.x;
+	double m = (double)(n * inner), s, ss;
+	bn_combine(part, &s, &ss);
+	double mu = s / m, v = ss / m - mu * mu;
+	if (v < 0)
+		v = 0;
+	double is = 1.0 / sqrt(v + eps), a = is * gamma[c], b = beta[c] - mu * a;
+	FOR_GROUP(w, n, inner) {
+		int64_t idx = CHANNEL_AT(w, c, nc, inner);
+		y[idx] = (float)(x[idx] * a + b);
+	}
+	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		mean[c] = (float)mu;
 		var[c] = (float)v;
 	}
 }
 
-__global__ void batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
-                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t nc,
-                              int64_t inner, double eps)
+/* backward: sums of dy and of dy (x - mean) */
+__global__ void bn_bwd_sums(const float *x, const float *mean, const float *dy, double *part, int64_t n, int64_t nc,
+                            int64_t inner)
 {
-	int64_t c = blockIdx.x, m = n * inner;
-	double invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy = 0, sdyx = 0;
-	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
+	int64_t c = blockIdx.x;
+	double mu = mean[c], sdy = 0, sdyx = 0;
+	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		sdy += dy[idx];
-		sdyx += dy[idx] * (x[idx] - mu) * invstd;
+		double d = dy[idx];
+		sdy += d;
+		sdyx += d * (x[idx] - mu);
 	}
-	sdy = block_sum_of<BN_THREADS>(sdy);
-	sdyx = block_sum_of<BN_THREADS>(sdyx);
-	double scale = gamma[c] * invstd / (double)m;
-	FOR_CHANNEL_OF(BN_THREADS, w, n, inner) {
+	bn_store(part, sdy, sdyx);
+}
+
+__global__ void bn_bwd_dx(const float *x, const float *gamma, const float *mean, const float *var, const float *dy,
+                          float *dx, float *dgamma, float *dbeta, const double *part, int64_t n, int64_t nc,
+                          int64_t inner, double eps)
+{
+	int64_t c = blockIdx.x;
+	double m = (double)(n * inner), invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy, sdyx;
+	bn_combine(part, &sdy, &sdyx);
+	sdyx *= invstd; /* the sum of dy xhat */
+	/* dx = gamma invstd / m (m dy - sdy - xhat sdyx) = dy p + x q + r */
+	double p = gamma[c] * invstd, q = -p * invstd * sdyx / m, r = -p * sdy / m - mu * q;
+	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		double xhat = (x[idx] - mu) * invstd;
-		dx[idx] = (float)(scale * ((double)m * dy[idx] - sdy - xhat * sdyx));
+		dx[idx] = (float)(dy[idx] * p + x[idx] * q + r);
 	}
-	if (threadIdx.x == 0) {
+	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		dbeta[c] = (float)sdy;
 		dgamma[c] = (float)sdyx;
 	}
@@ -405,6 +522,11 @@ __global__ void bn_eval(const float *x, const float *w, const float *b, const fl
 	}
 }
 
+dim3 bn_grid(int64_t n, int64_t c)
+{
+	return dim3((unsigned)c, (unsigned)op_bn_groups(n, c));
+}
+
 } /* namespace */
 
 /* ---- launchers ---------------------------------------------------------------- */
@@ -501,10 +623,15 @@ cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
-                            int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st)
+cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, void *arg, int64_t planes, int64_t h,
+                            int64_t w, int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st)
 {
-	maxpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(x, dy, dx, planes, h, w, ho, wo, g);
+	if (g.kh * g.kw > 255) {
+		maxpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(x, dy, dx, planes, h, w, ho, wo, g);
+		return cudaGetLastError();
+	}
+	maxpool_argmax<<<grid(planes * ho * wo), THREADS, 0, st>>>(x, (uint8_t *)arg, planes, h, w, ho, wo, g);
+	maxpool_gather<<<grid(planes * h * w), THREADS, 0, st>>>((const uint8_t *)arg, dy, dx, planes, h, w, ho, wo, g);
 	return cudaGetLastError();
 }
 
@@ -522,17 +649,20 @@ cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, in
 }
 
 cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
-                          int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
 {
-	batchnorm<<<(unsigned)c, BN_THREADS, 0, st>>>(x, gamma, beta, y, mean, var, n, c, inner, eps);
+	bn_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, part, n, c, inner);
+	bn_normalize<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, gamma, beta, y, mean, var, part, n, c, inner, eps);
 	return cudaGetLastError();
 }
 
 cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
-                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t c,
-                              int64_t inner, double eps, cudaStream_t st)
+                              const float *dy, float *dx, float *dgamma, float *dbeta, double *part, int64_t n,
+                              int64_t c, int64_t inner, double eps, cudaStream_t st)
 {
-	batchnorm_bwd<<<(unsigned)c, BN_THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, n, c, inner, eps);
+	bn_bwd_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, mean, dy, part, n, c, inner);
+	bn_bwd_dx<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, part, n, c, inner,
+	                                               eps);
 	return cudaGetLastError();
 }
 

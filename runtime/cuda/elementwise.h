@@ -37,21 +37,23 @@ cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint
 typedef struct GpuWindow {
 	int64_t kh, kw, sh, sw, ph, pw;
 } GpuWindow;
-/* maxpool_bwd: each window's dy to the window's first maximum of x (padding excluded). */
-cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
-                            int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st);
+/* maxpool_bwd: each window's dy to the window's first maximum of x (padding excluded); arg: scratch of
+ * op_maxpool_arg_bytes (base/ops.h) for each window's maximum. */
+cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, void *arg, int64_t planes, int64_t h,
+                            int64_t w, int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st);
 /* avgpool_bwd: each window's dy / (kh * kw) to every element of it inside the image. */
 cudaError_t gpu_avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
                             GpuWindow g, cudaStream_t st);
 /* globalavgpool_bwd: dx [planes, inner] = dy [planes] / inner. */
 cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t inner, cudaStream_t st);
-/* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c]. */
+/* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c]; part: the
+ * partial sums, op_bn_partial_bytes(n, c) of device memory (base/ops.h). */
 cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
-                          int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
-/* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta. */
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
+/* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta; part as gpu_batchnorm's. */
 cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
-                              const float *dy, float *dx, float *dgamma, float *dbeta, int64_t n, int64_t c,
-                              int64_t inner, double eps, cudaStream_t st);
+                              const float *dy, float *dx, float *dgamma, float *dbeta, double *part, int64_t n,
+                              int64_t c, int64_t inner, double eps, cudaStream_t st);
 /* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner. */
 cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st);
 /* softmax_crossentropy: z, y [rows, k] -> loss [1]; rowloss: rows doubles of scratch. */

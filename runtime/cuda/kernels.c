@@ -538,8 +538,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
 		break;
 	case RT_OP_MAXPOOL_BWD:
-		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2),
-		                            RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2), RT_ARG_DIM(d, 1, 3), window(d), st));
+		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], s->workspace, RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1),
+		                            RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2),
+		                            RT_ARG_DIM(d, 1, 3), window(d), st));
 		break;
 	case RT_OP_AVGPOOL_BWD:
 		launched(k, gpu_avgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
@@ -550,12 +551,13 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		                                  inner_elems(d, 1, 2), st));
 		break;
 	case RT_OP_BATCHNORM:
-		launched(k, gpu_batchnorm(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
-		                          inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		launched(k, gpu_batchnorm(a[0], a[1], a[2], a[3], a[4], a[5], s->workspace, RT_ARG_DIM(d, 0, 0),
+		                          dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
 		break;
 	case RT_OP_BATCHNORM_BWD:
-		launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], RT_ARG_DIM(d, 0, 0),
-		                              dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], s->workspace,
+		                              RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2),
+		                              attr_f64(d, RT_D_EPS), st));
 		break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
@@ -737,6 +739,17 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_BWD_WEIGHT:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
 		break;
+	case RT_OP_MAXPOOL_BWD: /* each window's maximum in the workspace */
+		k->ws = (size_t)op_maxpool_arg_bytes(arg_elems(desc, 1), desc[RT_D_KH], desc[RT_D_KW]);
+		grow_workspace(s, k);
+		break;
+	case RT_OP_BATCHNORM: /* the groups' partial sums in the workspace */
+	case RT_OP_BATCHNORM_BWD:
+		k->ws = (size_t)op_bn_partial_bytes(RT_ARG_DIM(desc, 0, 0), dim_or_1(desc, 0, 1));
+		grow_workspace(s, k);
+		snprintf(k->impl, sizeof k->impl, "CUDA, %lld groups a channel",
+		         (long long)op_bn_groups(RT_ARG_DIM(desc, 0, 0), dim_or_1(desc, 0, 1)));
+		break;
 	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
 		k->ws = (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0));
 		grow_workspace(s, k);
@@ -761,11 +774,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		if (op_info[k->op].act == ACT_NONE)
 			RT_ICE("kernel %d (%s): ops.def names no activation", id, op_name(k->op));
 		break;
-	case RT_OP_MAXPOOL_BWD:
 	case RT_OP_AVGPOOL_BWD:
 	case RT_OP_GLOBALAVGPOOL_BWD:
-	case RT_OP_BATCHNORM:
-	case RT_OP_BATCHNORM_BWD:
 	case RT_OP_RESHAPE:
 	case RT_OP_DROPOUT:
 	case RT_OP_DROPOUT_BWD:

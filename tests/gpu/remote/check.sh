@@ -9,7 +9,8 @@
 #          256 MiB, TF32) against the CPU runtime's losses
 #   train  mlp, test_vgg, resnet50: all-fast, sync, async, um, 3 losses
 #          against the interpreter within 1e-3 (resnet50: 1e-4 for the
-#          first, 2e-2 for the others); the device pool within the limit;
+#          first, 2e-2 for the others); tokennet (tests/torch): all-fast,
+#          sync, auto within 1e-4; the device pool within the limit;
 #          unified memory capped below its pool refused
 #   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
 #          the parking of the training step's tensors) evaluates the same
@@ -117,6 +118,24 @@ if want train; then
 			fi
 			if python3 gpu-record.py "$logs/train-$name.json" "#   "; then ok "train $name"; else notok "train $name: results record"; fi
 		done
+	done
+fi
+
+if want train; then
+	for opt in all-fast sync auto; do
+		name=tokennet-$opt
+		f=$logs/train-$name.txt
+		timeout -k 5 60 "prog/$name" --iters 3 --results "$logs/train-$name.json" > "$f" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			notok "train $name (exit $rc)"; tail -3 "$f"
+		elif ! agree 1e-4 ref/tokennet.txt "$f"; then
+			notok "train $name: losses differ from the interpreter's"
+		elif python3 gpu-record.py "$logs/train-$name.json" "#   "; then
+			ok "train $name"
+		else
+			notok "train $name: results record"
+		fi
 	done
 fi
 
