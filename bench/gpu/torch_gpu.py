@@ -207,6 +207,9 @@ def main():
     p.add_argument("--tf32", action="store_true", help="allow TF32 (default: off)")
     p.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
                    help="cudnn.benchmark = False (default: True)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="cudnn.deterministic = True: only cuDNN algorithms that give the same bits every "
+                        "run, as autotmc's (default: False, PyTorch's default)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
     p.add_argument("--kernels", metavar="FILE",
@@ -237,9 +240,11 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
+    torch.backends.cudnn.deterministic = args.deterministic
     out["tf32_matmul"] = torch.backends.cuda.matmul.allow_tf32
     out["tf32_cudnn"] = torch.backends.cudnn.allow_tf32
     out["cudnn_benchmark"] = torch.backends.cudnn.benchmark
+    out["cudnn_deterministic"] = torch.backends.cudnn.deterministic
     cuda = args.device == "cuda"
     if cuda and not torch.cuda.is_available():
         out["error"] = "no CUDA device (torch.cuda.is_available() is False)"
