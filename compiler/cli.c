@@ -155,6 +155,10 @@ static const Option options[] = {
 	 "model slow-tier times with a hardware description (hw/*.hw); every\nprediction then says 'modeled'"},
 	{"gpu-profile", 0, V_TEXT, F(gpu_profile), C_PLACE, 0, 0, "P.tsv",
 	 "the GPU's kernel and link times, measured by autotm-gpu-profile (docs/gpu.md)"},
+	{"nondeterministic", 0, V_FLAG, F(nondeterministic), C_PLACE, 0, 0, NULL,
+	 "with --gpu-profile: also offer cuDNN's nondeterministic convolution\n"
+	 "algorithms (sums with atomics, as PyTorch's default): faster, but runs\n"
+	 "differ in their last bits"},
 	{"profile-db", 0, V_TEXT, F(db), C_COST | C(PROFILE), 0, 0, "PATH",
 	 "the profile database (default $XDG_CACHE_HOME/autotm/profiles.db or\n~/.cache/autotm/profiles.db)"},
 	{"solver", 0, V_SOLVER, F(solver), C_COST, 0, 0, "S", "cbc (default) or lp_solve"},
@@ -547,6 +551,9 @@ static void check_placement(Settings *s)
 		usage_error(cmd, "give the GPU's times as --gpu-profile (measured) or --hw (modeled), not both");
 	if (s->gpu_profile && s->target != TARGET_GPU)
 		usage_error(cmd, "--gpu-profile is for the GPU backend: give --backend gpu");
+	if (s->nondeterministic && !s->gpu_profile)
+		usage_error(cmd, "--nondeterministic chooses among the algorithms of a measured profile: give --backend gpu "
+		                 "--gpu-profile P.tsv");
 	if (!optimizer_allowed(s->optimizer, s->target)) {
 		char names[256], where[64] = "";
 		for (int t = 0; t < NUM_TARGETS; t++)

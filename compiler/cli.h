@@ -55,6 +55,7 @@ typedef struct Settings {
 	const char *hw;           /* --hw NAME or FILE */
 	const char *db;           /* --profile-db PATH */
 	const char *gpu_profile;  /* --gpu-profile P.tsv */
+	bool nondeterministic;    /* --nondeterministic: cuDNN's nondeterministic algorithms too */
 	const char *solver;       /* --solver cbc|lp_solve (NULL: cbc) */
 	double solver_time;       /* --solver-time SECONDS (0: the default) */
 	int threads;              /* --threads N (0: every core) */

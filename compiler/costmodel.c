@@ -115,7 +115,7 @@ static CostModel *gpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 {
 	CostModel *cm;
 	if (r->gpu_profile) {
-		cm = costmodel_gpu_profile(r->gpu_profile, g, s, a, err, errlen);
+		cm = costmodel_gpu_profile(r->gpu_profile, r->nondeterministic, g, s, a, err, errlen);
 		if (cm)
 			cm->scratch = gpu_scratch(g, a);
 		return cm;

@@ -28,6 +28,7 @@ struct KernelAlgo {
 	const char *name;  /* "implicit_precomp_gemm" */
 	double seconds;    /* its all-fast time */
 	int64_t workspace; /* device bytes it needs besides its arguments */
+	bool nondeterministic; /* its sums depend on timing (offered only with --nondeterministic) */
 };
 
 struct CostModel {
@@ -88,6 +89,7 @@ typedef struct CostRequest {
 	                            all-fast kernel times suffice */
 	const char *hw;          /* --hw NAME or FILE: model the tiers of that machine */
 	const char *gpu_profile; /* --gpu-profile P.tsv: times measured on the GPU */
+	bool nondeterministic;   /* --nondeterministic: also offer cuDNN's nondeterministic algorithms */
 	const char *db;          /* --profile-db PATH (CPU) */
 	int threads;             /* --threads (CPU profiles are per thread count; 0: every core) */
 	const char *slow_dir;    /* --slow-dir (the slow tier's file system is part of the machine) */

@@ -52,6 +52,7 @@ static CostRequest cost_request(const Settings *s)
 {
 	return (CostRequest){
 		.target = s->target, .hw = s->hw, .gpu_profile = s->gpu_profile, .db = s->db, .threads = s->threads,
+		.nondeterministic = s->nondeterministic,
 		.slow_dir = s->slow_dir, .model = s->file,
 		.fast_only = s->optimizer == OPT_ALL_FAST || s->optimizer == OPT_UM,
 	};

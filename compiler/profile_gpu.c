@@ -145,8 +145,8 @@ static bool seconds(const char *s, double *out)
 }
 
 /* Parse the profile text into seconds by signature (sigs order) and the move curves. */
-static bool parse(const char *path, char *text, const ProfileSigs *sigs, double *sig_time, AlgoVec *sig_algos,
-                  GpuData *d, const char **machine, Arena *a, char *err, size_t errlen)
+static bool parse(const char *path, char *text, bool allow_nondet, const ProfileSigs *sigs, double *sig_time,
+                  AlgoVec *sig_algos, GpuData *d, const char **machine, Arena *a, char *err, size_t errlen)
 {
 	int lineno = 0;
 	bool header = false;
@@ -205,15 +205,15 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 			long long wsb = strtoll(f[5], &end, 10);
 			if (*end || errno || wsb < 0)
 				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count", f[5]);
-			/* cuDNN's nondeterministic algorithms (they add with atomics) are not offered to the
-			   placement: a run must give the same bits every time. autotm-gpu-profile writes them as
-			   comments; profiles it wrote before have them as algo lines (cuDNN's numbers) */
+			/* cuDNN's nondeterministic algorithms (they add with atomics) are offered to the
+			   placement only when asked: by default a run gives the same bits every time */
 			bool nondeterministic = (strcmp(f[2], "bwd_data") == 0 && number == 0) ||
 			                        (strcmp(f[2], "bwd_filter") == 0 && (number == 0 || number == 3));
-			ProfileSig *sig = nondeterministic ? NULL : profile_sig_find(sigs, f[1]);
+			ProfileSig *sig = nondeterministic && !allow_nondet ? NULL : profile_sig_find(sigs, f[1]);
 			for (int i = 0; sig && i < sigs->n; i++)
 				if (sigs->v[i] == sig)
-					vec_push(a, &sig_algos[i], ((KernelAlgo){(int)number, arena_strdup(a, f[3]), x, wsb}));
+					vec_push(a, &sig_algos[i],
+					         ((KernelAlgo){(int)number, arena_strdup(a, f[3]), x, wsb, nondeterministic}));
 		} else {
 			return bad(err, errlen, path, lineno, "unknown line kind '%s' (machine, kernel, algo or move)", f[0]);
 		}
@@ -223,8 +223,8 @@ static bool parse(const char *path, char *text, const ProfileSigs *sigs, double 
 	return true;
 }
 
-CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedule *s, Arena *a, char *err,
-                                 size_t errlen)
+CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const Graph *g, const Schedule *s,
+                                 Arena *a, char *err, size_t errlen)
 {
 	char *text = read_file(path, NULL);
 	if (!text) {
@@ -236,7 +236,7 @@ CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedul
 	AlgoVec *sig_algos = arena_array(a, (size_t)sigs->n + 1, sizeof(AlgoVec));
 	GpuData *d = arena_alloc(a, sizeof *d);
 	const char *machine = "an unnamed GPU";
-	bool ok = parse(path, text, sigs, sig_time, sig_algos, d, &machine, a, err, errlen);
+	bool ok = parse(path, text, nondeterministic, sigs, sig_time, sig_algos, d, &machine, a, err, errlen);
 	free(text);
 	if (!ok)
 		return NULL;
@@ -276,7 +276,8 @@ CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedul
 		}
 	}
 	CostModel *cm = arena_alloc(a, sizeof *cm);
-	cm->source = arena_printf(a, "GPU profile %s (%s)", path, machine);
+	cm->source = arena_printf(a, "GPU profile %s (%s)%s", path, machine,
+	                          nondeterministic ? ", nondeterministic algorithms offered" : "");
 	cm->modeled = false;
 	cm->kernel_time = gpu_kernel_time;
 	cm->move_time = gpu_move_time;

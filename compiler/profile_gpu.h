@@ -37,10 +37,12 @@ int gpu_export_kernels(const char *path, const Graph *g, const Schedule *s, Aren
  * with a slow argument is a bug), the convolution algorithms of the algo
  * lines (the ILP chooses one per kernel, its workspace counted against the
  * limit), and moves interpolated between the measured sizes per direction
- * and mode. A malformed file is an error
+ * and mode. cuDNN's nondeterministic algorithms (backward data 0, backward
+ * filter 0 and 3: they sum with atomics) are offered only if
+ * nondeterministic. A malformed file is an error
  * "path:line: ..."; so is a kernel of the step that the profile lacks.
  */
-CostModel *costmodel_gpu_profile(const char *path, const Graph *g, const Schedule *s, Arena *a, char *err,
+CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const Graph *g, const Schedule *s, Arena *a, char *err,
                                  size_t errlen);
 
 #endif

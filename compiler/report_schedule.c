@@ -174,6 +174,15 @@ static double recompute_seconds(const Placement *p, const CostModel *cm)
 	return sum;
 }
 
+/* The steps whose convolution algorithm is one of cuDNN's nondeterministic ones (--nondeterministic). */
+static int nondeterministic_steps(const Placement *p)
+{
+	int n = 0;
+	for (int step = 0; p->algo && step < p->s->n; step++)
+		n += p->algo[step] && p->algo[step]->nondeterministic;
+	return n;
+}
+
 static cJSON *num(double v)
 {
 	return cJSON_CreateNumber(v);
@@ -191,9 +200,11 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	cJSON_AddNumberToObject(root, "limit", (double)p->limit);
 	cJSON_AddNumberToObject(root, "fast_pool_bytes", (double)p->fast_bytes);
 	cJSON_AddNumberToObject(root, "workspace_bytes", (double)p->workspace);
+	cJSON_AddNumberToObject(root, "scratch_bytes", (double)place_kernel_scratch(s, cm));
 	cJSON_AddNumberToObject(root, "slow_pool_bytes", (double)p->slow_bytes);
 	cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
 	cJSON_AddNumberToObject(root, "predicted_seconds", tl->total);
+	cJSON_AddNumberToObject(root, "nondeterministic_kernels", nondeterministic_steps(p));
 	cJSON *steps = cJSON_AddArrayToObject(root, "steps");
 	for (int step = 0; step < s->n; step++) {
 		const Node *n = s->order[step];
@@ -207,6 +218,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		if (p->algo && p->algo[step]) {
 			cJSON_AddStringToObject(o, "algorithm", p->algo[step]->name);
 			cJSON_AddNumberToObject(o, "workspace_bytes", (double)p->algo[step]->workspace);
+			cJSON_AddBoolToObject(o, "nondeterministic", p->algo[step]->nondeterministic);
 		}
 		cJSON *args = cJSON_AddArrayToObject(o, "arguments");
 		for (int k = 0; k < n->nin + n->nout; k++) {
@@ -495,6 +507,7 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddNumberToObject(r, "num_recomputed", ms.nrecomputed);
 	cJSON_AddNumberToObject(r, "num_recompute_kernels", ms.nrecompute_kernels);
 	cJSON_AddNumberToObject(r, "recompute_time", recompute_seconds(p, cm));
+	cJSON_AddNumberToObject(r, "nondeterministic_kernels", nondeterministic_steps(p));
 	if (p->optimizer == OPT_CHECKPOINT)
 		cJSON_AddNumberToObject(r, "segments", st->segments);
 	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);

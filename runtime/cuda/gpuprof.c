@@ -544,10 +544,8 @@ static void profile_algos(Prof *p, const Kernel *k, void *kernel, void *const *a
 			emit(p, "# %s %s: %s", k->sig, name, a->status);
 			continue;
 		}
-		if (!a->deterministic) { /* a placement must give the same bits every run */
-			emit(p, "# %s %s: nondeterministic, not offered", k->sig, name);
-			continue;
-		}
+		/* a nondeterministic algorithm is timed too: autotmc offers it to a placement only with
+		   --nondeterministic (it knows them by their numbers) */
 		void *ws = NULL;
 		if (a->workspace > 0) {
 			cudaError_t err = cudaMalloc(&ws, a->workspace);

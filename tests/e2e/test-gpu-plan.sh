@@ -176,13 +176,52 @@ for case, want in (("roomy", "fast_big"), ("tight", "slow_small"), ("all-fast", 
         bad.append(f"{case}: convolutions ran with {got}, expected {want}")
     if d["limit"] and d["fast_pool_bytes"] + d["workspace_bytes"] > d["limit"]:
         bad.append(f"{case}: pool {d['fast_pool_bytes']} + workspace {d['workspace_bytes']} over {d['limit']}")
-    # the largest chosen, and beside it the loss kernel's row sums (a double for each of 16 rows)
-    if d["workspace_bytes"] != max(st.get("workspace_bytes", 0) for st in conv) + 8 * 16:
-        bad.append(f"{case}: workspace {d['workspace_bytes']} is not the largest chosen plus the loss's 128 bytes")
+    # the largest chosen, and beside it the other kernels' scratch: the most of the loss kernel's
+    # row sums (a double for each of 16 rows), batch norm's partial sums and maxpool_bwd's maxima
+    # (a byte a window: 16 x 16 x 16 x 16 windows after test_vgg's first pooling)
+    if d["scratch_bytes"] < max(8 * 16, 16 * 16 * 16 * 16):
+        bad.append(f"{case}: kernel scratch {d['scratch_bytes']} is less than the loss's or maxpool_bwd's")
+    if d["workspace_bytes"] != max(st.get("workspace_bytes", 0) for st in conv) + d["scratch_bytes"]:
+        bad.append(f"{case}: workspace {d['workspace_bytes']} is not the largest chosen plus the scratch")
     times = {t for (sig, name), t in algo.items() if name == want}
     if any(min(abs(st["kernel_seconds"] - t) for t in times) > 1e-12 for st in conv):
         bad.append(f"{case}: a convolution's time is not its algorithm's")
     ok.append(f"  ok: {case}: {len(conv)} convolutions with {sorted(got)}, workspace {d['workspace_bytes']} B")
+print("\n".join("  " + b for b in bad) or "\n".join(ok))
+sys.exit(1 if bad else 0)
+PY
+# --nondeterministic: the same profile's nondeterministic algorithms, the
+# fastest of all, are chosen for every backward convolution (never for a
+# forward one, which has none), counted in the JSON and said in the times'
+# source; without the option no kernel is nondeterministic
+for opt in all-fast sync; do
+    limit=(); [ $opt = sync ] && limit=(--limit $((peak + 16 << 20)) --solver-time 30)
+    "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer $opt \
+        "${limit[@]}" --nondeterministic --json >"$work/nd-$opt.json" 2>"$work/nd-$opt.err" ||
+        fail "--nondeterministic, $opt: $(cat "$work/nd-$opt.err")"
+done
+/usr/bin/env python3 - "$work" <<'PY' || fail "--nondeterministic"
+import json, sys
+w = sys.argv[1]
+bad, ok = [], []
+for case in ("all-fast", "sync"):
+    d = json.load(open(f"{w}/nd-{case}.json"))
+    bwd = [st for st in d["steps"] if st["op"] in ("conv2d_bwd_data", "conv2d_bwd_filter")]
+    fwd = [st for st in d["steps"] if st["op"] == "conv2d"]
+    nd = [st for st in d["steps"] if st.get("nondeterministic")]
+    if not bwd or any(st.get("algorithm") != "nondeterministic" for st in bwd):
+        bad.append(f"{case}: backward convolutions ran {sorted({st.get('algorithm') for st in bwd})}")
+    if any(st.get("algorithm") == "nondeterministic" for st in fwd):
+        bad.append(f"{case}: a forward convolution took a nondeterministic algorithm")
+    if d["nondeterministic_kernels"] != len(nd) or len(nd) != len(bwd):
+        bad.append(f"{case}: nondeterministic_kernels {d['nondeterministic_kernels']}, {len(nd)} steps, {len(bwd)} backward")
+    if "nondeterministic algorithms offered" not in d["times"]:
+        bad.append(f"{case}: times {d['times']!r} do not say so")
+    ok.append(f"  ok: --nondeterministic {case}: {len(nd)} backward convolutions nondeterministic")
+for case in ("all-fast", "roomy"):  # without the option: none
+    d = json.load(open(f"{w}/algo-{case}.json"))
+    if d["nondeterministic_kernels"] != 0:
+        bad.append(f"{case} without --nondeterministic: {d['nondeterministic_kernels']} nondeterministic kernels")
 print("\n".join("  " + b for b in bad) or "\n".join(ok))
 sys.exit(1 if bad else 0)
 PY
@@ -214,6 +253,8 @@ check_error "bad.tsv:2: expected 'kernel<TAB>SIGNATURE<TAB>SECONDS" --backend gp
     --optimizer sync --ratio 1:4
 check_usage "not both" --backend gpu --gpu-profile "$work/p.tsv" --hw h100-pcie5 --optimizer sync --ratio 1:4
 check_usage "give --backend gpu" --gpu-profile "$work/p.tsv" --optimizer sync --ratio 1:4
+check_usage "--nondeterministic chooses among the algorithms of a measured profile" --backend gpu --hw h100-pcie5 \
+    --optimizer sync --ratio 1:4 --nondeterministic
 
 echo "$fails failed"
 [ $fails -eq 0 ]
