@@ -24,6 +24,7 @@ typedef struct CostModel CostModel;
 enum {
 	PLACE_WINDOW = 6,              /* async decision points before each user */
 	PLACE_TINY = 64 << 10,         /* tensors up to this many bytes get one decision point */
+	PLACE_TINY_PINNED = 1024,      /* kernels_fast: activations and gradients only up to the limit / this too */
 	PLACE_MAX_ATTEMPTS = 12,       /* solves of the fragmentation loop */
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */

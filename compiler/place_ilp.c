@@ -199,6 +199,7 @@ typedef struct Ilp {
 	int *ecol;          /* step -> its excess column e, or -1 */
 	double *tmax;       /* step -> the longest its kernel can take (us) */
 	int64_t tiny;       /* bytes up to which a tensor gets one point; <= 0: none */
+	int64_t tiny_pinned; /* the same for activations and gradients: tiny, with kernels_fast at most a share of the limit */
 	double fit;         /* relative misfit of all-slow time and the sum of penalties taken as separable */
 	int npoints;        /* decision points in all */
 	int separable, configured, approximated; /* kernels by cost form */
@@ -218,11 +219,25 @@ static int cmp_int(const void *a, const void *b)
 
 /* ---------------------------------------------------- decision points */
 
+/*
+ * One decision point: static, or a tiny tensor. With kernels_fast one
+ * point pins a tensor fast for life (its kernels need it fast): weights and
+ * optimizer state are fast anyway (their updates write the home), but an
+ * activation or gradient is tiny there only up to tiny_pinned, a share of
+ * the limit, or a small model (all of whose tensors are tiny) could place
+ * nothing below its all-fast peak.
+ */
+static bool single_point(const Ilp *ip, const Tensor *t)
+{
+	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	return ip->is_static || (ip->tiny > 0 && t->bytes <= (persistent ? ip->tiny : ip->tiny_pinned));
+}
+
 /* The steps of t's decision points, sorted and distinct; returns how many. */
 static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 {
 	const Schedule *s = ip->s;
-	bool single = ip->is_static || (ip->tiny > 0 && t->bytes <= ip->tiny);
+	bool single = single_point(ip, t);
 	const RecomputeAt *ra = ip->rc ? &ip->rc[t->id] : NULL;
 	int extra = ra && !single ? ra->support.n : 0;
 	int cap = 1 + extra + (single ? 0 : t->users.n * (1 + (ip->is_async ? ip->window : 0)));
@@ -283,11 +298,6 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 	}
 	*out = v;
 	return m;
-}
-
-static bool single_point(const Ilp *ip, const Tensor *t)
-{
-	return ip->is_static || (ip->tiny > 0 && t->bytes <= ip->tiny);
 }
 
 static bool droppable(const Ilp *ip, const Tensor *t)
@@ -1295,6 +1305,9 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.duplex = o->cm->duplex,
 		.workspace = -1,
 	};
+	ip->tiny_pinned = ip->tiny;
+	if (ip->kernels_fast && ip->tiny_pinned > o->limit / PLACE_TINY_PINNED)
+		ip->tiny_pinned = o->limit / PLACE_TINY_PINNED;
 	ip->flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
 	ip->async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
 	ip->async_out = arena_array(a, (size_t)n + 1, sizeof(TermVec));

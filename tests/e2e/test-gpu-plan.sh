@@ -59,6 +59,27 @@ PY
     done
 done
 
+# Small models, all of whose tensors are under PLACE_TINY: on a GPU one
+# decision point would pin each fast for life, so that no limit below the
+# all-fast peak placed. Both place below it, with moves.
+for spec in "evalnet 4 1:3" "tokennet 3 1:1"; do
+    set -- $spec
+    name=$1-sync-${3/:/-}
+    if ! "$autotmc" schedule "$srcdir/tests/torch/$1.net" -D batch=$2 --backend gpu --hw h100-pcie5 --optimizer sync \
+            --ratio $3 --solver-time 30 --json >"$work/$name.json" 2>"$work/$name.err"; then
+        fail "$name: $(cat "$work/$name.err")"
+    elif ! /usr/bin/env python3 - "$work/$name.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+ok = s["limit"] < s["peak_live_bytes"] and s["moves"] and s["fast_pool_bytes"] <= s["limit"]
+print(f"  {'ok' if ok else 'bad'}: limit {s['limit']}, peak {s['peak_live_bytes']}, {len(s['moves'])} moves")
+sys.exit(0 if ok else 1)
+PY
+    then
+        fail "$name: not placed below the peak with moves"
+    fi
+done
+
 # auto (moves and recomputation) on the GPU: its recomputes are the same in
 # the JSON and the trace, at their place in the timeline and in the table
 # (after the moves that finish at their boundary, before those issued there).

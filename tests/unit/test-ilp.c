@@ -274,8 +274,9 @@ static void support_points(const Graph *g, const Schedule *s, const Tensor *t, i
 	}
 }
 
+/* tiny_pinned: tiny for activations and gradients (place_ilp.c's single_point) */
 static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
-                             bool kernels_fast, bool recompute)
+                             int64_t tiny_pinned, bool kernels_fast, bool recompute)
 {
 	Paths ps = {0};
 	Interval iv = s->live[t->id];
@@ -283,7 +284,8 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 	Arena ca = {0};
 	if (recompute)
 		support_points(g, s, t, tiny, &ps, &ca);
-	bool single = is_static || (tiny > 0 && t->bytes <= tiny);
+	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	bool single = is_static || (tiny > 0 && t->bytes <= (persistent ? tiny : tiny_pinned));
 	for (int u = 0; u < t->users.n && !single; u++) {
 		int step = s->pos[t->users.v[u]->id];
 		int i = 0;
@@ -308,7 +310,6 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 	}
 	arena_free(&ca);
 	bool forced = t == g->loss;
-	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
 	bool copy_ok[MAXP];
 	for (int j = 0; j < ps.npts; j++)
 		copy_ok[j] = j > 0 && !forced && !overwrites(s->order[ps.step[j]], t);
@@ -337,7 +338,8 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
                           bool kernels_fast)
 {
-	return tensor_paths_of(g, s, t, is_static, tiny, kernels_fast, false);
+	/* kernels_fast: the paths at the smallest limits, where no activation or gradient is tiny */
+	return tensor_paths_of(g, s, t, is_static, tiny, kernels_fast ? 0 : tiny, kernels_fast, false);
 }
 
 /* The residencies, moves and recomputes of one path per tensor. */
@@ -415,8 +417,9 @@ static Best brute_force_of(const Graph *g, const Schedule *s, const CostModel *c
 	int nt = g->tensors.n;
 	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
 	int *choice = xcalloc((size_t)nt, sizeof(int));
+	int64_t pinned = kernels_fast && tiny > limit / PLACE_TINY_PINNED ? limit / PLACE_TINY_PINNED : tiny;
 	for (int i = 0; i < nt; i++)
-		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, kernels_fast, recompute);
+		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, pinned, kernels_fast, recompute);
 	Best b = {INFINITY, 0, 0};
 	char err[256];
 	Arena a = {0};
@@ -458,7 +461,7 @@ static double recompute_combinations(const Graph *g, const Schedule *s, int64_t 
 {
 	double n = 1;
 	for (int i = 0; i < g->tensors.n; i++) {
-		Paths ps = tensor_paths_of(g, s, g->tensors.v[i], false, tiny, false, true);
+		Paths ps = tensor_paths_of(g, s, g->tensors.v[i], false, tiny, tiny, false, true);
 		n *= ps.n;
 		free(ps.v);
 	}
