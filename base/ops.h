@@ -74,8 +74,10 @@ static inline int64_t op_xent_row_bytes(int64_t rows)
  */
 static inline int64_t op_bn_groups(int64_t n, int64_t c)
 {
-	int64_t g = (1024 + c - 1) / c; /* about 1024 blocks in all */
-	return g < 1 ? 1 : g > n ? (n < 1 ? 1 : n) : g;
+	int64_t g = (1024 + c - 1) / c; /* about 1024 blocks in all, at most one an image */
+	if (g > n)
+		g = n;
+	return g < 1 ? 1 : g;
 }
 
 static inline int64_t op_bn_partial_bytes(int64_t n, int64_t c)

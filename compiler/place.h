@@ -66,6 +66,16 @@ typedef struct PlaceOptions {
 /* The kernels' scratch by o->cm: the most any kernel of s needs beside its arguments (0: none known). */
 int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm);
 
+/*
+ * The size up to which an activation or gradient gets one decision point
+ * (weights and state: `tiny`). With kernels_fast (a GPU) one point pins a
+ * tensor fast for life, so there it is also at most limit / PLACE_TINY_PINNED.
+ */
+static inline int64_t place_tiny_pinned(int64_t tiny, int64_t limit, bool kernels_fast)
+{
+	return kernels_fast && tiny > limit / PLACE_TINY_PINNED ? limit / PLACE_TINY_PINNED : tiny;
+}
+
 typedef struct PlaceStats {
 	int rows, cols, integers;  /* size of the last program solved */
 	long nonzeros;

@@ -1305,9 +1305,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.duplex = o->cm->duplex,
 		.workspace = -1,
 	};
-	ip->tiny_pinned = ip->tiny;
-	if (ip->kernels_fast && ip->tiny_pinned > o->limit / PLACE_TINY_PINNED)
-		ip->tiny_pinned = o->limit / PLACE_TINY_PINNED;
+	ip->tiny_pinned = place_tiny_pinned(ip->tiny, o->limit, ip->kernels_fast);
 	ip->flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
 	ip->async = arena_array(a, (size_t)n + 1, sizeof(TermVec));
 	ip->async_out = arena_array(a, (size_t)n + 1, sizeof(TermVec));

@@ -42,7 +42,7 @@ int gpu_export_kernels(const char *path, const Graph *g, const Schedule *s, Aren
  * nondeterministic. A malformed file is an error
  * "path:line: ..."; so is a kernel of the step that the profile lacks.
  */
-CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const Graph *g, const Schedule *s, Arena *a, char *err,
-                                 size_t errlen);
+CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const Graph *g, const Schedule *s,
+                                 Arena *a, char *err, size_t errlen);
 
 #endif

@@ -144,13 +144,14 @@ __global__ void maxpool_argmax(const float *x, uint8_t *arg, int64_t planes, int
 		const float *xp = x + pl * h * w;
 		int h0 = i * (int)g.sh - (int)g.ph, w0 = j * (int)g.sw - (int)g.pw;
 		int h1 = h0 + (int)g.kh < h ? h0 + (int)g.kh : (int)h, w1 = w0 + (int)g.kw < w ? w0 + (int)g.kw : (int)w;
-		int best = -1, at = 0;
+		int at = 0;
+		bool found = false;
 		float m = 0;
 		for (int rr = h0 < 0 ? 0 : h0; rr < h1; rr++)
 			for (int qq = w0 < 0 ? 0 : w0; qq < w1; qq++) {
 				float v = xp[(int64_t)rr * w + qq];
-				if (best < 0 || v > m) {
-					best = 1;
+				if (!found || v > m) {
+					found = true;
 					m = v;
 					at = (rr - h0) * (int)g.kw + (qq - w0);
 				}

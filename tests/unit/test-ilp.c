@@ -417,7 +417,7 @@ static Best brute_force_of(const Graph *g, const Schedule *s, const CostModel *c
 	int nt = g->tensors.n;
 	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
 	int *choice = xcalloc((size_t)nt, sizeof(int));
-	int64_t pinned = kernels_fast && tiny > limit / PLACE_TINY_PINNED ? limit / PLACE_TINY_PINNED : tiny;
+	int64_t pinned = place_tiny_pinned(tiny, limit, kernels_fast);
 	for (int i = 0; i < nt; i++)
 		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, pinned, kernels_fast, recompute);
 	Best b = {INFINITY, 0, 0};

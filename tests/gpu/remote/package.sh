@@ -72,6 +72,7 @@ for spec in "mlp 8 1:1" "test_vgg 8 1:3" "resnet50 2 1:3 -D lr=0.001"; do
 done
 # a token model (embeddings, layernorm, GELU, dense over [N, T, C], class
 # labels per position): all-fast, sync and auto, against the interpreter
+# (batch 48: activations beside the weights, so that the placements move)
 tok=$root/tests/torch/tokennet.net
 "$autotmc" interpret "$tok" -D batch=48 --iters 3 > "$out/ref/tokennet.txt"
 build tokennet-all-fast "$tok" 48 all-fast
@@ -109,12 +110,8 @@ EOF
 	det=(--gpu-profile "$out/ref/resnet50-b32.one-algo.gpu.tsv")
 fi
 build_det() { local times=("${det[@]}"); build "$@"; } # build sees this times (dynamic scope)
-# (in a subshell, so that a profile lacking some of resnet50's kernels skips
-# the determinism check, which check.sh then reports, and not the package)
-if ! (build_det det-all-fast resnet50 32 all-fast && build_det det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60); then
-	step "warning: no determinism programs (check.sh's det check will fail)"
-	rm -f "$out/prog/det-all-fast" "$out/prog/det-async-25"
-fi
+build_det det-all-fast resnet50 32 all-fast
+build_det det-async-25 resnet50 32 async --ratio 3:1 --solver-time 60
 # compute-sanitizer: a few steps of a program that moves
 build san-async resnet50 4 async --ratio 3:1 --solver-time 20
 
@@ -141,8 +138,7 @@ EOF
 "$autotmc" run "$evalnet" --iters 0 --weights "$out/ref/evalnet.safetensors" --val "$out/ref/evalset" \
 	--results "$out/ref/evalnet-eval.json" --slow-dir "${TMPDIR:-/tmp}" > /dev/null
 build evalnet-all-fast "$evalnet" 4 all-fast --with-eval
-(build evalnet-sync "$evalnet" 4 sync --with-eval --ratio 1:3 --solver-time 20) ||
-	step "warning: no evalnet-sync (check.sh's eval check will fail)"
+build evalnet-sync "$evalnet" 4 sync --with-eval --ratio 1:3 --solver-time 20
 
 cp "$out/prog/libcjson.so.1" "$out/"
 
