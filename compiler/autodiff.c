@@ -246,6 +246,35 @@ static void emit_batchnorm_stats(AD *ad, const Node *f)
 	n->phase = PHASE_UPDATE;
 }
 
+/*
+ * The split_heads nodes of tensor x: its forward users, which must all be
+ * split_heads taking consecutive column ranges that cover x from column 0
+ * (attention's q, k and v of one projection), with nothing reading their
+ * outputs before the last of them. Returns how many, into `parts`.
+ */
+static int split_group(const Tensor *x, const Node **parts)
+{
+	int n = 0;
+	int64_t next = 0, width = x->shape.d[x->shape.ndim - 1];
+	for (int i = 0; i < x->users.n; i++) {
+		const Node *u = x->users.v[i];
+		if (u->phase != PHASE_FORWARD)
+			continue;
+		const Shape *h = &u->attr.shape;
+		if (u->op != OP_SPLIT_HEADS || n == op_info[OP_MERGE_HEADS].max_in || u->attr.offset != next)
+			ICE("%s is read by %s, not only by split_heads partitioning it", x->name, u->name);
+		next += h->d[1] * h->d[3];
+		parts[n++] = u;
+	}
+	if (next != width)
+		ICE("the split_heads of %s cover %lld of its %lld columns", x->name, (long long)next, (long long)width);
+	for (int k = 0; k < n; k++)
+		for (int i = 0; i < parts[k]->out[0]->users.n; i++)
+			if (parts[k]->out[0]->users.v[i]->id < parts[n - 1]->id)
+				ICE("%s is read before the last split of %s", parts[k]->out[0]->name, x->name);
+	return n;
+}
+
 static void differentiate(AD *ad, const Node *f)
 {
 	Graph *g = ad->g;
@@ -345,6 +374,54 @@ static void differentiate(AD *ad, const Node *f)
 		}
 		break;
 	}
+	case OP_MATMUL: {
+		/* c = alpha op(a) op(b): each gradient is a product of dc with the other factor */
+		Tensor *A = f->in[0], *B = f->in[1];
+		bool ta = fa->trans_a, tb = fa->trans_b;
+		Attrs g1 = {.alpha = fa->alpha}, g2 = g1;
+		if (!ta) {
+			g1.trans_b = !tb;
+			emit_grad(ad, A, OP_MATMUL, (Tensor *[]){dy, B}, 2, &g1);
+		} else {
+			g1.trans_a = tb, g1.trans_b = true;
+			emit_grad(ad, A, OP_MATMUL, (Tensor *[]){B, dy}, 2, &g1);
+		}
+		if (!tb) {
+			g2.trans_a = !ta;
+			emit_grad(ad, B, OP_MATMUL, (Tensor *[]){A, dy}, 2, &g2);
+		} else {
+			g2.trans_a = true, g2.trans_b = ta;
+			emit_grad(ad, B, OP_MATMUL, (Tensor *[]){dy, A}, 2, &g2);
+		}
+		break;
+	}
+	case OP_SPLIT_HEADS: {
+		/* The splits of one tensor get one gradient: their gradients' heads merged, made
+		   when the last split (the first one met here) is differentiated. */
+		const Node *parts[OP_MAX_ARGS];
+		int n = split_group(x, parts);
+		if (parts[n - 1] != f || !ad->needs[x->id])
+			break;
+		Tensor *in[OP_MAX_ARGS];
+		for (int k = 0; k < n; k++)
+			if (!(in[k] = grad_of(ad, parts[k]->out[0])))
+				ICE("%s has no gradient", parts[k]->out[0]->name);
+		emit_grad(ad, x, OP_MERGE_HEADS, in, n, NULL);
+		break;
+	}
+	case OP_MERGE_HEADS: {
+		int64_t off = 0;
+		for (int k = 0; k < f->nin; k++) {
+			const Shape *h = &f->in[k]->shape;
+			Attrs s = {.offset = off, .shape = *h};
+			emit_grad(ad, f->in[k], OP_SPLIT_HEADS, &dy, 1, &s);
+			off += h->d[1] * h->d[3];
+		}
+		break;
+	}
+	case OP_CAUSAL_SOFTMAX:
+		emit_grad(ad, x, OP_CAUSAL_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
+		break;
 	case OP_SOFTMAX_XENT: /* the loss: its gradient starts the backward pass (autodiff below) */
 	case OP_SOFTMAX_XENT_IDS:
 	case OP_SOFTMAX_XENT_BWD: /* the ops autodiff creates: never differentiated */
@@ -373,6 +450,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_ADAMW:
 	case OP_BATCHNORM_STATS:
 	case OP_LAYERNORM_BWD:
+	case OP_CAUSAL_SOFTMAX_BWD:
 	case OP_BATCHNORM_EVAL: /* only in evaluation graphs, which are never differentiated */
 	case NUM_OPS:
 		ICE("no gradient rule for %s", op_info[f->op].name);

@@ -66,7 +66,7 @@ enum {
 typedef struct Env Env;
 typedef struct Builtin Builtin;
 
-typedef enum ValKind { V_INT, V_FLOAT, V_BOOL, V_PAIR, V_CHANNELS, V_LAYER } ValKind;
+typedef enum ValKind { V_INT, V_FLOAT, V_BOOL, V_PAIR, V_CHANNELS, V_LAYER, V_STRING } ValKind;
 
 typedef struct Value {
 	ValKind kind; /* which field is valid */
@@ -75,6 +75,7 @@ typedef struct Value {
 		int64_t i;                   /* V_INT */
 		double f;                    /* V_FLOAT */
 		bool b;                      /* V_BOOL */
+		const char *s;               /* V_STRING */
 		struct { int64_t a, b; } p;  /* V_PAIR (h, w), V_CHANNELS (in => out) */
 		struct {
 			const Expr *e;          /* block, or the IDENT/CALL naming the layer */
@@ -204,6 +205,7 @@ static const char *val_kind_name(ValKind k)
 	case V_PAIR: return "a pair";
 	case V_CHANNELS: return "a channel pair (in => out)";
 	case V_LAYER: return "a layer";
+	case V_STRING: return "a string";
 	}
 	unreachable();
 }
@@ -462,7 +464,26 @@ static void need_4d(const Builtin *b, const char *path, Tensor *x, SrcLoc loc, C
 
 /* ---- built-in layers ------------------------------------------------- */
 
-/* dense(in => out, act = identity, bias = true) */
+/*
+ * The weight of layer `path` (as the graph names it: "wte" for a label wte
+ * in the network's chain), for a layer that ties its weight to it.
+ */
+static Tensor *tied_weight(Ctx *c, const Value *v, const char *layer, const char *path)
+{
+	if (v->kind != V_STRING)
+		error_at(v->loc, "'tie' of %s must name a layer as a string (tie = \"wte\"), not %s", layer,
+		         val_kind_name(v->kind));
+	const char *name = join(c, v->s, "weight");
+	for (int i = 0; i < c->g->tensors.n; i++) {
+		Tensor *t = c->g->tensors.v[i];
+		if (t->kind == TENSOR_WEIGHT && strcmp(t->name, name) == 0)
+			return t;
+	}
+	error_at(v->loc, "%s '%s' ties its weight to '%s', but no layer before it has a weight '%s'", layer, path,
+	         v->s, name);
+}
+
+/* dense(in => out, act = identity, bias = true, tie = "layer") */
 static Tensor *b_dense(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	int64_t in, out;
@@ -475,7 +496,18 @@ static Tensor *b_dense(Ctx *c, const Builtin *b, Value **args, Tensor *x, const 
 	if (x->shape.d[x->shape.ndim - 1] != in)
 		error_at(loc, "dense '%s' expects an input [%s%" PRId64 "] but got %s", path,
 		         x->shape.ndim == 3 ? "N, T, " : "N, ", in, type_str(c, x));
-	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 2, (int64_t[]){out, in}, loc), NULL};
+	Tensor *w;
+	if (args[3]) { /* the same tensor: one parameter, its gradient summed over both uses */
+		w = tied_weight(c, args[3], "dense", path);
+		if (w->shape.ndim != 2 || w->shape.d[0] != out || w->shape.d[1] != in)
+			error_at(args[3]->loc,
+			         "dense '%s' (%" PRId64 " => %" PRId64 ") needs a weight [%" PRId64 ", %" PRId64
+			         "], but the weight it ties to, '%s', is %s",
+			         path, in, out, out, in, w->name, type_str(c, w));
+	} else {
+		w = new_weight(c, path, "weight", 2, (int64_t[]){out, in}, loc);
+	}
+	Tensor *in_t[3] = {x, w, NULL};
 	if (bias)
 		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
 	Tensor *y = add_node(c, OP_DENSE, in_t, bias ? 3 : 2, NULL, "dense", path, loc);
@@ -648,6 +680,49 @@ static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
 	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
 }
 
+/*
+ * attention(heads, p = 0): causal multi-head scaled dot-product
+ * self-attention of q, k, v side by side in x [N, T, 3C] (a projection's
+ * output) -> [N, T, C]: each of the heads attends over C / heads columns,
+ * position t to positions 0..t; p is the dropout of the attention weights. Composed of graph ops, so
+ * that the placement sees the scores [N, H, T, T] as tensors it can move
+ * or recompute.
+ */
+static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *hv = need(args, 0, b, loc);
+	int64_t heads = want_int(hv, "heads", "attention");
+	double p = args[1] ? want_float(args[1], "p", "attention") : 0;
+	if (heads < 1)
+		error_at(hv->loc, "'heads' of attention must be positive, got %" PRId64, heads);
+	if (!(p >= 0 && p < 1))
+		error_at(args[1]->loc, "'p' of attention must be in [0, 1), got %g", p);
+	if (x->shape.ndim != 3 || x->dtype != DT_F32 || x->shape.d[2] % 3)
+		error_at(loc, "attention '%s' expects q, k and v side by side, an input [N, T, 3 C], but got %s", path,
+		         type_str(c, x));
+	int64_t n = x->shape.d[0], t = x->shape.d[1], width = x->shape.d[2] / 3;
+	if (width % heads)
+		error_at(hv->loc, "attention '%s': %" PRId64 " heads do not divide the width %" PRId64 " (input %s)", path,
+		         heads, width, type_str(c, x));
+	int64_t d = width / heads;
+	Tensor *qkv[3];
+	static const char *part[3] = {"q", "k", "v"};
+	for (int k = 0; k < 3; k++) {
+		Attrs a = {.offset = k * width, .shape = shape_make(4, (int64_t[]){n, heads, t, d})};
+		qkv[k] = add_node(c, OP_SPLIT_HEADS, &x, 1, &a, "attention", join(c, path, part[k]), loc);
+	}
+	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
+	Tensor *w = add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention", join(c, path, "scores"), loc);
+	w = add_node(c, OP_CAUSAL_SOFTMAX, &w, 1, NULL, "attention", join(c, path, "weights"), loc);
+	if (p > 0 && !c->opt->eval) {
+		Attrs da = {.p = p, .seed = c->ndropout++};
+		w = add_node(c, OP_DROPOUT, &w, 1, &da, "attention", join(c, path, "dropout"), loc);
+	}
+	Attrs ma = {.alpha = 1};
+	Tensor *y = add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", join(c, path, "context"), loc);
+	return add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
+}
+
 static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	(void)c, (void)b, (void)args, (void)path, (void)loc;
@@ -655,7 +730,7 @@ static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, con
 }
 
 static const Builtin builtins[] = {
-	{"dense", {"channels", "act", "bias"}, b_dense, OP_DENSE},
+	{"dense", {"channels", "act", "bias", "tie"}, b_dense, OP_DENSE},
 	{"conv", {"kernel", "channels", "act", "stride", "pad", "groups", "bias"}, b_conv, OP_CONV2D},
 	{"maxpool", {"kernel", "stride", "pad"}, b_pool, OP_MAXPOOL},
 	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
@@ -671,6 +746,7 @@ static const Builtin builtins[] = {
 	{"softmax", {NULL}, b_softmax, OP_SOFTMAX},
 	{"flatten", {NULL}, b_flatten, OP_RESHAPE},
 	{"dropout", {"p"}, b_dropout, OP_DROPOUT},
+	{"attention", {"heads", "p"}, b_attention, OP_MERGE_HEADS},
 	{"identity", {NULL}, b_identity, NUM_OPS},
 };
 
@@ -811,6 +887,10 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 	case EX_BOOL:
 		v.kind = V_BOOL;
 		v.b = e->bval;
+		return v;
+	case EX_STRING:
+		v.kind = V_STRING;
+		v.s = e->str;
 		return v;
 	case EX_SIZE:
 		v.kind = V_PAIR;

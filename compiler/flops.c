@@ -103,9 +103,19 @@ static int64_t flops_dense_bwd_data(const Node *n)
 	return mul(mul(2, out0(n)), n->in[1]->shape.d[0]);
 }
 
+/* 2 per element of the weight and row of x (every dimension of x but the last) */
 static int64_t flops_dense_bwd_weight(const Node *n)
 {
-	return mul(mul(2, out0(n)), n->in[0]->shape.d[0]);
+	Shape x = n->in[0]->shape;
+	return mul(mul(2, out0(n)), in0(n) / x.d[x.ndim - 1]);
+}
+
+/* 2 M N K per matrix of the batch: the contracted dimension is a's last, or its
+   last but one when a is read transposed */
+static int64_t flops_matmul(const Node *n)
+{
+	Shape a = n->in[0]->shape;
+	return mul(mul(2, out0(n)), a.d[a.ndim - (n->attr.trans_a ? 2 : 1)]);
 }
 
 static const struct {

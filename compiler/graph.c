@@ -44,6 +44,10 @@ static bool shape_grad_sumsq(const Node *n, Shape *out, char *err, size_t errlen
 static bool shape_embedding(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_position(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_xent_ids(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_matmul(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_split_heads(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_merge_heads(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -681,6 +685,60 @@ static bool shape_xent_ids(const Node *n, Shape *out, char *err, size_t errlen)
 		FAIL("network output %s does not match class ids %s", shape_str(x, s1, sizeof s1),
 		     shape_str(y, s2, sizeof s2));
 	out[0] = shape_make(1, (int64_t[]){1});
+	return true;
+}
+
+static bool shape_matmul(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape a = n->in[0]->shape, b = n->in[1]->shape;
+	char s1[128], s2[128];
+	bool ok = a.ndim >= 2 && a.ndim == b.ndim;
+	for (int d = 0; ok && d < a.ndim - 2; d++)
+		ok = a.d[d] == b.d[d];
+	int r = a.ndim - 2;
+	int64_t m = a.d[r + n->attr.trans_a], ka = a.d[r + !n->attr.trans_a];
+	int64_t kb = b.d[r + n->attr.trans_b], nn = b.d[r + !n->attr.trans_b];
+	if (!ok || ka != kb)
+		FAIL("cannot multiply %s%s by %s%s", shape_str(a, s1, sizeof s1), n->attr.trans_a ? " transposed" : "",
+		     shape_str(b, s2, sizeof s2), n->attr.trans_b ? " transposed" : "");
+	out[0] = a;
+	out[0].d[r] = m;
+	out[0].d[r + 1] = nn;
+	return true;
+}
+
+static bool shape_split_heads(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, y = n->attr.shape;
+	char s1[128], s2[128];
+	if (x.ndim != 3 || y.ndim != 4 || y.d[0] != x.d[0] || y.d[2] != x.d[1] || n->attr.offset < 0 ||
+	    n->attr.offset + y.d[1] * y.d[3] > x.d[2])
+		FAIL("cannot take heads %s from %s at column %lld", shape_str(y, s1, sizeof s1),
+		     shape_str(x, s2, sizeof s2), (long long)n->attr.offset);
+	out[0] = y;
+	return true;
+}
+
+static bool shape_merge_heads(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128], s2[128];
+	if (x.ndim != 4)
+		FAIL("expects heads [N, H, T, D], got %s", shape_str(x, s1, sizeof s1));
+	for (int k = 1; k < n->nin; k++)
+		if (!shape_eq(n->in[k]->shape, x))
+			FAIL("heads %s and %s differ", shape_str(x, s1, sizeof s1), shape_str(n->in[k]->shape, s2, sizeof s2));
+	out[0] = shape_make(3, (int64_t[]){x.d[0], x.d[2], n->nin * x.d[1] * x.d[3]});
+	return true;
+}
+
+static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128];
+	if (x.ndim < 2 || x.d[x.ndim - 1] != x.d[x.ndim - 2])
+		FAIL("expects scores [..., T, T], got %s", shape_str(x, s1, sizeof s1));
+	out[0] = x;
 	return true;
 }
 

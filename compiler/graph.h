@@ -70,6 +70,8 @@ typedef struct Attrs {
 	int64_t offset;   /* slice: first index along axis */
 	double momentum;  /* batchnorm_stats: the running statistics' momentum */
 	OptimHyper upd;   /* sgd, sgd_momentum, adamw: the update rule */
+	bool trans_a, trans_b; /* matmul: read a, b transposed */
+	double alpha;     /* matmul: the product's factor */
 } Attrs;
 
 /* Which part of the training step a node belongs to. */

@@ -567,6 +567,60 @@ void interp_node(Interp *ip, const Node *nd)
 		free(p);
 		break;
 	}
+	case OP_MATMUL: { /* per matrix of the batch: c[i, j] = alpha sum_k op(a)[i, k] op(b)[k, j] */
+		Shape as = nd->in[0]->shape, cs = nd->out[0]->shape;
+		int r = cs.ndim - 2;
+		int64_t m = cs.d[r], n = cs.d[r + 1], kk = as.d[r + !a->trans_a], batch = ny / (m * n);
+		for (int64_t bt = 0; bt < batch; bt++) {
+			const double *A = in[0] + bt * m * kk, *B = in[1] + bt * kk * n;
+			for (int64_t i = 0; i < m; i++)
+				for (int64_t j = 0; j < n; j++) {
+					double sum = 0;
+					for (int64_t k = 0; k < kk; k++)
+						sum += (a->trans_a ? A[k * m + i] : A[i * kk + k]) *
+						       (a->trans_b ? B[j * kk + k] : B[k * n + j]);
+					out[0][bt * m * n + i * n + j] = a->alpha * sum;
+				}
+		}
+		break;
+	}
+	case OP_SPLIT_HEADS: { /* y[n, h, t, d] = x[n, t, offset + h D + d] */
+		const int64_t *y = nd->out[0]->shape.d;
+		int64_t w = last_dim(nd->in[0]);
+		for (int64_t i = 0; i < ny; i++) {
+			int64_t d = i % y[3], t = i / y[3] % y[2], h = i / (y[3] * y[2]) % y[1], n = i / (y[3] * y[2] * y[1]);
+			out[0][i] = in[0][(n * y[2] + t) * w + a->offset + h * y[3] + d];
+		}
+		break;
+	}
+	case OP_MERGE_HEADS: /* y[n, t, k H D + h D + d] = xk[n, h, t, d] */
+		for (int k = 0; k < nd->nin; k++) {
+			const int64_t *x = nd->in[k]->shape.d;
+			int64_t w = last_dim(nd->out[0]);
+			for (int64_t i = 0; i < nx; i++) {
+				int64_t d = i % x[3], t = i / x[3] % x[2], h = i / (x[3] * x[2]) % x[1], n = i / (x[3] * x[2] * x[1]);
+				out[0][(n * x[2] + t) * w + k * x[1] * x[3] + h * x[3] + d] = in[k][i];
+			}
+		}
+		break;
+	case OP_CAUSAL_SOFTMAX: { /* row r is position r % T: entries 0..r % T */
+		int64_t t = last_dim(nd->in[0]);
+		for (int64_t r = 0; r < nx / t; r++)
+			softmax_rows(in[0] + r * t, out[0] + r * t, 1, r % t + 1);
+		break;
+	}
+	case OP_CAUSAL_SOFTMAX_BWD: {
+		int64_t t = last_dim(nd->in[0]);
+		for (int64_t r = 0; r < nx / t; r++) {
+			const double *y = in[0] + r * t, *dy = in[1] + r * t;
+			double dot = 0;
+			for (int64_t j = 0; j <= r % t; j++)
+				dot += y[j] * dy[j];
+			for (int64_t j = 0; j <= r % t; j++)
+				out[0][r * t + j] = y[j] * (dy[j] - dot);
+		}
+		break;
+	}
 	case NUM_OPS:
 		unreachable();
 	}

@@ -53,6 +53,7 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_SCHED] = h->sched.kind, desc[RT_D_WARMUP] = h->sched.warmup, desc[RT_D_SCHED_STEPS] = h->sched.steps;
 	desc[RT_D_FLOOR] = dbits(h->sched.floor), desc[RT_D_EVERY] = h->sched.every;
 	desc[RT_D_GAMMA] = dbits(h->sched.gamma);
+	desc[RT_D_TRANS_A] = a->trans_a, desc[RT_D_TRANS_B] = a->trans_b, desc[RT_D_ALPHA] = dbits(a->alpha);
 	put_shape(&desc[RT_D_ASHAPE], a->shape);
 	for (int k = 0; k < n->nin + n->nout; k++)
 		put_shape(&RT_ARG_NDIM(desc, k), k < n->nin ? n->in[k]->shape : n->out[k - n->nin]->shape);
@@ -105,6 +106,7 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		{RT_D_ADAM_EPS, "eps", true}, {RT_D_CLIP, "clip", true}, {RT_D_SCHED, "schedule", false},
 		{RT_D_WARMUP, "warmup", false}, {RT_D_SCHED_STEPS, "steps", false}, {RT_D_FLOOR, "floor", true},
 		{RT_D_EVERY, "every", false}, {RT_D_GAMMA, "gamma", true},
+		{RT_D_TRANS_A, "trans_a", false}, {RT_D_TRANS_B, "trans_b", false}, {RT_D_ALPHA, "alpha", true},
 	};
 	size_t len = 0;
 	if (size)

@@ -206,6 +206,12 @@ static void attrs_str(const Node *n, char *buf, size_t size)
 	case OP_SLICE:
 		snprintf(buf, size, " axis=%d offset=%lld", a->axis, (long long)a->offset);
 		break;
+	case OP_SPLIT_HEADS:
+		snprintf(buf, size, " offset=%lld", (long long)a->offset);
+		break;
+	case OP_MATMUL:
+		snprintf(buf, size, "%s%s alpha=%g", a->trans_a ? " trans_a" : "", a->trans_b ? " trans_b" : "", a->alpha);
+		break;
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
 	case OP_ADAMW:
@@ -385,6 +391,14 @@ static cJSON *attrs_json(const Node *n)
 		return optimizer_json(&(Optimizer){.name = op_info[n->op].name, .h = a->upd});
 	case OP_BATCHNORM_STATS:
 		cJSON_AddNumberToObject(o, "momentum", a->momentum);
+		break;
+	case OP_SPLIT_HEADS:
+		cJSON_AddNumberToObject(o, "offset", (double)a->offset);
+		break;
+	case OP_MATMUL:
+		cJSON_AddBoolToObject(o, "trans_a", a->trans_a);
+		cJSON_AddBoolToObject(o, "trans_b", a->trans_b);
+		cJSON_AddNumberToObject(o, "alpha", a->alpha);
 		break;
 	default:
 		break;

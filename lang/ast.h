@@ -24,6 +24,7 @@ typedef enum ExprKind {
 	EX_FLOAT,    /* 0.5 */
 	EX_SIZE,     /* 3x3 */
 	EX_BOOL,     /* true, false */
+	EX_STRING,   /* "wte": a layer's path (tie = ...) */
 	EX_IDENT,    /* name: a variable, or a layer used without arguments */
 	EX_CALL,     /* name(args) */
 	EX_TUPLE,    /* (a, b) */
@@ -72,6 +73,7 @@ struct Expr {
 		bool bval;                         /* EX_BOOL */
 		struct { int64_t h, w; } size;     /* EX_SIZE */
 		const char *ident;                 /* EX_IDENT */
+		const char *str;                   /* EX_STRING */
 		struct {
 			const char *name;          /* callee */
 			SrcLoc name_loc;           /* callee's location */

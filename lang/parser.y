@@ -306,6 +306,7 @@ expr
 	| SIZE { $$ = NODE(EX_SIZE, @1); $$->size.h = $1.h; $$->size.w = $1.w; }
 	| TRUE { $$ = NODE(EX_BOOL, @1); $$->bval = true; }
 	| FALSE { $$ = NODE(EX_BOOL, @1); $$->bval = false; }
+	| STRING { $$ = NODE(EX_STRING, @1); $$->str = $1; }
 	| IDENT { $$ = NODE(EX_IDENT, @1); $$->ident = $1; }
 	| IDENT '(' opt_args ')' { $$ = call(st, $1, @1, $3.head, @$); }
 	| '(' expr ')' { $$ = $2; $$->loc = @$; }

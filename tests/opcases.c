@@ -45,6 +45,12 @@ const OpCase op_cases[] = {
 	{"embedding, dense over [N, T, C]", OPCASE_OP, "i32 3, 4", "class 3, 4", "embedding(11 => 6) dense(6 => 5)", NULL},
 	{"position_embedding", OPCASE_OP, "i32 2, 5", "class 2, 5",
 	 "embedding(7 => 4) position_embedding(8 => 4) dense(4 => 7, bias = false)", NULL},
+	{"attention (matmul, split_heads, causal_softmax, merge_heads)", OPCASE_OP, "i32 2, 5", "class 2, 5",
+	 "embedding(9 => 12) attention(2)", NULL},
+	{"attention with dropout", OPCASE_OP, "i32 2, 4", "class 2, 4", "embedding(9 => 18) attention(3, p = 0.25)",
+	 NULL},
+	{"dense tied to an embedding", OPCASE_OP, "i32 2, 3", "class 2, 3",
+	 "embedding(7 => 4) tanh dense(4 => 7, bias = false, tie = \"embedding1\")", NULL},
 
 	/* update ops (sgd: every other case) */
 	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
@@ -58,6 +64,12 @@ const OpCase op_cases[] = {
 	 "schedule = cosine(steps = 4, warmup = 2, floor = 0.001))"},
 
 	/* small networks */
+	{"transformer block, tied output", OPCASE_NETWORK, "i32 2, 6", "class 2, 6",
+	 "embedding(11 => 8) position_embedding(6 => 8)"
+	 "  residual { layernorm dense(8 => 24) attention(2) dense(8 => 8) }"
+	 "  residual { layernorm dense(8 => 32, gelu) dense(32 => 8) }"
+	 "  layernorm dense(8 => 11, bias = false, tie = \"embedding1\")",
+	 NULL},
 	{"mlp with layernorm and gelu", OPCASE_NETWORK, "4, 6", "3",
 	 "dense(6 => 16) layernorm gelu dense(16 => 16) layernorm(eps = 1e-3) tanh dense(16 => 3)", NULL},
 	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",
@@ -101,6 +113,9 @@ const OpCase op_cases[] = {
 	{"gelu, large values", OPCASE_KERNEL, "4, 64", "8", "dense(64 => 64) gelu dense(64 => 8)", NULL},
 	{"token model, wide rows", OPCASE_KERNEL, "i32 4, 16", "class 4, 16",
 	 "embedding(300 => 96) position_embedding(20 => 96) layernorm dense(96 => 128, gelu) dense(128 => 300)",
+	 "optimizer = adamw(lr = 0.01)"},
+	{"attention, long rows and wide heads", OPCASE_KERNEL, "i32 3, 70", "class 3, 70",
+	 "embedding(50 => 96) dense(96 => 288) attention(2) dense(96 => 50, bias = false, tie = \"embedding1\")",
 	 "optimizer = adamw(lr = 0.01)"},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "

@@ -715,6 +715,39 @@ static void make_eltwise_bwd(CpuState *s, CpuKernel *k)
 	finish(s, k, pd);
 }
 
+/*
+ * matmul: a [..., M, K], b [..., K, N] -> c [..., M, N] = alpha op(a) op(b),
+ * the leading dimensions as one batch dimension; a transposed operand is
+ * read through its strides, alpha is the primitive's output scale.
+ */
+static void make_matmul(CpuState *s, CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	int r = (int)RT_ARG_NDIM(d, 2) - 2;
+	bool ta = d[RT_D_TRANS_A], tb = d[RT_D_TRANS_B];
+	int64_t m = RT_ARG_DIM(d, 2, r), n = RT_ARG_DIM(d, 2, r + 1), kk = RT_ARG_DIM(d, 0, r + !ta);
+	int64_t batch = arg_elems(d, 2) / (m * n);
+	dnnl_memory_desc_t a, b, c;
+	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&a, 3, (dnnl_dims_t){batch, m, kk}, dnnl_f32,
+	                                            (dnnl_dims_t){m * kk, ta ? 1 : kk, ta ? m : 1}));
+	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&b, 3, (dnnl_dims_t){batch, kk, n}, dnnl_f32,
+	                                            (dnnl_dims_t){kk * n, tb ? 1 : n, tb ? kk : 1}));
+	c = md_dims(3, (int64_t[]){batch, m, n});
+	dnnl_matmul_desc_t md;
+	DNNL_CHECK(dnnl_matmul_desc_init(&md, &a, &b, NULL, &c));
+	dnnl_primitive_attr_t attr;
+	DNNL_CHECK(dnnl_primitive_attr_clone(&attr, s->attr));
+	float alpha = (float)attr_f64(d, RT_D_ALPHA);
+	DNNL_CHECK(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+	dnnl_primitive_desc_t pd;
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, &md, attr, s->engine, NULL));
+	DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+	bind(s, k, pd, DNNL_ARG_SRC, 0);
+	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
+	bind(s, k, pd, DNNL_ARG_DST, 2);
+	finish(s, k, pd);
+}
+
 /* softmax over axis 1: x [N, C] -> y */
 static void make_softmax(CpuState *s, CpuKernel *k)
 {
@@ -992,6 +1025,67 @@ static void run_position(const int64_t *d, void *const *a)
 	}
 }
 
+/*
+ * split_heads: x [N, T, W] -> y [N, H, T, D], y[n, h, t, :] = x[n, t, offset + h D + :];
+ * merge_heads (split = false): x1.. [N, H, T, D] -> y [N, T, k H D], the other way.
+ * One row of D floats at a time.
+ */
+static void run_heads(const int64_t *d, void *const *a, bool split)
+{
+	int hd = split ? 1 : 0; /* the argument that holds the heads */
+	int nin = (int)d[RT_D_NIN];
+	int64_t n = RT_ARG_DIM(d, hd, 0), h = RT_ARG_DIM(d, hd, 1), t = RT_ARG_DIM(d, hd, 2), dd = RT_ARG_DIM(d, hd, 3);
+	int64_t w = split ? RT_ARG_DIM(d, 0, 2) : RT_ARG_DIM(d, nin, 2), parts = split ? 1 : nin;
+	int64_t rows = parts * n * h * t;
+#pragma omp parallel for if (rows * dd > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t ti = r % t, hi = r / t % h, ni = r / (t * h) % n, k = r / (t * h * n);
+		int64_t col = (ni * t + ti) * w + (split ? d[RT_D_OFFSET] : k * h * dd) + hi * dd;
+		int64_t head = (ni * h + hi) * t * dd + ti * dd;
+		if (split)
+			memcpy((float *)a[1] + head, (const float *)a[0] + col, sizeof(float) * (size_t)dd);
+		else
+			memcpy((float *)a[nin] + col, (const float *)a[k] + head, sizeof(float) * (size_t)dd);
+	}
+}
+
+/*
+ * causal_softmax: x [..., T, T] -> y, row r (position r % T) the softmax of
+ * its entries 0..r % T in float with a double sum, the rest 0;
+ * causal_softmax_bwd: y, dy -> dx = y (dy - sum(y dy)) over the same entries.
+ */
+static void run_causal_softmax(const int64_t *d, void *const *a, bool bwd)
+{
+	int64_t t = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), rows = arg_elems(d, 0) / t;
+#pragma omp parallel for if (rows * t > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t len = r % t + 1;
+		const float *x = (const float *)a[0] + r * t;
+		float *out = (float *)a[bwd ? 2 : 1] + r * t;
+		double sum = 0;
+		if (bwd) {
+			const float *dy = (const float *)a[1] + r * t;
+			for (int64_t j = 0; j < len; j++)
+				sum += (double)x[j] * dy[j];
+			for (int64_t j = 0; j < len; j++)
+				out[j] = (float)(x[j] * (dy[j] - sum));
+		} else {
+			float mx = x[0];
+			for (int64_t j = 1; j < len; j++)
+				mx = x[j] > mx ? x[j] : mx;
+			for (int64_t j = 0; j < len; j++) {
+				out[j] = expf(x[j] - mx);
+				sum += out[j];
+			}
+			float inv = (float)(1 / sum);
+			for (int64_t j = 0; j < len; j++)
+				out[j] *= inv;
+		}
+		for (int64_t j = len; j < t; j++)
+			out[j] = 0;
+	}
+}
+
 /* position_embedding_bwd: dy [N, T, C] -> dweight [P, C]: the sum over N (in order), zero from row T */
 static void run_position_bwd(const int64_t *d, void *const *a)
 {
@@ -1262,6 +1356,15 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_LAYERNORM_BWD:
 		run_layernorm_bwd(d, a);
 		break;
+	case RT_OP_SPLIT_HEADS:
+	case RT_OP_MERGE_HEADS:
+		run_heads(d, a, k->op == RT_OP_SPLIT_HEADS);
+		break;
+	case RT_OP_CAUSAL_SOFTMAX:
+	case RT_OP_CAUSAL_SOFTMAX_BWD:
+		run_causal_softmax(d, a, k->op == RT_OP_CAUSAL_SOFTMAX_BWD);
+		break;
+	case RT_OP_MATMUL:
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
 	case RT_OP_CONV2D_BWD_FILTER:
@@ -1370,6 +1473,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_GELU_BWD: make_eltwise_bwd(s, k); break;
 	case RT_OP_SOFTMAX: make_softmax(s, k); break;
 	case RT_OP_SOFTMAX_BWD: make_softmax_bwd(s, k); break;
+	case RT_OP_MATMUL: make_matmul(s, k); break;
 	case RT_OP_ADD: make_add(s, k); break;
 	case RT_OP_CONCAT: make_concat(s, k); break;
 	case RT_OP_SOFTMAX_XENT:
@@ -1398,6 +1502,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_EMBEDDING_BWD:
 	case RT_OP_POSITION:
 	case RT_OP_POSITION_BWD:
+	case RT_OP_SPLIT_HEADS:
+	case RT_OP_MERGE_HEADS:
+	case RT_OP_CAUSAL_SOFTMAX:
+	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

@@ -528,6 +528,68 @@ dim3 bn_grid(int64_t n, int64_t c)
 	return dim3((unsigned)c, (unsigned)op_bn_groups(n, c));
 }
 
+/*
+ * split_heads: x [N, T, W] -> y [N, H, T, D] from column `offset`; merge_heads
+ * the other way for one input `part` of y [N, T, parts H D]. A thread per element.
+ */
+__global__ void split_heads(const float *x, float *y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset)
+{
+	FOR_EACH(i, total) {
+		int64_t di = i % d, ti = i / d % t, hi = i / (d * t) % h, ni = i / (d * t * h);
+		y[i] = x[(ni * t + ti) * w + offset + hi * d + di];
+	}
+}
+
+__global__ void merge_heads(const float *x, float *y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset)
+{
+	FOR_EACH(i, total) {
+		int64_t di = i % d, ti = i / d % t, hi = i / (d * t) % h, ni = i / (d * t * h);
+		y[(ni * t + ti) * w + offset + hi * d + di] = x[i];
+	}
+}
+
+/*
+ * causal_softmax: a block per row (grid-stride), row r of length t using
+ * its entries 0..r % t: the maximum, the sum of exponentials in double, then
+ * the quotients; the entries after r % t are 0. The backward pass sums
+ * y dy in double the same way.
+ */
+__global__ void causal_softmax(const float *x, float *y, int64_t rows, int64_t t)
+{
+	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float *xr = x + r * t;
+		float *yr = y + r * t;
+		int64_t len = r % t + 1;
+		float mx = -INFINITY;
+		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+			mx = fmaxf(mx, xr[j]);
+		mx = block_max(mx);
+		double part = 0;
+		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+			part += (double)expf(xr[j] - mx);
+		float inv = (float)(1 / block_sum(part));
+		for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+			yr[j] = j < len ? expf(xr[j] - mx) * inv : 0.f;
+	}
+}
+
+__global__ void causal_softmax_bwd(const float *y, const float *dy, float *dx, int64_t rows, int64_t t)
+{
+	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+		const float *yr = y + r * t, *dyr = dy + r * t;
+		float *dxr = dx + r * t;
+		int64_t len = r % t + 1;
+		double part = 0;
+		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+			part += (double)yr[j] * dyr[j];
+		double dot = block_sum(part);
+		for (int64_t j = threadIdx.x; j < t; j += blockDim.x)
+			dxr[j] = j < len ? (float)(yr[j] * (dyr[j] - dot)) : 0.f;
+	}
+}
+
 } /* namespace */
 
 /* ---- launchers ---------------------------------------------------------------- */
@@ -769,6 +831,33 @@ cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, fl
 cudaError_t gpu_xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k, cudaStream_t st)
 {
 	xent_ids_bwd<<<(unsigned)rows, THREADS, 0, st>>>(z, ids, dz, rows, k);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_split_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, cudaStream_t st)
+{
+	split_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(x, y, n * h * t * d, h, t, d, w, offset);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_merge_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, cudaStream_t st)
+{
+	merge_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(x, y, n * h * t * d, h, t, d, w, offset);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_causal_softmax(const float *x, float *y, int64_t rows, int64_t t, cudaStream_t st)
+{
+	causal_softmax<<<(unsigned)(rows < MAX_BLOCKS ? rows : MAX_BLOCKS), THREADS, 0, st>>>(x, y, rows, t);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_causal_softmax_bwd(const float *y, const float *dy, float *dx, int64_t rows, int64_t t,
+                                   cudaStream_t st)
+{
+	causal_softmax_bwd<<<(unsigned)(rows < MAX_BLOCKS ? rows : MAX_BLOCKS), THREADS, 0, st>>>(y, dy, dx, rows, t);
 	return cudaGetLastError();
 }
 

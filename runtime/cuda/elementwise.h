@@ -90,6 +90,15 @@ cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
 /* position_embedding (ops.def) on n rows of tc = T * C; its gradient into dw of `all` elements. */
 cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st);
 cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);
+/* split_heads, and merge_heads of one input at column `offset` of y [N, T, w] (ops.def) */
+cudaError_t gpu_split_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, cudaStream_t st);
+cudaError_t gpu_merge_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, cudaStream_t st);
+/* causal_softmax and its gradient (ops.def): rows of t entries, row r using 0..r % t */
+cudaError_t gpu_causal_softmax(const float *x, float *y, int64_t rows, int64_t t, cudaStream_t st);
+cudaError_t gpu_causal_softmax_bwd(const float *y, const float *dy, float *dx, int64_t rows, int64_t t,
+                                   cudaStream_t st);
 /* softmax_crossentropy_ids and its gradient (ops.def): rows of k logits, a class id each. */
 cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
                          cudaStream_t st);

@@ -479,6 +479,43 @@ static void run_dense_bwd_weight(GpuState *s, const GpuKernel *k, void *const *a
 	                         fi));
 }
 
+/*
+ * matmul: a [..., M, K], b [..., K, N] -> c [..., M, N] = alpha op(a) op(b),
+ * one strided batch. cuBLAS is column-major: row-major c is column-major
+ * c^T = op(b)^T op(a)^T, so b comes first; a row-major matrix read as
+ * column-major is its transpose, so op(b)^T is b as stored unless
+ * trans_b (then CUBLAS_OP_T), and the same for a.
+ */
+static void run_matmul(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	const float zero = 0, alpha = (float)attr_f64(d, RT_D_ALPHA);
+	int r = (int)RT_ARG_NDIM(d, 2) - 2;
+	bool ta = d[RT_D_TRANS_A], tb = d[RT_D_TRANS_B];
+	int m = to_int(k, RT_ARG_DIM(d, 2, r)), n = to_int(k, RT_ARG_DIM(d, 2, r + 1));
+	int kk = to_int(k, RT_ARG_DIM(d, 0, r + !ta));
+	int batch = to_int(k, arg_elems(d, 2) / ((int64_t)m * n));
+	CUBLAS_CHECK(cublasSgemmStridedBatched(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+	                                       n, m, kk, &alpha, a[1], tb ? kk : n, (long long)kk * n, a[0],
+	                                       ta ? m : kk, (long long)m * kk, &zero, a[2], n, (long long)m * n, batch));
+}
+
+/* split_heads: x [N, T, W] -> y [N, H, T, D];  merge_heads: x1.. [N, H, T, D] -> y [N, T, k H D] */
+static void run_heads(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN];
+	if (k->op == RT_OP_SPLIT_HEADS) {
+		launched(k, gpu_split_heads(a[0], a[1], RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
+		                            RT_ARG_DIM(d, 1, 3), last_dim(d, 0), d[RT_D_OFFSET], s->stream));
+		return;
+	}
+	int64_t h = RT_ARG_DIM(d, 0, 1), dd = RT_ARG_DIM(d, 0, 3);
+	for (int i = 0; i < nin; i++)
+		launched(k, gpu_merge_heads(a[i], a[nin], RT_ARG_DIM(d, 0, 0), h, RT_ARG_DIM(d, 0, 2), dd, last_dim(d, nin),
+		                            i * h * dd, s->stream));
+}
+
 /* concat: x1, x2, ... -> y;  slice: x -> y: blocks of `inner` elements side by side along the axis. */
 static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 {
@@ -623,6 +660,19 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		launched(k, gpu_position_bwd(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2),
 		                             arg_elems(d, 1), st));
 		break;
+	case RT_OP_MATMUL:
+		run_matmul(s, k, a);
+		break;
+	case RT_OP_SPLIT_HEADS:
+	case RT_OP_MERGE_HEADS:
+		run_heads(s, k, a);
+		break;
+	case RT_OP_CAUSAL_SOFTMAX:
+		launched(k, gpu_causal_softmax(a[0], a[1], arg_elems(d, 0) / last_dim(d, 0), last_dim(d, 0), st));
+		break;
+	case RT_OP_CAUSAL_SOFTMAX_BWD:
+		launched(k, gpu_causal_softmax_bwd(a[0], a[1], a[2], arg_elems(d, 0) / last_dim(d, 0), last_dim(d, 0), st));
+		break;
 	case RT_OP_SOFTMAX_XENT_IDS:
 		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[2], arg_elems(d, 1), last_dim(d, 0), st));
 		break;
@@ -739,6 +789,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_BWD_WEIGHT:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
 		break;
+	case RT_OP_MATMUL:
+		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm strided batched%s", s->tf32 ? " tf32" : "");
+		break;
 	case RT_OP_MAXPOOL_BWD: /* each window's maximum in the workspace */
 		k->ws = (size_t)op_maxpool_arg_bytes(arg_elems(desc, 1), desc[RT_D_KH], desc[RT_D_KW]);
 		grow_workspace(s, k);
@@ -796,6 +849,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_POSITION:
 	case RT_OP_POSITION_BWD:
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+	case RT_OP_SPLIT_HEADS:
+	case RT_OP_MERGE_HEADS:
+	case RT_OP_CAUSAL_SOFTMAX:
+	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* our own kernels and copies: the description is all they need */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", id);

@@ -19,7 +19,13 @@ which isolates the rules from float32 rounding.
 Agreement: every loss, and every saved tensor in max-norm, within RTOL
 relative (||a - b||_inf <= RTOL * ||b||_inf). When the optimizer clips,
 some step's gradient norm must exceed the clip (or the check would not
-test clipping).
+test clipping). In float32 a tensor beyond RTOL still agrees if it is as
+accurate as PyTorch's: against PyTorch in float64 from the same start,
+within twice PyTorch float32's own difference (AdamW divides each
+gradient by its running magnitude, so a gradient that is rounding noise,
+such as that of attention's key bias, exactly 0 in exact arithmetic,
+moves its weight by steps that no float32 computation repeats); each
+such tensor is printed with both differences.
 
 With --eval, the evaluation instead (check_eval): the compiled program
 trained with --val, then `autotmc eval --outputs`, against PyTorch's
@@ -128,6 +134,18 @@ def forward(graph, weights, stats, x, y, train=True):
             r = F.embedding(ins[0], ins[1])
         elif op == "position_embedding":
             r = ins[0] + ins[1][:ins[0].shape[1]]
+        elif op == "matmul":
+            r = a["alpha"] * ((ins[0].mT if a["trans_a"] else ins[0]) @ (ins[1].mT if a["trans_b"] else ins[1]))
+        elif op == "split_heads":  # as nanoGPT: a view [N, T, H, D], then heads first
+            _, h, _, d = a["shape"]
+            part = ins[0][:, :, a["offset"]:a["offset"] + h * d]
+            r = part.reshape(part.shape[0], part.shape[1], h, d).transpose(1, 2)
+        elif op == "merge_heads":
+            r = torch.cat([v.transpose(1, 2).reshape(v.shape[0], v.shape[2], -1) for v in ins], dim=-1)
+        elif op == "causal_softmax":  # a mask of -inf above the diagonal
+            k = ins[0].shape[-1]
+            mask = torch.ones(k, k, dtype=torch.bool).triu(1)
+            r = F.softmax(ins[0].masked_fill(mask, float("-inf")), dim=-1)
         elif op == "softmax_crossentropy_ids":
             r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))
         else:
@@ -246,6 +264,43 @@ def check_eval(autotmc, model, work, rtol, place):
     sys.exit(1 if bad else 0)
 
 
+def train_torch(graph, init, by_name, x, cls, nclass, iters, dtype, verbose):
+    """PyTorch's training from the initial weights `init` (name -> array):
+    the losses, the final weights and statistics (tensor id -> tensor) and
+    how many steps' gradient norms exceeded the clip."""
+    tensors, ids = graph["tensors"], id_ranges(graph)
+    weights = {by_name[k]: torch.tensor(v, dtype=dtype, requires_grad=True) for k, v in init.items()
+               if tensors[by_name[k]]["kind"] == "weight"}
+    # batchnorm's running statistics, saved with the weights: PyTorch's buffers
+    stats = {by_name[k]: torch.tensor(v, dtype=dtype) for k, v in init.items()
+             if tensors[by_name[k]]["kind"] != "weight"}
+    want = {"running_mean": 0.0, "running_var": 1.0, "num_batches_tracked": 0.0}
+    for i, v in stats.items():
+        name = tensors[i]["name"]
+        if not any(name.endswith("." + s) and np.all(v.numpy() == w) for s, w in want.items()):
+            sys.exit(f"initial statistic {name} is not PyTorch's: {v}")
+    opt = graph["optimizer"]
+    optim = make_optimizer(opt, list(weights.values()))
+    xt = torch.tensor(x, dtype=torch.int64 if graph["input"] in ids else dtype)
+    yt = torch.tensor(cls) if graph["labels"] in ids else F.one_hot(torch.tensor(cls), nclass).to(dtype)
+    losses = []
+    clipped = 0
+    for t in range(iters):
+        optim.zero_grad()
+        loss, _ = forward(graph, weights, stats, xt, yt)
+        loss.backward()
+        if opt["clip"] > 0:
+            norm = float(torch.nn.utils.clip_grad_norm_(list(weights.values()), opt["clip"]))
+            if verbose:
+                print(f"step {t + 1}: gradient norm {norm:.6g}, clip {opt['clip']:g}")
+            clipped += norm > opt["clip"]
+        for group in optim.param_groups:
+            group["lr"] = schedule_lr(opt, t)
+        optim.step()
+        losses.append(loss.item())
+    return losses, weights, stats, clipped
+
+
 def main():
     argv = sys.argv[1:]
     place = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -285,34 +340,10 @@ def main():
 
     init = read_safetensors(f"{work}/init.safetensors")
     by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
-    weights = {by_name[k]: torch.tensor(v, dtype=dtype, requires_grad=True) for k, v in init.items()
-               if tensors[by_name[k]]["kind"] == "weight"}
-    # batchnorm's running statistics, saved with the weights: PyTorch's buffers
-    stats = {by_name[k]: torch.tensor(v, dtype=dtype) for k, v in init.items()
-             if tensors[by_name[k]]["kind"] != "weight"}
-    want = {"running_mean": 0.0, "running_var": 1.0, "num_batches_tracked": 0.0}
-    for i, v in stats.items():
-        name = tensors[i]["name"]
-        if not any(name.endswith("." + s) and np.all(v.numpy() == w) for s, w in want.items()):
-            sys.exit(f"initial statistic {name} is not PyTorch's: {v}")
     opt = graph["optimizer"]
-    optim = make_optimizer(opt, list(weights.values()))
-    xt = torch.tensor(x, dtype=torch.int64 if graph["input"] in ids else dtype)
-    yt = torch.tensor(cls) if graph["labels"] in ids else F.one_hot(torch.tensor(cls), nclass).to(dtype)
-    theirs = []
-    clipped = 0
-    for t in range(iters):
-        optim.zero_grad()
-        loss, _ = forward(graph, weights, stats, xt, yt)
-        loss.backward()
-        if opt["clip"] > 0:
-            norm = float(torch.nn.utils.clip_grad_norm_(list(weights.values()), opt["clip"]))
-            print(f"step {t + 1}: gradient norm {norm:.6g}, clip {opt['clip']:g}")
-            clipped += norm > opt["clip"]
-        for group in optim.param_groups:
-            group["lr"] = schedule_lr(opt, t)
-        optim.step()
-        theirs.append(loss.item())
+    theirs, weights, stats, clipped = train_torch(graph, init, by_name, x, cls, nclass, iters, dtype, True)
+    # float32: PyTorch's own float32 error, against itself in float64, for tensors that differ
+    exact = None if f64 else train_torch(graph, init, by_name, x, cls, nclass, iters, torch.float64, False)
 
     bad = 0
     for i, (a, b) in enumerate(zip(ours, theirs)):
@@ -330,6 +361,16 @@ def main():
         nstats += i in stats
         w = (stats[i] if i in stats else weights[i]).detach().numpy()
         rel = relative(v, w)
+        if rel > rtol and exact:
+            # As accurate as PyTorch: against float64, within twice PyTorch float32's own error
+            # (where a gradient is rounding noise, as that of attention's key bias, whose exact
+            # value is 0, AdamW's normalisation makes steps of it that float32 cannot repeat).
+            e = (exact[2][i] if i in stats else exact[1][i]).detach().numpy()
+            ours64, theirs64 = relative(v, e), relative(w, e)
+            print(f"{name}: relative difference {rel:.2e}; against float64 autotmc {ours64:.2e}, "
+                  f"pytorch {theirs64:.2e}")
+            if ours64 <= 2 * theirs64:
+                rel = 0.0
         worst = max(worst, (rel, name))
         bad += rel > rtol
     has_bn = any(n["op"] == "batchnorm" for n in graph["nodes"])
