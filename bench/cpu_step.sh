@@ -8,7 +8,9 @@
 #                     [--wait-idle S] [--retry K]
 #
 # Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
-# (examples/test_vgg.net), vgg-b64 (-D batch=64).  For each, the autotmc
+# (examples/test_vgg.net), vgg-b64 (-D batch=64), tinygpt-b16
+# (examples/tinygpt.net), gpt6x512-b8 (examples/gpt2.net at 6 layers of 8
+# heads, 512 wide, 256 positions, GPT-2's vocabulary).  For each, the autotmc
 # program is built once, then R rounds each run the autotmc program (W + N
 # steps, --results) and bench/torch_step.py (W warm-up + N timed steps),
 # alternating which goes first.  A workload's figure is the median over the
@@ -68,6 +70,8 @@ workloads=(
 	"mlp-b64|examples/mlp.net|-D batch=64|--model mlp --batch 64"
 	"vgg-b8|examples/test_vgg.net||--model test_vgg --batch 8"
 	"vgg-b64|examples/test_vgg.net|-D batch=64|--model test_vgg --batch 64"
+	"tinygpt-b16|examples/tinygpt.net||--model gpt --batch 16 --layers 4 --heads 4 --width 128 --vocab 256 --seq 64 --beta2 0.99"
+	"gpt6x512-b8|examples/gpt2.net|-D n_layer=6 -D n_head=8 -D n_embd=512 -D seq=256 -D batch=8|--model gpt --batch 8 --layers 6 --heads 8 --width 512 --vocab 50257 --seq 256"
 )
 
 # busy: the share of all CPUs busy over one second, from /proc/stat.

@@ -25,8 +25,18 @@ Initial values: PyTorch's defaults for Linear and Conv2d, U(-1/sqrt(fan_in),
 (compiler/weights.c); not the same numbers.  The batch is N(0, 1) with random
 one-hot labels, the same batch every step, as in an autotmc program.
 
-A step is: optimizer.zero_grad(), forward, loss, backward, optimizer.step(),
-timed with time.perf_counter() (CPU ops are synchronous).
+  gpt (examples/gpt2.net and examples/tinygpt.net, stdlib/transformer.net):
+      GPT-2 as nanoGPT writes it (gpt_model below): token and position
+      embeddings, --layers pre-layernorm blocks of causal self-attention
+      (--heads, q, k and v from one projection,
+      F.scaled_dot_product_attention) and a 4x GELU MLP, a final layernorm,
+      the output projection tied to the token embedding; --width, --vocab,
+      --seq. Random token ids and next-token ids. AdamW (betas 0.9, 0.95 as
+      gpt2.net, 0.99 with --beta2), weight decay 0.1, gradients clipped to
+      norm 1 (clip_grad_norm_), lr 6e-4.
+
+A step is: optimizer.zero_grad(), forward, loss, backward, (clipping,)
+optimizer.step(), timed with time.perf_counter() (CPU ops are synchronous).
 """
 
 import argparse
@@ -38,7 +48,57 @@ import sys
 import time
 
 
+def gpt_model(layers, heads, width, vocab, seq):
+    """GPT-2 as examples/gpt2.net has it (nanoGPT's layout), a torch.nn module:
+    token ids [B, T] -> logits [B, T, vocab]."""
+    import math
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def attend(q, k, v):  # scaled_dot_product_attention came with torch 2.0
+        if hasattr(F, "scaled_dot_product_attention"):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        t = q.shape[-2]
+        a = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        return F.softmax(a.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")), dim=-1) @ v
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.c_attn, self.c_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(width, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            y = attend(q, k, v)
+            x = x + self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(seq, width)
+            nn.init.normal_(self.wte.weight, std=0.02)  # GPT-2's (and autotmc's) N(0, 0.02)
+            nn.init.normal_(self.wpe.weight, std=0.02)
+            self.h = nn.ModuleList(Block() for _ in range(layers))
+            self.ln_f = nn.LayerNorm(width)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe.weight[:idx.shape[1]]
+            for block in self.h:
+                x = block(x)
+            return self.ln_f(x) @ self.wte.weight.T  # tied to the token embedding
+
+    return GPT()
+
+
 def build_model(nn, args):
+    if args.model == "gpt":
+        return gpt_model(args.layers, args.heads, args.width, args.vocab, args.seq), None, args.vocab
     if args.model == "mlp":
         layers = []
         for _ in range(3):
@@ -62,6 +122,7 @@ def build_model(nn, args):
 DEFAULTS = {  # the .net files' defaults: batch, lr, momentum
     "mlp": (16, 0.005, 0.0),
     "test_vgg": (8, 0.01, 0.9),
+    "gpt": (8, 0.0006, 0.0),
 }
 
 
@@ -73,6 +134,12 @@ def main():
     p.add_argument("--momentum", type=float)
     p.add_argument("--size", type=int, default=32, help="test_vgg image size")
     p.add_argument("--classes", type=int, default=10, help="test_vgg classes")
+    p.add_argument("--layers", type=int, default=12, help="gpt: blocks")
+    p.add_argument("--heads", type=int, default=12, help="gpt: attention heads")
+    p.add_argument("--width", type=int, default=768, help="gpt: embedding width")
+    p.add_argument("--vocab", type=int, default=50257, help="gpt: vocabulary")
+    p.add_argument("--seq", type=int, default=1024, help="gpt: positions")
+    p.add_argument("--beta2", type=float, default=0.95, help="gpt: AdamW's beta2")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20, help="timed steps")
@@ -94,14 +161,22 @@ def main():
     torch.manual_seed(args.seed)
     model, xshape, classes = build_model(nn, args)
     model.train()
-    x = torch.randn(*xshape)
-    y = torch.randint(0, classes, (args.batch,))
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    if args.model == "gpt":
+        x = torch.randint(0, args.vocab, (args.batch, args.seq))
+        y = torch.randint(0, args.vocab, (args.batch, args.seq))
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, args.beta2), weight_decay=0.1)
+    else:
+        x = torch.randn(*xshape)
+        y = torch.randint(0, classes, (args.batch,))
+        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
 
     def step():
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, classes), y.reshape(-1))
         loss.backward()
+        if args.model == "gpt":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 

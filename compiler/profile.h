@@ -157,7 +157,7 @@ typedef struct ProfileDb ProfileDb;
  * and a revision, raised whenever the kernels or how their threads wait
  * change, so that profiles measured with an older runtime are not used.
  */
-#define PROFILE_BACKEND "cpu/4"
+#define PROFILE_BACKEND "cpu/5"
 
 typedef struct ProfileKey {
 	const char *machine;   /* ProfileMachine.key */
