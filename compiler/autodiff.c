@@ -246,6 +246,13 @@ static void emit_batchnorm_stats(AD *ad, const Node *f)
 	n->phase = PHASE_UPDATE;
 }
 
+/* A contribution to t's gradient: alpha op(x) op(y). */
+static void emit_matmul(AD *ad, const Tensor *t, Tensor *x, Tensor *y, bool trans_x, bool trans_y, double alpha)
+{
+	Attrs a = {.trans_a = trans_x, .trans_b = trans_y, .alpha = alpha};
+	emit_grad(ad, t, OP_MATMUL, (Tensor *[]){x, y}, 2, &a);
+}
+
 /*
  * The split_heads nodes of tensor x: its forward users, which must all be
  * split_heads taking consecutive column ranges that cover x from column 0
@@ -378,21 +385,14 @@ static void differentiate(AD *ad, const Node *f)
 		/* c = alpha op(a) op(b): each gradient is a product of dc with the other factor */
 		Tensor *A = f->in[0], *B = f->in[1];
 		bool ta = fa->trans_a, tb = fa->trans_b;
-		Attrs g1 = {.alpha = fa->alpha}, g2 = g1;
-		if (!ta) {
-			g1.trans_b = !tb;
-			emit_grad(ad, A, OP_MATMUL, (Tensor *[]){dy, B}, 2, &g1);
-		} else {
-			g1.trans_a = tb, g1.trans_b = true;
-			emit_grad(ad, A, OP_MATMUL, (Tensor *[]){B, dy}, 2, &g1);
-		}
-		if (!tb) {
-			g2.trans_a = !ta;
-			emit_grad(ad, B, OP_MATMUL, (Tensor *[]){A, dy}, 2, &g2);
-		} else {
-			g2.trans_a = true, g2.trans_b = ta;
-			emit_grad(ad, B, OP_MATMUL, (Tensor *[]){dy, A}, 2, &g2);
-		}
+		if (!ta)
+			emit_matmul(ad, A, dy, B, false, !tb, fa->alpha);
+		else
+			emit_matmul(ad, A, B, dy, tb, true, fa->alpha);
+		if (!tb)
+			emit_matmul(ad, B, A, dy, !ta, false, fa->alpha);
+		else
+			emit_matmul(ad, B, dy, A, true, ta, fa->alpha);
 		break;
 	}
 	case OP_SPLIT_HEADS: {
