@@ -668,25 +668,32 @@ static Tensor *b_flatten(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
 	return add_node(c, OP_RESHAPE, &x, 1, &a, "flatten", path, loc);
 }
 
+/* A dropout of x with probability p and the next mask stream; the identity in evaluation. */
+static Tensor *dropout_node(Ctx *c, Tensor *x, double p, const char *path, SrcLoc loc)
+{
+	Attrs a = {.p = p, .seed = c->ndropout++};
+	if (c->opt->eval)
+		return x;
+	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
+}
+
 /* dropout(p) */
 static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	Value *pv = need(args, 0, b, loc);
-	Attrs a = {.p = want_float(pv, "p", "dropout"), .seed = c->ndropout++};
-	if (!(a.p >= 0 && a.p < 1))
-		error_at(pv->loc, "'p' of dropout must be in [0, 1), got %g", a.p);
-	if (c->opt->eval)
-		return x; /* evaluation: dropout is the identity */
-	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
+	double p = want_float(pv, "p", "dropout");
+	if (!(p >= 0 && p < 1))
+		error_at(pv->loc, "'p' of dropout must be in [0, 1), got %g", p);
+	return dropout_node(c, x, p, path, loc);
 }
 
 /*
  * attention(heads, p = 0): causal multi-head scaled dot-product
  * self-attention of q, k, v side by side in x [N, T, 3C] (a projection's
  * output) -> [N, T, C]: each of the heads attends over C / heads columns,
- * position t to positions 0..t; p is the dropout of the attention weights. Composed of graph ops, so
- * that the placement sees the scores [N, H, T, T] as tensors it can move
- * or recompute.
+ * position t to positions 0..t; p is the dropout of the attention weights.
+ * Composed of graph ops, so that the placement sees the scores
+ * [N, H, T, T] as tensors it can move or recompute.
  */
 static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
@@ -714,10 +721,8 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
 	Tensor *w = add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention", join(c, path, "scores"), loc);
 	w = add_node(c, OP_CAUSAL_SOFTMAX, &w, 1, NULL, "attention", join(c, path, "weights"), loc);
-	if (p > 0 && !c->opt->eval) {
-		Attrs da = {.p = p, .seed = c->ndropout++};
-		w = add_node(c, OP_DROPOUT, &w, 1, &da, "attention", join(c, path, "dropout"), loc);
-	}
+	if (p > 0)
+		w = dropout_node(c, w, p, join(c, path, "dropout"), loc);
 	Attrs ma = {.alpha = 1};
 	Tensor *y = add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", join(c, path, "context"), loc);
 	return add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
