@@ -7,8 +7,9 @@
 # weight decay): the interpreter in float64 within 1e-6, the compiled
 # program in float32 within 1e-5 (losses, and every final weight within
 # 1e-5 or as close to PyTorch's float64 result as PyTorch's float32 one:
-# torch_check.py). The parameter count needs no PyTorch; the rest is
-# skipped (77) without it.
+# torch_check.py). Also the FLOPs of the dense gradients over [N, T, C].
+# The parameter count and the FLOPs need no PyTorch; the rest is skipped
+# (77) without it.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}
@@ -18,6 +19,25 @@ if grep -qx "parameters: 124439808" <<<"$out"; then
 	ok "GPT-2 small has 124439808 parameters"
 else
 	fail "GPT-2 small's parameters: $(grep parameters <<<"$out")"
+fi
+# the products' FLOPs over [N, T, C]: 2 per weight element and row of x (every dimension but the last)
+if "$autotmc" graph --train --json "$srcdir/tests/torch/gpt.net" | python3 -c '
+import json, math, sys
+g = json.load(sys.stdin)
+shape = lambda i: g["tensors"][i]["shape"]
+n = 0
+for node in g["nodes"]:
+    if node["op"] in ("dense_bwd_weight", "dense_bwd_data"):
+        x = shape(node["inputs"][0]) if node["op"] == "dense_bwd_weight" else shape(node["outputs"][0])
+        w = shape(node["outputs"][0]) if node["op"] == "dense_bwd_weight" else shape(node["inputs"][1])
+        want = 2 * math.prod(w) * math.prod(x[:-1])
+        if node["flops"] != want:
+            sys.exit("%s: %d FLOPs, not %d" % (node["name"], node["flops"], want))
+        n += 1
+sys.exit(n == 0)'; then
+	ok "the dense gradients' FLOPs count every row of [N, T, C]"
+else
+	fail "the dense gradients' FLOPs"
 fi
 . "$srcdir/tests/python.sh"
 need_python "torch, numpy" "python3-torch"
