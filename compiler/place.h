@@ -32,8 +32,12 @@ enum {
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
+	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
+	PLACE_LNS_MIN_INTEGERS = 4000, /* auto, recompute: a program with a start and this many integers is first
+	                                  improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
+#define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
 #define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
@@ -61,6 +65,9 @@ typedef struct PlaceOptions {
 	bool verbose;              /* let the solver log */
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
+	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
+	                              0: for programs of PLACE_LNS_MIN_INTEGERS integers or more, > 0: always,
+	                              < 0: never */
 } PlaceOptions;
 
 /* The kernels' scratch by o->cm: the most any kernel of s needs beside its arguments (0: none known). */
@@ -102,6 +109,10 @@ typedef struct PlaceStats {
 	long spans_dropped;        /* auto: nonzeros of the program with spanning moves, left out as too large; 0 */
 	const char *start_name;    /* the start placement: "sync", "checkpoint" (its lazy form), or NULL */
 	double start_time;         /* its predicted seconds */
+	int lns_solves, lns_better; /* neighbourhood re-solves (the start's completion included), and those that improved */
+	double lns_start, lns_gain; /* the start's objective (seconds), and what the neighbourhoods took off it */
+	double lns_time;           /* seconds the neighbourhoods took */
+	bool lns_bound;            /* after them, the whole program was solved for a bound (false: bound 0) */
 } PlaceStats;
 
 /*

@@ -1343,6 +1343,200 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	st->recompute_edges = ip->nrecompute;
 }
 
+/* ------------------------------------------ improving a start (LNS) */
+
+static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double *x, Arena *a);
+
+/* AUTOTM_SOLVER_LOG also logs every neighbourhood's re-solve on stderr. */
+static bool log_lns(void)
+{
+	const char *v = getenv("AUTOTM_SOLVER_LOG");
+	return v && v[0];
+}
+
+/* owner[col]: the tensor whose flow network has the column; -1 for the others (capacity, excess, kernels). */
+static int *column_owners(const Ilp *ip)
+{
+	int nc = mip_ncols(ip->mip);
+	int *owner = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
+	for (int c = 0; c < nc; c++)
+		owner[c] = -1;
+	for (int i = 0; i < ip->g->tensors.n; i++) {
+		const Flow *f = &ip->flow[i];
+		for (int v = 0; v < NV; v++)
+			if (f->src[v] >= 0)
+				owner[f->src[v]] = i;
+		for (int j = 0; j < f->m; j++) {
+			const Point *pt = &f->pt[j];
+			int e[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write,
+			           pt->awrite, pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
+			for (int k = 0; k < (int)countof(e); k++)
+				if (e[k] >= 0)
+					owner[e[k]] = i;
+			for (int k = 0; k < pt->nswrite; k++)
+				owner[pt->swrite[k]] = i;
+		}
+	}
+	return owner;
+}
+
+/*
+ * One re-solve of the program with the columns of the tensors not in
+ * `open` fixed to x, as a smaller program (mip_restrict). Writes its
+ * solution to out when it is better than cur and returns its objective;
+ * else INFINITY. *proved: the smaller program was solved to optimality.
+ */
+static double solve_fixed(Ilp *ip, const PlaceOptions *o, const int *owner, const bool *open, const double *x,
+                          double *out, double cur, double seconds, bool *proved)
+{
+	int nc = mip_ncols(ip->mip);
+	double *fix = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
+	int *col_of = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
+	for (int c = 0; c < nc; c++)
+		fix[c] = owner[c] >= 0 && !open[owner[c]] && !isnan(x[c]) ? round(x[c]) : NAN;
+	double constant;
+	Mip *sub = mip_restrict(ip->mip, fix, col_of, &constant);
+	*proved = false;
+	if (!sub)
+		return INFINITY;
+	int sc = mip_ncols(sub);
+	double *start = arena_array(ip->a, (size_t)sc + 1, sizeof(double));
+	for (int c = 0; c < nc; c++)
+		if (col_of[c] >= 0)
+			start[col_of[c]] = x[c];
+	MipOptions mo = {.start = start, .backend = o->solver, .time_limit = seconds, .gap = 1e-7,
+	                 .no_preprocess = true};
+	MipResult r;
+	char err[256];
+	bool ran = mip_solve(sub, &mo, &r, err, sizeof err);
+	mip_free(sub);
+	double obj = INFINITY;
+	*proved = ran && r.status == MIP_OPTIMAL;
+	if (ran && (r.status == MIP_OPTIMAL || r.status == MIP_FEASIBLE) && r.objective + constant < cur) {
+		obj = r.objective + constant;
+		for (int c = 0; c < nc; c++)
+			out[c] = col_of[c] >= 0 ? r.x[col_of[c]] : fix[c];
+	}
+	if (ran)
+		mip_result_free(&r);
+	return obj;
+}
+
+/* Whether tensor f has a decision point where its kernel produces or uses it within steps [lo, hi). */
+static bool acts_within(const Flow *f, int lo, int hi)
+{
+	if (f->last < lo || f->first >= hi)
+		return false;
+	for (int j = 0; j < f->m; j++)
+		if (f->pt[j].step >= lo && f->pt[j].step < hi && (f->pt[j].user || (j == 0 && f->t->producer)))
+			return true;
+	return false;
+}
+
+/*
+ * Whether the placement of solution x packs under the limit (memplan), and
+ * if so, into excess[k], what its step k costs beyond its kernel's
+ * all-fast time (moves, recomputes, slow arguments).
+ */
+static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double *excess)
+{
+	Placement *p = ilp_extract(ip, o, x, ip->a);
+	memplan(p, ip->a);
+	if (p->fast_bytes + p->workspace > o->limit)
+		return false;
+	if (excess) {
+		placement_predict(p, ip->cm, excess);
+		for (int k = 0; k < ip->s->n; k++)
+			excess[k] -= ip->cm->kernel_time(ip->cm, ip->s->order[k], 0);
+	}
+	return true;
+}
+
+/*
+ * Improve the start x (a feasible solution; NAN for the columns it does
+ * not give) by re-solving neighbourhoods, a large neighbourhood search.
+ * A neighbourhood is a window of steps: the edges of the tensors that
+ * are produced or used by a kernel in it are open, every other tensor's
+ * are fixed to x's path. That program is small (mip_restrict), and CBC
+ * solves it to optimality in a fraction of a second where the whole one
+ * takes seconds per node: the whole program's relaxation is weak
+ * (docs/placement.md), a window's is not. Windows are tried where x's
+ * steps cost most beyond their kernels; one that improves x makes the
+ * windows around it worth trying again. When every window of a width has
+ * been tried without improvement the width doubles. x is improved in
+ * place; returns its objective (INFINITY when not even the start could
+ * be completed: it breaks the program, as a start from before the
+ * fragmentation loop tightened the limits does).
+ */
+static double ilp_improve(Ilp *ip, const PlaceOptions *o, double *x, double seconds, PlaceStats *st)
+{
+	double t0 = now_seconds(), end = t0 + seconds;
+	int n = ip->s->n, nt = ip->g->tensors.n;
+	int *owner = column_owners(ip);
+	bool *open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
+	bool proved;
+	int nc = mip_ncols(ip->mip);
+	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
+	double *excess = arena_array(ip->a, (size_t)n + 1, sizeof(double));
+	bool *tried = arena_array(ip->a, (size_t)n + 1, sizeof(bool)); /* by a window's first step */
+	/* the start itself, the columns it does not give completed */
+	double best = solve_fixed(ip, o, owner, open, x, cand, INFINITY, seconds / 4, &proved);
+	st->lns_solves = 1;
+	if (log_lns())
+		fprintf(stderr, "lns start: %.1f us%s\n", best, best < INFINITY && !packs(ip, o, cand, NULL) ? " (does not pack)" : "");
+	if (best == INFINITY || !packs(ip, o, cand, excess)) {
+		st->lns_solves = 0; /* no search: the whole program alone */
+		return INFINITY;
+	}
+	memcpy(x, cand, sizeof(double) * (size_t)nc);
+	st->lns_start = best / US;
+	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH;
+	while (now_seconds() < end - 0.05) {
+		/* the untried window of this width (starts on a grid of half a width) that costs most */
+		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1;
+		double most = -1;
+		for (int w = 0; w < n; w += stride) {
+			double sum = 0;
+			for (int k = w; k < w + width && k < n; k++)
+				sum += excess[k];
+			if (!tried[w] && sum > most)
+				most = sum, lo = w;
+		}
+		if (lo < 0) { /* all tried: wider windows */
+			if (width >= n)
+				break;
+			width = 2 * width < n ? 2 * width : n;
+			memset(tried, 0, sizeof(bool) * (size_t)n);
+			continue;
+		}
+		tried[lo] = true;
+		int hi = lo + width < n ? lo + width : n, nopen = 0;
+		for (int i = 0; i < nt; i++)
+			nopen += open[i] = acts_within(&ip->flow[i], lo, hi);
+		double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
+		if (limit > left)
+			limit = left;
+		double t1 = now_seconds();
+		double obj = nopen ? solve_fixed(ip, o, owner, open, x, cand, best, limit, &proved) : INFINITY;
+		bool fits = obj < best && packs(ip, o, cand, excess); /* a better one that packs */
+		st->lns_solves += nopen > 0;
+		if (log_lns())
+			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", lo, hi, nopen, best, obj,
+			        now_seconds() - t1, proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
+		if (fits) {
+			st->lns_gain += (best - obj) / US;
+			st->lns_better++;
+			best = obj;
+			memcpy(x, cand, sizeof(double) * (size_t)nc);
+			for (int w = 0; w < n; w += stride)
+				if (w + width > lo - width && w < hi + width)
+					tried[w] = false;
+		}
+	}
+	st->lns_time = now_seconds() - t0;
+	return best;
+}
+
 /* Solve ip's program (and free it); false with a message in err when it gives no placement. */
 static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
 {
@@ -1363,11 +1557,66 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
 		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
 	};
-	bool ran = mip_solve(ip->mip, &mo, r, err, errlen);
+	/*
+	 * A large program with a start: first its neighbourhoods, then the
+	 * whole program from the best of them, for a bound (and an
+	 * improvement, if it finds one). Not with moves that span kernels:
+	 * the root relaxation of those programs alone can take longer than
+	 * the whole budget, and CBC's time limit does not stop it.
+	 */
+	double better = INFINITY, *bx = NULL, t0 = now_seconds();
+	bool lns = start && ip->recompute && (o->lns > 0 || (o->lns == 0 && mip_nintegers(ip->mip) >= PLACE_LNS_MIN_INTEGERS));
+	bool whole = !lns || ip->spans.n == 0;
+	if (lns) {
+		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
+		memcpy(bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));
+		better = ilp_improve(ip, o, bx, whole ? mo.time_limit * PLACE_LNS_SHARE : mo.time_limit, st);
+		double spent = now_seconds() - t0, least = mo.time_limit * (1 - PLACE_LNS_SHARE);
+		if (better < INFINITY) { /* its paths; CBC completes the rest (continuous values in a start crashed it) */
+			int *owner = column_owners(ip);
+			double *sx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
+			for (int c = 0; c < mip_ncols(ip->mip); c++)
+				sx[c] = owner[c] >= 0 ? round(bx[c]) : NAN;
+			sx[ip->one] = 1;
+			mo.start = sx;
+		}
+		mo.time_limit = mo.time_limit - spent > least ? mo.time_limit - spent : least;
+		whole = whole || better == INFINITY;
+	}
+	bool ran = true;
+	if (whole)
+		ran = mip_solve(ip->mip, &mo, r, err, errlen);
+	else
+		*r = (MipResult){.status = MIP_NO_SOLUTION};
+	if (ran && better < INFINITY &&
+	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
+		/*
+		 * The whole program found nothing better than its neighbourhoods
+		 * that packs, was not solved, or (as CBC's preprocessing sometimes
+		 * wrongly does) was called infeasible: their solution, with the
+		 * solver's bound if it proved one, else 0 (every time is
+		 * non-negative).
+		 */
+		bool bounded = r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE;
+		double bound = bounded && r->bound < better ? r->bound : 0;
+		mip_result_free(r);
+		r->status = MIP_FEASIBLE;
+		r->objective = better;
+		r->bound = bound;
+		r->gap = (better - bound) / (fabs(better) > 1e-9 ? fabs(better) : 1e-9);
+		r->x = xmalloc(sizeof(double) * (size_t)(mip_ncols(ip->mip) + 1));
+		memcpy(r->x, bx, sizeof(double) * (size_t)mip_ncols(ip->mip));
+	}
+	if (ran && better < INFINITY)
+		r->time = now_seconds() - t0;
+	st->lns_bound = whole;
+	if (lns && !whole)
+		st->status = "feasible (neighbourhoods; no bound proved)";
 	mip_free(ip->mip);
 	ip->mip = NULL;
 	st->solve_time = r->time;
-	st->status = mip_status_name(r->status);
+	if (!(lns && !whole))
+		st->status = mip_status_name(r->status);
 	if (!ran)
 		return false;
 	switch (r->status) {

@@ -442,6 +442,10 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		        st->nattempts, st->nattempts == 1 ? "" : "s", st->status ? st->status : "?", 100.0 * st->gap);
 	if (st->nattempts > 0 && st->start_name)
 		fprintf(f, "started from: %s's placement, %.3f ms\n", st->start_name, 1e3 * st->start_time);
+	if (st->nattempts > 0 && st->lns_solves > 0)
+		fprintf(f, "neighbourhoods: %d re-solves in %.1f s, %d better, %.3f ms off the start's %.3f ms%s\n",
+		        st->lns_solves, st->lns_time, st->lns_better, 1e3 * st->lns_gain, 1e3 * st->lns_start,
+		        st->lns_bound ? "; then the whole program" : "");
 	if (st->nattempts > 0 && st->spans_dropped > 0)
 		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
 		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
@@ -481,6 +485,15 @@ char *schedule_solver_json(const PlaceStats *st)
 	if (st->start_name) {
 		cJSON_AddStringToObject(s, "start", st->start_name);
 		cJSON_AddNumberToObject(s, "start_seconds", st->start_time);
+	}
+	if (st->lns_solves > 0) {
+		cJSON *n = cJSON_AddObjectToObject(s, "neighbourhoods");
+		cJSON_AddNumberToObject(n, "solves", st->lns_solves);
+		cJSON_AddNumberToObject(n, "better", st->lns_better);
+		cJSON_AddNumberToObject(n, "seconds", st->lns_time);
+		cJSON_AddNumberToObject(n, "start_objective_seconds", st->lns_start);
+		cJSON_AddNumberToObject(n, "gain_seconds", st->lns_gain);
+		cJSON_AddBoolToObject(n, "whole_program_after", st->lns_bound);
 	}
 	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
 	return json_text(s);

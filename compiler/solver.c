@@ -116,6 +116,12 @@ void mip_set_bounds(Mip *m, int col, double lo, double hi)
 	m->hi[col] = hi;
 }
 
+void mip_get_bounds(const Mip *m, int col, double *lo, double *hi)
+{
+	*lo = m->lo[col];
+	*hi = m->hi[col];
+}
+
 int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi)
 {
 	if (m->nrows == m->caprows) {
@@ -158,6 +164,46 @@ int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, d
 	m->rhi[i] = hi;
 	m->start[i + 1] = m->nnz;
 	return i;
+}
+
+Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant)
+{
+	Mip *r = mip_new();
+	*constant = 0;
+	for (int j = 0; j < m->ncols; j++) {
+		if (isnan(fix[j])) {
+			col_of[j] = mip_add_col(r, m->lo[j], m->hi[j], m->obj[j], m->isint[j]);
+		} else {
+			col_of[j] = -1;
+			*constant += m->obj[j] * fix[j];
+		}
+	}
+	int *cols = xmalloc(sizeof(int) * (size_t)(r->ncols + 1));
+	double *vals = xmalloc(sizeof(double) * (size_t)(r->ncols + 1));
+	for (int i = 0; i < m->nrows && r; i++) {
+		int n = 0;
+		double fixed = 0;
+		for (long k = m->start[i]; k < m->start[i + 1]; k++) {
+			int j = m->col[k];
+			if (col_of[j] >= 0) {
+				cols[n] = col_of[j];
+				vals[n++] = m->val[k];
+			} else {
+				fixed += m->val[k] * fix[j];
+			}
+		}
+		double lo = m->rlo[i] <= -MIP_INF ? -MIP_INF : m->rlo[i] - fixed;
+		double hi = m->rhi[i] >= MIP_INF ? MIP_INF : m->rhi[i] - fixed;
+		if (n > 0) {
+			mip_add_row(r, n, cols, vals, lo, hi);
+		} else if (lo > 1e-6 || hi < -1e-6) {
+			mip_free(r);
+			r = NULL;
+		}
+	}
+	free(cols);
+	free(vals);
+	return r;
 }
 
 int mip_ncols(const Mip *m) { return m->ncols; }
@@ -254,6 +300,9 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		free(idx);
 		free(sval);
 	}
+
+	if (o->no_preprocess)
+		Cbc_setParameter(cbc, "preprocess", "off");
 
 	/* a tuning aid: AUTOTM_CBC_PARAMS="name=value name=value" sets CBC's parameters (its command-line names) */
 	const char *params = getenv("AUTOTM_CBC_PARAMS");

@@ -34,6 +34,8 @@ typedef struct MipOptions {
 	double gap;          /* stop at this relative gap; <= 0: the solver's own tolerance */
 	bool verbose;        /* let the solver log on stdout */
 	const double *start; /* a known solution to start from (CBC; one value per column, NAN: not given), or NULL */
+	bool no_preprocess;  /* CBC: without its integer preprocessing (CglPreProcess), which crashes or wrongly
+	                        calls some programs with most columns fixed infeasible */
 } MipOptions;
 
 typedef struct MipResult {
@@ -60,6 +62,9 @@ void mip_add_obj(Mip *m, int col, double coef);
 /* Change a column's bounds (after it was added). */
 void mip_set_bounds(Mip *m, int col, double lo, double hi);
 
+/* A column's bounds. */
+void mip_get_bounds(const Mip *m, int col, double *lo, double *hi);
+
 /* Size of the program. */
 int mip_ncols(const Mip *m);
 int mip_nrows(const Mip *m);
@@ -71,6 +76,16 @@ long mip_nnz(const Mip *m);
  * columns x all gives (NAN: not given); -1 if none.
  */
 int mip_broken_row(const Mip *m, const double *x, double tol);
+
+/*
+ * The program with the columns that fix[] gives a number (NAN: free) fixed
+ * there and left out: each row keeps its free columns, its bounds less
+ * the fixed columns' part; a row with none left is left out, or, if the
+ * fixed values break it by more than 1e-6, the result is NULL (no
+ * solution). col_of[j] gets the restricted program's column of column j,
+ * -1 for a fixed one; *constant the fixed columns' objective.
+ */
+Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant);
 
 /*
  * Solve; fills r (status always set). Returns false only when the solver

@@ -566,6 +566,50 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	return st.objective;
 }
 
+/*
+ * auto improving a start by re-solving neighbourhoods (forced on these
+ * small programs): from async's placement, the result is a valid packed
+ * placement whose prediction is its objective, no slower than the start
+ * and not below the optimum; without spanning moves (spans of one) the
+ * whole program is solved after the neighbourhoods, for a valid bound
+ * (its optimum is returned only if it packs).
+ */
+static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c, int64_t limit,
+                      bool one, double optimum, Arena *a)
+{
+	char err[512];
+	PlaceOptions ao = {.optimizer = OPT_ASYNC, .limit = limit, .cm = cm, .time_limit = 5, .tiny = c->tiny};
+	Placement *start = place(g, s, &ao, a, NULL, err, sizeof err);
+	if (!start)
+		return; /* async cannot place under this limit */
+	double t0 = placement_predict(start, cm, NULL);
+	PlaceOptions o = {.optimizer = OPT_AUTO, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c->tiny,
+	                  .gap = -1, .span = one ? -1 : 0, .start = start, .lns = 1};
+	PlaceStats st;
+	Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
+	test_expect(p, "%s auto%s from async, neighbourhoods, limit %" PRId64 ": %s", c->name, one ? "-1" : "", limit,
+	            err);
+	if (!p)
+		return;
+	test_expect(st.lns_solves >= 1 && (st.lns_bound || !one), "%s: neighbourhoods: %d solves, whole program %d",
+	            c->name, st.lns_solves, st.lns_bound);
+	test_expect(placement_verify(g, p, err, sizeof err), "%s neighbourhoods: placement_verify: %s", c->name, err);
+	memplan(p, a);
+	test_expect(p->fast_bytes + p->workspace <= limit, "%s neighbourhoods: pool %" PRId64 " over the limit %" PRId64,
+	            c->name, p->fast_bytes, limit);
+	double pred = placement_predict(p, cm, NULL);
+	test_expect(close_to(pred, st.objective), "%s neighbourhoods limit %" PRId64 ": predicted %.9g, objective %.9g",
+	            c->name, limit, pred, st.objective);
+	test_expect(pred <= t0 * (1 + 1e-9), "%s neighbourhoods limit %" PRId64 ": %.9g slower than the start %.9g",
+	            c->name, limit, pred, t0);
+	test_expect(pred >= optimum * (1 - 1e-9), "%s neighbourhoods limit %" PRId64 ": %.9g below the optimum %.9g",
+	            c->name, limit, pred, optimum);
+	test_expect(st.bound <= optimum * (1 + 1e-9) && st.bound >= 0 && (st.lns_bound || st.bound == 0),
+	            "%s neighbourhoods limit %" PRId64 ": bound %.9g, optimum %.9g", c->name, limit, st.bound, optimum);
+	printf("  auto%s from async's %.6f us, %d neighbourhoods (%d better): %.6f us, optimum %.6f us\n",
+	       one ? "-1" : "", t0 * 1e6, st.lns_solves, st.lns_better, pred * 1e6, optimum * 1e6);
+}
+
 /* kernels_fast (the GPU's placement) against brute force, at limits from the lower bound to the peak. */
 static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel *base, const Case *c,
                               int64_t peak, Arena *a)
@@ -684,6 +728,8 @@ static void run_case(const Case *c, const CostModel *cm)
 		            c->name, limit, au, a1);
 		if (au < a1 * (1 - 1e-9))
 			spans_win++;
+		lns_check(g, s, cm, c, limit, false, au, &a);
+		lns_check(g, s, cm, c, limit, true, a1, &a);
 		if (rc < obj[0][0] * (1 - 1e-9))
 			recompute_wins++;
 		if (recompute_combinations(g, s, c->tiny) <= 2e6) {
@@ -753,9 +799,37 @@ static void test_broken_row(void)
 	mip_free(m);
 }
 
+/* mip_restrict: fixed columns leave the program, their part moves into the row bounds */
+static void test_restrict(void)
+{
+	Mip *m = mip_new();
+	int x0 = mip_add_col(m, 0, 1, 3, true), x1 = mip_add_col(m, 0, 1, 1, true), d = mip_add_col(m, 0, 10, 0, false);
+	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
+	mip_add_row(m, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
+	int col_of[3];
+	double constant;
+	Mip *r = mip_restrict(m, (double[]){0, NAN, NAN}, col_of, &constant);
+	test_expect(r && mip_ncols(r) == 2 && mip_nrows(r) == 2 && col_of[0] == -1 && col_of[1] == 0 && col_of[2] == 1 &&
+	            constant == 0, "restrict x0 = 0");
+	char err[128];
+	MipResult res;
+	if (r && mip_solve(r, &(MipOptions){0}, &res, err, sizeof err)) { /* x1 = 1 (the first row), d >= 2 */
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, 1) && close_to(res.x[1], 2),
+		            "restricted solve: %s %g", mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	}
+	mip_free(r);
+	r = mip_restrict(m, (double[]){1, 0, NAN}, col_of, &constant);
+	test_expect(r && mip_nrows(r) == 1 && constant == 3, "restrict x0 = 1, x1 = 0: the first row holds and goes");
+	mip_free(r);
+	test_expect(!mip_restrict(m, (double[]){1, 1, NAN}, col_of, &constant), "x0 = x1 = 1 breaks the first row");
+	mip_free(m);
+}
+
 int main(void)
 {
 	test_broken_row();
+	test_restrict();
 	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
 	   are compute-bound in fast and memory-bound in slow (not separable) */
 	Roofline r = {.flop_rate = 10e9, .fast_read = 10e9, .fast_write = 10e9,
