@@ -33,8 +33,8 @@ enum {
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
-	PLACE_LNS_MIN_INTEGERS = 4000, /* auto, recompute: a program with a start and this many integers is first
-	                                  improved by re-solving neighbourhoods */
+	PLACE_LNS_MIN_NONZEROS = 100000, /* auto, recompute: a program with a start and this many nonzeros is
+	                                    first improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
@@ -66,7 +66,7 @@ typedef struct PlaceOptions {
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
-	                              0: for programs of PLACE_LNS_MIN_INTEGERS integers or more, > 0: always,
+	                              0: for programs of PLACE_LNS_MIN_NONZEROS nonzeros or more, > 0: always,
 	                              < 0: never */
 } PlaceOptions;
 

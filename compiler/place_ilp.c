@@ -1565,7 +1565,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * the whole budget, and CBC's time limit does not stop it.
 	 */
 	double better = INFINITY, *bx = NULL, t0 = now_seconds();
-	bool lns = start && ip->recompute && (o->lns > 0 || (o->lns == 0 && mip_nintegers(ip->mip) >= PLACE_LNS_MIN_INTEGERS));
+	bool lns = start && ip->recompute && (o->lns > 0 || (o->lns == 0 && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
 	bool whole = !lns || ip->spans.n == 0;
 	if (lns) {
 		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
@@ -1581,6 +1581,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 			mo.start = sx;
 		}
 		mo.time_limit = mo.time_limit - spent > least ? mo.time_limit - spent : least;
+		mo.no_preprocess = better < INFINITY; /* CglPreProcess crashed on such a start (densenet201 b64) */
 		whole = whole || better == INFINITY;
 	}
 	bool ran = true;
