@@ -1122,6 +1122,21 @@ static const Move *move_from(const Placement *p, const Residency *from)
  * does something f cannot express (a move or recompute away from a
  * decision point, a kind of edge f lacks).
  */
+/* The columns of a point's edges, into e (MAX_POINT_EDGES); returns how many. */
+enum { MAX_POINT_EDGES = 12 + MAX_SPANS };
+static int point_edges(const Point *pt, int *e)
+{
+	int all[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write, pt->awrite,
+	             pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
+	int n = 0;
+	for (int k = 0; k < (int)countof(all); k++)
+		if (all[k] >= 0)
+			e[n++] = all[k];
+	for (int k = 0; k < pt->nswrite; k++)
+		e[n++] = pt->swrite[k];
+	return n;
+}
+
 static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 {
 	const Tensor *t = f->t;
@@ -1207,14 +1222,9 @@ static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 #undef TAKE
 	/* every edge of f not on the path is 0 */
 	for (int j = 0; j < f->m; j++) {
-		const Point *pt = &f->pt[j];
-		int e[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write, pt->awrite,
-		           pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
-		for (int k = 0; k < (int)countof(e); k++)
-			if (e[k] >= 0)
-				x[e[k]] = 0;
-		for (int k = 0; k < pt->nswrite; k++)
-			x[pt->swrite[k]] = 0;
+		int e[MAX_POINT_EDGES], ne = point_edges(&f->pt[j], e);
+		for (int k = 0; k < ne; k++)
+			x[e[k]] = 0;
 	}
 	for (int v = 0; v < NV; v++)
 		if (f->src[v] >= 0)
@@ -1367,14 +1377,9 @@ static int *column_owners(const Ilp *ip)
 			if (f->src[v] >= 0)
 				owner[f->src[v]] = i;
 		for (int j = 0; j < f->m; j++) {
-			const Point *pt = &f->pt[j];
-			int e[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write,
-			           pt->awrite, pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
-			for (int k = 0; k < (int)countof(e); k++)
-				if (e[k] >= 0)
-					owner[e[k]] = i;
-			for (int k = 0; k < pt->nswrite; k++)
-				owner[pt->swrite[k]] = i;
+			int e[MAX_POINT_EDGES], ne = point_edges(&f->pt[j], e);
+			for (int k = 0; k < ne; k++)
+				owner[e[k]] = i;
 		}
 	}
 	return owner;
@@ -1468,11 +1473,11 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
  * be completed: it breaks the program, as a start from before the
  * fragmentation loop tightened the limits does).
  */
-static double ilp_improve(Ilp *ip, const PlaceOptions *o, double *x, double seconds, PlaceStats *st)
+static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds,
+                          PlaceStats *st)
 {
 	double t0 = now_seconds(), end = t0 + seconds;
 	int n = ip->s->n, nt = ip->g->tensors.n;
-	int *owner = column_owners(ip);
 	bool *open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
 	bool proved;
 	int nc = mip_ncols(ip->mip);
@@ -1570,10 +1575,10 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	if (lns) {
 		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
 		memcpy(bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));
-		better = ilp_improve(ip, o, bx, whole ? mo.time_limit * PLACE_LNS_SHARE : mo.time_limit, st);
+		int *owner = column_owners(ip);
+		better = ilp_improve(ip, o, owner, bx, whole ? mo.time_limit * PLACE_LNS_SHARE : mo.time_limit, st);
 		double spent = now_seconds() - t0, least = mo.time_limit * (1 - PLACE_LNS_SHARE);
 		if (better < INFINITY) { /* its paths; CBC completes the rest (continuous values in a start crashed it) */
-			int *owner = column_owners(ip);
 			double *sx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
 			for (int c = 0; c < mip_ncols(ip->mip); c++)
 				sx[c] = owner[c] >= 0 ? round(bx[c]) : NAN;

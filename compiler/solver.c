@@ -116,12 +116,6 @@ void mip_set_bounds(Mip *m, int col, double lo, double hi)
 	m->hi[col] = hi;
 }
 
-void mip_get_bounds(const Mip *m, int col, double *lo, double *hi)
-{
-	*lo = m->lo[col];
-	*hi = m->hi[col];
-}
-
 int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi)
 {
 	if (m->nrows == m->caprows) {

@@ -62,9 +62,6 @@ void mip_add_obj(Mip *m, int col, double coef);
 /* Change a column's bounds (after it was added). */
 void mip_set_bounds(Mip *m, int col, double lo, double hi);
 
-/* A column's bounds. */
-void mip_get_bounds(const Mip *m, int col, double *lo, double *hi);
-
 /* Size of the program. */
 int mip_ncols(const Mip *m);
 int mip_nrows(const Mip *m);
