@@ -33,6 +33,8 @@ enum {
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
+	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved fast without gain (or out of time)
+	                                  after which they widen (narrow) */
 	PLACE_LNS_MIN_NONZEROS = 100000, /* auto, recompute: a program with a start and this many nonzeros is
 	                                    first improved by re-solving neighbourhoods */
 };

@@ -204,6 +204,9 @@ typedef struct Ilp {
 	int npoints;        /* decision points in all */
 	int separable, configured, approximated; /* kernels by cost form */
 	int nrecompute;     /* recompute edges */
+	int *dcol;          /* step -> its column D_s, the fast MiB live there */
+	double *dmax;       /* step -> D_s's upper bound: the step's limit, or less where the neighbourhoods
+	                       tightened it for packing */
 } Ilp;
 
 static int binary(Ilp *ip, double cost_us)
@@ -958,8 +961,12 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 		}
 	}
 	int prev = -1;
+	ip->dcol = arena_array(ip->a, (size_t)n + 1, sizeof(int));
+	ip->dmax = arena_array(ip->a, (size_t)n + 1, sizeof(double));
 	for (int st = 0; st < n; st++) {
 		int D = mip_add_col(ip->mip, 0, limit_mib[st], 0, false);
+		ip->dcol[st] = D;
+		ip->dmax[st] = limit_mib[st];
 		const TermVec *c = &ip->cap[st];
 		int *cols = arena_array(ip->a, (size_t)c->n + 2, sizeof(int));
 		double *vals = arena_array(ip->a, (size_t)c->n + 2, sizeof(double));
@@ -1458,6 +1465,49 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
 }
 
 /*
+ * A solution that does not pack (the pool memplan makes of its placement
+ * is above the limit: fragmentation): lower the bound of D_s at the steps
+ * of the fast residencies that reach above the limit to cand's D_s less a
+ * cut, as the fragmentation loop lowers their limits, but never below
+ * inc's D_s where inc (the current solution, which packs) is given: it
+ * stays feasible, and so does every neighbourhood of it. Returns whether
+ * a bound changed.
+ */
+static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc)
+{
+	Placement *p = ilp_extract(ip, o, cand, ip->a);
+	memplan(p, ip->a);
+	double worst = (double)(p->fast_bytes + p->workspace), cut = (worst / (double)o->limit - 1) / 2;
+	cut = cut < PLACE_FRAG_MIN_CUT ? PLACE_FRAG_MIN_CUT : cut > 0.1 ? 0.1 : cut;
+	bool changed = false;
+	for (int i = 0; i < p->res.n; i++) {
+		const Residency *r = p->res.v[i];
+		if (r->tier != TIER_FAST || r->offset + memplan_round(r->t->bytes) + p->workspace <= o->limit)
+			continue;
+		for (int k = r->first; k <= r->last; k++) {
+			int c = ip->dcol[k];
+			double d = cand[c] * (1 - cut);
+			if (inc && d < inc[c])
+				d = inc[c];
+			if (d < ip->dmax[k] - 1e-6) {
+				ip->dmax[k] = d;
+				mip_set_bounds(ip->mip, c, 0, d);
+				changed = true;
+			}
+		}
+	}
+	return changed;
+}
+
+/* Every bound of D_s back to dmax0's. */
+static void untighten(Ilp *ip, const double *dmax0)
+{
+	for (int k = 0; k < ip->s->n; k++)
+		if (ip->dmax[k] != dmax0[k])
+			mip_set_bounds(ip->mip, ip->dcol[k], 0, ip->dmax[k] = dmax0[k]);
+}
+
+/*
  * Improve the start x (a feasible solution; NAN for the columns it does
  * not give) by re-solving neighbourhoods, a large neighbourhood search.
  * A neighbourhood is a window of steps: the edges of the tensors that
@@ -1467,11 +1517,17 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
  * takes seconds per node: the whole program's relaxation is weak
  * (docs/placement.md), a window's is not. Windows are tried where x's
  * steps cost most beyond their kernels; one that improves x makes the
- * windows around it worth trying again. When every window of a width has
- * been tried without improvement the width doubles. x is improved in
- * place; returns its objective (INFINITY when not even the start could
- * be completed: it breaks the program, as a start from before the
- * fragmentation loop tightened the limits does).
+ * windows around it worth trying again. The width doubles when every
+ * window of it has been tried, or when PLACE_LNS_EASY windows in a row
+ * were solved to optimality without finding better (the search is then
+ * local: a long graph has thousands of windows); it halves again after
+ * PLACE_LNS_EASY windows in a row ran out of time. A better solution that does not pack lowers the
+ * capacity bounds where it overflowed (tighten) and its window is tried
+ * again; so is the start's completion, up to four times. x is improved
+ * in place; returns its objective (INFINITY when not even the start
+ * could be completed to a solution that packs: it breaks the program, as
+ * a start from before the fragmentation loop tightened the limits does;
+ * every bound is then as it was).
  */
 static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds,
                           PlaceStats *st)
@@ -1483,19 +1539,30 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	int nc = mip_ncols(ip->mip);
 	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
 	double *excess = arena_array(ip->a, (size_t)n + 1, sizeof(double));
+	double *dmax0 = arena_array(ip->a, (size_t)n + 1, sizeof(double));
 	bool *tried = arena_array(ip->a, (size_t)n + 1, sizeof(bool)); /* by a window's first step */
-	/* the start itself, the columns it does not give completed */
-	double best = solve_fixed(ip, o, owner, open, x, cand, INFINITY, seconds / 4, &proved);
+	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
+	/* the start itself, the columns it does not give completed (under tighter bounds where it does not pack) */
+	double best = INFINITY;
+	bool fits = false;
+	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
+		best = solve_fixed(ip, o, owner, open, x, cand, INFINITY, seconds / 8, &proved);
+		fits = best < INFINITY && packs(ip, o, cand, excess);
+		if (log_lns())
+			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
+			        best, best < INFINITY && !fits ? " (does not pack)" : "");
+		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL)))
+			break;
+	}
+	untighten(ip, dmax0);
 	st->lns_solves = 1;
-	if (log_lns())
-		fprintf(stderr, "lns start: %.1f us%s\n", best, best < INFINITY && !packs(ip, o, cand, NULL) ? " (does not pack)" : "");
-	if (best == INFINITY || !packs(ip, o, cand, excess)) {
+	if (!fits) {
 		st->lns_solves = 0; /* no search: the whole program alone */
 		return INFINITY;
 	}
 	memcpy(x, cand, sizeof(double) * (size_t)nc);
 	st->lns_start = best / US;
-	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH;
+	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
 	while (now_seconds() < end - 0.05) {
 		/* the untried window of this width (starts on a grid of half a width) that costs most */
 		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1;
@@ -1507,11 +1574,12 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			if (!tried[w] && sum > most)
 				most = sum, lo = w;
 		}
-		if (lo < 0) { /* all tried: wider windows */
+		if (lo < 0 || easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
 			if (width >= n)
 				break;
 			width = 2 * width < n ? 2 * width : n;
 			memset(tried, 0, sizeof(bool) * (size_t)n);
+			easy = hard = 0;
 			continue;
 		}
 		tried[lo] = true;
@@ -1521,13 +1589,29 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 		double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
 		if (limit > left)
 			limit = left;
-		double t1 = now_seconds();
-		double obj = nopen ? solve_fixed(ip, o, owner, open, x, cand, best, limit, &proved) : INFINITY;
-		bool fits = obj < best && packs(ip, o, cand, excess); /* a better one that packs */
-		st->lns_solves += nopen > 0;
-		if (log_lns())
-			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", lo, hi, nopen, best, obj,
-			        now_seconds() - t1, proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
+		double obj = INFINITY;
+		fits = proved = false;
+		for (int k = 0; nopen > 0; k++) { /* under lower bounds where a better one does not pack, twice */
+			double t1 = now_seconds();
+			obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &proved);
+			if (obj > best * (1 - 1e-6))
+				obj = INFINITY; /* not better beyond rounding */
+			fits = obj < best && packs(ip, o, cand, excess);
+			if (log_lns())
+				fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", lo, hi, nopen, best, obj,
+				        now_seconds() - t1, proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
+			st->lns_solves++;
+			if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x))
+				break;
+		}
+		untighten(ip, dmax0);
+		easy = !fits && proved ? easy + 1 : 0;
+		hard = !fits && !proved ? hard + 1 : 0;
+		if (hard >= PLACE_LNS_EASY && width > PLACE_LNS_WIDTH) { /* too hard: narrower again */
+			width /= 2;
+			memset(tried, 0, sizeof(bool) * (size_t)n);
+			hard = 0;
+		}
 		if (fits) {
 			st->lns_gain += (best - obj) / US;
 			st->lns_better++;
