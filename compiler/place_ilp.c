@@ -167,6 +167,7 @@ typedef struct ColSum {
 typedef struct RecomputeAt {
 	VEC(int) step;
 	VEC(Chain *) chain;
+	VEC(int) depth;   /* the least depth each step was reached at (find_recomputes) */
 	VEC(int) support; /* steps where a consumer's recompute reads it: decision points */
 } RecomputeAt;
 
@@ -322,16 +323,20 @@ static int find_step(const int *v, int n, int step)
  * recompute of a consumer reads it, so that a run of dropped values can
  * be made again one after another at one boundary. Each such step
  * becomes a decision point of every droppable tensor the chain reads;
- * the others (weights, gradients) are read where they are.
+ * the others (weights, gradients) are read where they are. Chains are
+ * followed PLACE_RECOMPUTE_DEPTH consumers deep from a user, and from
+ * every recompute of the start placement (if any) as from a user, so
+ * that the program can express the start's recomputes however deep its
+ * chains go (checkpoint's: a whole segment made again at one boundary).
  */
-static void find_recomputes(Ilp *ip)
+static void find_recomputes(Ilp *ip, const Placement *start)
 {
 	const Graph *g = ip->g;
 	const Schedule *s = ip->s;
 	typedef struct Work {
 		const Tensor *t;
 		int step;
-		int depth; /* 0: before a user; d: read by a recompute of depth d - 1 */
+		int depth; /* 0: before a user, or where the start recomputes it; d: read by a recompute of depth d - 1 */
 	} Work;
 	int max_depth = PLACE_RECOMPUTE_DEPTH;
 	VEC(Work) work = {0};
@@ -343,16 +348,30 @@ static void find_recomputes(Ilp *ip)
 		for (int u = 0; u < t->users.n; u++)
 			vec_push(ip->a, &work, ((Work){t, s->pos[t->users.v[u]->id], 0}));
 	}
+	for (int i = 0; start && i < start->recomputes.n; i++) {
+		const Recompute *r = &start->recomputes.v[i];
+		if (droppable(ip, r->t) && r->at < s->n)
+			vec_push(ip->a, &work, ((Work){r->t, r->at, 0}));
+	}
 	while (work.n > 0) {
 		Work w = work.v[--work.n];
 		RecomputeAt *ra = &ip->rc[w.t->id];
-		if (find_step(ra->step.v, ra->step.n, w.step) >= 0)
-			continue;
-		Chain *c = arena_alloc(ip->a, sizeof *c);
-		if (!recompute_chain(s, w.t, w.step, c, ip->a))
-			continue;
-		vec_push(ip->a, &ra->step, w.step);
-		vec_push(ip->a, &ra->chain, c);
+		int k = find_step(ra->step.v, ra->step.n, w.step);
+		const Chain *c;
+		if (k >= 0) { /* reached before: again only to go deeper from here */
+			if (w.depth >= ra->depth.v[k])
+				continue;
+			ra->depth.v[k] = w.depth;
+			c = ra->chain.v[k];
+		} else {
+			Chain *nc = arena_alloc(ip->a, sizeof *nc);
+			if (!recompute_chain(s, w.t, w.step, nc, ip->a))
+				continue;
+			vec_push(ip->a, &ra->step, w.step);
+			vec_push(ip->a, &ra->chain, nc);
+			vec_push(ip->a, &ra->depth, w.depth);
+			c = nc;
+		}
 		for (int i = 0; i < c->nleaves && w.depth < max_depth; i++) {
 			const Tensor *x = c->leaf[i];
 			RecomputeAt *rx = &ip->rc[x->id];
@@ -1339,7 +1358,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	for (int k = 0; k < n && ip->span > 0; k++)
 		ip->omega[k] = o->cm->kernel_time(o->cm, s->order[k], 0);
 	if (ip->recompute)
-		find_recomputes(ip);
+		find_recomputes(ip, o->start);
 	for (int i = 0; i < g->tensors.n; i++)
 		build_flow(ip, &ip->flow[i], g->tensors.v[i]);
 	build_ready(ip);

@@ -668,6 +668,54 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 	}
 }
 
+/*
+ * checkpoint's lazy placement as recompute's start, on a chain of
+ * activations whose segments are made again at one boundary (chains of
+ * recomputes deeper than PLACE_RECOMPUTE_DEPTH): the program expresses
+ * the start whole (every tensor's life given), and the solution is no
+ * slower than it, at the limit of the start's own packed pool.
+ */
+static void test_checkpoint_start(const CostModel *cm)
+{
+	Arena a = {0};
+	Case c = {"a chain of activations", "dense(64 => 64) tanh tanh tanh tanh tanh tanh tanh tanh dense(64 => 2)", "64", 2, "sgd(lr = 0.1)", -1,
+	          false, 0, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	int deepest = 0;
+	for (int k = 2; k <= 3; k++) {
+		Placement *p0 = place_checkpoint_segments(g, s, k, true, 0, &a);
+		int64_t limit = memplan_fast_peak(p0, &a) + 64;
+		/* the most tensors made again at one boundary: how deep its chain is (recomputes come in order of at) */
+		for (int i = 0, run = 0; i < p0->recomputes.n; i++) {
+			const Recompute *r = &p0->recomputes.v[i], *q = i > 0 ? r - 1 : NULL;
+			run = q && q->at == r->at ? run + (q->t != r->t) : 1;
+			deepest = run > deepest ? run : deepest;
+		}
+		PlaceOptions o = {.optimizer = OPT_RECOMPUTE, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c.tiny,
+		                  .gap = -1, .start = p0};
+		PlaceStats st;
+		char err[512];
+		Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+		test_expect(p, "%s: recompute from checkpoint's %d segments: %s", c.name, k, err);
+		test_expect(st.start_tensors == g->tensors.n, "%s, %d segments: the start gives %d of %d tensors", c.name, k,
+		            st.start_tensors, g->tensors.n);
+		double t0 = placement_predict(p0, cm, NULL);
+		test_expect(p && st.objective <= t0 * (1 + 1e-9), "%s, %d segments: %.9g slower than the start %.9g", c.name,
+		            k, st.objective, t0);
+		printf("%s, checkpoint's %d segments (%d recomputes) as recompute's start: %d of %d tensors given; "
+		       "%.6f us -> %.6f us\n", c.name, k, p0->recomputes.n, st.start_tensors, g->tensors.n, t0 * 1e6,
+		       st.objective * 1e6);
+	}
+	test_expect(deepest > PLACE_RECOMPUTE_DEPTH + 1,
+	            "%s: checkpoint makes at most %d tensors again at one boundary: the check tests nothing",
+	            c.name, deepest);
+	arena_free(&a);
+}
+
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
 static int spans_win;      /* limits at which auto's optimum beats its own with spans of one kernel */
 
@@ -843,6 +891,7 @@ int main(void)
 	vr.slow_write /= 100;
 	CostModel *very = costmodel_roofline(&vr, &a);
 	very->kernel_time = reread_kernel;
+	test_checkpoint_start(cm);
 	for (size_t i = 0; i < countof(cases); i++)
 		run_case(&cases[i], cases[i].rereads == 2 ? very : cases[i].rereads ? &reread : cm);
 	/* the recompute checks above must have seen recomputation win somewhere */
