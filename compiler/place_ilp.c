@@ -1666,14 +1666,19 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
 	};
 	/*
-	 * A large program with a start: first its neighbourhoods, then the
-	 * whole program from the best of them, for a bound (and an
-	 * improvement, if it finds one). Not with moves that span kernels:
-	 * the root relaxation of those programs alone can take longer than
-	 * the whole budget, and CBC's time limit does not stop it.
+	 * A large program of moves and recomputation (auto) with a start:
+	 * first its neighbourhoods, then the whole program from the best of
+	 * them, for a bound (and an improvement, if it finds one). Not with
+	 * moves that span kernels: the root relaxation of those programs
+	 * alone can take longer than the whole budget, and CBC's time limit
+	 * does not stop it. recompute's programs (no moves) CBC solves whole
+	 * from their start faster than the neighbourhoods improve it
+	 * (resnet152 b64 at half its peak: 154.6 ms, 0.12% gap, in 12 s
+	 * against 177.9 ms).
 	 */
 	double better = INFINITY, *bx = NULL, t0 = now_seconds();
-	bool lns = start && ip->recompute && (o->lns > 0 || (o->lns == 0 && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
+	bool lns = start && ip->recompute &&
+	           (o->lns > 0 || (o->lns == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
 	bool whole = !lns || ip->spans.n == 0;
 	if (lns) {
 		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
