@@ -129,6 +129,18 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	return best.p;
 }
 
+double place_frag_scale(const Placement *p, int64_t limit, double least)
+{
+	double cut = ((double)(p->fast_bytes + p->workspace) / (double)limit - 1) / 2;
+	double scale = 1 - (cut > least ? cut : least);
+	return scale < 0.90 ? 0.90 : scale;
+}
+
+bool place_above_limit(const Placement *p, const Residency *r, int64_t limit)
+{
+	return r->tier == TIER_FAST && r->offset + memplan_round(r->t->bytes) + p->workspace > limit;
+}
+
 /*
  * AutoTM's rule: when the packed fast pool (worst) exceeds the limit, the
  * limits of the steps within PLACE_FRAG_RADIUS of every fast residency
@@ -208,15 +220,11 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		/* around the tensors above the limit; everywhere while that does not shrink the pool */
 		bool everywhere = attempt > 0 && apool[attempt] >= apool[attempt - 1];
 		stuck = everywhere ? stuck + 1 : 0;
-		double worst = (double)(p->fast_bytes + p->workspace), lim = (double)o->limit;
-		double cut = (worst / lim - 1) / 2, least = PLACE_FRAG_MIN_CUT * (double)(1 << stuck);
-		double scale = 1 - (cut > least ? cut : least);
-		if (scale < 0.90)
-			scale = 0.90;
+		double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT * (double)(1 << stuck));
 		bool *mark = arena_array(a, (size_t)n + 1, sizeof(bool));
 		for (int i = 0; i < p->res.n && !everywhere; i++) {
 			const Residency *r = p->res.v[i];
-			if (r->tier != TIER_FAST || r->offset + memplan_round(r->t->bytes) + p->workspace <= o->limit)
+			if (!place_above_limit(p, r, o->limit))
 				continue;
 			int lo = r->first - PLACE_FRAG_RADIUS, hi = r->last + PLACE_FRAG_RADIUS;
 			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)

@@ -33,9 +33,9 @@ enum {
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
-	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved fast without gain (or out of time)
-	                                  after which they widen (narrow) */
-	PLACE_LNS_MIN_NONZEROS = 100000, /* auto, recompute: a program with a start and this many nonzeros is
+	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
+	                                  time) after which they widen (narrow) */
+	PLACE_LNS_MIN_NONZEROS = 100000, /* auto: a program with a start and this many nonzeros is
 	                                    first improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
@@ -68,9 +68,19 @@ typedef struct PlaceOptions {
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
-	                              0: for programs of PLACE_LNS_MIN_NONZEROS nonzeros or more, > 0: always,
+	                              0: for auto's programs of PLACE_LNS_MIN_NONZEROS nonzeros or more, > 0: always,
 	                              < 0: never */
 } PlaceOptions;
+
+/*
+ * AutoTM's fragmentation rule, for p memory-planned (memplan) with its pool
+ * above limit: the factor that the limits of the steps where it overflows
+ * are scaled by, 1 - max(half the relative excess, least), at least 0.90.
+ */
+double place_frag_scale(const Placement *p, int64_t limit, double least);
+
+/* Whether residency r of p (memory-planned) is fast and reaches above limit beside the kernels' workspace. */
+bool place_above_limit(const Placement *p, const Residency *r, int64_t limit);
 
 /* The kernels' scratch by o->cm: the most any kernel of s needs beside its arguments (0: none known). */
 int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm);

@@ -1486,26 +1486,25 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
 /*
  * A solution that does not pack (the pool memplan makes of its placement
  * is above the limit: fragmentation): lower the bound of D_s at the steps
- * of the fast residencies that reach above the limit to cand's D_s less a
- * cut, as the fragmentation loop lowers their limits, but never below
- * inc's D_s where inc (the current solution, which packs) is given: it
- * stays feasible, and so does every neighbourhood of it. Returns whether
- * a bound changed.
+ * of the fast residencies that reach above the limit to cand's D_s scaled
+ * as the fragmentation loop scales their limits (place_frag_scale), but
+ * never below inc's D_s where inc (the current solution, which packs) is
+ * given: it stays feasible, and so does every neighbourhood of it.
+ * Returns whether a bound changed.
  */
 static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc)
 {
 	Placement *p = ilp_extract(ip, o, cand, ip->a);
 	memplan(p, ip->a);
-	double worst = (double)(p->fast_bytes + p->workspace), cut = (worst / (double)o->limit - 1) / 2;
-	cut = cut < PLACE_FRAG_MIN_CUT ? PLACE_FRAG_MIN_CUT : cut > 0.1 ? 0.1 : cut;
+	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
 	for (int i = 0; i < p->res.n; i++) {
 		const Residency *r = p->res.v[i];
-		if (r->tier != TIER_FAST || r->offset + memplan_round(r->t->bytes) + p->workspace <= o->limit)
+		if (!place_above_limit(p, r, o->limit))
 			continue;
 		for (int k = r->first; k <= r->last; k++) {
 			int c = ip->dcol[k];
-			double d = cand[c] * (1 - cut);
+			double d = cand[c] * scale;
 			if (inc && d < inc[c])
 				d = inc[c];
 			if (d < ip->dmax[k] - 1e-6) {
@@ -1540,13 +1539,15 @@ static void untighten(Ilp *ip, const double *dmax0)
  * window of it has been tried, or when PLACE_LNS_EASY windows in a row
  * were solved to optimality without finding better (the search is then
  * local: a long graph has thousands of windows); it halves again after
- * PLACE_LNS_EASY windows in a row ran out of time. A better solution that does not pack lowers the
- * capacity bounds where it overflowed (tighten) and its window is tried
- * again; so is the start's completion, up to four times. x is improved
- * in place; returns its objective (INFINITY when not even the start
- * could be completed to a solution that packs: it breaks the program, as
- * a start from before the fragmentation loop tightened the limits does;
- * every bound is then as it was).
+ * PLACE_LNS_EASY windows in a row ran out of time. A better solution
+ * that does not pack lowers the capacity bounds where it overflowed
+ * (tighten) and its window is solved again under them, twice at most
+ * (the start's completion four times); the bounds are restored after
+ * each window, so that they do not narrow the ones that follow. x is
+ * improved in place; returns its objective (INFINITY when not even the
+ * start could be completed to a solution that packs: it breaks the
+ * program, as a start from before the fragmentation loop tightened the
+ * limits does).
  */
 static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds,
                           PlaceStats *st)

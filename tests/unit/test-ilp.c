@@ -678,8 +678,8 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 static void test_checkpoint_start(const CostModel *cm)
 {
 	Arena a = {0};
-	Case c = {"a chain of activations", "dense(64 => 64) tanh tanh tanh tanh tanh tanh tanh tanh dense(64 => 2)", "64", 2, "sgd(lr = 0.1)", -1,
-	          false, 0, NULL};
+	Case c = {"a chain of activations", "dense(64 => 64) tanh tanh tanh tanh tanh tanh tanh tanh dense(64 => 2)",
+	          "64", 2, "sgd(lr = 0.1)", -1, false, 0, NULL};
 	Graph *g = build(&a, &c);
 	test_expect(g, "%s: builds", c.name);
 	if (!g)
