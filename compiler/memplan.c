@@ -8,10 +8,12 @@
  * read by a move lives until that boundary, one written by a move or a
  * recompute from it, and a recompute's scratch at that boundary only.
  *
- * The packing is greedy best-fit by size, largest first (as TensorFlow's
- * and most DL compilers' planners): each residency goes at the lowest
+ * The packing is greedy first fit: each residency goes at the lowest
  * offset where it fits beside every already placed residency whose
- * lifetime overlaps its own. The pool is as large as the highest end.
+ * lifetime overlaps its own, in each of a few orders (largest first, as
+ * TensorFlow's and most DL compilers' planners; longest-lived first;
+ * most byte-time first), and the order whose pool is smallest is kept.
+ * The pool is as large as the highest end.
  * The lower bound is the peak of simultaneously live bytes; the report
  * prints both, and their ratio is the fragmentation.
  */
@@ -32,6 +34,13 @@ int64_t memplan_round(int64_t bytes)
 	return (bytes + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
 }
 
+/* deterministic ties: by tensor */
+static int by_id(const Block *x, const Block *y)
+{
+	return x->r->t->id - y->r->t->id;
+}
+
+/* the largest first (TensorFlow's order), earlier ones first among equals */
 static int by_size_desc(const void *a, const void *b)
 {
 	const Block *x = a, *y = b;
@@ -39,7 +48,26 @@ static int by_size_desc(const void *a, const void *b)
 		return x->size < y->size ? 1 : -1;
 	if (x->t0 != y->t0)
 		return x->t0 - y->t0;
-	return x->r->t->id - y->r->t->id; /* deterministic */
+	return by_id(x, y);
+}
+
+/* the longest-lived first, the largest first among equals */
+static int by_life_desc(const void *a, const void *b)
+{
+	const Block *x = a, *y = b;
+	if (x->t1 - x->t0 != y->t1 - y->t0)
+		return (y->t1 - y->t0) - (x->t1 - x->t0);
+	return by_size_desc(a, b);
+}
+
+/* the most byte-time first */
+static int by_area_desc(const void *a, const void *b)
+{
+	const Block *x = a, *y = b;
+	double ax = (double)x->size * (x->t1 - x->t0 + 1), ay = (double)y->size * (y->t1 - y->t0 + 1);
+	if (ax != ay)
+		return ax < ay ? 1 : -1;
+	return by_size_desc(a, b);
 }
 
 /* Lifetimes in time points, widened by the moves that read and write each residency. */
@@ -74,41 +102,69 @@ static void lifetimes(const Placement *p, Block *b, int n)
 	}
 }
 
-static void pack(Block *b, int n, int64_t *pool_size)
+/*
+ * Greedy first fit in the order of b: each block at the lowest offset
+ * where it fits beside every placed block whose lifetime overlaps its
+ * own, into off[] (by position in b). Returns the pool's size.
+ */
+static int64_t first_fit(const Block *b, int n, int64_t *off, int *placed)
 {
-	qsort(b, (size_t)n, sizeof *b, by_size_desc);
 	int64_t top = 0;
-	/* placed blocks, kept sorted by offset for the scan */
-	Block **placed = xmalloc(sizeof(Block *) * (size_t)(n + 1));
-	int np = 0;
+	int np = 0; /* placed[]: indices into b, sorted by offset */
 	for (int i = 0; i < n; i++) {
 		/*
 		 * The lowest gap: walk the blocks alive at the same time in order of
-		 * offset; the first that starts at or beyond off + size leaves room.
+		 * offset; the first that starts at or beyond o + size leaves room.
 		 */
-		int64_t off = 0;
+		int64_t o = 0;
 		for (int j = 0; j < np; j++) {
-			const Block *q = placed[j];
+			const Block *q = &b[placed[j]];
 			if (q->t1 < b[i].t0 || b[i].t1 < q->t0)
 				continue; /* not alive together */
-			if (q->r->offset >= off + b[i].size)
+			if (off[placed[j]] >= o + b[i].size)
 				break;
-			if (q->r->offset + q->size > off)
-				off = q->r->offset + q->size;
+			if (off[placed[j]] + q->size > o)
+				o = off[placed[j]] + q->size;
 		}
-		b[i].r->offset = off;
-		if (off + b[i].size > top)
-			top = off + b[i].size;
+		off[i] = o;
+		if (o + b[i].size > top)
+			top = o + b[i].size;
 		/* insert keeping placed[] sorted by offset */
 		int j = np++;
-		while (j > 0 && placed[j - 1]->r->offset > off) {
+		while (j > 0 && off[placed[j - 1]] > o) {
 			placed[j] = placed[j - 1];
 			j--;
 		}
-		placed[j] = &b[i];
+		placed[j] = i;
 	}
+	return top;
+}
+
+/*
+ * The smallest pool of first fit in a few orders: by size (as TensorFlow's
+ * and most DL compilers' planners), by lifetime and by size x lifetime.
+ * No order is best for every program, and near the limit a few percent
+ * decide whether a placement fits.
+ */
+static void pack(Block *b, int n, int64_t *pool_size)
+{
+	static int (*const orders[])(const void *, const void *) = {by_size_desc, by_life_desc, by_area_desc};
+	int64_t *off = xmalloc(sizeof(int64_t) * (size_t)(n + 1));
+	int *placed = xmalloc(sizeof(int) * (size_t)(n + 1));
+	int64_t best = -1;
+	int best_order = 0;
+	for (int k = 0; k < (int)countof(orders); k++) {
+		qsort(b, (size_t)n, sizeof *b, orders[k]);
+		int64_t top = first_fit(b, n, off, placed);
+		if (best < 0 || top < best)
+			best = top, best_order = k;
+	}
+	qsort(b, (size_t)n, sizeof *b, orders[best_order]);
+	*pool_size = first_fit(b, n, off, placed);
+	for (int i = 0; i < n; i++)
+		b[i].r->offset = off[i];
+	free(off);
 	free(placed);
-	*pool_size = top;
 }
 
 void memplan(Placement *p, Arena *a)

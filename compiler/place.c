@@ -30,7 +30,9 @@
  */
 #include "place.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "memplan.h"
@@ -210,6 +212,10 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
 		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
 		st->total_time = spent;
+		if (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0])
+			fprintf(stderr, "%s attempt %d: limit %" PRId64 ", pool %" PRId64 ", %.1f us, %.1f s\n",
+			        optimizer_info[o->optimizer].name, attempt + 1, alimit[attempt], apool[attempt],
+			        p ? st->predicted_time * 1e6 : 0.0, spent);
 		if (!p)
 			break;
 		if (p->fast_bytes + p->workspace <= o->limit) {

@@ -29,6 +29,7 @@ enum {
 	PLACE_FRAG_RADIUS = 10,        /* steps around an overflowing tensor whose limit is tightened */
 	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */
 	PLACE_RECOMPUTE_DEPTH = 1,     /* recomputes of a dropped tensor's dropped inputs, and of theirs, ... */
+	PLACE_REPAIR_RADIUS = 16,      /* a plan that does not pack: re-solved around its overflow, this many steps */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
@@ -70,6 +71,9 @@ typedef struct PlaceOptions {
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
 	                              0: for auto's programs of PLACE_LNS_MIN_NONZEROS nonzeros or more, > 0: always,
 	                              < 0: never */
+	int repair;                /* auto, recompute: a solution that does not pack is re-solved around its overflow
+	                              (with the rest fixed) rather than whole under tighter limits; 0: when its solve
+	                              took a twentieth of the time limit or more, > 0: always, < 0: never */
 } PlaceOptions;
 
 /*
@@ -125,6 +129,9 @@ typedef struct PlaceStats {
 	double lns_start, lns_gain; /* the start's objective (seconds), and what the neighbourhoods took off it */
 	double lns_time;           /* seconds the neighbourhoods took */
 	bool lns_bound;            /* after them, the whole program was solved for a bound (false: bound 0) */
+	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */
+	bool repaired;             /* the last of them made it pack */
+	double repair_cost;        /* what that added to the objective (seconds) */
 } PlaceStats;
 
 /*

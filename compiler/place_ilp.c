@@ -1526,6 +1526,74 @@ static void untighten(Ilp *ip, const double *dmax0)
 }
 
 /*
+ * The whole program's solution r that does not pack (memplan's pool is
+ * above the limit by fragmentation, usually by a percent or two): lower
+ * the capacity bounds where it overflows (tighten) and re-solve the
+ * tensors live there with every other tensor fixed, up to 4 times, from
+ * each result that still does not pack. A re-solve of the whole program
+ * under tighter limits (the fragmentation loop's) throws away the
+ * solution found; this keeps all of it but the overflowing steps. r
+ * takes the first result that packs; the bounds are restored.
+ */
+static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *r, double seconds, PlaceStats *st)
+{
+	double t0 = now_seconds();
+	int nt = ip->g->tensors.n, nc = mip_ncols(ip->mip), n = ip->s->n;
+	double *dmax0 = arena_array(ip->a, (size_t)n + 1, sizeof(double));
+	double *cur = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
+	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
+	bool *open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
+	bool *near = arena_array(ip->a, (size_t)n + 1, sizeof(bool));
+	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
+	memcpy(cur, r->x, sizeof(double) * (size_t)nc);
+	for (int k = 0; k < 4; k++) {
+		double left = t0 + seconds - now_seconds();
+		if (left <= 0 || !tighten(ip, o, cur, NULL))
+			break;
+		/* the tensors with a decision point within PLACE_REPAIR_RADIUS steps of a lowered bound */
+		for (int s = 0; s < n; s++)
+			near[s] = false;
+		for (int s = 0; s < n; s++)
+			if (ip->dmax[s] < dmax0[s])
+				for (int d = -PLACE_REPAIR_RADIUS; d <= PLACE_REPAIR_RADIUS; d++)
+					if (s + d >= 0 && s + d < n)
+						near[s + d] = true;
+		int nopen = 0;
+		for (int i = 0; i < nt; i++) {
+			const Flow *f = &ip->flow[i];
+			open[i] = false;
+			for (int j = 0; j < f->m && !open[i]; j++)
+				open[i] = f->pt[j].step < n && near[f->pt[j].step];
+			nopen += open[i];
+		}
+		bool proved;
+		double obj = solve_fixed(ip, o, owner, open, cur, cand, INFINITY, left, &proved);
+		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
+		st->repairs++;
+		if (log_lns())
+			fprintf(stderr, "repair %d: %.1f us -> %.1f us, %d tensors open, in %.2f s%s%s\n", k + 1, r->objective,
+			        obj, nopen, now_seconds() - t0, proved ? " (optimal)" : "",
+			        obj < INFINITY && !fits ? " (does not pack)" : "");
+		if (obj == INFINITY)
+			break;
+		memcpy(cur, cand, sizeof(double) * (size_t)nc);
+		if (fits) {
+			memcpy(r->x, cand, sizeof(double) * (size_t)nc);
+			st->repaired = true;
+			st->repair_cost = (obj - r->objective) / US;
+			r->objective = obj;
+			if (r->bound > obj)
+				r->bound = obj;
+			r->gap = (obj - r->bound) / (fabs(obj) > 1e-9 ? fabs(obj) : 1e-9);
+			r->status = r->gap <= 0 ? MIP_OPTIMAL : MIP_FEASIBLE;
+			break;
+		}
+	}
+	untighten(ip, dmax0);
+	r->time += now_seconds() - t0;
+}
+
+/*
  * Improve the start x (a feasible solution; NAN for the columns it does
  * not give) by re-solving neighbourhoods, a large neighbourhood search.
  * A neighbourhood is a window of steps: the edges of the tensors that
@@ -1703,6 +1771,15 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		ran = mip_solve(ip->mip, &mo, r, err, errlen);
 	else
 		*r = (MipResult){.status = MIP_NO_SOLUTION};
+	/*
+	 * A solution that does not pack: the fragmentation loop solves the
+	 * whole program again under tighter limits, which is best where that
+	 * is fast; where the solve took a twentieth of its time or more, the
+	 * solution is repaired around its overflow instead.
+	 */
+	if (whole && ran && ip->recompute && o->repair >= 0 && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
+	    (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
+		repair(ip, o, column_owners(ip), r, mo.time_limit / 4 > 1 ? mo.time_limit / 4 : 1, st);
 	if (ran && better < INFINITY &&
 	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
 		/*

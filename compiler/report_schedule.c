@@ -446,6 +446,10 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		fprintf(f, "neighbourhoods: %d re-solves in %.1f s, %d better, %.3f ms off the start's %.3f ms%s\n",
 		        st->lns_solves, st->lns_time, st->lns_better, 1e3 * st->lns_gain, 1e3 * st->lns_start,
 		        st->lns_bound ? "; then the whole program" : "");
+	if (st->nattempts > 0 && st->repaired)
+		fprintf(f, "fragmentation: the solution did not pack; %d re-solve%s around its overflow made it pack, "
+		           "adding %.3f ms\n",
+		        st->repairs, st->repairs == 1 ? "" : "s", 1e3 * st->repair_cost);
 	if (st->nattempts > 0 && st->spans_dropped > 0)
 		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
 		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
@@ -494,6 +498,12 @@ char *schedule_solver_json(const PlaceStats *st)
 		cJSON_AddNumberToObject(n, "start_objective_seconds", st->lns_start);
 		cJSON_AddNumberToObject(n, "gain_seconds", st->lns_gain);
 		cJSON_AddBoolToObject(n, "whole_program_after", st->lns_bound);
+	}
+	if (st->repairs > 0) {
+		cJSON *rp = cJSON_AddObjectToObject(s, "repair");
+		cJSON_AddNumberToObject(rp, "solves", st->repairs);
+		cJSON_AddBoolToObject(rp, "packed", st->repaired);
+		cJSON_AddNumberToObject(rp, "cost_seconds", st->repaired ? st->repair_cost : 0);
 	}
 	cJSON_AddStringToObject(s, "status", st->status ? st->status : "");
 	return json_text(s);

@@ -567,6 +567,40 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 }
 
 /*
+ * A solution that does not pack repaired around its overflow (forced on
+ * these small programs, whose solves are too quick for the default rule):
+ * place's result packs under the limit, is valid, its prediction is its
+ * objective, and it is no faster than the program's optimum. Returns
+ * whether a repair made the solution pack.
+ */
+static bool repair_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c,
+                         const char *optimizer, int64_t limit, double optimum, Arena *a)
+{
+	char err[512];
+	PlaceOptions o = {.optimizer = opt_id(optimizer), .limit = limit, .cm = cm, .time_limit = 20, .tiny = c->tiny,
+	                  .gap = -1, .repair = 1};
+	PlaceStats st;
+	Placement *p = place(g, s, &o, a, &st, err, sizeof err);
+	test_expect(p, "%s %s repaired, limit %" PRId64 ": %s", c->name, optimizer, limit, err);
+	if (!p)
+		return false;
+	test_expect(placement_verify(g, p, err, sizeof err), "%s %s repaired: placement_verify: %s", c->name, optimizer,
+	            err);
+	test_expect(p->fast_bytes + p->workspace <= limit && memplan_verify(p, a, err, sizeof err),
+	            "%s %s repaired, limit %" PRId64 ": pool %" PRId64 " or %s", c->name, optimizer, limit, p->fast_bytes,
+	            err);
+	double pred = placement_predict(p, cm, NULL);
+	test_expect(close_to(pred, st.objective), "%s %s repaired, limit %" PRId64 ": predicted %.9g, objective %.9g",
+	            c->name, optimizer, limit, pred, st.objective);
+	test_expect(pred >= optimum * (1 - 1e-9), "%s %s repaired, limit %" PRId64 ": %.9g below the optimum %.9g",
+	            c->name, optimizer, limit, pred, optimum);
+	if (st.repaired)
+		printf("  %s repaired around fragmentation: %d re-solve(s), %.6f us (optimum %.6f us)\n", optimizer,
+		       st.repairs, pred * 1e6, optimum * 1e6);
+	return st.repaired;
+}
+
+/*
  * auto improving a start by re-solving neighbourhoods (forced on these
  * small programs): from async's placement, the result is a valid packed
  * placement whose prediction is its objective, no slower than the start
@@ -717,6 +751,7 @@ static void test_checkpoint_start(const CostModel *cm)
 }
 
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
+static int repaired;       /* placements whose solution a repair made pack */
 static int spans_win;      /* limits at which auto's optimum beats its own with spans of one kernel */
 
 static void run_case(const Case *c, const CostModel *cm)
@@ -767,6 +802,8 @@ static void run_case(const Case *c, const CostModel *cm)
 		/* recompute against brute force; auto no slower than async and recompute */
 		double rc = solve_and_check(g, s, cm, c, "recompute", "cbc", limit, true, &a);
 		double au = solve_and_check(g, s, cm, c, "auto", "cbc", limit, true, &a);
+		repaired += repair_check(g, s, cm, c, "recompute", limit, rc, &a);
+		repaired += repair_check(g, s, cm, c, "auto", limit, au, &a);
 		test_expect(au <= obj[2][0] * (1 + 1e-9) && au <= rc * (1 + 1e-9),
 		            "%s limit %" PRId64 ": auto %.9g above async %.9g or recompute %.9g", c->name, limit, au,
 		            obj[2][0], rc);
@@ -897,6 +934,8 @@ int main(void)
 	/* the recompute checks above must have seen recomputation win somewhere */
 	test_expect(recompute_wins > 0, "recomputation never beats static: the recompute cases test nothing");
 	printf("recompute beat static at %d limits\n", recompute_wins);
+	test_expect(repaired > 0, "no solution needed a repair for fragmentation: the repair checks test nothing");
+	printf("solutions repaired for fragmentation: %d\n", repaired);
 	test_expect(spanning_moves > 0, "no placement has a move that spans kernels: the chunk checks test nothing");
 	test_expect(spans_win > 0, "spanning moves never beat moves of one kernel: the comparison tests nothing");
 	printf("moves spanning kernels: %d; spans beat spans of one at %d limits\n", spanning_moves, spans_win);
