@@ -30,6 +30,7 @@ enum {
 	PLACE_MAX_SEGMENTS = 32,       /* checkpoint: the most segments tried for a limit */
 	PLACE_RECOMPUTE_DEPTH = 1,     /* recomputes of a dropped tensor's dropped inputs, and of theirs, ... */
 	PLACE_REPAIR_RADIUS = 16,      /* a plan that does not pack: re-solved around its overflow, this many steps */
+	PLACE_REPAIR_MAX_OPEN = 256,   /* ... unless that leaves more tensors open than this and a quarter of them */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */

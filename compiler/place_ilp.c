@@ -1566,6 +1566,11 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 				open[i] = f->pt[j].step < n && near[f->pt[j].step];
 			nopen += open[i];
 		}
+		if (nopen > nt / 4 && nopen > PLACE_REPAIR_MAX_OPEN) { /* long-lived residencies overflow: not local */
+			if (log_lns())
+				fprintf(stderr, "repair %d: %d of %d tensors would be open; left to a re-solve\n", k + 1, nopen, nt);
+			break;
+		}
 		bool proved;
 		double obj = solve_fixed(ip, o, owner, open, cur, cand, INFINITY, left, &proved);
 		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
@@ -1714,6 +1719,15 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	return best;
 }
 
+/* Whether the fragmentation loop has lowered a step's limit below the limit. */
+static bool tightened(const Schedule *s, const PlaceOptions *o)
+{
+	for (int i = 0; o->step_limit && i < s->n; i++)
+		if (o->step_limit[i] < o->limit)
+			return true;
+	return false;
+}
+
 /* Solve ip's program (and free it); false with a message in err when it gives no placement. */
 static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
 {
@@ -1775,10 +1789,11 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * A solution that does not pack: the fragmentation loop solves the
 	 * whole program again under tighter limits, which is best where that
 	 * is fast; where the solve took a twentieth of its time or more, the
-	 * solution is repaired around its overflow instead.
+	 * solution is repaired around its overflow instead (after the
+	 * neighbourhoods only if it is better than theirs, which pack).
 	 */
 	if (whole && ran && ip->recompute && o->repair >= 0 && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
-	    (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
+	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
 		repair(ip, o, column_owners(ip), r, mo.time_limit / 4 > 1 ? mo.time_limit / 4 : 1, st);
 	if (ran && better < INFINITY &&
 	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
@@ -1821,7 +1836,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	case MIP_INFEASIBLE:
 		snprintf(err, errlen,
 		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %s%" PRId64 " bytes (%s)",
-		         fmt_bytes(o->limit, b1, sizeof b1), o->step_limit ? " after tightening for fragmentation" : "",
+		         fmt_bytes(o->limit, b1, sizeof b1), tightened(ip->s, o) ? " after tightening for fragmentation" : "",
 		         o->kernels_fast || o->step_limit ? "more than " : "", st->min_limit,
 		         fmt_bytes(st->min_limit, b2, sizeof b2));
 		break;
