@@ -34,12 +34,6 @@ int64_t memplan_round(int64_t bytes)
 	return (bytes + MEMPLAN_ALIGN - 1) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
 }
 
-/* deterministic ties: by tensor */
-static int by_id(const Block *x, const Block *y)
-{
-	return x->r->t->id - y->r->t->id;
-}
-
 /* the largest first (TensorFlow's order), earlier ones first among equals */
 static int by_size_desc(const void *a, const void *b)
 {
@@ -48,7 +42,7 @@ static int by_size_desc(const void *a, const void *b)
 		return x->size < y->size ? 1 : -1;
 	if (x->t0 != y->t0)
 		return x->t0 - y->t0;
-	return by_id(x, y);
+	return x->r->t->id - y->r->t->id; /* deterministic */
 }
 
 /* the longest-lived first, the largest first among equals */
@@ -152,17 +146,16 @@ static void pack(Block *b, int n, int64_t *pool_size)
 	int64_t *off = xmalloc(sizeof(int64_t) * (size_t)(n + 1));
 	int *placed = xmalloc(sizeof(int) * (size_t)(n + 1));
 	int64_t best = -1;
-	int best_order = 0;
 	for (int k = 0; k < (int)countof(orders); k++) {
 		qsort(b, (size_t)n, sizeof *b, orders[k]);
 		int64_t top = first_fit(b, n, off, placed);
-		if (best < 0 || top < best)
-			best = top, best_order = k;
+		if (best >= 0 && top >= best)
+			continue;
+		best = top;
+		for (int i = 0; i < n; i++)
+			b[i].r->offset = off[i];
 	}
-	qsort(b, (size_t)n, sizeof *b, orders[best_order]);
-	*pool_size = first_fit(b, n, off, placed);
-	for (int i = 0; i < n; i++)
-		b[i].r->offset = off[i];
+	*pool_size = best;
 	free(off);
 	free(placed);
 }

@@ -131,6 +131,12 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	return best.p;
 }
 
+bool place_solver_log(void)
+{
+	const char *v = getenv("AUTOTM_SOLVER_LOG");
+	return v && v[0];
+}
+
 double place_frag_scale(const Placement *p, int64_t limit, double least)
 {
 	double cut = ((double)(p->fast_bytes + p->workspace) / (double)limit - 1) / 2;
@@ -212,7 +218,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		memcpy(st->attempt_limit, alimit, sizeof(int64_t) * (size_t)(attempt + 1));
 		memcpy(st->attempt_pool, apool, sizeof(int64_t) * (size_t)(attempt + 1));
 		st->total_time = spent;
-		if (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0])
+		if (place_solver_log())
 			fprintf(stderr, "%s attempt %d: limit %" PRId64 ", pool %" PRId64 ", %.1f us, %.1f s\n",
 			        optimizer_info[o->optimizer].name, attempt + 1, alimit[attempt], apool[attempt],
 			        p ? st->predicted_time * 1e6 : 0.0, spent);

@@ -87,6 +87,9 @@ double place_frag_scale(const Placement *p, int64_t limit, double least);
 /* Whether residency r of p (memory-planned) is fast and reaches above limit beside the kernels' workspace. */
 bool place_above_limit(const Placement *p, const Residency *r, int64_t limit);
 
+/* Whether AUTOTM_SOLVER_LOG is set: the solver's log, the fragmentation attempts, neighbourhoods and repairs on stderr. */
+bool place_solver_log(void);
+
 /* The kernels' scratch by o->cm: the most any kernel of s needs beside its arguments (0: none known). */
 int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm);
 

@@ -1383,13 +1383,6 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 
 static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double *x, Arena *a);
 
-/* AUTOTM_SOLVER_LOG also logs every neighbourhood's re-solve on stderr. */
-static bool log_lns(void)
-{
-	const char *v = getenv("AUTOTM_SOLVER_LOG");
-	return v && v[0];
-}
-
 /* owner[col]: the tensor whose flow network has the column; -1 for the others (capacity, excess, kernels). */
 static int *column_owners(const Ilp *ip)
 {
@@ -1451,6 +1444,14 @@ static double solve_fixed(Ilp *ip, const PlaceOptions *o, const int *owner, cons
 	if (ran)
 		mip_result_free(&r);
 	return obj;
+}
+
+/* r's objective and bound become obj and min(bound, obj), its gap theirs. */
+static void set_objective(MipResult *r, double obj, double bound)
+{
+	r->objective = obj;
+	r->bound = bound < obj ? bound : obj;
+	r->gap = (obj - r->bound) / (fabs(obj) > 1e-9 ? fabs(obj) : 1e-9);
 }
 
 /* Whether tensor f has a decision point where its kernel produces or uses it within steps [lo, hi). */
@@ -1567,7 +1568,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 			nopen += open[i];
 		}
 		if (nopen > nt / 4 && nopen > PLACE_REPAIR_MAX_OPEN) { /* long-lived residencies overflow: not local */
-			if (log_lns())
+			if (place_solver_log())
 				fprintf(stderr, "repair %d: %d of %d tensors would be open; left to a re-solve\n", k + 1, nopen, nt);
 			break;
 		}
@@ -1575,7 +1576,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 		double obj = solve_fixed(ip, o, owner, open, cur, cand, INFINITY, left, &proved);
 		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
 		st->repairs++;
-		if (log_lns())
+		if (place_solver_log())
 			fprintf(stderr, "repair %d: %.1f us -> %.1f us, %d tensors open, in %.2f s%s%s\n", k + 1, r->objective,
 			        obj, nopen, now_seconds() - t0, proved ? " (optimal)" : "",
 			        obj < INFINITY && !fits ? " (does not pack)" : "");
@@ -1586,10 +1587,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 			memcpy(r->x, cand, sizeof(double) * (size_t)nc);
 			st->repaired = true;
 			st->repair_cost = (obj - r->objective) / US;
-			r->objective = obj;
-			if (r->bound > obj)
-				r->bound = obj;
-			r->gap = (obj - r->bound) / (fabs(obj) > 1e-9 ? fabs(obj) : 1e-9);
+			set_objective(r, obj, r->bound);
 			r->status = r->gap <= 0 ? MIP_OPTIMAL : MIP_FEASIBLE;
 			break;
 		}
@@ -1641,7 +1639,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
 		best = solve_fixed(ip, o, owner, open, x, cand, INFINITY, seconds / 8, &proved);
 		fits = best < INFINITY && packs(ip, o, cand, excess);
-		if (log_lns())
+		if (place_solver_log())
 			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
 			        best, best < INFINITY && !fits ? " (does not pack)" : "");
 		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL)))
@@ -1690,7 +1688,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			if (obj > best * (1 - 1e-6))
 				obj = INFINITY; /* not better beyond rounding */
 			fits = obj < best && packs(ip, o, cand, excess);
-			if (log_lns())
+			if (place_solver_log())
 				fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", lo, hi, nopen, best, obj,
 				        now_seconds() - t1, proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
 			st->lns_solves++;
@@ -1746,7 +1744,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		.backend = o->solver,
 		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
-		.verbose = o->verbose || (getenv("AUTOTM_SOLVER_LOG") && getenv("AUTOTM_SOLVER_LOG")[0]),
+		.verbose = o->verbose || place_solver_log(),
 	};
 	/*
 	 * A large program of moves and recomputation (auto) with a start:
@@ -1808,9 +1806,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		double bound = bounded && r->bound < better ? r->bound : 0;
 		mip_result_free(r);
 		r->status = MIP_FEASIBLE;
-		r->objective = better;
-		r->bound = bound;
-		r->gap = (better - bound) / (fabs(better) > 1e-9 ? fabs(better) : 1e-9);
+		set_objective(r, better, bound);
 		r->x = xmalloc(sizeof(double) * (size_t)(mip_ncols(ip->mip) + 1));
 		memcpy(r->x, bx, sizeof(double) * (size_t)mip_ncols(ip->mip));
 	}
