@@ -145,6 +145,9 @@ static const Option options[] = {
 	 "checkpoint: K segments (default: the fastest that fits the limit)"},
 	{"span", 0, V_INT, F(span), C_PLACE, 1, 1024, "K",
 	 "auto: an asynchronous move may span up to K kernels (default 32; 1: AutoTM's moves only)"},
+	{"no-offload", 0, V_FLAG, F(no_offload), C_PLACE, 0, 0, NULL,
+	 "auto: keep each weight and optimizer state in one tier for the whole step\n"
+	 "(AutoTM's rule; default: a slow one may be updated in a fast copy, written back)"},
 	{"limit", 0, V_BYTES, F(limit), C_PLACE, 0, 0, "BYTES", "the fast tier's size: 2GiB, 512MiB, ... (B/KiB/MiB/GiB/TiB)"},
 	{"ratio", 0, V_RATIO, F(ratio), C_PLACE, 0, 0, "S:F", "or slow:fast relative to the all-fast footprint (4:1: a fifth)"},
 	{"backend", 0, V_BACKEND, F(target), C_PLACE | C(PROFILE), 0, 0, "cpu|gpu",
@@ -575,6 +578,8 @@ static void check_placement(Settings *s)
 		usage_error(cmd, "--segments is for --optimizer checkpoint");
 	if (s->optimizer != OPT_AUTO && s->span != 0)
 		usage_error(cmd, "--span is for --optimizer auto");
+	if (s->optimizer != OPT_AUTO && s->no_offload)
+		usage_error(cmd, "--no-offload is for --optimizer auto");
 }
 
 /*

@@ -48,6 +48,7 @@ typedef struct Settings {
 	OptimizerId optimizer;    /* --optimizer (default: auto with a limit or ratio, else all-fast) */
 	int segments;             /* --segments K for checkpoint (0: the fastest that fits the limit) */
 	int span;                 /* --span K for auto (0: PLACE_SPAN; 1: AutoTM's moves only) */
+	bool no_offload;          /* --no-offload: auto keeps weights and optimizer state in one tier per step */
 	TargetId target;          /* --backend (default cpu) */
 	int64_t limit;            /* --limit in bytes; -1: not given */
 	const char *ratio;        /* --ratio as written; NULL: not given */

@@ -64,6 +64,7 @@ static PlaceOptions place_options(const Settings *s, const CostModel *cm)
 		.optimizer = s->optimizer, .target = s->target, .limit = s->limit > 0 ? s->limit : 0,
 		.segments = s->segments,
 		.span = s->span == 1 ? -1 : s->span,
+		.offload = s->no_offload ? -1 : 0,
 		.ratio = s->ratio, .fast_fraction = s->fast_fraction, .cm = cm, .solver = s->solver,
 		.time_limit = s->solver_time,
 	};

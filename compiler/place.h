@@ -33,7 +33,7 @@ enum {
 	PLACE_REPAIR_MAX_OPEN = 256,   /* ... unless that leaves more tensors open than this and a quarter of them */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
-	PLACE_SPAN_MAX_NONZEROS = 300000, /* auto by default leaves spanning moves out of a larger program */
+	PLACE_SPAN_MAX_NONZEROS = 400000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
 	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
 	                                  time) after which they widen (narrow) */
@@ -41,6 +41,7 @@ enum {
 	                                    first improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
+#define PLACE_LNS_OFFLOAD 0.5       /* auto: the share of the neighbourhoods' time before they open weights and state */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
@@ -72,6 +73,9 @@ typedef struct PlaceOptions {
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
 	                              0: for auto's programs of PLACE_LNS_MIN_NONZEROS nonzeros or more, > 0: always,
 	                              < 0: never */
+	int offload;               /* weights and optimizer state may live slow between their uses and be updated in
+	                              a fast copy written back to the slow home before the step ends; 0: for auto,
+	                              > 0: also sync and async, < 0: never (AutoTM's rule: an update writes the home) */
 	int repair;                /* auto, recompute: a solution that does not pack is re-solved around its overflow
 	                              (with the rest fixed) rather than whole under tighter limits; 0: when its solve
 	                              took a twentieth of the time limit or more, > 0: always, < 0: never */

@@ -110,6 +110,8 @@ typedef struct Point {
 	int drop;          /* COPY -> SLOW of the next point */
 	int read, aread;   /* SLOW -> COPY here: sync before this kernel, async overlapping it */
 	int discard;       /* PRE -> GONE of the next point: freed after this kernel, made again if needed */
+	int dirty;         /* offload: COPY -> PRE here: this kernel updates the fast copy, the home is stale */
+	bool overwrite;    /* this kernel overwrites the tensor (an update) */
 	int recomp;        /* GONE -> PRE here: recomputed before this kernel */
 	bool gone;         /* the GONE vertex exists here */
 	const Chain *chain; /* recomp: the kernels that make the value again here */
@@ -137,6 +139,8 @@ typedef struct Flow {
 	int64_t size;      /* the same in bytes */
 	bool persistent;   /* weight or optimizer state: same residency at the start and end of a step */
 	bool forced;       /* must stay fast (the loss) */
+	bool offload;      /* persistent, and may be updated in a fast copy of a slow home, written back */
+	int updated;       /* offload: the first step whose kernel overwrites it */
 	int src[NV];       /* source -> PRE / SLOW of point 0 */
 	Point *pt;         /* decision points in step order */
 	int m;             /* their number */
@@ -191,6 +195,7 @@ typedef struct Ilp {
 	bool recompute;     /* tensors may be dropped and recomputed (auto, recompute) */
 	RecomputeAt *rc;    /* tensor id -> where it may be recomputed (with recompute) */
 	bool kernels_fast;  /* every kernel argument must be fast (a GPU) */
+	bool offload;       /* weights and optimizer state may be updated in fast copies of slow homes */
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
 	int window;         /* async window */
@@ -237,6 +242,46 @@ static bool single_point(const Ilp *ip, const Tensor *t)
 	return ip->is_static || (ip->tiny > 0 && t->bytes <= (persistent ? ip->tiny : ip->tiny_pinned));
 }
 
+/*
+ * Whether t may be offloaded: a weight or optimizer state with a slow
+ * home that is read into a fast copy for its update, updated there and
+ * written back before the step ends (ip->offload). Its updates must come
+ * before the last kernel, so that the write has a boundary to finish at.
+ * *updated: the first step whose kernel overwrites it.
+ */
+/* The first step whose kernel overwrites t, or -1 if none does or one is the last kernel. */
+static int update_step(const Schedule *s, const Tensor *t)
+{
+	int first = -1;
+	for (int u = 0; u < t->users.n; u++) {
+		const Node *n = t->users.v[u];
+		int step = s->pos[n->id];
+		if (!node_overwrites(n, t))
+			continue;
+		if (step >= s->n - 1)
+			return -1;
+		if (first < 0 || step < first)
+			first = step;
+	}
+	return first;
+}
+
+static bool offloadable(const Ilp *ip, const Tensor *t, int *updated)
+{
+	if (!ip->offload || !ip->moves || !(t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) ||
+	    t == ip->g->loss || single_point(ip, t))
+		return false;
+	*updated = update_step(ip->s, t);
+	return *updated >= 0;
+}
+
+/* Whether o's program offloads weights and optimizer state (PlaceOptions.offload). */
+static bool offload_on(const PlaceOptions *o)
+{
+	return o->optimizer != OPT_RECOMPUTE && o->optimizer != OPT_STATIC &&
+	       (o->offload > 0 || (o->offload == 0 && o->optimizer == OPT_AUTO));
+}
+
 /* The steps of t's decision points, sorted and distinct; returns how many. */
 static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 {
@@ -244,10 +289,14 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 	bool single = single_point(ip, t);
 	const RecomputeAt *ra = ip->rc ? &ip->rc[t->id] : NULL;
 	int extra = ra && !single ? ra->support.n : 0;
-	int cap = 1 + extra + (single ? 0 : t->users.n * (1 + (ip->is_async ? ip->window : 0)));
+	int updated;
+	bool offload = offloadable(ip, t, &updated);
+	int cap = 2 + extra + (single ? 0 : t->users.n * (1 + (ip->is_async ? 2 * ip->window : 0)));
 	int *v = arena_array(ip->a, (size_t)cap, sizeof(int));
 	int n = 0;
 	v[n++] = first;
+	if (offload)
+		v[n++] = last; /* the end: written back by then */
 	for (int i = 0; i < extra; i++)
 		v[n++] = ra->support.v[i];
 	for (int u = 0; u < t->users.n && !single; u++) {
@@ -258,6 +307,9 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 		int lo = step - ip->window > first + 1 ? step - ip->window : first + 1;
 		for (int k = lo; k < step; k++)
 			v[n++] = k;
+		if (offload && node_overwrites(t->users.v[u], t)) /* where an asynchronous write back may be issued */
+			for (int k = step + 1; k <= step + ip->window && k < last; k++)
+				v[n++] = k;
 	}
 	qsort(v, (size_t)n, sizeof(int), cmp_int);
 	int m = 0;
@@ -272,9 +324,11 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 		 * end) and y - 2^i (where a read into y may be issued), 2^i up to
 		 * the span.
 		 */
-		int na = 1 + extra + t->users.n, nv = 0;
+		int na = 2 + extra + t->users.n, nv = 0;
 		int *anchor = arena_array(ip->a, (size_t)na, sizeof(int));
 		anchor[nv++] = first;
+		if (offload)
+			anchor[nv++] = last;
 		for (int i = 0; i < extra; i++)
 			anchor[nv++] = ra->support.v[i];
 		for (int u = 0; u < t->users.n; u++)
@@ -289,7 +343,8 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
 				w[nw++] = x + len;
 				w[nw++] = y - len;
 			}
-			if (x == first && x + 1 < y && t->producer) /* a write issued after the producer */
+			/* a write issued after the producer, or after an update of an offloaded tensor */
+			if (x + 1 < y && ((x == first && t->producer) || (offload && node_overwrites(s->order[x], t))))
 				for (int len = 1; len <= ip->span && x + 1 + len < y; len *= 2)
 					w[nw++] = x + 1 + len;
 		}
@@ -462,7 +517,9 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 		}
 	}
 	bool produced = f->t->producer != NULL;
-	bool issue = p->anchor ? !(produced && j == 0) : produced && j == 1 && p->step == f->first + 1;
+	bool issue = p->anchor ? !(produced && j == 0)
+	                       : (produced && j == 1 && p->step == f->first + 1) ||
+	                         (f->offload && j > 0 && f->pt[j - 1].overwrite && p->step == f->pt[j - 1].step + 1);
 	if (!may_write || !issue)
 		return;
 	for (int len = 1; len <= ip->span && p->nswrite < MAX_SPANS; len *= 2) {
@@ -506,6 +563,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	f->mib = (double)f->size / MIB;
 	f->persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
 	f->forced = t == ip->g->loss;
+	f->offload = offloadable(ip, t, &f->updated);
 	bool produced = t->producer != NULL;
 
 	int *steps;
@@ -524,24 +582,29 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		const Node *n = s->order[steps[j]];
 		p->step = steps[j];
 		p->user = node_uses(n, t);
-		p->copy = ip->moves && j > 0 && !f->forced && !node_overwrites(n, t);
+		p->overwrite = node_overwrites(n, t);
+		/* an offloaded tensor's update reads a fast copy; its end point has none (nothing reads it there) */
+		p->copy = ip->moves && j > 0 && !f->forced && (!p->overwrite || f->offload) &&
+		          !(f->offload && p->step == f->last);
 		p->gone = can_drop && j > 0;
 		int k = can_drop ? find_step(ra->step.v, ra->step.n, p->step) : -1;
 		p->chain = k >= 0 ? ra->chain.v[k] : NULL;
-		p->anchor = j == 0 || p->user ||
+		p->anchor = j == 0 || p->user || (f->offload && p->step == f->last) ||
 		            (ip->rc && find_step(ip->rc[t->id].support.v, ip->rc[t->id].support.n, p->step) >= 0);
 		p->sread = -1;
 	}
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
 		bool last = j == f->m - 1;
-		bool may_write = ip->moves && !last && !f->persistent && !f->forced;
+		/* an offloaded tensor is written back (to its home) only after its update */
+		bool may_write = ip->moves && !last && !f->forced && (!f->persistent || (f->offload && p->step >= f->updated));
 		p->keep[V_PRE] = binary(ip, 0);
-		p->keep[V_COPY] = p->copy && (last || f->pt[j + 1].copy) ? binary(ip, 0) : -1;
+		p->keep[V_COPY] = p->copy && !p->overwrite && (last || f->pt[j + 1].copy) ? binary(ip, 0) : -1;
 		p->keep[V_SLOW] = f->forced ? -1 : binary(ip, 0);
 		p->write = may_write ? binary(ip, write_us) : -1;
-		p->awrite = may_write && ip->is_async && !(produced && j == 0) ? binary(ip, 0) : -1;
-		p->drop = p->copy && !last ? binary(ip, 0) : -1;
+		p->awrite = may_write && ip->is_async && !(produced && j == 0) && !p->overwrite ? binary(ip, 0) : -1;
+		p->drop = p->copy && !last && !p->overwrite ? binary(ip, 0) : -1;
+		p->dirty = p->copy && p->overwrite ? binary(ip, 0) : -1;
 		p->read = p->copy ? binary(ip, read_us) : -1;
 		p->aread = p->copy && ip->is_async && !p->user && !last && p->keep[V_COPY] >= 0 ? binary(ip, 0) : -1;
 		p->keep[V_GONE] = p->gone && !p->user ? binary(ip, 0) : -1; /* a user finds it made again */
@@ -598,6 +661,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		n = 0;
 		TERM(q ? q->keep[V_PRE] : f->src[V_PRE], 1);
 		TERM(p->recomp, 1);
+		TERM(p->dirty, 1);
 		TERM(p->keep[V_PRE], -1);
 		TERM(p->write, -1);
 		TERM(p->awrite, -1);
@@ -622,6 +686,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(p->aread, 1);
 			TERM(p->keep[V_COPY], -1);
 			TERM(p->drop, -1);
+			TERM(p->dirty, -1);
 			for (int i = 0; i < p->in_copy.n; i++)
 				TERM(p->in_copy.v[i], 1);
 			mip_add_row(mip, n, cols, vals, 0, 0);
@@ -645,6 +710,13 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 				TERM(p->in_slow.v[i], 1);
 			mip_add_row(mip, n, cols, vals, 0, 0);
 		}
+	}
+	/* an offloaded tensor ends the step in its home's tier: fast at the sink exactly when fast at the source */
+	if (f->offload) {
+		n = 0;
+		TERM(f->pt[f->m - 1].keep[V_PRE], 1);
+		TERM(f->src[V_PRE], -1);
+		mip_add_row(mip, n, cols, vals, 0, 0);
 	}
 #undef TERM
 }
@@ -1054,11 +1126,13 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 {
 	const Tensor *t = f->t;
 	int cur = on(x, f->src[V_PRE]) ? V_PRE : V_SLOW;
-	Residency *fast = NULL, *slow = NULL;
+	Residency *fast = NULL, *slow = NULL, *home = NULL;
 	if (cur == V_PRE)
 		fast = placement_add(p, a, t, TIER_FAST, f->first, f->last);
 	else
 		slow = placement_add(p, a, t, TIER_SLOW, f->first, f->last);
+	if (f->offload && slow)
+		home = slow; /* written back into, where the step began */
 	for (int j = 0; j < f->m; j++) {
 		const Point *pt = &f->pt[j];
 		int st = pt->step;
@@ -1079,6 +1153,8 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 			placement_recompute(p, a, t, st, fast);
 			cur = V_PRE;
 		}
+		if (cur == V_COPY && on(x, pt->dirty))
+			cur = V_PRE; /* the update writes the fast copy */
 		if (on(x, pt->keep[cur]))
 			continue;
 		int next = V_SLOW, sw = -1;
@@ -1088,7 +1164,7 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 		if (sw >= 0) {
 			int end = st + pt->swrite_len[sw];
 			fast->last = end - 1;
-			slow = placement_add(p, a, t, TIER_SLOW, st, f->last);
+			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st, f->last);
 			add_span_move(ip, p, a, fast, slow, st, end);
 			fast = NULL;
 			cur = V_SLOW;
@@ -1097,11 +1173,11 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 		}
 		if (cur == V_PRE && on(x, pt->write)) {
 			fast->last = st;
-			slow = placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
+			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
 			add_move(p, a, fast, slow, st + 1, false, st + 1);
 		} else if (cur == V_PRE && on(x, pt->awrite)) {
 			fast->last = st;
-			slow = placement_add(p, a, t, TIER_SLOW, st, f->last);
+			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st, f->last);
 			add_move(p, a, fast, slow, st + 1, true, st);
 		} else if (cur == V_COPY && on(x, pt->drop)) {
 			fast->last = st;
@@ -1149,11 +1225,11 @@ static const Move *move_from(const Placement *p, const Residency *from)
  * decision point, a kind of edge f lacks).
  */
 /* The columns of a point's edges, into e (MAX_POINT_EDGES); returns how many. */
-enum { MAX_POINT_EDGES = 12 + MAX_SPANS };
+enum { MAX_POINT_EDGES = 13 + MAX_SPANS };
 static int point_edges(const Point *pt, int *e)
 {
 	int all[] = {pt->keep[V_PRE], pt->keep[V_COPY], pt->keep[V_SLOW], pt->keep[V_GONE], pt->write, pt->awrite,
-	             pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread};
+	             pt->drop, pt->read, pt->aread, pt->discard, pt->recomp, pt->sread, pt->dirty};
 	int n = 0;
 	for (int k = 0; k < (int)countof(all); k++)
 		if (all[k] >= 0)
@@ -1166,7 +1242,7 @@ static int point_edges(const Point *pt, int *e)
 static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 {
 	const Tensor *t = f->t;
-	int ncols = 0; /* cols: room for one edge per point and the source */
+	int ncols = 0; /* cols: room for three edges per point and the source */
 #define TAKE(c) do { if ((c) < 0) return false; cols[ncols++] = (c); } while (0)
 	const Residency *fast = fast_cover(p0, t, f->first);
 	int cur;
@@ -1200,6 +1276,10 @@ static bool start_flow(const Flow *f, const Placement *p0, double *x, int *cols)
 			if (fast->first != st)
 				return false;
 			TAKE(pt->recomp);
+			cur = V_PRE;
+		}
+		if (cur == V_COPY && pt->overwrite) {
+			TAKE(pt->dirty);
 			cur = V_PRE;
 		}
 		if (cur == V_SLOW || cur == V_GONE) {
@@ -1274,7 +1354,7 @@ static int ilp_start(const Ilp *ip, const Placement *p0, double *x)
 	for (int i = 0; i < ip->g->tensors.n; i++)
 		if (ip->flow[i].m > most)
 			most = ip->flow[i].m;
-	int *cols = arena_array(ip->a, (size_t)most + 2, sizeof(int));
+	int *cols = arena_array(ip->a, (size_t)(3 * most + 2), sizeof(int)); /* a read, a dirty edge and one out per point */
 	for (int i = 0; i < ip->g->tensors.n; i++)
 		given += start_flow(&ip->flow[i], p0, x, cols);
 	x[ip->one] = 1;
@@ -1289,12 +1369,19 @@ static int ilp_start(const Ilp *ip, const Placement *p0, double *x)
  * and the weights and optimizer state (an update writes its tensor's home,
  * which must therefore be fast), so that the maximum is a lower bound.
  */
-static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast, int64_t *forced)
+static bool pinned_persistent(const Schedule *s, const Tensor *t, bool offload, int64_t tiny)
+{
+	return (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) &&
+	       !(offload && !(tiny > 0 && t->bytes <= tiny) && update_step(s, t) >= 0);
+}
+
+static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast, bool offload, int64_t tiny,
+                            int64_t *forced)
 {
 	int64_t worst = 0, persistent = 0;
 	for (int i = 0; kernels_fast && i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
-		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
+		if (pinned_persistent(s, t, offload, tiny))
 			persistent += memplan_round(t->bytes);
 	}
 	for (int st = 0; st < s->n; st++) {
@@ -1306,7 +1393,7 @@ static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast
 			forced[st] += persistent;
 			for (int k = 0; k < n->nin + n->nout; k++) {
 				const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
-				bool seen = t == g->loss || t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+				bool seen = t == g->loss || pinned_persistent(s, t, offload, tiny);
 				for (int j = 0; j < k && !seen; j++)
 					seen = (j < n->nin ? n->in[j] : n->out[j - n->nin]) == t;
 				if (!seen)
@@ -1334,6 +1421,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.moves = o->optimizer != OPT_RECOMPUTE,
 		.recompute = o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE,
 		.kernels_fast = o->kernels_fast,
+		.offload = offload_on(o),
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
 		.span = o->optimizer != OPT_AUTO || o->span < 0 ? 0 : o->span > 0 ? o->span : PLACE_SPAN,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
@@ -1654,7 +1742,17 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	memcpy(x, cand, sizeof(double) * (size_t)nc);
 	st->lns_start = best / US;
 	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
+	bool offloading = !ip->offload; /* first the program without offloads (smaller neighbourhoods) */
+	bool first_done = false;
 	while (now_seconds() < end - 0.05) {
+		if (!offloading && (first_done || now_seconds() > t0 + seconds * PLACE_LNS_OFFLOAD)) {
+			offloading = true; /* the second phase: every window again, weights and state open too */
+			width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH;
+			memset(tried, 0, sizeof(bool) * (size_t)n);
+			easy = hard = 0;
+			if (place_solver_log())
+				fprintf(stderr, "lns: weights and optimizer state open from here\n");
+		}
 		/* the untried window of this width (starts on a grid of half a width) that costs most */
 		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1;
 		double most = -1;
@@ -1666,8 +1764,12 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 				most = sum, lo = w;
 		}
 		if (lo < 0 || easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
-			if (width >= n)
+			if (width >= n && offloading)
 				break;
+			if (width >= n) {
+				first_done = true;
+				continue;
+			}
 			width = 2 * width < n ? 2 * width : n;
 			memset(tried, 0, sizeof(bool) * (size_t)n);
 			easy = hard = 0;
@@ -1676,7 +1778,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 		tried[lo] = true;
 		int hi = lo + width < n ? lo + width : n, nopen = 0;
 		for (int i = 0; i < nt; i++)
-			nopen += open[i] = acts_within(&ip->flow[i], lo, hi);
+			nopen += open[i] = acts_within(&ip->flow[i], lo, hi) && (offloading || !ip->flow[i].offload);
 		double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
 		if (limit > left)
 			limit = left;
@@ -1927,15 +2029,18 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
 	char b1[64], b2[64];
 	int n = s->n;
 	int64_t *forced = arena_array(a, (size_t)n + 1, sizeof(int64_t));
-	st->min_limit = forced_bytes(g, s, o->kernels_fast, forced);
+	bool offload = offload_on(o);
+	st->min_limit = forced_bytes(g, s, o->kernels_fast, offload, o->tiny == 0 ? PLACE_TINY : o->tiny, forced);
 	if (st->min_limit < MEMPLAN_ALIGN)
 		st->min_limit = MEMPLAN_ALIGN;
 	if (o->limit < st->min_limit && o->kernels_fast) {
 		snprintf(err, errlen,
 		         "the fast-tier limit %s is infeasible: kernels read and write fast memory only, so the limit "
-		         "must hold the weights, the optimizer state and the largest kernel's arguments: at least %"
-		         PRId64 " bytes (%s)",
-		         fmt_bytes(o->limit, b1, sizeof b1), st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
+		         "must hold %s the largest kernel's arguments: at least %" PRId64 " bytes (%s)",
+		         fmt_bytes(o->limit, b1, sizeof b1),
+		         offload ? "the weights and optimizer state that cannot be offloaded and"
+		                 : "the weights, the optimizer state and",
+		         st->min_limit, fmt_bytes(st->min_limit, b2, sizeof b2));
 		return NULL;
 	}
 	if (o->limit < st->min_limit) {

@@ -165,8 +165,12 @@ static void push_path(Paths *ps, const Path *p)
  * once (never weights or optimizer state), then read back any number of
  * times; a fast copy with a slow one may be dropped; no fast copy with a
  * slow one at the first point or at a kernel that overwrites the tensor.
+ * Offloaded weights and state: the kernel that overwrites one may update
+ * a fast copy of its slow home (dirty[j]: the copy is then the only
+ * valid one), which is written back to the home after it (write_ok[j]:
+ * from point j to j + 1); the step ends in the tier it began in.
  */
-static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_write)
+static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, const bool *write_ok, const bool *dirty)
 {
 	if (j == ps->npts) {
 		push_path(ps, p);
@@ -177,7 +181,7 @@ static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_
 	                         [DROP_READ] = ST_C, [READ] = ST_C};
 	for (int how = KEEP; how <= READ; how++) {
 		int st = how == KEEP ? prev : to[how];
-		if ((how == WRITE || how == WRITE_READ) && (prev != ST_F || !may_write))
+		if ((how == WRITE || how == WRITE_READ) && (prev != ST_F || !write_ok[j - 1]))
 			continue;
 		if ((how == DROP || how == DROP_READ) && prev != ST_C)
 			continue;
@@ -185,9 +189,9 @@ static void paths_from(Paths *ps, Path *p, int j, const bool *copy_ok, bool may_
 			continue;
 		if (st == ST_C && !copy_ok[j])
 			continue;
-		p->state[j] = st;
+		p->state[j] = st == ST_C && dirty[j] ? ST_F : st;
 		p->how[j] = how;
-		paths_from(ps, p, j + 1, copy_ok, may_write);
+		paths_from(ps, p, j + 1, copy_ok, write_ok, dirty);
 	}
 }
 
@@ -274,9 +278,20 @@ static void support_points(const Graph *g, const Schedule *s, const Tensor *t, i
 	}
 }
 
-/* tiny_pinned: tiny for activations and gradients (place_ilp.c's single_point) */
+/* The step of the kernel that overwrites t, or -1 if none does or it is the last (then t is not offloaded). */
+static int update_at(const Schedule *s, const Tensor *t)
+{
+	int at = -1;
+	for (int u = 0; u < t->users.n; u++)
+		if (overwrites(t->users.v[u], t))
+			at = s->pos[t->users.v[u]->id];
+	return at == s->n - 1 ? -1 : at;
+}
+
+/* tiny_pinned: tiny for activations and gradients (place_ilp.c's single_point); offload: weights and state may
+   be updated in fast copies of slow homes */
 static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
-                             int64_t tiny_pinned, bool kernels_fast, bool recompute)
+                             int64_t tiny_pinned, bool kernels_fast, bool recompute, bool offload)
 {
 	Paths ps = {0};
 	Interval iv = s->live[t->id];
@@ -286,6 +301,9 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 		support_points(g, s, t, tiny, &ps, &ca);
 	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
 	bool single = is_static || (tiny > 0 && t->bytes <= (persistent ? tiny : tiny_pinned));
+	int updated = offload && persistent && !single && !recompute ? update_at(s, t) : -1;
+	if (updated >= 0)
+		ps.step[ps.npts++] = iv.last; /* the end: written back by then */
 	for (int u = 0; u < t->users.n && !single; u++) {
 		int step = s->pos[t->users.v[u]->id];
 		int i = 0;
@@ -310,9 +328,13 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 	}
 	arena_free(&ca);
 	bool forced = t == g->loss;
-	bool copy_ok[MAXP];
-	for (int j = 0; j < ps.npts; j++)
-		copy_ok[j] = j > 0 && !forced && !overwrites(s->order[ps.step[j]], t);
+	bool copy_ok[MAXP], write_ok[MAXP], dirty[MAXP];
+	for (int j = 0; j < ps.npts; j++) {
+		bool ow = overwrites(s->order[ps.step[j]], t);
+		copy_ok[j] = j > 0 && !forced && (!ow || updated >= 0) && !(updated >= 0 && ps.step[j] == iv.last);
+		dirty[j] = ow && updated >= 0;
+		write_ok[j] = !forced && (!persistent || (updated >= 0 && ps.step[j] >= updated));
+	}
 	Path p = {0};
 	for (int st = ST_F; st <= ST_S; st += 2) {
 		if (forced && st == ST_S)
@@ -321,13 +343,21 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 		if (recompute)
 			recompute_paths_from(&ps, &p, 1);
 		else
-			paths_from(&ps, &p, 1, copy_ok, !forced && !persistent);
+			paths_from(&ps, &p, 1, copy_ok, write_ok, dirty);
 	}
 	int kept = 0;
 	for (int i = 0; i < ps.n; i++) {
 		bool ok = true;
-		for (int j = 0; kernels_fast && j < ps.npts; j++)
-			ok &= ps.v[i].state[j] != ST_S || !uses(s->order[ps.step[j]], t);
+		for (int u = -1; kernels_fast && u < t->users.n; u++) { /* fast at every kernel making or using it */
+			if (u < 0 && !t->producer)
+				continue;
+			int step = s->pos[(u < 0 ? t->producer : t->users.v[u])->id], j = ps.npts - 1;
+			while (j > 0 && ps.step[j] > step)
+				j--;
+			ok &= ps.v[i].state[j] != ST_S;
+		}
+		if (updated >= 0) /* the step ends in the home's tier */
+			ok &= (ps.v[i].state[0] == ST_F) == (ps.v[i].state[ps.npts - 1] == ST_F);
 		if (ok)
 			ps.v[kept++] = ps.v[i];
 	}
@@ -336,10 +366,10 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 }
 
 static Paths tensor_paths(const Graph *g, const Schedule *s, const Tensor *t, bool is_static, int64_t tiny,
-                          bool kernels_fast)
+                          bool kernels_fast, bool offload)
 {
 	/* kernels_fast: the paths at the smallest limits, where no activation or gradient is tiny */
-	return tensor_paths_of(g, s, t, is_static, tiny, kernels_fast ? 0 : tiny, kernels_fast, false);
+	return tensor_paths_of(g, s, t, is_static, tiny, kernels_fast ? 0 : tiny, kernels_fast, false, offload);
 }
 
 /* The residencies, moves and recomputes of one path per tensor. */
@@ -351,11 +381,13 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 		const Paths *ps = &tp[i];
 		const Path *path = &ps->v[choice[i]];
 		int first = s->live[i].first, last = s->live[i].last;
-		Residency *F = NULL, *S = NULL;
+		Residency *F = NULL, *S = NULL, *home = NULL;
 		if (path->state[0] == ST_F)
 			F = placement_add(p, a, t, TIER_FAST, first, last);
 		else
 			S = placement_add(p, a, t, TIER_SLOW, first, last);
+		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
+			home = S; /* an offloaded tensor is written back where the step began */
 		for (int j = 1; j < ps->npts; j++) {
 			int prev = ps->step[j - 1], cur = ps->step[j];
 			switch (path->how[j]) {
@@ -364,7 +396,7 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 			case WRITE:
 			case WRITE_READ:
 				F->last = prev;
-				S = placement_add(p, a, t, TIER_SLOW, prev + 1, last);
+				S = home ? home : placement_add(p, a, t, TIER_SLOW, prev + 1, last);
 				placement_move(p, a, F, S, prev + 1);
 				F = NULL;
 				break;
@@ -412,14 +444,14 @@ typedef struct Best {
 } Best;
 
 static Best brute_force_of(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
-                           int64_t limit, bool kernels_fast, bool recompute)
+                           int64_t limit, bool kernels_fast, bool recompute, bool offload)
 {
 	int nt = g->tensors.n;
 	Paths *tp = xcalloc((size_t)nt, sizeof(Paths));
 	int *choice = xcalloc((size_t)nt, sizeof(int));
 	int64_t pinned = place_tiny_pinned(tiny, limit, kernels_fast);
 	for (int i = 0; i < nt; i++)
-		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, pinned, kernels_fast, recompute);
+		tp[i] = tensor_paths_of(g, s, g->tensors.v[i], is_static, tiny, pinned, kernels_fast, recompute, offload);
 	Best b = {INFINITY, 0, 0};
 	char err[256];
 	Arena a = {0};
@@ -452,27 +484,28 @@ static Best brute_force_of(const Graph *g, const Schedule *s, const CostModel *c
 }
 
 static Best brute_force(const Graph *g, const Schedule *s, const CostModel *cm, bool is_static, int64_t tiny,
-                        int64_t limit, bool kernels_fast)
+                        int64_t limit, bool kernels_fast, bool offload)
 {
-	return brute_force_of(g, s, cm, is_static, tiny, limit, kernels_fast, false);
+	return brute_force_of(g, s, cm, is_static, tiny, limit, kernels_fast, false, offload);
 }
 
 static double recompute_combinations(const Graph *g, const Schedule *s, int64_t tiny)
 {
 	double n = 1;
 	for (int i = 0; i < g->tensors.n; i++) {
-		Paths ps = tensor_paths_of(g, s, g->tensors.v[i], false, tiny, tiny, false, true);
+		Paths ps = tensor_paths_of(g, s, g->tensors.v[i], false, tiny, tiny, false, true, false);
 		n *= ps.n;
 		free(ps.v);
 	}
 	return n;
 }
 
-static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny, bool kernels_fast)
+static double combinations(const Graph *g, const Schedule *s, bool is_static, int64_t tiny, bool kernels_fast,
+                           bool offload)
 {
 	double n = 1;
 	for (int i = 0; i < g->tensors.n; i++) {
-		Paths ps = tensor_paths(g, s, g->tensors.v[i], is_static, tiny, kernels_fast);
+		Paths ps = tensor_paths(g, s, g->tensors.v[i], is_static, tiny, kernels_fast, offload);
 		n *= ps.n;
 		free(ps.v);
 	}
@@ -644,14 +677,22 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
 	       one ? "-1" : "", t0 * 1e6, st.lns_solves, st.lns_better, pred * 1e6, optimum * 1e6);
 }
 
-/* kernels_fast (the GPU's placement) against brute force, at limits from the lower bound to the peak. */
+/*
+ * kernels_fast (the GPU's placement) against brute force, at limits from
+ * the lower bound to the peak: sync and async as AutoTM's (weights and
+ * state in one tier per step), and with offloading, whose lower bound is
+ * lower (weights and state need be fast only where used).
+ */
+static int offload_wins; /* limits at which offloading beats keeping weights and state in one tier */
+
 static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel *base, const Case *c,
                               int64_t peak, Arena *a)
 {
 	CostModel duplex = *base; /* as on a GPU: a copy engine per direction */
 	duplex.duplex = true;
 	const CostModel *cm = &duplex;
-	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true};
+	PlaceOptions o = {.optimizer = OPT_SYNC, .limit = 64, .cm = cm, .tiny = c->tiny, .gap = -1, .kernels_fast = true,
+	                  .offload = 1};
 	char err[512];
 	test_expect(!place_ilp(g, s, &o, a, NULL, err, sizeof err) && strstr(err, "at least "),
 	            "%s: kernels_fast accepts a 64-byte limit or does not state a bound: %s", c->name, err);
@@ -659,46 +700,58 @@ static void kernels_fast_case(const Graph *g, const Schedule *s, const CostModel
 	int64_t bound = at ? strtoll(at + strlen("at least "), NULL, 10) : peak;
 	for (int f = 0; f <= 4; f++) {
 		int64_t limit = (bound + (peak - bound) * f / 4) / 64 * 64;
-		Best b = brute_force(g, s, cm, false, c->tiny, limit, true);
-		double obj[2] = {NAN, NAN};
-		static const char *opts[] = {"sync", "async"};
-		for (int oi = 0; oi < 2; oi++)
-			for (int si = 0; si < 2; si++) {
-				o.optimizer = opt_id(opts[oi]);
-				o.solver = si ? "lp_solve" : "cbc";
-				o.limit = limit;
-				o.time_limit = 20;
-				PlaceStats st;
-				Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
-				if (!p) {
-					test_expect(b.fitting == 0 || (oi == 1 && si == 1),
-					            "%s kernels_fast %s/%s limit %" PRId64
-					            ": %s, but %ld placements fit",
-					            c->name, opts[oi], o.solver, limit, err, b.fitting);
-					continue;
+		double obj[2][2] = {{NAN, NAN}, {NAN, NAN}}; /* [offload][sync, async] */
+		long fit[2];
+		for (int off = 0; off < 2; off++) {
+			Best b = brute_force(g, s, cm, false, c->tiny, limit, true, off);
+			fit[off] = b.fitting;
+			static const char *opts[] = {"sync", "async"};
+			for (int oi = 0; oi < 2; oi++)
+				for (int si = 0; si < 2; si++) {
+					o.optimizer = opt_id(opts[oi]);
+					o.solver = si ? "lp_solve" : "cbc";
+					o.limit = limit;
+					o.time_limit = 20;
+					o.offload = off ? 1 : -1;
+					PlaceStats st;
+					Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
+					if (!p) {
+						test_expect(b.fitting == 0 || (oi == 1 && si == 1),
+						            "%s kernels_fast %s/%s%s limit %" PRId64 ": %s, but %ld placements fit",
+						            c->name, opts[oi], o.solver, off ? " offload" : "", limit, err, b.fitting);
+						continue;
+					}
+					test_expect(args_fast(g, s, p),
+					            "%s kernels_fast %s/%s limit %" PRId64 ": a kernel argument is slow",
+					            c->name, opts[oi], o.solver, limit);
+					test_expect(placement_verify(g, p, err, sizeof err), "%s kernels_fast %s%s: %s", c->name,
+					            opts[oi], off ? " offload" : "", err);
+					memplan(p, a);
+					test_expect(memplan_fast_peak(p, a) <= limit, "%s kernels_fast %s: over the limit",
+					            c->name, opts[oi]);
+					test_expect(close_to(placement_predict(p, cm, NULL), st.objective),
+					            "%s kernels_fast %s/%s: predicted %.9g, objective %.9g", c->name, opts[oi],
+					            o.solver, placement_predict(p, cm, NULL), st.objective);
+					if (si == 0)
+						obj[off][oi] = st.objective;
+					if (oi == 0)
+						test_expect(close_to(b.time, st.objective),
+						            "%s kernels_fast sync/%s%s limit %" PRId64 ": brute force %.9g, ILP %.9g",
+						            c->name, o.solver, off ? " offload" : "", limit, b.time, st.objective);
 				}
-				test_expect(args_fast(g, s, p),
-				            "%s kernels_fast %s/%s limit %" PRId64 ": a kernel argument is slow",
-				            c->name, opts[oi], o.solver, limit);
-				memplan(p, a);
-				test_expect(memplan_fast_peak(p, a) <= limit, "%s kernels_fast %s: over the limit",
-				            c->name, opts[oi]);
-				test_expect(close_to(placement_predict(p, cm, NULL), st.objective),
-				            "%s kernels_fast %s/%s: predicted %.9g, objective %.9g", c->name, opts[oi],
-				            o.solver, placement_predict(p, cm, NULL), st.objective);
-				if (si == 0)
-					obj[oi] = st.objective;
-				if (oi == 0)
-					test_expect(close_to(b.time, st.objective),
-					            "%s kernels_fast sync/%s limit %" PRId64
-					            ": brute force %.9g, ILP %.9g",
-					            c->name, o.solver, limit, b.time, st.objective);
-			}
-		if (!isnan(obj[0]))
-			test_expect(obj[1] <= obj[0] * (1 + 1e-9),
-			            "%s kernels_fast limit %" PRId64 ": async above sync", c->name, limit);
-		printf("  kernels fast (bound %" PRId64 "), limit %6" PRId64 ": brute force %ld fit, best %.6f us; ILP sync %.6f, async "
-		       "%.6f us\n", bound, limit, b.fitting, b.time * 1e6, obj[0] * 1e6, obj[1] * 1e6);
+			if (!isnan(obj[off][0]))
+				test_expect(obj[off][1] <= obj[off][0] * (1 + 1e-9),
+				            "%s kernels_fast limit %" PRId64 ": async above sync", c->name, limit);
+		}
+		/* offloading only adds choices */
+		test_expect(isnan(obj[0][0]) || obj[1][0] <= obj[0][0] * (1 + 1e-9),
+		            "%s kernels_fast limit %" PRId64 ": sync with offloading %.9g above without %.9g", c->name,
+		            limit, obj[1][0], obj[0][0]);
+		if (!isnan(obj[1][0]) && (isnan(obj[0][0]) || obj[1][0] < obj[0][0] * (1 - 1e-9)))
+			offload_wins++;
+		printf("  kernels fast (bound %" PRId64 "), limit %6" PRId64 ": brute force %ld / %ld (offload) fit; "
+		       "ILP sync %.6f, async %.6f us; offloading: sync %.6f, async %.6f us\n", bound, limit, fit[0],
+		       fit[1], obj[0][0] * 1e6, obj[0][1] * 1e6, obj[1][0] * 1e6, obj[1][1] * 1e6);
 	}
 }
 
@@ -765,7 +818,7 @@ static void run_case(const Case *c, const CostModel *cm)
 	Placement *fast = place_all_fast(g, s, &a);
 	int64_t peak = memplan_fast_peak(fast, &a);
 	printf("%s: %d steps, %d tensors, peak %" PRId64 " B; sync combinations %.0f, recompute %.0f\n", c->name, s->n,
-	       g->tensors.n, peak, combinations(g, s, false, c->tiny, false), recompute_combinations(g, s, c->tiny));
+	       g->tensors.n, peak, combinations(g, s, false, c->tiny, false, false), recompute_combinations(g, s, c->tiny));
 
 	static const double fractions[] = {1.0, 0.7, 0.45, 0.25, 0.1};
 	int nlimits = countof(fractions);
@@ -818,28 +871,42 @@ static void run_case(const Case *c, const CostModel *cm)
 		if (rc < obj[0][0] * (1 - 1e-9))
 			recompute_wins++;
 		if (recompute_combinations(g, s, c->tiny) <= 2e6) {
-			Best rb = brute_force_of(g, s, cm, false, c->tiny, limit, false, true);
+			Best rb = brute_force_of(g, s, cm, false, c->tiny, limit, false, true, false);
 			test_expect(close_to(rb.time, rc), "%s recompute limit %" PRId64 ": brute force %.9g, ILP %.9g",
 			            c->name, limit, rb.time, rc);
 			printf("  recompute brute force: %ld placements, %ld fit, best %.6f us\n", rb.tried, rb.fitting,
 			       rb.time * 1e6);
 		}
 
-		Best b = brute_force(g, s, cm, true, c->tiny, limit, false);
+		Best b = brute_force(g, s, cm, true, c->tiny, limit, false, false);
 		test_expect(close_to(b.time, obj[0][0]), "%s static limit %" PRId64 ": brute force %.9g, ILP %.9g",
 		            c->name, limit, b.time, obj[0][0]);
 		printf("  static brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting, b.time * 1e6);
 		if (c->sync_brute) {
-			b = brute_force(g, s, cm, false, c->tiny, limit, false);
+			b = brute_force(g, s, cm, false, c->tiny, limit, false, false);
 			test_expect(close_to(b.time, obj[1][0]),
 			            "%s sync limit %" PRId64 ": brute force %.9g, ILP %.9g", c->name, limit, b.time,
 			            obj[1][0]);
 			printf("  sync brute force: %ld placements, %ld fit, best %.6f us\n", b.tried, b.fitting,
 			       b.time * 1e6);
+			/* with offloading: weights and state updated in fast copies of slow homes */
+			PlaceOptions oo = {.optimizer = OPT_SYNC, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c->tiny,
+			                   .gap = -1, .offload = 1};
+			PlaceStats ost;
+			char oerr[512];
+			Placement *op = place_ilp(g, s, &oo, &a, &ost, oerr, sizeof oerr);
+			b = brute_force(g, s, cm, false, c->tiny, limit, false, true);
+			test_expect(op && close_to(b.time, ost.objective) && placement_verify(g, op, oerr, sizeof oerr),
+			            "%s sync with offloading limit %" PRId64 ": brute force %.9g, ILP %.9g (%s)", c->name, limit,
+			            b.time, op ? ost.objective : NAN, op ? "" : oerr);
+			if (op && ost.objective < obj[1][0] * (1 - 1e-9))
+				offload_wins++;
+			printf("  sync with offloading: brute force %ld placements, %ld fit, best %.6f us\n", b.tried,
+			       b.fitting, b.time * 1e6);
 		}
 	}
 
-	if (combinations(g, s, false, c->tiny, true) <= 2e6)
+	if (combinations(g, s, false, c->tiny, true, true) <= 2e6)
 		kernels_fast_case(g, s, cm, c, peak, &a);
 
 	/* an infeasible limit names the smallest feasible one, which works */
@@ -939,6 +1006,8 @@ int main(void)
 	test_expect(spanning_moves > 0, "no placement has a move that spans kernels: the chunk checks test nothing");
 	test_expect(spans_win > 0, "spanning moves never beat moves of one kernel: the comparison tests nothing");
 	printf("moves spanning kernels: %d; spans beat spans of one at %d limits\n", spanning_moves, spans_win);
+	test_expect(offload_wins > 0, "offloading weights and state never beats keeping them: its checks test nothing");
+	printf("offloading beat keeping weights and state in one tier at %d limits\n", offload_wins);
 	arena_free(&a);
 	return test_summary();
 }
