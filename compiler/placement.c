@@ -248,10 +248,15 @@ MoveStats placement_stats(const Placement *p)
 		const Move *m = &p->moves.v[i];
 		st.nmoves++;
 		st.bytes += m->t->bytes;
-		if (m->to->tier == TIER_FAST)
+		if (m->to->tier == TIER_FAST) {
 			st.bytes_to_fast += m->t->bytes;
-		else
+		} else {
 			st.bytes_to_slow += m->t->bytes;
+			if (m->t->kind == TENSOR_WEIGHT || m->t->kind == TENSOR_STATE) { /* only an offload writes one out */
+				st.noffloaded++;
+				st.bytes_offloaded += m->t->bytes;
+			}
+		}
 		if (m->async) {
 			st.nasync++;
 			st.nspanning += m->share && m->at > m->start + 1;

@@ -141,6 +141,8 @@ typedef struct MoveStats {
 	int64_t bytes, bytes_to_fast, bytes_to_slow, bytes_async;
 	int nrecomputed;                /* tensors made again by recomputation (chains) */
 	int nrecompute_kernels;         /* kernels those chains run */
+	int noffloaded;                 /* weights and optimizer state written back to a slow home after their update */
+	int64_t bytes_offloaded;        /* their bytes */
 } MoveStats;
 MoveStats placement_stats(const Placement *p);
 

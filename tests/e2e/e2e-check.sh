@@ -130,6 +130,36 @@ print(sum(len(m.get("shares", [])) > 1 for m in json.load(sys.stdin)["moves"]))'
     echo "ok: $name: auto at $ratio (span-tier.hw), $spans moves spanning kernels in chunks, bitwise equal to all-fast"
 }
 
+check_offload() { # NAME FILE ARGS...: weights and state updated in fast copies and written back change nothing
+    local name=$1 file=$2
+    shift 2
+    local d=$work/$name n=0 ratio size
+    for ratio in 1:1 2:1 4:1; do
+        size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
+        if ! n=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/offload.err" | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["offloaded_tensors"])'); then
+            echo "FAIL: $name: auto schedule at $ratio"; tail -5 "$d/offload.err"; fails=$((fails + 1)); return
+        fi
+        [ "$n" -gt 0 ] && break
+    done
+    if [ "$n" -eq 0 ]; then
+        echo "FAIL: $name: auto offloads no weight or state at any ratio: the check tests nothing"
+        fails=$((fails + 1)); return
+    fi
+    if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/offload" >"$d/offload.build" 2>&1 ||
+       ! "$d/offload" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/offload.st" >"$d/offload.out" 2>&1; then
+        echo "FAIL: $name: auto program offloading weights"; tail -20 "$d/offload.build" "$d/offload.out"
+        fails=$((fails + 1)); return
+    fi
+    if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/offload.out")" ] || ! cmp -s "$d/all-fast.st" "$d/offload.st"; then
+        echo "FAIL: $name: auto offloading weights differs from all-fast"
+        paste <(losses "$d/all-fast.out") <(losses "$d/offload.out")
+        fails=$((fails + 1)); return
+    fi
+    echo "ok: $name: auto at $ratio (span-tier.hw) offloads $n weight/state tensors, bitwise equal to all-fast"
+}
+
 check_recompute() { # NAME FILE ARGS...
     local name=$1 file=$2
     shift 2
@@ -160,7 +190,8 @@ check_recompute() { # NAME FILE ARGS...
 
 ex=$srcdir/examples
 case ${1:-} in
-    mlp) check_model mlp 3 "$ex/mlp.net" && check_recompute mlp "$ex/mlp.net" && check_spans mlp "$ex/mlp.net" ;;
+    mlp) check_model mlp 3 "$ex/mlp.net" && check_recompute mlp "$ex/mlp.net" && check_spans mlp "$ex/mlp.net" &&
+        check_offload mlp "$ex/mlp.net" ;;
     test_vgg) check_model test_vgg 3 "$ex/test_vgg.net" && check_recompute test_vgg "$ex/test_vgg.net" &&
         check_spans test_vgg "$ex/test_vgg.net" ;;
     resnet50) check_model resnet50 1 "$ex/resnet50.net" -D batch=2 -D size=64 -D lr=0.001 &&
