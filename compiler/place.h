@@ -78,7 +78,8 @@ typedef struct PlaceOptions {
 	                              > 0: also sync and async, < 0: never (AutoTM's rule: an update writes the home) */
 	int repair;                /* auto, recompute: a solution that does not pack is re-solved around its overflow
 	                              (with the rest fixed) rather than whole under tighter limits; 0: when its solve
-	                              took a twentieth of the time limit or more, > 0: always, < 0: never */
+	                              took a twentieth of the time limit or more, and kept only if faster than the
+	                              start, > 0: always, kept even if not, < 0: never */
 } PlaceOptions;
 
 /*

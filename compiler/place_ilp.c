@@ -1622,9 +1622,13 @@ static void untighten(Ilp *ip, const double *dmax0)
  * each result that still does not pack. A re-solve of the whole program
  * under tighter limits (the fragmentation loop's) throws away the
  * solution found; this keeps all of it but the overflowing steps. r
- * takes the first result that packs; the bounds are restored.
+ * takes the first result that packs, if it is below cap (the
+ * neighbourhoods' objective, and by the default rule the start's: a
+ * repair no better than the start is left to the re-solve, which can
+ * find better); the bounds are restored.
  */
-static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *r, double seconds, PlaceStats *st)
+static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *r, double cap, double seconds,
+                   PlaceStats *st)
 {
 	double t0 = now_seconds();
 	int nt = ip->g->tensors.n, nc = mip_ncols(ip->mip), n = ip->s->n;
@@ -1661,7 +1665,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 			break;
 		}
 		bool proved;
-		double obj = solve_fixed(ip, o, owner, open, cur, cand, INFINITY, left, &proved);
+		double obj = solve_fixed(ip, o, owner, open, cur, cand, cap, left, &proved);
 		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
 		st->repairs++;
 		if (place_solver_log())
@@ -1894,7 +1898,9 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 */
 	if (whole && ran && ip->recompute && o->repair >= 0 && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
 	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
-		repair(ip, o, column_owners(ip), r, mo.time_limit / 4 > 1 ? mo.time_limit / 4 : 1, st);
+		repair(ip, o, column_owners(ip), r,
+		       o->start && o->repair == 0 ? fmin(better, placement_predict(o->start, o->cm, NULL) * US) : better,
+		       mo.time_limit / 4 > 1 ? mo.time_limit / 4 : 1, st);
 	if (ran && better < INFINITY &&
 	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
 		/*
