@@ -113,17 +113,6 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (p)
 			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
 	}
-	if (o->optimizer == OPT_AUTO && o->offload >= 0 && getenv("XSTART")) {
-		PlaceOptions so = *o;
-		so.offload = -1;
-		so.start = NULL;
-		so.time_limit = atof(getenv("XSTART"));
-		PlaceStats sst;
-		char err[512];
-		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
-		if (p)
-			consider(&best, p, o->cm, "no-offload");
-	}
 	/* auto: and swaps over the gaps between uses by spanning moves, packed under the limit */
 	static const double margins[] = {0.98, 0.95, 0.9, 0.85, 0.8, 0.7};
 	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(margins); i++) {
