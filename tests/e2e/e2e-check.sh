@@ -99,65 +99,49 @@ check_model() { # NAME STEPS-COMPARED FILE ARGS...
 }
 
 # auto, recompute and checkpoint programs against the all-fast one of check_model
-check_spans() { # NAME FILE ARGS...: auto's moves that span kernels, copied in chunks, change nothing
-    local name=$1 file=$2
-    shift 2
-    local d=$work/$name spans=0 ratio size
-    # the fast-tier times are measured, so the plan varies: the first ratio with spanning moves
+# KIND WHAT COUNT NAME FILE ARGS...: the first ratio at which auto's plan (span-tier.hw) has COUNT (a
+# Python expression over the schedule's JSON, d) above 0; its program trains bitwise like all-fast
+check_auto_plan() {
+    local kind=$1 what=$2 count=$3 name=$4 file=$5
+    shift 5
+    local d=$work/$name n=0 ratio size
+    # the fast-tier times are measured, so the plan varies
     for ratio in 1:1 4:1 2:1 8:1; do
         size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
-        if ! spans=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/spans.err" | python3 -c '
+        if ! n=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/$kind.err" | python3 -c "
 import json, sys
-print(sum(len(m.get("shares", [])) > 1 for m in json.load(sys.stdin)["moves"]))'); then
-            echo "FAIL: $name: auto schedule at $ratio"; tail -5 "$d/spans.err"; fails=$((fails + 1)); return
-        fi
-        [ "$spans" -gt 0 ] && break
-    done
-    if [ "$spans" -eq 0 ]; then
-        echo "FAIL: $name: auto has no move that spans kernels at any ratio: the check tests nothing"
-        fails=$((fails + 1)); return
-    fi
-    if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/spans" >"$d/spans.build" 2>&1 ||
-       ! "$d/spans" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/spans.st" >"$d/spans.out" 2>&1; then
-        echo "FAIL: $name: auto program with spanning moves"; tail -20 "$d/spans.build" "$d/spans.out"
-        fails=$((fails + 1)); return
-    fi
-    if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/spans.out")" ] || ! cmp -s "$d/all-fast.st" "$d/spans.st"; then
-        echo "FAIL: $name: auto with spanning moves differs from all-fast"
-        paste <(losses "$d/all-fast.out") <(losses "$d/spans.out")
-        fails=$((fails + 1)); return
-    fi
-    echo "ok: $name: auto at $ratio (span-tier.hw), $spans moves spanning kernels in chunks, bitwise equal to all-fast"
-}
-
-check_offload() { # NAME FILE ARGS...: weights and state updated in fast copies and written back change nothing
-    local name=$1 file=$2
-    shift 2
-    local d=$work/$name n=0 ratio size
-    for ratio in 1:1 2:1 4:1; do
-        size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
-        if ! n=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/offload.err" | python3 -c '
-import json, sys
-print(json.load(sys.stdin)["offloaded_tensors"])'); then
-            echo "FAIL: $name: auto schedule at $ratio"; tail -5 "$d/offload.err"; fails=$((fails + 1)); return
+d = json.load(sys.stdin)
+print($count)"); then
+            echo "FAIL: $name: auto schedule at $ratio"; tail -5 "$d/$kind.err"; fails=$((fails + 1)); return
         fi
         [ "$n" -gt 0 ] && break
     done
     if [ "$n" -eq 0 ]; then
-        echo "FAIL: $name: auto offloads no weight or state at any ratio: the check tests nothing"
+        echo "FAIL: $name: auto has no $what at any ratio: the check tests nothing"
         fails=$((fails + 1)); return
     fi
-    if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/offload" >"$d/offload.build" 2>&1 ||
-       ! "$d/offload" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/offload.st" >"$d/offload.out" 2>&1; then
-        echo "FAIL: $name: auto program offloading weights"; tail -20 "$d/offload.build" "$d/offload.out"
+    if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/$kind" >"$d/$kind.build" 2>&1 ||
+       ! "$d/$kind" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/$kind.st" >"$d/$kind.out" 2>&1; then
+        echo "FAIL: $name: auto program with $what"; tail -20 "$d/$kind.build" "$d/$kind.out"
         fails=$((fails + 1)); return
     fi
-    if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/offload.out")" ] || ! cmp -s "$d/all-fast.st" "$d/offload.st"; then
-        echo "FAIL: $name: auto offloading weights differs from all-fast"
-        paste <(losses "$d/all-fast.out") <(losses "$d/offload.out")
+    if [ "$(losses "$d/all-fast.out")" != "$(losses "$d/$kind.out")" ] || ! cmp -s "$d/all-fast.st" "$d/$kind.st"; then
+        echo "FAIL: $name: auto with $what differs from all-fast"
+        paste <(losses "$d/all-fast.out") <(losses "$d/$kind.out")
         fails=$((fails + 1)); return
     fi
-    echo "ok: $name: auto at $ratio (span-tier.hw) offloads $n weight/state tensors, bitwise equal to all-fast"
+    echo "ok: $name: auto at $ratio (span-tier.hw), $n: $what, bitwise equal to all-fast"
+}
+
+# auto's moves that span kernels, copied in chunks, change nothing
+check_spans() { # NAME FILE ARGS...
+    check_auto_plan spans "moves spanning kernels (copied in chunks)" \
+        'sum(len(m.get("shares", [])) > 1 for m in d["moves"])' "$@"
+}
+
+# weights and state updated in fast copies of slow homes and written back change nothing
+check_offload() { # NAME FILE ARGS...
+    check_auto_plan offload "weights or optimizer state offloaded" 'd["offloaded_tensors"]' "$@"
 }
 
 check_recompute() { # NAME FILE ARGS...
