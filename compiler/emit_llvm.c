@@ -358,7 +358,7 @@ static void emit_main(Emit *e, LLVMValueRef step_fn, LLVMValueRef eval_fn, const
 		slow = park_offset;
 		for (int i = 0; i < noutside; i++) {
 			const Tensor *t = outside[i];
-			if ((t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) && placement_at(p, t, 0)->tier == TIER_FAST)
+			if (tensor_persists(t) && placement_at(p, t, 0)->tier == TIER_FAST)
 				slow += round_up(t->bytes, RT_PARK_ALIGN);
 		}
 		if (e->eval.p->fast_bytes > fast)

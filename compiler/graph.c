@@ -122,6 +122,11 @@ bool tensor_is_statistic(const Tensor *t)
 	       (t->users.v[0]->op == OP_BATCHNORM_STATS || t->users.v[0]->op == OP_BATCHNORM_EVAL);
 }
 
+bool tensor_persists(const Tensor *t)
+{
+	return t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+}
+
 const char *tensor_kind_name(TensorKind k)
 {
 	switch (k) {

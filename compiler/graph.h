@@ -187,6 +187,9 @@ int64_t tensor_id_range(const Tensor *t);
  * batchnorm's running statistics, saved and loaded with the weights.
  */
 bool tensor_is_statistic(const Tensor *t);
+
+/* A weight or optimizer state: its value lives across training steps. */
+bool tensor_persists(const Tensor *t);
 const char *dtype_name(DType dt);
 
 /* Check the graph's invariants; on failure describe the first one broken. */

@@ -32,7 +32,8 @@
  * source edge picks (their home, for the whole step), and from a slow
  * home they may be read into fast copies that are dropped again; no fast
  * copy exists at a kernel that overwrites its tensor (the SGD updates),
- * so the update writes the home. No tensor is read at its first point
+ * so the update writes the home (auto relaxes this: offloads(), where the
+ * update may write a fast copy of a slow home, written back after it). No tensor is read at its first point
  * (the runtime fills input, labels and weights in the residency of step
  * 0). The loss stays fast (the host reads it after the step).
  *
@@ -238,17 +239,9 @@ static int cmp_int(const void *a, const void *b)
  */
 static bool single_point(const Ilp *ip, const Tensor *t)
 {
-	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
-	return ip->is_static || (ip->tiny > 0 && t->bytes <= (persistent ? ip->tiny : ip->tiny_pinned));
+	return ip->is_static || (ip->tiny > 0 && t->bytes <= (tensor_persists(t) ? ip->tiny : ip->tiny_pinned));
 }
 
-/*
- * Whether t may be offloaded: a weight or optimizer state with a slow
- * home that is read into a fast copy for its update, updated there and
- * written back before the step ends (ip->offload). Its updates must come
- * before the last kernel, so that the write has a boundary to finish at.
- * *updated: the first step whose kernel overwrites it.
- */
 /* The first step whose kernel overwrites t, or -1 if none does or one is the last kernel. */
 static int update_step(const Schedule *s, const Tensor *t)
 {
@@ -266,13 +259,18 @@ static int update_step(const Schedule *s, const Tensor *t)
 	return first;
 }
 
-static bool offloadable(const Ilp *ip, const Tensor *t, int *updated)
+/*
+ * Whether t is offloaded (a slow home, read into a fast copy for its
+ * update, updated there and written back before the step ends) in a
+ * program that offloads (offload) with tiny tensors of up to `tiny` bytes:
+ * a weight or optimizer state with more than one decision point
+ * (single_point; offloading programs are never static) whose updates come
+ * before the last kernel, so that the write has a boundary to finish at.
+ * The program (build_flow) and its floor (forced_bytes) ask the same.
+ */
+static bool offloads(const Schedule *s, const Tensor *t, bool offload, int64_t tiny)
 {
-	if (!ip->offload || !ip->moves || !(t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) ||
-	    t == ip->g->loss || single_point(ip, t))
-		return false;
-	*updated = update_step(ip->s, t);
-	return *updated >= 0;
+	return offload && tensor_persists(t) && !(tiny > 0 && t->bytes <= tiny) && update_step(s, t) >= 0;
 }
 
 /* Whether o's program offloads weights and optimizer state (PlaceOptions.offload). */
@@ -282,15 +280,13 @@ static bool offload_on(const PlaceOptions *o)
 	       (o->offload > 0 || (o->offload == 0 && o->optimizer == OPT_AUTO));
 }
 
-/* The steps of t's decision points, sorted and distinct; returns how many. */
-static int point_steps(Ilp *ip, const Tensor *t, int first, int last, int **out)
+/* The steps of t's decision points, sorted and distinct (offload: t is offloaded); returns how many. */
+static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offload, int **out)
 {
 	const Schedule *s = ip->s;
 	bool single = single_point(ip, t);
 	const RecomputeAt *ra = ip->rc ? &ip->rc[t->id] : NULL;
 	int extra = ra && !single ? ra->support.n : 0;
-	int updated;
-	bool offload = offloadable(ip, t, &updated);
 	int cap = 2 + extra + (single ? 0 : t->users.n * (1 + (ip->is_async ? 2 * ip->window : 0)));
 	int *v = arena_array(ip->a, (size_t)cap, sizeof(int));
 	int n = 0;
@@ -561,13 +557,14 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	f->last = s->live[t->id].last;
 	f->size = memplan_round(t->bytes);
 	f->mib = (double)f->size / MIB;
-	f->persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	f->persistent = tensor_persists(t);
 	f->forced = t == ip->g->loss;
-	f->offload = offloadable(ip, t, &f->updated);
+	f->offload = offloads(s, t, ip->offload, ip->tiny);
+	f->updated = update_step(s, t);
 	bool produced = t->producer != NULL;
 
 	int *steps;
-	f->m = point_steps(ip, t, f->first, f->last, &steps);
+	f->m = point_steps(ip, t, f->first, f->last, f->offload, &steps);
 	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
 	ip->npoints += f->m;
 	double read_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, false) * US;
@@ -1371,8 +1368,7 @@ static int ilp_start(const Ilp *ip, const Placement *p0, double *x)
  */
 static bool pinned_persistent(const Schedule *s, const Tensor *t, bool offload, int64_t tiny)
 {
-	return (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE) &&
-	       !(offload && !(tiny > 0 && t->bytes <= tiny) && update_step(s, t) >= 0);
+	return tensor_persists(t) && !offloads(s, t, offload, tiny);
 }
 
 static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast, bool offload, int64_t tiny,
@@ -1746,7 +1742,9 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	memcpy(x, cand, sizeof(double) * (size_t)nc);
 	st->lns_start = best / US;
 	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
-	bool offloading = !ip->offload; /* first the program without offloads (smaller neighbourhoods) */
+	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any */
+	for (int i = 0; i < nt; i++)
+		offloading = offloading && !ip->flow[i].offload;
 	bool first_done = false;
 	while (now_seconds() < end - 0.05) {
 		if (!offloading && (first_done || now_seconds() > t0 + seconds * PLACE_LNS_OFFLOAD)) {

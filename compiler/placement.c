@@ -252,7 +252,7 @@ MoveStats placement_stats(const Placement *p)
 			st.bytes_to_fast += m->t->bytes;
 		} else {
 			st.bytes_to_slow += m->t->bytes;
-			if (m->t->kind == TENSOR_WEIGHT || m->t->kind == TENSOR_STATE) { /* only an offload writes one out */
+			if (tensor_persists(m->t)) { /* only an offload writes one out */
 				st.noffloaded++;
 				st.bytes_offloaded += m->t->bytes;
 			}

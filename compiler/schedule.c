@@ -129,9 +129,9 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 		for (int u = 0; u < t->users.n; u++)
 			if (s->pos[t->users.v[u]->id] > iv.last)
 				iv.last = s->pos[t->users.v[u]->id];
-		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE || t == g->loss)
+		if (tensor_persists(t) || t == g->loss)
 			iv.last = n - 1; /* persists across steps, or read after the step */
-		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
+		if (tensor_persists(t))
 			iv.first = 0;
 		s->live[i] = iv;
 	}

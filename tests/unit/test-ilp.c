@@ -299,7 +299,7 @@ static Paths tensor_paths_of(const Graph *g, const Schedule *s, const Tensor *t,
 	Arena ca = {0};
 	if (recompute)
 		support_points(g, s, t, tiny, &ps, &ca);
-	bool persistent = t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE;
+	bool persistent = tensor_persists(t);
 	bool single = is_static || (tiny > 0 && t->bytes <= (persistent ? tiny : tiny_pinned));
 	int updated = offload && persistent && !single && !recompute ? update_at(s, t) : -1;
 	if (updated >= 0)
@@ -386,7 +386,7 @@ static Placement *realize(const Graph *g, const Schedule *s, const Paths *tp, co
 			F = placement_add(p, a, t, TIER_FAST, first, last);
 		else
 			S = placement_add(p, a, t, TIER_SLOW, first, last);
-		if (t->kind == TENSOR_WEIGHT || t->kind == TENSOR_STATE)
+		if (tensor_persists(t))
 			home = S; /* an offloaded tensor is written back where the step began */
 		for (int j = 1; j < ps->npts; j++) {
 			int prev = ps->step[j - 1], cur = ps->step[j];
