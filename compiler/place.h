@@ -42,6 +42,9 @@ enum {
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_LNS_OFFLOAD 0.5       /* auto: the share of the neighbourhoods' time before they open weights and state */
+#define PLACE_LNS_GAP 1e-3          /* auto, recompute: a neighbourhood is solved to within this share of the whole step */
+#define PLACE_LNS_GAIN 0.01         /* auto, recompute: gained over the last quarter of their time, the neighbourhoods
+                                       take the whole program's time too */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
@@ -137,6 +140,7 @@ typedef struct PlaceStats {
 	int lns_solves, lns_better; /* neighbourhood re-solves (the start's completion included), and those that improved */
 	double lns_start, lns_gain; /* the start's objective (seconds), and what the neighbourhoods took off it */
 	double lns_time;           /* seconds the neighbourhoods took */
+	bool lns_extended;         /* they were still improving and took the whole program's time too */
 	bool lns_bound;            /* after them, the whole program was solved for a bound (false: bound 0) */
 	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */
 	bool repaired;             /* the last of them made it pack */

@@ -450,7 +450,9 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	if (st->nattempts > 0 && st->lns_solves > 0)
 		fprintf(f, "neighbourhoods: %d re-solves in %.1f s, %d better, %.3f ms off the start's %.3f ms%s\n",
 		        st->lns_solves, st->lns_time, st->lns_better, 1e3 * st->lns_gain, 1e3 * st->lns_start,
-		        st->lns_bound ? "; then the whole program" : "");
+		        st->lns_bound      ? "; then the whole program"
+		        : st->lns_extended ? "; still improving, so the whole program's time too"
+		                           : "");
 	if (st->nattempts > 0 && st->repaired)
 		fprintf(f, "fragmentation: the solution did not pack; %d re-solve%s around its overflow made it pack, "
 		           "adding %.3f ms\n",
@@ -503,6 +505,7 @@ char *schedule_solver_json(const PlaceStats *st)
 		cJSON_AddNumberToObject(n, "start_objective_seconds", st->lns_start);
 		cJSON_AddNumberToObject(n, "gain_seconds", st->lns_gain);
 		cJSON_AddBoolToObject(n, "whole_program_after", st->lns_bound);
+		cJSON_AddBoolToObject(n, "extended", st->lns_extended);
 	}
 	if (st->repairs > 0) {
 		cJSON *rp = cJSON_AddObjectToObject(s, "repair");

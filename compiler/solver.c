@@ -160,6 +160,18 @@ int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, d
 	return i;
 }
 
+/* Row activity bounds of terms cols/vals over r's column bounds. */
+static void activity(const Mip *r, int n, const int *cols, const double *vals, double *lo, double *hi)
+{
+	*lo = *hi = 0;
+	for (int k = 0; k < n; k++) {
+		double a = vals[k], l = r->lo[cols[k]], h = r->hi[cols[k]];
+		double from = a > 0 ? l : h, to = a > 0 ? h : l;
+		*lo += from <= -MIP_INF || from >= MIP_INF ? (a * from > 0 ? INFINITY : -INFINITY) : a * from;
+		*hi += to <= -MIP_INF || to >= MIP_INF ? (a * to > 0 ? INFINITY : -INFINITY) : a * to;
+	}
+}
+
 Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant)
 {
 	Mip *r = mip_new();
@@ -174,7 +186,8 @@ Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant
 	}
 	int *cols = xmalloc(sizeof(int) * (size_t)(r->ncols + 1));
 	double *vals = xmalloc(sizeof(double) * (size_t)(r->ncols + 1));
-	for (int i = 0; i < m->nrows && r; i++) {
+	bool broken = false;
+	for (int i = 0; i < m->nrows && !broken; i++) {
 		int n = 0;
 		double fixed = 0;
 		for (long k = m->start[i]; k < m->start[i + 1]; k++) {
@@ -188,15 +201,39 @@ Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant
 		}
 		double lo = m->rlo[i] <= -MIP_INF ? -MIP_INF : m->rlo[i] - fixed;
 		double hi = m->rhi[i] >= MIP_INF ? MIP_INF : m->rhi[i] - fixed;
-		if (n > 0) {
+		double amin, amax;
+		activity(r, n, cols, vals, &amin, &amax);
+		double tol = 1e-9 * (1 + (lo > -MIP_INF ? fabs(lo) : 0) + (hi < MIP_INF ? fabs(hi) : 0));
+		if (amax < lo - 1e-6 || amin > hi + 1e-6) {
+			broken = true; /* no values of the free columns meet it (n == 0: the fixed ones break it) */
+		} else if (amin >= lo - tol && amax <= hi + tol) {
+			continue; /* met whatever the free columns' values */
+		} else if (n == 1) { /* a bound on its one column */
+			double a = vals[0], l = -MIP_INF, h = MIP_INF;
+			int c = cols[0];
+			if (a > 0 ? lo > -MIP_INF : hi < MIP_INF)
+				l = (a > 0 ? lo : hi) / a;
+			if (a > 0 ? hi < MIP_INF : lo > -MIP_INF)
+				h = (a > 0 ? hi : lo) / a;
+			if (r->isint[c]) {
+				l = l > -MIP_INF ? ceil(l - 1e-9) : l;
+				h = h < MIP_INF ? floor(h + 1e-9) : h;
+			}
+			if (l > r->lo[c])
+				r->lo[c] = l;
+			if (h < r->hi[c])
+				r->hi[c] = h;
+			broken = r->lo[c] > r->hi[c] + 1e-9;
+		} else {
 			mip_add_row(r, n, cols, vals, lo, hi);
-		} else if (lo > 1e-6 || hi < -1e-6) {
-			mip_free(r);
-			r = NULL;
 		}
 	}
 	free(cols);
 	free(vals);
+	if (broken) {
+		mip_free(r);
+		return NULL;
+	}
 	return r;
 }
 
@@ -281,6 +318,8 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		Cbc_setMaximumSeconds(cbc, o->time_limit);
 	if (o->gap > 0)
 		Cbc_setAllowableFractionGap(cbc, o->gap);
+	if (o->abs_gap > 0)
+		Cbc_setAllowableGap(cbc, o->abs_gap);
 
 	if (o->start) { /* CBC completes the columns not given */
 		int *idx = xmalloc(sizeof(int) * (size_t)(m->ncols + 1)), n = 0;
@@ -297,6 +336,8 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 
 	if (o->no_preprocess)
 		Cbc_setParameter(cbc, "preprocess", "off");
+	if (o->no_probing)
+		Cbc_setParameter(cbc, "probing", "off");
 
 	/* a tuning aid: AUTOTM_CBC_PARAMS="name=value name=value" sets CBC's parameters (its command-line names) */
 	const char *params = getenv("AUTOTM_CBC_PARAMS");
@@ -422,7 +463,7 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 	 * gap, one exhaustive search proves optimality.
 	 */
 	set_bb_floorfirst(lp, BRANCH_FLOOR);
-	set_mip_gap(lp, TRUE, 1e-11);
+	set_mip_gap(lp, TRUE, o->abs_gap > 0 ? o->abs_gap : 1e-11);
 	set_mip_gap(lp, FALSE, 1e-9);
 	bool dive = o->gap > 0;
 	set_break_at_first(lp, dive);
@@ -453,7 +494,7 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 				proved = ret != SUBOPTIMAL;
 				break;
 			}
-			if (relgap(best, root) <= o->gap)
+			if (relgap(best, root) <= o->gap || (o->abs_gap > 0 && best - root <= o->abs_gap))
 				break;
 			continue;
 		}

@@ -32,10 +32,13 @@ typedef struct MipOptions {
 	const char *backend; /* "cbc" (NULL: cbc) or "lp_solve" */
 	double time_limit;   /* seconds; <= 0: none */
 	double gap;          /* stop at this relative gap; <= 0: the solver's own tolerance */
+	double abs_gap;      /* and at this absolute gap (objective units); <= 0: none */
 	bool verbose;        /* let the solver log on stdout */
 	const double *start; /* a known solution to start from (CBC; one value per column, NAN: not given), or NULL */
 	bool no_preprocess;  /* CBC: without its integer preprocessing (CglPreProcess), which crashes or wrongly
 	                        calls some programs with most columns fixed infeasible */
+	bool no_probing;     /* CBC: without probing cuts (a window of the placement's neighbourhood search
+	                        is solved in about half the time without them) */
 } MipOptions;
 
 typedef struct MipResult {
@@ -77,10 +80,13 @@ int mip_broken_row(const Mip *m, const double *x, double tol);
 /*
  * The program with the columns that fix[] gives a number (NAN: free) fixed
  * there and left out: each row keeps its free columns, its bounds less
- * the fixed columns' part; a row with none left is left out, or, if the
- * fixed values break it by more than 1e-6, the result is NULL (no
- * solution). col_of[j] gets the restricted program's column of column j,
- * -1 for a fixed one; *constant the fixed columns' objective.
+ * the fixed columns' part. A row that any values of its free columns
+ * within their bounds meet (one with none left, too) is left out, a row
+ * with one free column becomes that column's bounds (rounded inwards for
+ * an integer column); if no values can meet a row (by more than 1e-6),
+ * the result is NULL (no solution). col_of[j] gets the restricted
+ * program's column of column j, -1 for a fixed one; *constant the fixed
+ * columns' objective.
  */
 Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant);
 

@@ -961,7 +961,8 @@ static void test_restrict(void)
 	int col_of[3];
 	double constant;
 	Mip *r = mip_restrict(m, (double[]){0, NAN, NAN}, col_of, &constant);
-	test_expect(r && mip_ncols(r) == 2 && mip_nrows(r) == 2 && col_of[0] == -1 && col_of[1] == 0 && col_of[2] == 1 &&
+	/* the first row, x1 = 1, becomes x1's bounds */
+	test_expect(r && mip_ncols(r) == 2 && mip_nrows(r) == 1 && col_of[0] == -1 && col_of[1] == 0 && col_of[2] == 1 &&
 	            constant == 0, "restrict x0 = 0");
 	char err[128];
 	MipResult res;
@@ -972,9 +973,47 @@ static void test_restrict(void)
 	}
 	mip_free(r);
 	r = mip_restrict(m, (double[]){1, 0, NAN}, col_of, &constant);
-	test_expect(r && mip_nrows(r) == 1 && constant == 3, "restrict x0 = 1, x1 = 0: the first row holds and goes");
+	test_expect(r && mip_nrows(r) == 0 && constant == 3,
+	            "restrict x0 = 1, x1 = 0: the first row holds and goes, the second bounds d");
 	mip_free(r);
 	test_expect(!mip_restrict(m, (double[]){1, 1, NAN}, col_of, &constant), "x0 = x1 = 1 breaks the first row");
+	mip_free(m);
+
+	/* rows that hold whatever the open columns are leave; one that cannot hold, or bounds that cross, give NULL */
+	m = mip_new();
+	int y0 = mip_add_col(m, 0, 1, -1, true), y1 = mip_add_col(m, 0, 1, -1, true), k = mip_add_col(m, 0, 10, -1, true);
+	int z = mip_add_col(m, 0, 1, 0, true);
+	mip_add_row(m, 3, (int[]){y0, y1, z}, (double[]){1, 1, 1}, -MIP_INF, 5);  /* at most 3: always holds */
+	mip_add_row(m, 3, (int[]){y0, y1, z}, (double[]){1, 1, -4}, -MIP_INF, 1); /* z = 0: y0 + y1 <= 1 */
+	mip_add_row(m, 2, (int[]){k, z}, (double[]){2, 1}, -MIP_INF, 9);           /* z = 0: k <= 4 (4.5 inwards) */
+	int cof[4];
+	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant);
+	test_expect(r && mip_nrows(r) == 1, "z = 0: one row left of three (%d)", r ? mip_nrows(r) : -1);
+	if (r && mip_solve(r, &(MipOptions){0}, &res, err, sizeof err)) { /* y0 + y1 = 1, k = 4 */
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, -5) && close_to(res.x[cof[k]], 4),
+		            "restricted with a bound rounded inwards: %s %g", mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	}
+	mip_free(r);
+	mip_add_row(m, 2, (int[]){y0, z}, (double[]){3, 1}, 2, MIP_INF);           /* z = 0: y0 >= 2/3, so y0 = 1 */
+	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant);
+	if (r && mip_solve(r, &(MipOptions){0}, &res, err, sizeof err)) {
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.x[cof[y0]], 1) && close_to(res.x[cof[y1]], 0),
+		            "a lower bound from a row: %s y0 %g", mip_status_name(res.status), res.x[cof[y0]]);
+		mip_result_free(&res);
+	}
+	test_expect(r != NULL, "z = 0 with y0 >= 2/3");
+	mip_free(r);
+	mip_add_row(m, 2, (int[]){y1, z}, (double[]){4, 1}, 5, MIP_INF); /* z = 0: y1 >= 5/4, above its bound */
+	test_expect(!mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant), "a row whose column cannot meet it");
+	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 1}, cof, &constant); /* z = 1: every row holds or is a bound */
+	test_expect(r && mip_nrows(r) == 0, "z = 1: no rows left (%d)", r ? mip_nrows(r) : -1);
+	if (r && mip_solve(r, &(MipOptions){0}, &res, err, sizeof err)) { /* y0 = y1 = 1, k = 4 */
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, -6), "z = 1: %s %g",
+		            mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	}
+	mip_free(r);
 	mip_free(m);
 }
 
