@@ -1119,6 +1119,12 @@ static void add_span_move(const Ilp *ip, Placement *p, Arena *a, Residency *from
 	p->moves.v[p->moves.n - 1].share = share;
 }
 
+/* The slow residency a write issued at step `from` lands in: an offloaded tensor's home, else a new one. */
+static Residency *write_target(Placement *p, Arena *a, const Flow *f, Residency *home, int from)
+{
+	return home ? home : placement_add(p, a, f->t, TIER_SLOW, from, f->last);
+}
+
 static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p, Arena *a)
 {
 	const Tensor *t = f->t;
@@ -1161,7 +1167,7 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 		if (sw >= 0) {
 			int end = st + pt->swrite_len[sw];
 			fast->last = end - 1;
-			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st, f->last);
+			slow = write_target(p, a, f, home, st);
 			add_span_move(ip, p, a, fast, slow, st, end);
 			fast = NULL;
 			cur = V_SLOW;
@@ -1170,11 +1176,11 @@ static void extract(const Ilp *ip, const Flow *f, const double *x, Placement *p,
 		}
 		if (cur == V_PRE && on(x, pt->write)) {
 			fast->last = st;
-			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st + 1, f->last);
+			slow = write_target(p, a, f, home, st + 1);
 			add_move(p, a, fast, slow, st + 1, false, st + 1);
 		} else if (cur == V_PRE && on(x, pt->awrite)) {
 			fast->last = st;
-			slow = home ? home : placement_add(p, a, t, TIER_SLOW, st, f->last);
+			slow = write_target(p, a, f, home, st);
 			add_move(p, a, fast, slow, st + 1, true, st);
 		} else if (cur == V_COPY && on(x, pt->drop)) {
 			fast->last = st;

@@ -513,7 +513,8 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 		if (r->bound > best)
 			r->bound = best;
 		r->gap = relgap(best, r->bound);
-		r->status = proved || r->gap <= o->gap ? MIP_OPTIMAL : MIP_FEASIBLE;
+		bool close = r->gap <= o->gap || (o->abs_gap > 0 && best - r->bound <= o->abs_gap);
+		r->status = proved || close ? MIP_OPTIMAL : MIP_FEASIBLE;
 	} else {
 		r->status = infeasible ? MIP_INFEASIBLE : failed ? MIP_ERROR : MIP_NO_SOLUTION;
 	}

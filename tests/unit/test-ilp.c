@@ -1017,9 +1017,31 @@ static void test_restrict(void)
 	mip_free(m);
 }
 
+/* An absolute gap stops both solvers once the best is that close to the bound, and counts as solved */
+static void test_abs_gap(void)
+{
+	Mip *m = mip_new(); /* min -x0 - x1, 2 x0 + 2 x1 <= 3: the root relaxation -1.5, the optimum -1 */
+	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
+	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
+	static const char *backends[] = {"cbc", "lp_solve"};
+	for (int b = 0; b < 2; b++) {
+		MipResult res;
+		char err[128];
+		if (!mip_solve(m, &(MipOptions){.backend = backends[b], .gap = 1e-9, .abs_gap = 1}, &res, err, sizeof err)) {
+			test_expect(false, "%s: %s", backends[b], err);
+			continue;
+		}
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, -1), "%s with an absolute gap: %s %g",
+		            backends[b], mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	}
+	mip_free(m);
+}
+
 int main(void)
 {
 	test_broken_row();
+	test_abs_gap();
 	test_restrict();
 	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
 	   are compute-bound in fast and memory-bound in slow (not separable) */
