@@ -32,6 +32,9 @@ char *xstrdup(const char *s);
 /* Seconds on the monotonic clock (for durations). */
 double now_seconds(void);
 
+/* The cores this process may run on (its affinity mask), at least 1. */
+int online_cores(void);
+
 /* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
 char *read_file(const char *path, size_t *len);
 

@@ -167,6 +167,8 @@ static const Option options[] = {
 	{"solver", 0, V_SOLVER, F(solver), C_COST, 0, 0, "S", "cbc (default) or lp_solve"},
 	{"solver-time", 0, V_SECONDS, F(solver_time), C_COST, 0, 0, "SEC",
 	 "the solver's time for a placement, all its attempts (default 60)"},
+	{"solver-jobs", 0, V_INT, F(solver_jobs), C_COST, 1, 64, "N",
+	 "auto: neighbourhoods of the placement re-solved at once, one process each\n(default: one per core)"},
 	{"threads", 0, V_THREADS, F(threads), C_COST | C(PROFILE), 1, 4096, "N",
 	 "kernel threads (default: every core; profiles are per thread count);\nsweep: also auto"},
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",

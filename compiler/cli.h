@@ -59,6 +59,7 @@ typedef struct Settings {
 	bool nondeterministic;    /* --nondeterministic: cuDNN's nondeterministic algorithms too */
 	const char *solver;       /* --solver cbc|lp_solve (NULL: cbc) */
 	double solver_time;       /* --solver-time SECONDS (0: the default) */
+	int solver_jobs;          /* --solver-jobs N (0: one per core) */
 	int threads;              /* --threads N (0: every core) */
 	bool threads_auto;        /* sweep --threads auto */
 	const char *slow_dir;     /* --slow-dir DIR */

@@ -35,6 +35,7 @@ enum {
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 400000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
+	PLACE_MAX_JOBS = 64,           /* neighbourhoods solved at once, at most */
 	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
 	                                  time) after which they widen (narrow) */
 	PLACE_LNS_MIN_NONZEROS = 100000, /* auto: a program with a start and this many nonzeros is
@@ -79,6 +80,8 @@ typedef struct PlaceOptions {
 	int offload;               /* weights and optimizer state may live slow between their uses and be updated in
 	                              a fast copy written back to the slow home before the step ends; 0: for auto,
 	                              > 0: also sync and async, < 0: never (AutoTM's rule: an update writes the home) */
+	int jobs;                  /* neighbourhoods re-solved at once, each in a process of its own; 0: one per
+	                              core (at most PLACE_MAX_JOBS) */
 	int repair;                /* auto, recompute: a solution that does not pack is re-solved around its overflow
 	                              (with the rest fixed) rather than whole under tighter limits; 0: when its solve
 	                              took a twentieth of the time limit or more, and kept only if faster than the
@@ -140,6 +143,8 @@ typedef struct PlaceStats {
 	int lns_solves, lns_better; /* neighbourhood re-solves (the start's completion included), and those that improved */
 	double lns_start, lns_gain; /* the start's objective (seconds), and what the neighbourhoods took off it */
 	double lns_time;           /* seconds the neighbourhoods took */
+	int lns_jobs;              /* neighbourhoods they solved at once */
+	int lns_merges;            /* results solved from a plan that had improved since, merged into the new one */
 	bool lns_extended;         /* they were still improving and took the whole program's time too */
 	bool lns_bound;            /* after them, the whole program was solved for a bound (false: bound 0) */
 	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */

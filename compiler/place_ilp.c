@@ -81,11 +81,17 @@
  */
 #include "place.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "costmodel.h"
 #include "memplan.h"
@@ -1694,6 +1700,174 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 	r->time += now_seconds() - t0;
 }
 
+/* One neighbourhood of the search (ilp_improve) and what its re-solve found. */
+typedef struct Hood {
+	int lo, hi;  /* its window of steps */
+	int nopen;   /* tensors open */
+	int solves;  /* re-solves it took */
+	bool proved; /* the last one was solved to optimality (or to within PLACE_LNS_GAP) */
+	double obj;  /* a plan better than the one it was solved from that packs: its objective; else INFINITY */
+} Hood;
+
+/*
+ * Re-solve neighbourhood h (the tensors in open) of plan x, whose
+ * objective is best, in at most `limit` seconds: into cand, a better
+ * plan that packs, if there is one. One that does not pack lowers the
+ * capacity bounds where it overflowed (tighten) and is solved again
+ * under them, twice at most; the bounds are restored (dmax0).
+ */
+static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const bool *open, const double *x,
+                       double best, double limit, double end, const double *dmax0, double *cand, Hood *h)
+{
+	h->obj = INFINITY;
+	h->proved = false;
+	h->solves = 0;
+	for (int k = 0; h->nopen > 0; k++) {
+		double t1 = now_seconds();
+		double obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &h->proved);
+		if (obj > best * (1 - 1e-6))
+			obj = INFINITY; /* not better beyond rounding */
+		bool fits = obj < best && packs(ip, o, cand, NULL);
+		if (place_solver_log())
+			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", h->lo, h->hi, h->nopen, best, obj,
+			        now_seconds() - t1, h->proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
+		h->solves++;
+		if (fits)
+			h->obj = obj;
+		if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x))
+			break;
+	}
+	untighten(ip, dmax0);
+}
+
+/* Write all n bytes of p to fd; false on an error. */
+static bool write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* A neighbourhood being re-solved by a child process (ilp_improve with more than one job). */
+typedef struct Job {
+	pid_t pid;     /* 0: the slot is free */
+	int fd;        /* the read end of the pipe its result comes through */
+	Hood h;        /* the neighbourhood; the child's result once read */
+	bool *open;    /* its open tensors */
+	int version;   /* the plan it was solved from (ilp_improve's count of plans kept) */
+	char *buf;     /* its result: the Hood, then the plan's columns if it found a better one */
+	size_t got;    /* bytes of it read so far */
+} Job;
+
+/*
+ * Solve neighbourhood j->h of plan x in a child process (fork): it writes
+ * the Hood, and the better plan if it found one, into a pipe. False if no
+ * process could be made.
+ */
+static bool spawn_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const double *x, double best, double limit,
+                       double end, const double *dmax0, double *cand, Job *j)
+{
+	int fd[2];
+	if (pipe(fd) != 0)
+		return false;
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return false;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		Hood h = j->h;
+		solve_hood(ip, o, owner, j->open, x, best, limit, end, dmax0, cand, &h);
+		bool ok = write_all(fd[1], &h, sizeof h) &&
+		          (!isfinite(h.obj) || write_all(fd[1], cand, sizeof(double) * (size_t)mip_ncols(ip->mip)));
+		_exit(ok ? 0 : 1);
+	}
+	close(fd[1]);
+	fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK); /* read_job reads what is there */
+	j->pid = pid;
+	j->fd = fd[0];
+	j->got = 0;
+	return true;
+}
+
+/* The bytes job j's result takes: the Hood, and the plan when it found a better one. */
+static size_t job_size(const Ilp *ip, const Job *j)
+{
+	size_t size = sizeof(Hood);
+	if (j->got >= sizeof(Hood)) {
+		Hood h;
+		memcpy(&h, j->buf, sizeof h);
+		if (isfinite(h.obj))
+			size += sizeof(double) * (size_t)mip_ncols(ip->mip);
+	}
+	return size;
+}
+
+/*
+ * Read what job j has written. Returns true when it is done: j->h then
+ * holds its result (a child that died without writing one found none),
+ * the plan in j->buf after the Hood, and the slot is free again.
+ */
+static bool read_job(const Ilp *ip, Job *j)
+{
+	for (;;) {
+		size_t want = job_size(ip, j);
+		if (j->got == want)
+			break;
+		ssize_t r = read(j->fd, j->buf + j->got, want - j->got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false;
+		if (r <= 0) { /* closed (or failed) before the whole result: the child died */
+			j->got = 0;
+			break;
+		}
+		j->got += (size_t)r;
+	}
+	if (j->got >= sizeof(Hood))
+		memcpy(&j->h, j->buf, sizeof j->h);
+	else
+		j->h.obj = INFINITY, j->h.proved = false;
+	close(j->fd);
+	while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	j->pid = 0;
+	return true;
+}
+
+/* Stop every job still running. */
+static void kill_jobs(Job *jobs, int njobs)
+{
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].pid > 0) {
+			kill(jobs[i].pid, SIGKILL);
+			close(jobs[i].fd);
+			while (waitpid(jobs[i].pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			jobs[i].pid = 0;
+		}
+}
+
+/* The neighbourhoods solved at once: PlaceOptions.jobs, or one per core. */
+static int lns_jobs(const PlaceOptions *o)
+{
+	int n = o->jobs > 0 ? o->jobs : online_cores();
+	return n < 1 ? 1 : n > PLACE_MAX_JOBS ? PLACE_MAX_JOBS : n;
+}
+
 /*
  * Improve the start x (a feasible solution; NAN for the columns it does
  * not give) by re-solving neighbourhoods, a large neighbourhood search.
@@ -1712,15 +1886,23 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
  * that does not pack lowers the capacity bounds where it overflowed
  * (tighten) and its window is solved again under them, twice at most
  * (the start's completion four times); the bounds are restored after
- * each window, so that they do not narrow the ones that follow. The
- * search stops after `seconds`, or, if it gained PLACE_LNS_GAIN of the
- * objective over the last quarter of that time (it is far from done:
+ * each window, so that they do not narrow the ones that follow.
+ *
+ * With more than one job (lns_jobs), windows whose open tensors are
+ * disjoint are solved at once, each in a child process (the solvers'
+ * libraries are not known to be thread-safe; a fork shares the program
+ * without copying it). A result solved from a plan that has since
+ * improved is merged into the current one (its open tensors' paths
+ * taken over, the other columns completed) and kept only if that is
+ * better and packs; else its window is tried again.
+ *
+ * The search stops after `seconds`, or, if it gained PLACE_LNS_GAIN of
+ * the objective over the last quarter of that time (it is far from done:
  * the whole program would not improve on it either), after `more`
- * seconds beyond (st->lns_extended). x is
- * improved in place; returns its objective (INFINITY when not even the
- * start could be completed to a solution that packs: it breaks the
- * program, as a start from before the fragmentation loop tightened the
- * limits does).
+ * seconds beyond (st->lns_extended). x is improved in place; returns its
+ * objective (INFINITY when not even the start could be completed to a
+ * solution that packs: it breaks the program, as a start from before the
+ * fragmentation loop tightened the limits does).
  */
 static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds, double more,
                           PlaceStats *st)
@@ -1735,9 +1917,11 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	bool proved;
 	int nc = mip_ncols(ip->mip);
 	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
+	double *merged = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
 	double *excess = arena_array(ip->a, (size_t)n + 1, sizeof(double));
 	double *dmax0 = arena_array(ip->a, (size_t)n + 1, sizeof(double));
 	bool *tried = arena_array(ip->a, (size_t)n + 1, sizeof(bool)); /* by a window's first step */
+	bool *skip = arena_array(ip->a, (size_t)n + 1, sizeof(bool));  /* windows that clash with a running job */
 	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
 	/* the start itself, the columns it does not give completed (under tighter bounds where it does not pack) */
 	double best = INFINITY;
@@ -1760,6 +1944,13 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	memcpy(x, cand, sizeof(double) * (size_t)nc);
 	st->lns_start = best / US;
 	vec_push(ip->a, &gains, ((Gain){now_seconds(), best}));
+	int njobs = lns_jobs(o), running = 0, version = 0;
+	st->lns_jobs = njobs;
+	Job *jobs = arena_array(ip->a, (size_t)njobs, sizeof(Job));
+	for (int i = 0; njobs > 1 && i < njobs; i++) {
+		jobs[i].open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
+		jobs[i].buf = arena_array(ip->a, sizeof(Hood) + sizeof(double) * (size_t)nc, 1);
+	}
 	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
 	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any */
 	for (int i = 0; i < nt; i++)
@@ -1788,17 +1979,45 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			if (place_solver_log())
 				fprintf(stderr, "lns: weights and optimizer state open from here\n");
 		}
-		/* the untried window of this width (starts on a grid of half a width) that costs most */
-		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1;
-		double most = -1;
-		for (int w = 0; w < n; w += stride) {
-			double sum = 0;
-			for (int k = w; k < w + width && k < n; k++)
-				sum += excess[k];
-			if (!tried[w] && sum > most)
-				most = sum, lo = w;
+		/*
+		 * The untried window of this width (starts on a grid of half a
+		 * width) that costs most, of those whose open tensors no running
+		 * job has open.
+		 */
+		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1, hi = 0, nopen = 0, slot = -1;
+		for (int i = 0; i < njobs && njobs > 1 && slot < 0; i++)
+			if (jobs[i].pid == 0)
+				slot = i;
+		bool *jopen = slot >= 0 ? jobs[slot].open : open;
+		memset(skip, 0, sizeof(bool) * (size_t)n);
+		while (njobs == 1 || slot >= 0) {
+			double most = -1;
+			lo = -1;
+			for (int w = 0; w < n; w += stride) {
+				double sum = 0;
+				for (int k = w; k < w + width && k < n; k++)
+					sum += excess[k];
+				if (!tried[w] && !skip[w] && sum > most)
+					most = sum, lo = w;
+			}
+			if (lo < 0)
+				break;
+			hi = lo + width < n ? lo + width : n;
+			nopen = 0;
+			bool clash = false;
+			for (int i = 0; i < nt; i++) {
+				nopen += jopen[i] = acts_within(&ip->flow[i], lo, hi) && (offloading || !ip->flow[i].offload);
+				for (int k = 0; jopen[i] && k < njobs && njobs > 1 && !clash; k++)
+					clash = jobs[k].pid > 0 && jobs[k].open[i];
+			}
+			if (!clash)
+				break;
+			skip[lo] = true;
+			lo = -1;
 		}
-		if (lo < 0 || easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
+		if (lo < 0 && running > 0) {
+			/* no slot is free, or every untried window clashes with a running one: wait for a result below */
+		} else if (lo < 0 || easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
 			if (width >= n && offloading)
 				break;
 			if (width >= n) {
@@ -1810,47 +2029,102 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			easy = hard = 0;
 			continue;
 		}
-		tried[lo] = true;
-		int hi = lo + width < n ? lo + width : n, nopen = 0;
-		for (int i = 0; i < nt; i++)
-			nopen += open[i] = acts_within(&ip->flow[i], lo, hi) && (offloading || !ip->flow[i].offload);
-		double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
-		if (limit > left)
-			limit = left;
-		double obj = INFINITY;
-		fits = proved = false;
-		for (int k = 0; nopen > 0; k++) { /* under lower bounds where a better one does not pack, twice */
-			double t1 = now_seconds();
-			obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &proved);
-			if (obj > best * (1 - 1e-6))
-				obj = INFINITY; /* not better beyond rounding */
-			fits = obj < best && packs(ip, o, cand, excess);
-			if (place_solver_log())
-				fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", lo, hi, nopen, best, obj,
-				        now_seconds() - t1, proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
-			st->lns_solves++;
-			if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x))
-				break;
+		Hood h = {.lo = lo, .hi = hi, .nopen = nopen, .obj = INFINITY};
+		const bool *hopen = jopen;
+		int hversion = version;
+		bool done = false;
+		if (lo >= 0) {
+			tried[lo] = true;
+			double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
+			if (limit > left)
+				limit = left;
+			if (nopen == 0) {
+				h.proved = done = true; /* nothing to change */
+			} else if (slot >= 0) {
+				jobs[slot].h = h;
+				jobs[slot].version = version;
+				if (spawn_hood(ip, o, owner, x, best, limit, end, dmax0, cand, &jobs[slot])) {
+					running++;
+					continue; /* another window while this one runs */
+				}
+				memcpy(open, jopen, sizeof(bool) * (size_t)nt); /* no process: solved here */
+				hopen = open;
+			}
+			if (!done) {
+				solve_hood(ip, o, owner, hopen, x, best, limit, end, dmax0, cand, &h);
+				done = true;
+			}
+		} else {
+			/* wait for a job's result, at most until the search's time is up */
+			struct pollfd pfd[PLACE_MAX_JOBS];
+			int which[PLACE_MAX_JOBS], np = 0;
+			for (int i = 0; i < njobs; i++)
+				if (jobs[i].pid > 0)
+					pfd[np] = (struct pollfd){.fd = jobs[i].fd, .events = POLLIN}, which[np++] = i;
+			double wait = end - 0.05 - now_seconds();
+			int ready = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
+			for (int k = 0; k < np && ready > 0 && !done; k++) {
+				Job *j = &jobs[which[k]];
+				if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				if (!read_job(ip, j))
+					continue;
+				running--;
+				h = j->h;
+				hopen = j->open;
+				hversion = j->version;
+				if (isfinite(h.obj))
+					memcpy(cand, j->buf + sizeof(Hood), sizeof(double) * (size_t)nc);
+				done = true;
+			}
+			if (!done)
+				continue;
 		}
-		untighten(ip, dmax0);
-		easy = !fits && proved ? easy + 1 : 0;
-		hard = !fits && !proved ? hard + 1 : 0;
+		/* the result of window h, solved from plan hversion (cand: its plan if it found a better one) */
+		st->lns_solves += h.solves;
+		double obj = h.obj;
+		if (isfinite(obj) && hversion != version) {
+			/* solved from an earlier plan: its open tensors' paths into the current one, the rest completed */
+			for (int c = 0; c < nc; c++)
+				merged[c] = owner[c] >= 0 && hopen[owner[c]] ? cand[c] : x[c];
+			double t1 = now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
+			memset(open, 0, sizeof(bool) * (size_t)nt);
+			obj = solve_fixed(ip, o, owner, open, merged, cand, best, limit, &proved);
+			if (obj > best * (1 - 1e-6))
+				obj = INFINITY;
+			bool ok = obj < best && packs(ip, o, cand, NULL);
+			st->lns_merges++;
+			if (place_solver_log())
+				fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
+				        h.lo, h.hi, h.obj, best, obj, now_seconds() - t1, obj < best && !ok ? " (does not pack)" : "");
+			if (!ok) {
+				obj = INFINITY;
+				tried[h.lo] = false; /* worth solving again from the current plan */
+			}
+		}
+		bool better = isfinite(obj);
+		easy = !better && h.proved ? easy + 1 : 0;
+		hard = !better && !h.proved ? hard + 1 : 0;
 		if (hard >= PLACE_LNS_EASY && width > PLACE_LNS_WIDTH) { /* too hard: narrower again */
 			width /= 2;
 			memset(tried, 0, sizeof(bool) * (size_t)n);
 			hard = 0;
 		}
-		if (fits) {
+		if (better) {
 			st->lns_gain += (best - obj) / US;
 			st->lns_better++;
 			best = obj;
+			version++;
 			vec_push(ip->a, &gains, ((Gain){now_seconds(), best}));
 			memcpy(x, cand, sizeof(double) * (size_t)nc);
+			packs(ip, o, x, excess);
+			stride = width / 2 > 0 ? width / 2 : 1;
 			for (int w = 0; w < n; w += stride)
-				if (w + width > lo - width && w < hi + width)
+				if (w + width > h.lo - width && w < h.hi + width)
 					tried[w] = false;
 		}
 	}
+	kill_jobs(jobs, njobs);
 	st->lns_time = now_seconds() - t0;
 	return best;
 }

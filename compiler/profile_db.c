@@ -24,14 +24,10 @@
  * Nothing here assumes the file's contents are well-formed: every SQLite
  * call is checked and its message passed on.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#endif
 #include "profile.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +78,7 @@ static const char *const rule_names[] = {NULL, "noise", "all", "additive"};
 
 int profile_default_threads(void)
 {
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
+	return online_cores();
 }
 
 /* The value of the first line of a /proc file starting with `key`, after its ':'. */

@@ -639,10 +639,12 @@ static bool repair_check(const Graph *g, const Schedule *s, const CostModel *cm,
  * placement whose prediction is its objective, no slower than the start
  * and not below the optimum; without spanning moves (spans of one) the
  * whole program is solved after the neighbourhoods, for a valid bound
- * (its optimum is returned only if it packs).
+ * (its optimum is returned only if it packs). With `jobs` > 1 the
+ * neighbourhoods are re-solved that many at once, in child processes,
+ * their results merged into the plan: the same holds.
  */
 static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c, int64_t limit,
-                      bool one, double optimum, Arena *a)
+                      bool one, int jobs, double optimum, Arena *a)
 {
 	char err[512];
 	PlaceOptions ao = {.optimizer = OPT_ASYNC, .limit = limit, .cm = cm, .time_limit = 5, .tiny = c->tiny};
@@ -651,7 +653,7 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
 		return; /* async cannot place under this limit */
 	double t0 = placement_predict(start, cm, NULL);
 	PlaceOptions o = {.optimizer = OPT_AUTO, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c->tiny,
-	                  .gap = -1, .span = one ? -1 : 0, .start = start, .lns = 1};
+	                  .gap = -1, .span = one ? -1 : 0, .start = start, .lns = 1, .jobs = jobs};
 	PlaceStats st;
 	Placement *p = place_ilp(g, s, &o, a, &st, err, sizeof err);
 	test_expect(p, "%s auto%s from async, neighbourhoods, limit %" PRId64 ": %s", c->name, one ? "-1" : "", limit,
@@ -660,6 +662,7 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
 		return;
 	test_expect(st.lns_solves >= 1 && (st.lns_bound || !one), "%s: neighbourhoods: %d solves, whole program %d",
 	            c->name, st.lns_solves, st.lns_bound);
+	test_expect(st.lns_jobs == jobs, "%s: neighbourhoods solved %d at once, asked for %d", c->name, st.lns_jobs, jobs);
 	test_expect(placement_verify(g, p, err, sizeof err), "%s neighbourhoods: placement_verify: %s", c->name, err);
 	memplan(p, a);
 	test_expect(p->fast_bytes + p->workspace <= limit, "%s neighbourhoods: pool %" PRId64 " over the limit %" PRId64,
@@ -673,8 +676,9 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
 	            c->name, limit, pred, optimum);
 	test_expect(st.bound <= optimum * (1 + 1e-9) && st.bound >= 0 && (st.lns_bound || st.bound == 0),
 	            "%s neighbourhoods limit %" PRId64 ": bound %.9g, optimum %.9g", c->name, limit, st.bound, optimum);
-	printf("  auto%s from async's %.6f us, %d neighbourhoods (%d better): %.6f us, optimum %.6f us\n",
-	       one ? "-1" : "", t0 * 1e6, st.lns_solves, st.lns_better, pred * 1e6, optimum * 1e6);
+	printf("  auto%s from async's %.6f us, %d neighbourhoods (%d better, %d at once, %d merged): %.6f us, optimum "
+	       "%.6f us\n",
+	       one ? "-1" : "", t0 * 1e6, st.lns_solves, st.lns_better, jobs, st.lns_merges, pred * 1e6, optimum * 1e6);
 }
 
 /*
@@ -866,8 +870,9 @@ static void run_case(const Case *c, const CostModel *cm)
 		            c->name, limit, au, a1);
 		if (au < a1 * (1 - 1e-9))
 			spans_win++;
-		lns_check(g, s, cm, c, limit, false, au, &a);
-		lns_check(g, s, cm, c, limit, true, a1, &a);
+		lns_check(g, s, cm, c, limit, false, 1, au, &a);
+		lns_check(g, s, cm, c, limit, false, 3, au, &a);
+		lns_check(g, s, cm, c, limit, true, 2, a1, &a);
 		if (rc < obj[0][0] * (1 - 1e-9))
 			recompute_wins++;
 		if (recompute_combinations(g, s, c->tiny) <= 2e6) {
@@ -1038,6 +1043,57 @@ static void test_abs_gap(void)
 	mip_free(m);
 }
 
+/*
+ * Neighbourhoods re-solved three at once (child processes): from the
+ * all-slow placement of a long chain under a limit that holds everything
+ * (every window can improve it), the first three windows are all solved
+ * from that start, so the results after the first are merged into a plan
+ * that has changed since. The result is a valid packed placement whose
+ * prediction is its objective, faster than the start and no faster than
+ * all-fast (the optimum here).
+ */
+static void test_lns_jobs(const CostModel *cm)
+{
+	Arena a = {0};
+	char err[512];
+	Case c = {"a long chain", "dense(64 => 64) tanh tanh tanh tanh tanh tanh tanh tanh tanh tanh tanh tanh tanh tanh "
+	          "tanh tanh dense(64 => 2)", "64", 2, "sgd(lr = 0.1)", -1, false, 1, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm}, so = {.optimizer = OPT_ALL_SLOW, .cm = cm};
+	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err), *start = place(g, s, &so, &a, NULL, err, sizeof err);
+	test_expect(fast && start, "%s: all-fast and all-slow place: %s", c.name, err);
+	if (!fast || !start)
+		return;
+	int64_t limit = memplan_fast_peak(fast, &a) + 64;
+	PlaceOptions o = {.optimizer = OPT_AUTO, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c.tiny,
+	                  .gap = -1, .start = start, .lns = 1, .jobs = 3};
+	PlaceStats st;
+	Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+	test_expect(p, "%s: auto from all-slow, 3 neighbourhoods at once: %s", c.name, err);
+	if (!p)
+		return;
+	test_expect(st.lns_jobs == 3 && st.lns_merges >= 1, "%s: %d at once, %d results merged", c.name, st.lns_jobs,
+	            st.lns_merges);
+	test_expect(placement_verify(g, p, err, sizeof err), "%s, 3 at once: placement_verify: %s", c.name, err);
+	memplan(p, &a);
+	test_expect(p->fast_bytes + p->workspace <= limit, "%s, 3 at once: pool %" PRId64 " over the limit %" PRId64,
+	            c.name, p->fast_bytes, limit);
+	double pred = placement_predict(p, cm, NULL), t0 = placement_predict(start, cm, NULL),
+	       best = placement_predict(fast, cm, NULL);
+	test_expect(close_to(pred, st.objective), "%s, 3 at once: predicted %.9g, objective %.9g", c.name, pred,
+	            st.objective);
+	test_expect(pred < t0 && pred >= best * (1 - 1e-9), "%s, 3 at once: %.9g against the start %.9g, all-fast %.9g",
+	            c.name, pred, t0, best);
+	printf("%s, 3 neighbourhoods at once from all-slow's %.6f us: %d re-solves, %d better, %d merged: %.6f us "
+	       "(all-fast %.6f us)\n",
+	       c.name, t0 * 1e6, st.lns_solves, st.lns_better, st.lns_merges, pred * 1e6, best * 1e6);
+	arena_free(&a);
+}
+
 int main(void)
 {
 	test_broken_row();
@@ -1057,6 +1113,7 @@ int main(void)
 	CostModel *very = costmodel_roofline(&vr, &a);
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
+	test_lns_jobs(&reread);
 	for (size_t i = 0; i < countof(cases); i++)
 		run_case(&cases[i], cases[i].rereads == 2 ? very : cases[i].rereads ? &reread : cm);
 	/* the recompute checks above must have seen recomputation win somewhere */
