@@ -8,8 +8,8 @@
 #include "util.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1712,12 +1712,14 @@ typedef struct Hood {
 /*
  * Re-solve neighbourhood h (the tensors in open) of plan x, whose
  * objective is best, in at most `limit` seconds: into cand, a better
- * plan that packs, if there is one. One that does not pack lowers the
+ * plan that packs, if there is one, and into excess what its steps cost
+ * beyond their kernels (packs). One that does not pack lowers the
  * capacity bounds where it overflowed (tighten) and is solved again
  * under them, twice at most; the bounds are restored (dmax0).
  */
 static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const bool *open, const double *x,
-                       double best, double limit, double end, const double *dmax0, double *cand, Hood *h)
+                       double best, double limit, double end, const double *dmax0, double *cand, double *excess,
+                       Hood *h)
 {
 	h->obj = INFINITY;
 	h->proved = false;
@@ -1727,7 +1729,7 @@ static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const b
 		double obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &h->proved);
 		if (obj > best * (1 - 1e-6))
 			obj = INFINITY; /* not better beyond rounding */
-		bool fits = obj < best && packs(ip, o, cand, NULL);
+		bool fits = obj < best && packs(ip, o, cand, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", h->lo, h->hi, h->nopen, best, obj,
 			        now_seconds() - t1, h->proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
@@ -1763,17 +1765,23 @@ typedef struct Job {
 	Hood h;        /* the neighbourhood; the child's result once read */
 	bool *open;    /* its open tensors */
 	int version;   /* the plan it was solved from (ilp_improve's count of plans kept) */
-	char *buf;     /* its result: the Hood, then the plan's columns if it found a better one */
+	char *buf;     /* its result: the Hood, then, if it found a better plan, its columns and steps' excess */
 	size_t got;    /* bytes of it read so far */
 } Job;
 
+/* The bytes of a better plan in a job's result: its columns, then its steps' excess (packs). */
+static size_t plan_bytes(const Ilp *ip)
+{
+	return sizeof(double) * (size_t)(mip_ncols(ip->mip) + ip->s->n);
+}
+
 /*
  * Solve neighbourhood j->h of plan x in a child process (fork): it writes
- * the Hood, and the better plan if it found one, into a pipe. False if no
- * process could be made.
+ * the Hood, and the better plan if it found one (plan_bytes), into a
+ * pipe. False if no process could be made.
  */
 static bool spawn_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const double *x, double best, double limit,
-                       double end, const double *dmax0, double *cand, Job *j)
+                       double end, const double *dmax0, Job *j)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -1789,9 +1797,9 @@ static bool spawn_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const d
 	if (pid == 0) {
 		close(fd[0]);
 		Hood h = j->h;
-		solve_hood(ip, o, owner, j->open, x, best, limit, end, dmax0, cand, &h);
-		bool ok = write_all(fd[1], &h, sizeof h) &&
-		          (!isfinite(h.obj) || write_all(fd[1], cand, sizeof(double) * (size_t)mip_ncols(ip->mip)));
+		double *plan = (double *)(j->buf + sizeof(Hood)); /* the child's copy of the slot's buffer */
+		solve_hood(ip, o, owner, j->open, x, best, limit, end, dmax0, plan, plan + mip_ncols(ip->mip), &h);
+		bool ok = write_all(fd[1], &h, sizeof h) && (!isfinite(h.obj) || write_all(fd[1], plan, plan_bytes(ip)));
 		_exit(ok ? 0 : 1);
 	}
 	close(fd[1]);
@@ -1810,7 +1818,7 @@ static size_t job_size(const Ilp *ip, const Job *j)
 		Hood h;
 		memcpy(&h, j->buf, sizeof h);
 		if (isfinite(h.obj))
-			size += sizeof(double) * (size_t)mip_ncols(ip->mip);
+			size += plan_bytes(ip);
 	}
 	return size;
 }
@@ -1914,6 +1922,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	VEC(Gain) gains = {0};
 	int n = ip->s->n, nt = ip->g->tensors.n;
 	bool *open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
+	const bool *none = arena_array(ip->a, (size_t)nt + 1, sizeof(bool)); /* no tensor open: completions */
 	bool proved;
 	int nc = mip_ncols(ip->mip);
 	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
@@ -1927,7 +1936,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	double best = INFINITY;
 	bool fits = false;
 	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
-		best = solve_fixed(ip, o, owner, open, x, cand, INFINITY, seconds / 8, &proved);
+		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, seconds / 8, &proved);
 		fits = best < INFINITY && packs(ip, o, cand, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
@@ -1949,7 +1958,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	Job *jobs = arena_array(ip->a, (size_t)njobs, sizeof(Job));
 	for (int i = 0; njobs > 1 && i < njobs; i++) {
 		jobs[i].open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
-		jobs[i].buf = arena_array(ip->a, sizeof(Hood) + sizeof(double) * (size_t)nc, 1);
+		jobs[i].buf = arena_array(ip->a, sizeof(Hood) + plan_bytes(ip), 1);
 	}
 	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
 	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any */
@@ -2043,15 +2052,13 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			} else if (slot >= 0) {
 				jobs[slot].h = h;
 				jobs[slot].version = version;
-				if (spawn_hood(ip, o, owner, x, best, limit, end, dmax0, cand, &jobs[slot])) {
+				if (spawn_hood(ip, o, owner, x, best, limit, end, dmax0, &jobs[slot])) {
 					running++;
 					continue; /* another window while this one runs */
 				}
-				memcpy(open, jopen, sizeof(bool) * (size_t)nt); /* no process: solved here */
-				hopen = open;
 			}
-			if (!done) {
-				solve_hood(ip, o, owner, hopen, x, best, limit, end, dmax0, cand, &h);
+			if (!done) { /* one job, or no process could be made: solved here */
+				solve_hood(ip, o, owner, hopen, x, best, limit, end, dmax0, cand, excess, &h);
 				done = true;
 			}
 		} else {
@@ -2073,8 +2080,12 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 				h = j->h;
 				hopen = j->open;
 				hversion = j->version;
-				if (isfinite(h.obj))
-					memcpy(cand, j->buf + sizeof(Hood), sizeof(double) * (size_t)nc);
+				if (isfinite(h.obj)) { /* its plan; its steps' excess if it is kept as it is (not merged) */
+					const double *plan = (const double *)(j->buf + sizeof(Hood));
+					memcpy(cand, plan, sizeof(double) * (size_t)nc);
+					if (hversion == version)
+						memcpy(excess, plan + nc, sizeof(double) * (size_t)n);
+				}
 				done = true;
 			}
 			if (!done)
@@ -2088,11 +2099,10 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			for (int c = 0; c < nc; c++)
 				merged[c] = owner[c] >= 0 && hopen[owner[c]] ? cand[c] : x[c];
 			double t1 = now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
-			memset(open, 0, sizeof(bool) * (size_t)nt);
-			obj = solve_fixed(ip, o, owner, open, merged, cand, best, limit, &proved);
+			obj = solve_fixed(ip, o, owner, none, merged, cand, best, limit, &proved);
 			if (obj > best * (1 - 1e-6))
 				obj = INFINITY;
-			bool ok = obj < best && packs(ip, o, cand, NULL);
+			bool ok = obj < best && packs(ip, o, cand, excess); /* excess is written only if it packs */
 			st->lns_merges++;
 			if (place_solver_log())
 				fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
@@ -2116,8 +2126,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			best = obj;
 			version++;
 			vec_push(ip->a, &gains, ((Gain){now_seconds(), best}));
-			memcpy(x, cand, sizeof(double) * (size_t)nc);
-			packs(ip, o, x, excess);
+			memcpy(x, cand, sizeof(double) * (size_t)nc); /* excess is already its steps' (solve_hood, or the merge) */
 			stride = width / 2 > 0 ? width / 2 : 1;
 			for (int w = 0; w < n; w += stride)
 				if (w + width > h.lo - width && w < h.hi + width)

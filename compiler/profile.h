@@ -91,8 +91,6 @@ typedef struct ProfileMachine {
 } ProfileMachine;
 void profile_machine(const ProfileOptions *o, ProfileMachine *m);
 
-/* The thread count generated programs use by default: the CPUs this process may run on. */
-int profile_default_threads(void);
 
 
 

@@ -76,11 +76,6 @@ static const char *const rule_names[] = {NULL, "noise", "all", "additive"};
 
 /* ---- the machine ------------------------------------------------------------ */
 
-int profile_default_threads(void)
-{
-	return online_cores();
-}
-
 /* The value of the first line of a /proc file starting with `key`, after its ':'. */
 static bool proc_field(const char *path, const char *key, char *buf, size_t size)
 {
@@ -187,7 +182,7 @@ void profile_resolve(const ProfileOptions *in, ProfileOptions *out, Arena *a)
 	if (!out->db || !out->db[0])
 		out->db = profile_default_db(a);
 	if (out->threads <= 0)
-		out->threads = profile_default_threads();
+		out->threads = online_cores(); /* what generated programs use by default */
 	if (out->runs <= 0)
 		out->runs = 5;
 	if (out->warmup <= 0)

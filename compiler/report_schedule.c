@@ -447,15 +447,16 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		        st->nattempts, st->nattempts == 1 ? "" : "s", st->status ? st->status : "?", 100.0 * st->gap);
 	if (st->nattempts > 0 && st->start_name)
 		fprintf(f, "started from: %s's placement, %.3f ms\n", st->start_name, 1e3 * st->start_time);
-	char jobs[32] = "";
-	if (st->lns_jobs > 1)
-		snprintf(jobs, sizeof jobs, " (%d at once)", st->lns_jobs);
-	if (st->nattempts > 0 && st->lns_solves > 0)
+	if (st->nattempts > 0 && st->lns_solves > 0) {
+		char jobs[32] = "";
+		if (st->lns_jobs > 1)
+			snprintf(jobs, sizeof jobs, " (%d at once)", st->lns_jobs);
 		fprintf(f, "neighbourhoods: %d re-solves in %.1f s%s, %d better, %.3f ms off the start's %.3f ms%s\n",
 		        st->lns_solves, st->lns_time, jobs, st->lns_better, 1e3 * st->lns_gain, 1e3 * st->lns_start,
 		        st->lns_bound      ? "; then the whole program"
 		        : st->lns_extended ? "; still improving, so the whole program's time too"
 		                           : "");
+	}
 	if (st->nattempts > 0 && st->repaired)
 		fprintf(f, "fragmentation: the solution did not pack; %d re-solve%s around its overflow made it pack, "
 		           "adding %.3f ms\n",
