@@ -33,7 +33,7 @@ enum {
 	PLACE_REPAIR_MAX_OPEN = 256,   /* ... unless that leaves more tensors open than this and a quarter of them */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
-	PLACE_SPAN_MAX_NONZEROS = 400000, /* auto by default leaves spanning moves out of a larger program */
+	PLACE_SPAN_MAX_NONZEROS = 600000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
 	PLACE_MAX_JOBS = 64,           /* neighbourhoods solved at once, at most */
 	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
@@ -42,6 +42,7 @@ enum {
 	                                    first improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
+#define PLACE_SPAN_ROOM 2.0         /* auto: a move is offered spans until its kernels take this many times its transfer */
 #define PLACE_LNS_OFFLOAD 0.5       /* auto: the share of the neighbourhoods' time before they open weights and state */
 #define PLACE_LNS_GAP 1e-3          /* auto, recompute: a neighbourhood is solved to within this share of the whole step */
 #define PLACE_LNS_GAIN 0.01         /* auto, recompute: gained over the last quarter of their time, the neighbourhoods

@@ -286,6 +286,35 @@ static bool offload_on(const PlaceOptions *o)
 	       (o->offload > 0 || (o->offload == 0 && o->optimizer == OPT_AUTO));
 }
 
+/*
+ * The longest span worth offering a move of `us` microseconds over the
+ * kernels from step `from` on (dir 1: from, from + 1, ...; dir -1: from - 1,
+ * from - 2, ...): the first power of two whose kernels' all-fast times
+ * add up to PLACE_SPAN_ROOM times the move, or the span if none does. A
+ * longer span would only spread a move that already fits; the room
+ * leaves space for the other moves sharing the engine. Most of a large
+ * graph's moves fit within a few kernels, so the program keeps its
+ * spanning moves where they matter (inception_v3 b64: the stem's
+ * activations of 170-340 MiB) at a fraction of their nonzeros.
+ */
+static int span_needed(const Ilp *ip, int from, int dir, double us)
+{
+	double sum = 0;
+	int len = 1, n = ip->s->n;
+	for (int k = 0; k < ip->span; k++) {
+		int step = dir > 0 ? from + k : from - 1 - k;
+		if (step < 0 || step >= n)
+			break;
+		sum += ip->omega[step] * US;
+		if (k + 1 == len) {
+			if (sum >= PLACE_SPAN_ROOM * us)
+				return len;
+			len *= 2;
+		}
+	}
+	return ip->span;
+}
+
 /* The steps of t's decision points, sorted and distinct (offload: t is offloaded); returns how many. */
 static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offload, int **out)
 {
@@ -339,16 +368,23 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offlo
 		int *w = arena_array(ip->a, (size_t)(m + 3 * nv * (MAX_SPANS + 1) + 2), sizeof(int));
 		memcpy(w, v, sizeof(int) * (size_t)m);
 		int nw = m;
+		const CostModel *cm = ip->cm;
+		double rus = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+		double wus = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
 		for (int i = 0; i + 1 < nv; i++) {
 			int x = anchor[i], y = anchor[i + 1];
-			for (int len = 1; len <= ip->span && x + len < y; len *= 2) {
+			int wmax = span_needed(ip, x, 1, wus);
+			int rmax = span_needed(ip, y, -1, rus);
+			for (int len = 1; len <= wmax && x + len < y; len *= 2)
 				w[nw++] = x + len;
+			for (int len = 1; len <= rmax && x + len < y; len *= 2)
 				w[nw++] = y - len;
-			}
 			/* a write issued after the producer, or after an update of an offloaded tensor */
-			if (x + 1 < y && ((x == first && t->producer) || (offload && node_overwrites(s->order[x], t))))
-				for (int len = 1; len <= ip->span && x + 1 + len < y; len *= 2)
+			if (x + 1 < y && ((x == first && t->producer) || (offload && node_overwrites(s->order[x], t)))) {
+				wmax = span_needed(ip, x + 1, 1, wus);
+				for (int len = 1; len <= wmax && x + 1 + len < y; len *= 2)
 					w[nw++] = x + 1 + len;
+			}
 		}
 		qsort(w, (size_t)nw, sizeof(int), cmp_int);
 		m = 0;
@@ -524,7 +560,8 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 	                         (f->offload && j > 0 && f->pt[j - 1].overwrite && p->step == f->pt[j - 1].step + 1);
 	if (!may_write || !issue)
 		return;
-	for (int len = 1; len <= ip->span && p->nswrite < MAX_SPANS; len *= 2) {
+	int most = span_needed(ip, p->step, 1, awrite_us);
+	for (int len = 1; len <= most && p->nswrite < MAX_SPANS; len *= 2) {
 		int end = p->step + len; /* the boundary it is waited at */
 		if (end > f->last)
 			break;
