@@ -66,6 +66,7 @@ typedef struct PlaceOptions {
 	double time_limit;         /* seconds per solve (place: for all its attempts); 0: PLACE_TIME_LIMIT */
 	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
 	int span;                  /* auto: moves span up to this many kernels; 0: PLACE_SPAN, < 0: one (AutoTM's) */
+	bool span_all;             /* auto: every span up to `span`, not only as far as a move needs (a comparison) */
 	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */
 	double fit;                /* separable-kernel tolerance; 0: PLACE_FIT_MEASURED or PLACE_FIT_MODELED */

@@ -207,6 +207,7 @@ typedef struct Ilp {
 	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
 	int window;         /* async window */
 	int span;           /* auto: the most kernels a spanning move overlaps; 0: none */
+	bool span_all;      /* every span up to it (PlaceOptions.span_all), not only as far as a move needs */
 	double *omega;      /* step -> all-fast kernel time: a spanning move's work is spread in proportion */
 	VEC(Span) spans;    /* every spanning move's column */
 	int *ecol;          /* step -> its excess column e, or -1 */
@@ -301,7 +302,7 @@ static int span_needed(const Ilp *ip, int from, int dir, double us)
 {
 	double sum = 0;
 	int len = 1, n = ip->s->n;
-	for (int k = 0; k < ip->span; k++) {
+	for (int k = 0; k < ip->span && !ip->span_all; k++) {
 		int step = dir > 0 ? from + k : from - 1 - k;
 		if (step < 0 || step >= n)
 			break;
@@ -1469,6 +1470,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.offload = offload_on(o),
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
 		.span = o->optimizer != OPT_AUTO || o->span < 0 ? 0 : o->span > 0 ? o->span : PLACE_SPAN,
+		.span_all = o->span_all,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
 		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
 		.duplex = o->cm->duplex,

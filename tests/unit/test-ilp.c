@@ -1094,6 +1094,58 @@ static void test_lns_jobs(const CostModel *cm)
 	arena_free(&a);
 }
 
+/*
+ * Spans only as far as a move needs (span_needed) against every span up
+ * to 32, both solved to optimality: on a chain of activations whose moves
+ * fit in a few of its kernels, the program is smaller (at some limit) and
+ * its optimum no slower, at limits where moves pay off.
+ */
+static void test_span_needed(const CostModel *cm)
+{
+	Arena a = {0};
+	char err[512];
+	Case c = {"a chain of activations", "dense(64 => 64) tanh tanh tanh tanh tanh tanh dense(64 => 2)", "64", 2,
+	          "sgd(lr = 0.1)", -1, false, 1, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
+	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err);
+	test_expect(fast, "%s: all-fast places: %s", c.name, err);
+	if (!fast)
+		return;
+	int64_t peak = memplan_fast_peak(fast, &a);
+	int smaller = 0;
+	for (int k = 2; k <= 3; k++) {
+		double obj[2] = {0};
+		long nnz[2] = {0};
+		for (int all = 0; all < 2; all++) {
+			PlaceOptions o = {.optimizer = OPT_AUTO, .limit = peak * k / 4, .cm = cm, .time_limit = 20,
+			                  .tiny = c.tiny, .gap = -1, .span = 32, .span_all = all, .lns = -1};
+			PlaceStats st;
+			Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+			test_expect(p, "%s at %d/4 of the peak, %s spans: %s", c.name, k, all ? "every" : "needed", err);
+			if (!p)
+				return;
+			obj[all] = st.objective;
+			test_expect(st.gap <= 1e-9, "%s at %d/4, %s spans: not proved optimal (%s, gap %g)", c.name, k,
+			            all ? "every" : "needed", st.status, st.gap);
+			nnz[all] = st.nonzeros;
+		}
+		test_expect(nnz[0] <= nnz[1], "%s at %d/4: %ld nonzeros with the spans needed, %ld with every span", c.name,
+		            k, nnz[0], nnz[1]);
+		test_expect(obj[0] <= obj[1] * (1 + 1e-9), "%s at %d/4: optimum %.9g with the spans needed, %.9g with every span",
+		            c.name, k, obj[0], obj[1]);
+		smaller += nnz[0] < nnz[1];
+		printf("%s at %d/4 of the peak: spans as needed %ld nonzeros, %.6f us; every span %ld nonzeros, %.6f us\n",
+		       c.name, k, nnz[0], obj[0] * 1e6, nnz[1], obj[1] * 1e6);
+	}
+	test_expect(smaller > 0, "%s: the spans needed never made a smaller program: the comparison tests nothing", c.name);
+	arena_free(&a);
+}
+
 int main(void)
 {
 	test_broken_row();
@@ -1114,6 +1166,7 @@ int main(void)
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
 	test_lns_jobs(&reread);
+	test_span_needed(&reread);
 	for (size_t i = 0; i < countof(cases); i++)
 		run_case(&cases[i], cases[i].rereads == 2 ? very : cases[i].rereads ? &reread : cm);
 	/* the recompute checks above must have seen recomputation win somewhere */
