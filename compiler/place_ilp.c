@@ -300,9 +300,11 @@ static bool offload_on(const PlaceOptions *o)
  */
 static int span_needed(const Ilp *ip, int from, int dir, double us)
 {
+	if (ip->span_all)
+		return ip->span;
 	double sum = 0;
 	int len = 1, n = ip->s->n;
-	for (int k = 0; k < ip->span && !ip->span_all; k++) {
+	for (int k = 0; k < ip->span; k++) {
 		int step = dir > 0 ? from + k : from - 1 - k;
 		if (step < 0 || step >= n)
 			break;
@@ -316,8 +318,13 @@ static int span_needed(const Ilp *ip, int from, int dir, double us)
 	return ip->span;
 }
 
-/* The steps of t's decision points, sorted and distinct (offload: t is offloaded); returns how many. */
-static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offload, int **out)
+/*
+ * The steps of t's decision points, sorted and distinct (offload: t is
+ * offloaded; aread_us, awrite_us: its asynchronous moves' times, which
+ * bound its spans); returns how many.
+ */
+static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offload, double aread_us,
+                       double awrite_us, int **out)
 {
 	const Schedule *s = ip->s;
 	bool single = single_point(ip, t);
@@ -369,20 +376,17 @@ static int point_steps(Ilp *ip, const Tensor *t, int first, int last, bool offlo
 		int *w = arena_array(ip->a, (size_t)(m + 3 * nv * (MAX_SPANS + 1) + 2), sizeof(int));
 		memcpy(w, v, sizeof(int) * (size_t)m);
 		int nw = m;
-		const CostModel *cm = ip->cm;
-		double rus = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
-		double wus = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
 		for (int i = 0; i + 1 < nv; i++) {
 			int x = anchor[i], y = anchor[i + 1];
-			int wmax = span_needed(ip, x, 1, wus);
-			int rmax = span_needed(ip, y, -1, rus);
+			int wmax = span_needed(ip, x, 1, awrite_us);
+			int rmax = span_needed(ip, y, -1, aread_us);
 			for (int len = 1; len <= wmax && x + len < y; len *= 2)
 				w[nw++] = x + len;
 			for (int len = 1; len <= rmax && x + len < y; len *= 2)
 				w[nw++] = y - len;
 			/* a write issued after the producer, or after an update of an offloaded tensor */
 			if (x + 1 < y && ((x == first && t->producer) || (offload && node_overwrites(s->order[x], t)))) {
-				wmax = span_needed(ip, x + 1, 1, wus);
+				wmax = span_needed(ip, x + 1, 1, awrite_us);
 				for (int len = 1; len <= wmax && x + 1 + len < y; len *= 2)
 					w[nw++] = x + 1 + len;
 			}
@@ -607,14 +611,14 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	f->updated = update_step(s, t);
 	bool produced = t->producer != NULL;
 
-	int *steps;
-	f->m = point_steps(ip, t, f->first, f->last, f->offload, &steps);
-	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
-	ip->npoints += f->m;
 	double read_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, false) * US;
 	double write_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, false) * US;
 	double aread_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
 	double awrite_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+	int *steps;
+	f->m = point_steps(ip, t, f->first, f->last, f->offload, aread_us, awrite_us, &steps);
+	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
+	ip->npoints += f->m;
 	const RecomputeAt *ra = ip->recompute ? &ip->rc[t->id] : NULL;
 	bool can_drop = ra && ra->step.n > 0 && droppable(ip, t);
 
