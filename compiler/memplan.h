@@ -18,6 +18,13 @@ int64_t memplan_round(int64_t bytes);
  */
 void memplan(Placement *p, Arena *a);
 
+/*
+ * As memplan, by first fit alone: never squeezed above p->limit. For
+ * checking many candidate plans quickly; one that packs this way packs
+ * the same way under memplan.
+ */
+void memplan_first_fit(Placement *p, Arena *a);
+
 /* Check that no two residencies live at once share a byte; describe the first that do. */
 bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen);
 

@@ -107,6 +107,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		so.optimizer = parts[i];
 		so.start = NULL;
 		so.time_limit = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / 5;
+		so.first_fit = true; /* as the search will pack its neighbourhoods */
 		PlaceStats sst;
 		char err[512];
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
@@ -119,7 +120,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		Placement *p = place_ilp_swaps(g, s, o, margins[i], a);
 		if (!p)
 			break;
-		memplan(p, a);
+		memplan_first_fit(p, a);
 		if (p->fast_bytes + p->workspace <= limit) {
 			consider(&best, p, o->cm, "swaps");
 			break;
@@ -129,6 +130,14 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	st->start_time = best.time;
 	*seconds = now_seconds() - t0;
 	return best.p;
+}
+
+void place_pack(const PlaceOptions *o, Placement *p, Arena *a)
+{
+	if (o->first_fit)
+		memplan_first_fit(p, a);
+	else
+		memplan(p, a);
 }
 
 bool place_solver_log(void)
@@ -159,8 +168,11 @@ bool place_above_limit(const Placement *p, const Residency *r, int64_t limit)
  * not shrink the pool, and such attempts tighten every step.
  *
  * The time limit is the budget of all attempts: a re-solve gets what is
- * left, but at least a quarter (a large async program needs that long
- * to find a first solution), and none starts after twice the budget.
+ * left. With a start that fits (auto, recompute), none starts once the
+ * budget is spent, and the start is the answer if nothing faster packed;
+ * without one, a re-solve gets at least a quarter of the budget (a large
+ * async program needs that long to find a first solution), and none
+ * starts after twice the budget.
  */
 static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                      PlaceStats *st, char *err, size_t errlen)
@@ -178,15 +190,15 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	Placement *fallback = NULL; /* the start, if its packed pool fits: returned when the solver finds no better */
 	double fallback_time = 0;
 	PlaceStats start = {0};     /* which start, and its time */
-	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < 2 * budget; attempt++) {
-		opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
+	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < (fallback ? budget : 2 * budget); attempt++) {
+		opt.time_limit = budget - spent > budget / 4 || fallback ? budget - spent : budget / 4;
 		if (attempt == 0 && (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)) {
 			double start_seconds = 0;
 			Placement *sp = ilp_start_placement(g, s, &opt, a, &start, &start_seconds);
 			spent += start_seconds;
 			opt.start = sp;
 			if (sp) {
-				memplan(sp, a);
+				place_pack(o, sp, a);
 				if (sp->fast_bytes + sp->workspace <= o->limit) {
 					fallback = sp;
 					fallback_time = start.start_time;
@@ -209,7 +221,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 				alimit[attempt] = limits[i];
 		apool[attempt] = p ? 0 : -1;
 		if (p) {
-			memplan(p, a);
+			place_pack(o, p, a);
 			apool[attempt] = p->fast_bytes + p->workspace;
 		}
 		st->nattempts = attempt + 1;

@@ -48,6 +48,7 @@ enum {
 #define PLACE_LNS_GAIN 0.01         /* auto, recompute: gained over the last quarter of their time, the neighbourhoods
                                        take the whole program's time too */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
+#define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
 #define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
@@ -88,7 +89,12 @@ typedef struct PlaceOptions {
 	                              (with the rest fixed) rather than whole under tighter limits; 0: when its solve
 	                              took a twentieth of the time limit or more, and kept only if faster than the
 	                              start, > 0: always, kept even if not, < 0: never */
+	bool first_fit;            /* pack by first fit alone, never squeezed above the limit (memplan_first_fit):
+	                              the starts of auto's search, whose neighbourhoods are packed so */
 } PlaceOptions;
+
+/* Pack p (memplan), or by first fit alone where o->first_fit. */
+void place_pack(const PlaceOptions *o, Placement *p, Arena *a);
 
 /*
  * AutoTM's fragmentation rule, for p memory-planned (memplan) with its pool

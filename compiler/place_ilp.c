@@ -1611,12 +1611,19 @@ static bool acts_within(const Flow *f, int lo, int hi)
 /*
  * Whether the placement of solution x packs under the limit (memplan), and
  * if so, into excess[k], what its step k costs beyond its kernel's
- * all-fast time (moves, recomputes, slow arguments).
+ * all-fast time (moves, recomputes, slow arguments). quick: by first fit
+ * alone (memplan_first_fit), for the neighbourhoods' many candidates: a
+ * squeeze of each that does not pack (up to 0.3 s on ResNet-50 b32) took
+ * so much of the search's time that at a quarter of its peak it ended at
+ * 38.9-48.4 ms against 37.6-38.3 ms.
  */
-static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double *excess)
+static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, bool quick, double *excess)
 {
 	Placement *p = ilp_extract(ip, o, x, ip->a);
-	memplan(p, ip->a);
+	if (quick || o->first_fit)
+		memplan_first_fit(p, ip->a);
+	else
+		memplan(p, ip->a);
 	if (p->fast_bytes + p->workspace > o->limit)
 		return false;
 	if (excess) {
@@ -1634,12 +1641,15 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
  * as the fragmentation loop scales their limits (place_frag_scale), but
  * never below inc's D_s where inc (the current solution, which packs) is
  * given: it stays feasible, and so does every neighbourhood of it.
- * Returns whether a bound changed.
+ * quick: packed as packs() packed it. Returns whether a bound changed.
  */
-static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc)
+static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc, bool quick)
 {
 	Placement *p = ilp_extract(ip, o, cand, ip->a);
-	memplan(p, ip->a);
+	if (quick || o->first_fit)
+		memplan_first_fit(p, ip->a);
+	else
+		memplan(p, ip->a);
 	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
 	for (int i = 0; i < p->res.n; i++) {
@@ -1696,7 +1706,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 	memcpy(cur, r->x, sizeof(double) * (size_t)nc);
 	for (int k = 0; k < 4; k++) {
 		double left = t0 + seconds - now_seconds();
-		if (left <= 0 || !tighten(ip, o, cur, NULL))
+		if (left <= 0 || !tighten(ip, o, cur, NULL, false))
 			break;
 		/* the tensors with a decision point within PLACE_REPAIR_RADIUS steps of a lowered bound */
 		for (int s = 0; s < n; s++)
@@ -1721,7 +1731,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 		}
 		bool proved;
 		double obj = solve_fixed(ip, o, owner, open, cur, cand, cap, left, &proved);
-		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
+		bool fits = obj < INFINITY && packs(ip, o, cand, false, NULL);
 		st->repairs++;
 		if (place_solver_log())
 			fprintf(stderr, "repair %d: %.1f us -> %.1f us, %d tensors open, in %.2f s%s%s\n", k + 1, r->objective,
@@ -1772,14 +1782,14 @@ static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const b
 		double obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &h->proved);
 		if (obj > best * (1 - 1e-6))
 			obj = INFINITY; /* not better beyond rounding */
-		bool fits = obj < best && packs(ip, o, cand, excess);
+		bool fits = obj < best && packs(ip, o, cand, true, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", h->lo, h->hi, h->nopen, best, obj,
 			        now_seconds() - t1, h->proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
 		h->solves++;
 		if (fits)
 			h->obj = obj;
-		if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x))
+		if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x, true))
 			break;
 	}
 	untighten(ip, dmax0);
@@ -1980,11 +1990,11 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	bool fits = false;
 	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
 		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, seconds / 8, &proved);
-		fits = best < INFINITY && packs(ip, o, cand, excess);
+		fits = best < INFINITY && packs(ip, o, cand, true, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
 			        best, best < INFINITY && !fits ? " (does not pack)" : "");
-		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL)))
+		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL, true)))
 			break;
 	}
 	untighten(ip, dmax0);
@@ -2145,7 +2155,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			obj = solve_fixed(ip, o, owner, none, merged, cand, best, limit, &proved);
 			if (obj > best * (1 - 1e-6))
 				obj = INFINITY;
-			bool ok = obj < best && packs(ip, o, cand, excess); /* excess is written only if it packs */
+			bool ok = obj < best && packs(ip, o, cand, true, excess); /* excess is written only if it packs */
 			st->lns_merges++;
 			if (place_solver_log())
 				fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
@@ -2225,7 +2235,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * (resnet152 b64 at half its peak: 154.6 ms, 0.12% gap, in 12 s
 	 * against 177.9 ms).
 	 */
-	double better = INFINITY, *bx = NULL, t0 = now_seconds();
+	double better = INFINITY, *bx = NULL, t0 = now_seconds(), end = t0 + mo.time_limit;
 	bool lns = start && ip->recompute &&
 	           (o->lns > 0 || (o->lns == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
 	bool whole = !lns || ip->spans.n == 0;
@@ -2248,6 +2258,9 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		whole = (whole && !st->lns_extended) || better == INFINITY;
 	}
 	bool ran = true;
+	bool repairable = ip->recompute && o->repair >= 0;
+	if (whole && repairable)
+		mo.time_limit *= 1 - PLACE_REPAIR_SHARE; /* the rest for a repair, within the time asked for */
 	if (whole)
 		ran = mip_solve(ip->mip, &mo, r, err, errlen);
 	else
@@ -2259,13 +2272,13 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * solution is repaired around its overflow instead (after the
 	 * neighbourhoods only if it is better than theirs, which pack).
 	 */
-	if (whole && ran && ip->recompute && o->repair >= 0 && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
-	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
+	if (whole && ran && repairable && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
+	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, false, NULL))
 		repair(ip, o, column_owners(ip), r,
 		       o->start && o->repair == 0 ? fmin(better, placement_predict(o->start, o->cm, NULL) * US) : better,
-		       mo.time_limit / 4 > 1 ? mo.time_limit / 4 : 1, st);
+		       fmax(end - now_seconds(), 1), st);
 	if (ran && better < INFINITY &&
-	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
+	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, false, NULL))) {
 		/*
 		 * The whole program found nothing better than its neighbourhoods
 		 * that packs, was not solved, or (as CBC's preprocessing sometimes

@@ -647,7 +647,9 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
                       bool one, int jobs, double optimum, Arena *a)
 {
 	char err[512];
-	PlaceOptions ao = {.optimizer = OPT_ASYNC, .limit = limit, .cm = cm, .time_limit = 5, .tiny = c->tiny};
+	/* packed by first fit, as auto's starts are: the neighbourhoods pack their plans so */
+	PlaceOptions ao = {.optimizer = OPT_ASYNC, .limit = limit, .cm = cm, .time_limit = 5, .tiny = c->tiny,
+	                   .first_fit = true};
 	Placement *start = place(g, s, &ao, a, NULL, err, sizeof err);
 	if (!start)
 		return; /* async cannot place under this limit */
@@ -956,6 +958,93 @@ static void test_broken_row(void)
 	mip_free(m);
 }
 
+/*
+ * memplan above a limit: an instance whose live peak fits a limit that
+ * first fit in its three orders packs above (five blocks, peak 448 bytes,
+ * first fit 512), packed again to the peak; and seeded random instances
+ * packed for their live peak: every packing valid, never above the one
+ * without a limit, and some fitted that first fit did not.
+ */
+/* a seeded linear congruential generator: the same instances on every machine */
+static unsigned sq_rand(unsigned *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return *seed >> 16;
+}
+
+typedef struct SqBlock {
+	int first, last;
+	int64_t bytes;
+} SqBlock;
+
+static int64_t pack_blocks(const Graph *g, const Schedule *s, const SqBlock *b, int n, int64_t limit, Tensor *fake,
+                           Arena *a, int64_t *peak)
+{
+	char err[256];
+	Placement *p = placement_new(g, s, a, OPT_AUTO);
+	for (int i = 0; i < n; i++) {
+		fake[i] = *g->tensors.v[i];
+		fake[i].bytes = b[i].bytes;
+		placement_add(p, a, &fake[i], TIER_FAST, b[i].first, b[i].last);
+	}
+	p->limit = limit;
+	memplan(p, a);
+	test_expect(memplan_verify(p, a, err, sizeof err), "packing %d blocks for %" PRId64 " bytes: %s", n, limit, err);
+	*peak = memplan_fast_peak(p, a);
+	test_expect(p->fast_bytes >= *peak, "a pool of %" PRId64 " bytes below its live peak %" PRId64, p->fast_bytes,
+	            *peak);
+	return p->fast_bytes;
+}
+
+static void test_squeeze(void)
+{
+	Arena a = {0};
+	Case c = {"a chain for packing", "dense(8 => 8) tanh tanh tanh tanh tanh tanh dense(8 => 2)", "8", 2,
+	          "sgd(lr = 0.1)", -1, false, 1, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	enum { MAXB = 12 };
+	test_expect(s->n >= 8 && g->tensors.n >= MAXB, "%s: %d steps, %d tensors", c.name, s->n, g->tensors.n);
+	if (s->n < 8 || g->tensors.n < MAXB)
+		return;
+	Tensor fake[MAXB];
+	int64_t peak;
+	static const SqBlock five[] = {{5, 5, 256}, {2, 2, 320}, {2, 4, 128}, {6, 7, 192}, {4, 5, 128}};
+	int64_t free_pool = pack_blocks(g, s, five, 5, 0, fake, &a, &peak);
+	test_expect(peak == 448 && free_pool == 512, "five blocks: live peak %" PRId64 ", first fit %" PRId64
+	            " (448, 512 expected)", peak, free_pool);
+	int64_t pool = pack_blocks(g, s, five, 5, 448, fake, &a, &peak);
+	test_expect(pool == 448, "five blocks packed for their peak, 448 bytes: %" PRId64, pool);
+	pool = pack_blocks(g, s, five, 5, 447, fake, &a, &peak);
+	test_expect(pool == free_pool, "five blocks for a limit below their peak: %" PRId64 ", as without one", pool);
+	/* random instances for their live peak */
+	unsigned seed = 12345;
+	int tight = 0, fitted = 0;
+	for (int k = 0; k < 400; k++) {
+		SqBlock b[MAXB];
+		int n = 5 + (int)(sq_rand(&seed) % (MAXB - 4));
+		for (int i = 0; i < n; i++) {
+			int x = (int)(sq_rand(&seed) % 8), y = (int)(sq_rand(&seed) % 8);
+			b[i] = (SqBlock){x < y ? x : y, x < y ? y : x, 64 * (1 + (int64_t)(sq_rand(&seed) % 5))};
+		}
+		int64_t unlimited = pack_blocks(g, s, b, n, 0, fake, &a, &peak);
+		if (unlimited <= peak)
+			continue;
+		tight++;
+		int64_t limited = pack_blocks(g, s, b, n, peak, fake, &a, &peak);
+		test_expect(limited <= unlimited, "instance %d: %" PRId64 " bytes for its peak, %" PRId64 " without a limit", k,
+		            limited, unlimited);
+		fitted += limited <= peak;
+	}
+	test_expect(tight > 0 && fitted > 0, "random packings: %d of %d above their peak fitted it", fitted, tight);
+	printf("packing for the live peak: %d of %d random instances that first fit left above it fitted\n", fitted,
+	       tight);
+	arena_free(&a);
+}
+
 /* mip_restrict: fixed columns leave the program, their part moves into the row bounds */
 static void test_restrict(void)
 {
@@ -1149,6 +1238,7 @@ static void test_span_needed(const CostModel *cm)
 int main(void)
 {
 	test_broken_row();
+	test_squeeze();
 	test_abs_gap();
 	test_restrict();
 	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
