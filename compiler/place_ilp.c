@@ -1613,9 +1613,9 @@ static bool acts_within(const Flow *f, int lo, int hi)
  * if so, into excess[k], what its step k costs beyond its kernel's
  * all-fast time (moves, recomputes, slow arguments). quick: by first fit
  * alone (memplan_first_fit), for the neighbourhoods' many candidates: a
- * squeeze of each that does not pack (up to 0.3 s on ResNet-50 b32) took
- * so much of the search's time that at a quarter of its peak it ended at
- * 38.9-48.4 ms against 37.6-38.3 ms.
+ * squeeze of each that does not pack takes up to 0.3 s on ResNet-50 b32,
+ * and plans that pack only squeezed leave their neighbours no room
+ * (docs/placement.md, "The fragmentation loop").
  */
 static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, bool quick, double *excess)
 {
@@ -2258,9 +2258,18 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		whole = (whole && !st->lns_extended) || better == INFINITY;
 	}
 	bool ran = true;
+	/*
+	 * With a start that packs (the answer if nothing better does), the
+	 * whole program keeps a share of its time for a repair, so that the
+	 * placement keeps to the time asked for; without one, it takes all of
+	 * it and a repair a quarter more: vgg19 b64 at its smallest feasible
+	 * limit, with four fifths, stopped at a plan that neither packed nor
+	 * could be repaired, and the limit was called infeasible.
+	 */
 	bool repairable = ip->recompute && o->repair >= 0;
-	if (whole && repairable)
-		mo.time_limit *= 1 - PLACE_REPAIR_SHARE; /* the rest for a repair, within the time asked for */
+	bool reserve = whole && repairable && o->start && o->start->fast_bytes + o->start->workspace <= o->limit;
+	if (reserve)
+		mo.time_limit *= 1 - PLACE_REPAIR_SHARE;
 	if (whole)
 		ran = mip_solve(ip->mip, &mo, r, err, errlen);
 	else
@@ -2276,7 +2285,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, false, NULL))
 		repair(ip, o, column_owners(ip), r,
 		       o->start && o->repair == 0 ? fmin(better, placement_predict(o->start, o->cm, NULL) * US) : better,
-		       fmax(end - now_seconds(), 1), st);
+		       reserve ? fmax(end - now_seconds(), 1) : fmax(mo.time_limit / 4, 1), st);
 	if (ran && better < INFINITY &&
 	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, false, NULL))) {
 		/*
