@@ -958,6 +958,19 @@ static void test_broken_row(void)
 	mip_free(m);
 }
 
+/* A chain of six tanh between two dense layers w wide, and its schedule (*s); NULL if it does not build. */
+static Graph *tanh_chain(Arena *a, const char *name, int w, Schedule **s)
+{
+	char layers[128], input[16];
+	snprintf(layers, sizeof layers, "dense(%d => %d) tanh tanh tanh tanh tanh tanh dense(%d => 2)", w, w, w);
+	snprintf(input, sizeof input, "%d", w);
+	Case c = {name, layers, input, 2, "sgd(lr = 0.1)", -1, false, 1, NULL};
+	Graph *g = build(a, &c);
+	test_expect(g, "%s: builds", name);
+	*s = g ? schedule_graph(g, a) : NULL;
+	return g;
+}
+
 /*
  * memplan above a limit: an instance whose live peak fits a limit that
  * first fit in its three orders packs above (five blocks, peak 448 bytes,
@@ -999,15 +1012,12 @@ static int64_t pack_blocks(const Graph *g, const Schedule *s, const SqBlock *b, 
 static void test_squeeze(void)
 {
 	Arena a = {0};
-	Case c = {"a chain for packing", "dense(8 => 8) tanh tanh tanh tanh tanh tanh dense(8 => 2)", "8", 2,
-	          "sgd(lr = 0.1)", -1, false, 1, NULL};
-	Graph *g = build(&a, &c);
-	test_expect(g, "%s: builds", c.name);
+	Schedule *s;
+	Graph *g = tanh_chain(&a, "a chain for packing", 8, &s);
 	if (!g)
 		return;
-	Schedule *s = schedule_graph(g, &a);
 	enum { MAXB = 12 };
-	test_expect(s->n >= 8 && g->tensors.n >= MAXB, "%s: %d steps, %d tensors", c.name, s->n, g->tensors.n);
+	test_expect(s->n >= 8 && g->tensors.n >= MAXB, "a chain for packing: %d steps, %d tensors", s->n, g->tensors.n);
 	if (s->n < 8 || g->tensors.n < MAXB)
 		return;
 	Tensor fake[MAXB];
@@ -1193,16 +1203,14 @@ static void test_span_needed(const CostModel *cm)
 {
 	Arena a = {0};
 	char err[512];
-	Case c = {"a chain of activations", "dense(64 => 64) tanh tanh tanh tanh tanh tanh dense(64 => 2)", "64", 2,
-	          "sgd(lr = 0.1)", -1, false, 1, NULL};
-	Graph *g = build(&a, &c);
-	test_expect(g, "%s: builds", c.name);
+	const char *name = "a chain of activations";
+	Schedule *s;
+	Graph *g = tanh_chain(&a, name, 64, &s);
 	if (!g)
 		return;
-	Schedule *s = schedule_graph(g, &a);
 	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
 	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err);
-	test_expect(fast, "%s: all-fast places: %s", c.name, err);
+	test_expect(fast, "%s: all-fast places: %s", name, err);
 	if (!fast)
 		return;
 	int64_t peak = memplan_fast_peak(fast, &a);
@@ -1212,26 +1220,26 @@ static void test_span_needed(const CostModel *cm)
 		long nnz[2] = {0};
 		for (int all = 0; all < 2; all++) {
 			PlaceOptions o = {.optimizer = OPT_AUTO, .limit = peak * k / 4, .cm = cm, .time_limit = 20,
-			                  .tiny = c.tiny, .gap = -1, .span = 32, .span_all = all, .lns = -1};
+			                  .tiny = -1, .gap = -1, .span = 32, .span_all = all, .lns = -1};
 			PlaceStats st;
 			Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
-			test_expect(p, "%s at %d/4 of the peak, %s spans: %s", c.name, k, all ? "every" : "needed", err);
+			test_expect(p, "%s at %d/4 of the peak, %s spans: %s", name, k, all ? "every" : "needed", err);
 			if (!p)
 				return;
 			obj[all] = st.objective;
-			test_expect(st.gap <= 1e-9, "%s at %d/4, %s spans: not proved optimal (%s, gap %g)", c.name, k,
+			test_expect(st.gap <= 1e-9, "%s at %d/4, %s spans: not proved optimal (%s, gap %g)", name, k,
 			            all ? "every" : "needed", st.status, st.gap);
 			nnz[all] = st.nonzeros;
 		}
-		test_expect(nnz[0] <= nnz[1], "%s at %d/4: %ld nonzeros with the spans needed, %ld with every span", c.name,
+		test_expect(nnz[0] <= nnz[1], "%s at %d/4: %ld nonzeros with the spans needed, %ld with every span", name,
 		            k, nnz[0], nnz[1]);
 		test_expect(obj[0] <= obj[1] * (1 + 1e-9), "%s at %d/4: optimum %.9g with the spans needed, %.9g with every span",
-		            c.name, k, obj[0], obj[1]);
+		            name, k, obj[0], obj[1]);
 		smaller += nnz[0] < nnz[1];
 		printf("%s at %d/4 of the peak: spans as needed %ld nonzeros, %.6f us; every span %ld nonzeros, %.6f us\n",
-		       c.name, k, nnz[0], obj[0] * 1e6, nnz[1], obj[1] * 1e6);
+		       name, k, nnz[0], obj[0] * 1e6, nnz[1], obj[1] * 1e6);
 	}
-	test_expect(smaller > 0, "%s: the spans needed never made a smaller program: the comparison tests nothing", c.name);
+	test_expect(smaller > 0, "%s: the spans needed never made a smaller program: the comparison tests nothing", name);
 	arena_free(&a);
 }
 
