@@ -14,7 +14,9 @@ int64_t memplan_round(int64_t bytes);
 /*
  * Give every residency of p an offset in its tier's pool so that no two
  * residencies whose lifetimes overlap share a byte, and set the pools'
- * sizes (p->fast_bytes, p->slow_bytes).
+ * sizes (p->fast_bytes, p->slow_bytes). A fast pool that first fit packs
+ * above p->limit (beside p->workspace) while its live bytes fit is packed
+ * again (squeeze, memplan.c); the same placement always packs the same way.
  */
 void memplan(Placement *p, Arena *a);
 
