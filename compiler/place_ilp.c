@@ -1609,21 +1609,15 @@ static bool acts_within(const Flow *f, int lo, int hi)
 }
 
 /*
- * Whether the placement of solution x packs under the limit (memplan), and
- * if so, into excess[k], what its step k costs beyond its kernel's
- * all-fast time (moves, recomputes, slow arguments). quick: by first fit
- * alone (memplan_first_fit), for the neighbourhoods' many candidates: a
- * squeeze of each that does not pack takes up to 0.3 s on ResNet-50 b32,
- * and plans that pack only squeezed leave their neighbours no room
- * (docs/placement.md, "The fragmentation loop").
+ * Whether the placement of solution x packs under the limit (place_pack:
+ * by first fit alone in the neighbourhoods, ilp_improve), and if so, into
+ * excess[k], what its step k costs beyond its kernel's all-fast time
+ * (moves, recomputes, slow arguments).
  */
-static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, bool quick, double *excess)
+static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double *excess)
 {
 	Placement *p = ilp_extract(ip, o, x, ip->a);
-	if (quick || o->first_fit)
-		memplan_first_fit(p, ip->a);
-	else
-		memplan(p, ip->a);
+	place_pack(o, p, ip->a);
 	if (p->fast_bytes + p->workspace > o->limit)
 		return false;
 	if (excess) {
@@ -1641,15 +1635,12 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, bool qu
  * as the fragmentation loop scales their limits (place_frag_scale), but
  * never below inc's D_s where inc (the current solution, which packs) is
  * given: it stays feasible, and so does every neighbourhood of it.
- * quick: packed as packs() packed it. Returns whether a bound changed.
+ * Returns whether a bound changed.
  */
-static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc, bool quick)
+static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc)
 {
 	Placement *p = ilp_extract(ip, o, cand, ip->a);
-	if (quick || o->first_fit)
-		memplan_first_fit(p, ip->a);
-	else
-		memplan(p, ip->a);
+	place_pack(o, p, ip->a);
 	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
 	for (int i = 0; i < p->res.n; i++) {
@@ -1706,7 +1697,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 	memcpy(cur, r->x, sizeof(double) * (size_t)nc);
 	for (int k = 0; k < 4; k++) {
 		double left = t0 + seconds - now_seconds();
-		if (left <= 0 || !tighten(ip, o, cur, NULL, false))
+		if (left <= 0 || !tighten(ip, o, cur, NULL))
 			break;
 		/* the tensors with a decision point within PLACE_REPAIR_RADIUS steps of a lowered bound */
 		for (int s = 0; s < n; s++)
@@ -1731,7 +1722,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 		}
 		bool proved;
 		double obj = solve_fixed(ip, o, owner, open, cur, cand, cap, left, &proved);
-		bool fits = obj < INFINITY && packs(ip, o, cand, false, NULL);
+		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
 		st->repairs++;
 		if (place_solver_log())
 			fprintf(stderr, "repair %d: %.1f us -> %.1f us, %d tensors open, in %.2f s%s%s\n", k + 1, r->objective,
@@ -1782,14 +1773,14 @@ static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const b
 		double obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &h->proved);
 		if (obj > best * (1 - 1e-6))
 			obj = INFINITY; /* not better beyond rounding */
-		bool fits = obj < best && packs(ip, o, cand, true, excess);
+		bool fits = obj < best && packs(ip, o, cand, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns [%d,%d) open %d: %.1f -> %.1f us in %.2f s%s%s\n", h->lo, h->hi, h->nopen, best, obj,
 			        now_seconds() - t1, h->proved ? " (optimal)" : "", obj < best && !fits ? " (does not pack)" : "");
 		h->solves++;
 		if (fits)
 			h->obj = obj;
-		if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x, true))
+		if (fits || obj == INFINITY || k == 2 || now_seconds() > end - 0.05 || !tighten(ip, o, cand, x))
 			break;
 	}
 	untighten(ip, dmax0);
@@ -1965,9 +1956,18 @@ static int lns_jobs(const PlaceOptions *o)
  * solution that packs: it breaks the program, as a start from before the
  * fragmentation loop tightened the limits does).
  */
-static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds, double more,
-                          PlaceStats *st)
+static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, double *x, double seconds,
+                          double more, PlaceStats *st)
 {
+	/*
+	 * Plans packed by first fit alone (memplan_first_fit): a squeeze of each
+	 * candidate that does not pack takes up to 0.3 s on ResNet-50 b32, and
+	 * plans that pack only squeezed leave their neighbours no room
+	 * (docs/placement.md, "The fragmentation loop").
+	 */
+	PlaceOptions first_fit = *opts;
+	first_fit.first_fit = true;
+	const PlaceOptions *o = &first_fit;
 	double t0 = now_seconds(), end = t0 + seconds;
 	typedef struct Gain {
 		double at, objective; /* when an improvement was found, and its objective */
@@ -1990,11 +1990,11 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 	bool fits = false;
 	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
 		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, seconds / 8, &proved);
-		fits = best < INFINITY && packs(ip, o, cand, true, excess);
+		fits = best < INFINITY && packs(ip, o, cand, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
 			        best, best < INFINITY && !fits ? " (does not pack)" : "");
-		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL, true)))
+		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL)))
 			break;
 	}
 	untighten(ip, dmax0);
@@ -2155,7 +2155,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *o, const int *owner, doub
 			obj = solve_fixed(ip, o, owner, none, merged, cand, best, limit, &proved);
 			if (obj > best * (1 - 1e-6))
 				obj = INFINITY;
-			bool ok = obj < best && packs(ip, o, cand, true, excess); /* excess is written only if it packs */
+			bool ok = obj < best && packs(ip, o, cand, excess); /* excess is written only if it packs */
 			st->lns_merges++;
 			if (place_solver_log())
 				fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
@@ -2282,12 +2282,12 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * neighbourhoods only if it is better than theirs, which pack).
 	 */
 	if (whole && ran && repairable && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) &&
-	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, false, NULL))
+	    r->objective < better && (o->repair > 0 || r->time >= mo.time_limit / 20) && !packs(ip, o, r->x, NULL))
 		repair(ip, o, column_owners(ip), r,
 		       o->start && o->repair == 0 ? fmin(better, placement_predict(o->start, o->cm, NULL) * US) : better,
 		       reserve ? fmax(end - now_seconds(), 1) : fmax(mo.time_limit / 4, 1), st);
 	if (ran && better < INFINITY &&
-	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, false, NULL))) {
+	    !((r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && r->objective <= better && packs(ip, o, r->x, NULL))) {
 		/*
 		 * The whole program found nothing better than its neighbourhoods
 		 * that packs, was not solved, or (as CBC's preprocessing sometimes

@@ -91,9 +91,6 @@ typedef struct ProfileMachine {
 } ProfileMachine;
 void profile_machine(const ProfileOptions *o, ProfileMachine *m);
 
-
-
-
 /* $XDG_CACHE_HOME/autotm/profiles.db, or ~/.cache/autotm/profiles.db. */
 const char *profile_default_db(Arena *a);
 
