@@ -49,6 +49,8 @@ enum {
                                        take the whole program's time too */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
+#define PLACE_REPAIR_ROOM 0.05     /* auto, recompute: without a start that packs, the share is kept only where the
+                                      limit is this much above the smallest feasible one */
 #define PLACE_MAX_SECONDS 1e6      /* the longest kernel or move time the ILP weighs (microseconds: 1e12) */
 #define PLACE_GAP 1e-3             /* relative MIP gap the solver may stop at */
 #define PLACE_FRAG_MIN_CUT 0.002   /* the fragmentation loop tightens limits by at least this fraction */
@@ -91,6 +93,8 @@ typedef struct PlaceOptions {
 	                              start, > 0: always, kept even if not, < 0: never */
 	bool first_fit;            /* pack by first fit alone, never squeezed above the limit (memplan_first_fit):
 	                              the starts of auto's search, whose neighbourhoods are packed so */
+	double cutoff;             /* seconds: look only for placements faster than this (the solver's cutoff; CBC
+	                              only); 0: none. auto's starts after the first that fits */
 } PlaceOptions;
 
 /* Pack p (memplan), or by first fit alone where o->first_fit. */

@@ -1548,13 +1548,14 @@ static int *column_owners(const Ilp *ip)
  * `open` fixed to x, as a smaller program (mip_restrict). Writes its
  * solution to out when it is better than cur and returns its objective;
  * else INFINITY. *proved: the smaller program was solved to optimality,
- * or to within PLACE_LNS_GAP of cur (a smaller gain is not worth the
- * time proving it: the search has other windows to try). Without CBC's
+ * or to within `gap` (absolute, in the objective's units; by default,
+ * negative, PLACE_LNS_GAP of cur: a smaller gain is not worth the time
+ * proving it, the search has other windows to try). Without CBC's
  * probing cuts: on ResNet-50's windows they doubled the time to the
  * same optimum.
  */
 static double solve_fixed(Ilp *ip, const PlaceOptions *o, const int *owner, const bool *open, const double *x,
-                          double *out, double cur, double seconds, bool *proved)
+                          double *out, double cur, double gap, double seconds, bool *proved)
 {
 	int nc = mip_ncols(ip->mip);
 	double *fix = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
@@ -1572,7 +1573,8 @@ static double solve_fixed(Ilp *ip, const PlaceOptions *o, const int *owner, cons
 		if (col_of[c] >= 0)
 			start[col_of[c]] = x[c];
 	MipOptions mo = {.start = start, .backend = o->solver, .time_limit = seconds, .gap = 1e-7,
-	                 .abs_gap = isfinite(cur) ? cur * PLACE_LNS_GAP : 0, .no_preprocess = true, .no_probing = true};
+	                 .abs_gap = gap >= 0 ? gap : isfinite(cur) ? cur * PLACE_LNS_GAP : 0,
+	                 .no_preprocess = true, .no_probing = true};
 	MipResult r;
 	char err[256];
 	bool ran = mip_solve(sub, &mo, &r, err, sizeof err);
@@ -1681,7 +1683,11 @@ static void untighten(Ilp *ip, const double *dmax0)
  * takes the first result that packs, if it is below cap (the
  * neighbourhoods' objective, and by the default rule the start's: a
  * repair no better than the start is left to the re-solve, which can
- * find better); the bounds are restored.
+ * find better); the bounds are restored. A re-solve stops once it is
+ * within the whole program's proven gap (r's objective less its bound):
+ * proving more of a part than the whole proved gains nothing, and
+ * without it the re-solve of vgg19 b64 at half its peak used all of its
+ * 15 s to return the plan it had found at once.
  */
 static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *r, double cap, double seconds,
                    PlaceStats *st)
@@ -1695,6 +1701,9 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 	bool *near = arena_array(ip->a, (size_t)n + 1, sizeof(bool));
 	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
 	memcpy(cur, r->x, sizeof(double) * (size_t)nc);
+	double gap = r->objective * PLACE_LNS_GAP;
+	if (isfinite(r->bound) && r->bound > 0 && r->objective - r->bound > gap)
+		gap = r->objective - r->bound;
 	for (int k = 0; k < 4; k++) {
 		double left = t0 + seconds - now_seconds();
 		if (left <= 0 || !tighten(ip, o, cur, NULL))
@@ -1721,7 +1730,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 			break;
 		}
 		bool proved;
-		double obj = solve_fixed(ip, o, owner, open, cur, cand, cap, left, &proved);
+		double obj = solve_fixed(ip, o, owner, open, cur, cand, cap, gap, left, &proved);
 		bool fits = obj < INFINITY && packs(ip, o, cand, NULL);
 		st->repairs++;
 		if (place_solver_log())
@@ -1770,7 +1779,7 @@ static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const b
 	h->solves = 0;
 	for (int k = 0; h->nopen > 0; k++) {
 		double t1 = now_seconds();
-		double obj = solve_fixed(ip, o, owner, open, x, cand, best, limit, &h->proved);
+		double obj = solve_fixed(ip, o, owner, open, x, cand, best, -1, limit, &h->proved);
 		if (obj > best * (1 - 1e-6))
 			obj = INFINITY; /* not better beyond rounding */
 		bool fits = obj < best && packs(ip, o, cand, excess);
@@ -1989,7 +1998,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 	double best = INFINITY;
 	bool fits = false;
 	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
-		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, seconds / 8, &proved);
+		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, -1, seconds / 8, &proved);
 		fits = best < INFINITY && packs(ip, o, cand, excess);
 		if (place_solver_log())
 			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
@@ -2152,7 +2161,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 			for (int c = 0; c < nc; c++)
 				merged[c] = owner[c] >= 0 && hopen[owner[c]] ? cand[c] : x[c];
 			double t1 = now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
-			obj = solve_fixed(ip, o, owner, none, merged, cand, best, limit, &proved);
+			obj = solve_fixed(ip, o, owner, none, merged, cand, best, -1, limit, &proved);
 			if (obj > best * (1 - 1e-6))
 				obj = INFINITY;
 			bool ok = obj < best && packs(ip, o, cand, excess); /* excess is written only if it packs */
@@ -2219,6 +2228,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
 		.verbose = o->verbose || place_solver_log(),
+		.cutoff = o->cutoff * US,
 	};
 	/*
 	 * A large program of moves and recomputation (auto) with a start:
@@ -2259,15 +2269,19 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	}
 	bool ran = true;
 	/*
-	 * With a start that packs (the answer if nothing better does), the
-	 * whole program keeps a share of its time for a repair, so that the
-	 * placement keeps to the time asked for; without one, it takes all of
-	 * it and a repair a quarter more: vgg19 b64 at its smallest feasible
-	 * limit, with four fifths, stopped at a plan that neither packed nor
-	 * could be repaired, and the limit was called infeasible.
+	 * The whole program keeps a share of its time for a repair, so that
+	 * the placement keeps to the time asked for: with a start that packs
+	 * (the answer if nothing better does), or a limit with room above
+	 * the smallest feasible one. At that limit itself there is none to
+	 * lower a bound into: vgg19 b64 there, with four fifths, stopped at
+	 * a plan that neither packed nor could be repaired, and the limit
+	 * was called infeasible; the solve takes all of its time there, and
+	 * a repair a quarter more.
 	 */
 	bool repairable = ip->recompute && o->repair >= 0;
-	bool reserve = whole && repairable && o->start && o->start->fast_bytes + o->start->workspace <= o->limit;
+	bool reserve = whole && repairable &&
+	               ((o->start && o->start->fast_bytes + o->start->workspace <= o->limit) ||
+	                (double)o->limit >= (double)st->min_limit * (1 + PLACE_REPAIR_ROOM));
 	if (reserve)
 		mo.time_limit *= 1 - PLACE_REPAIR_SHARE;
 	if (whole)

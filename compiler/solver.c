@@ -320,6 +320,10 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		Cbc_setAllowableFractionGap(cbc, o->gap);
 	if (o->abs_gap > 0)
 		Cbc_setAllowableGap(cbc, o->abs_gap);
+	if (o->cutoff > 0)
+		Cbc_setCutoff(cbc, o->cutoff);
+	/* the time limit is the caller's, in wall-clock seconds; CBC's own default counts CPU time */
+	Cbc_setParameter(cbc, "timeMode", "elapsed");
 
 	if (o->start) { /* CBC completes the columns not given */
 		int *idx = xmalloc(sizeof(int) * (size_t)(m->ncols + 1)), n = 0;

@@ -1143,6 +1143,62 @@ static void test_abs_gap(void)
 }
 
 /*
+ * A cutoff: CBC looks only for solutions below it, and none is an
+ * infeasible program; through place_ilp (auto's starts after the first),
+ * a placement no faster than the cutoff is none, one below it is found.
+ */
+static void test_cutoff(const CostModel *cm)
+{
+	Mip *m = mip_new(); /* min x0 + 2 x1, x0 + x1 >= 1: the optimum 1 */
+	int x0 = mip_add_col(m, 0, 1, 1, true), x1 = mip_add_col(m, 0, 1, 2, true);
+	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, MIP_INF);
+	MipResult res;
+	char err[512];
+	if (mip_solve(m, &(MipOptions){.cutoff = 0.5}, &res, err, sizeof err)) {
+		test_expect(res.status == MIP_INFEASIBLE, "a cutoff below the optimum: %s", mip_status_name(res.status));
+		mip_result_free(&res);
+	} else {
+		test_expect(false, "a cutoff below the optimum: %s", err);
+	}
+	if (mip_solve(m, &(MipOptions){.cutoff = 1.5}, &res, err, sizeof err)) {
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, 1), "a cutoff above the optimum: %s %g",
+		            mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	} else {
+		test_expect(false, "a cutoff above the optimum: %s", err);
+	}
+	mip_free(m);
+
+	Arena a = {0};
+	const char *name = "a chain with a cutoff";
+	Schedule *s;
+	Graph *g = tanh_chain(&a, name, 64, &s);
+	if (!g)
+		return;
+	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
+	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err);
+	test_expect(fast, "%s: all-fast places: %s", name, err);
+	if (!fast)
+		return;
+	PlaceOptions o = {.optimizer = OPT_AUTO, .limit = memplan_fast_peak(fast, &a) / 2, .cm = cm, .time_limit = 20,
+	                  .tiny = -1, .gap = -1, .lns = -1};
+	PlaceStats st;
+	Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+	test_expect(p && st.gap <= 1e-9, "%s: places at half the peak: %s", name, p ? st.status : err);
+	if (!p)
+		return;
+	double best = st.objective;
+	o.cutoff = best * (1 - 1e-4);
+	test_expect(!place_ilp(g, s, &o, &a, &st, err, sizeof err), "%s: a placement below %.9g s, the optimum %.9g s",
+	            name, o.cutoff, best);
+	o.cutoff = best * (1 + 1e-4);
+	p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+	test_expect(p && close_to(st.objective, best), "%s: with a cutoff above the optimum %.9g s: %s %.9g", name, best,
+	            p ? st.status : err, p ? st.objective : 0.0);
+	arena_free(&a);
+}
+
+/*
  * Neighbourhoods re-solved three at once (child processes): from the
  * all-slow placement of a long chain under a limit that holds everything
  * (every window can improve it), the first three windows are all solved
@@ -1263,6 +1319,7 @@ int main(void)
 	CostModel *very = costmodel_roofline(&vr, &a);
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
+	test_cutoff(&reread);
 	test_lns_jobs(&reread);
 	test_span_needed(&reread);
 	for (size_t i = 0; i < countof(cases); i++)
