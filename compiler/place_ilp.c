@@ -2265,6 +2265,13 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		}
 		mo.time_limit = mo.time_limit - spent > least ? mo.time_limit - spent : least;
 		mo.no_preprocess = better < INFINITY; /* CglPreProcess crashed on such a start (densenet201 b64) */
+		/*
+		 * and without probing: after the neighbourhoods the whole program
+		 * is solved for its bound, and one probing pass at its root took
+		 * 6.8 s on densenet264 b32 at half its peak, past the time limit
+		 * (CBC looks at the clock between passes), and moved no bound
+		 */
+		mo.no_probing = better < INFINITY;
 		whole = (whole && !st->lns_extended) || better == INFINITY;
 	}
 	bool ran = true;
