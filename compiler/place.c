@@ -96,6 +96,19 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	}
 	if (place_solver_log())
 		fprintf(stderr, "start: checkpoint's segments in %.1f s\n", now_seconds() - t0);
+	/* auto: swaps over the gaps between uses by spanning moves, packed under the limit (no solver: first, so that the
+	   cutoffs below are the tighter) */
+	static const double margins[] = {0.98, 0.95, 0.9, 0.85, 0.8, 0.7};
+	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(margins); i++) {
+		Placement *p = place_ilp_swaps(g, s, o, margins[i], a);
+		if (!p)
+			break;
+		memplan_first_fit(p, a);
+		if (p->fast_bytes + p->workspace <= limit) {
+			consider(&best, p, o->cm, "swaps");
+			break;
+		}
+	}
 	/*
 	 * auto: also sync's, recompute's and async's placements, each packed
 	 * under the limit (their own fragmentation loops, a fifth of the time
@@ -122,18 +135,6 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
 		if (place_solver_log())
 			fprintf(stderr, "start: %s's placement by %.1f s\n", optimizer_info[so.optimizer].name, now_seconds() - t0);
-	}
-	/* auto: and swaps over the gaps between uses by spanning moves, packed under the limit */
-	static const double margins[] = {0.98, 0.95, 0.9, 0.85, 0.8, 0.7};
-	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(margins); i++) {
-		Placement *p = place_ilp_swaps(g, s, o, margins[i], a);
-		if (!p)
-			break;
-		memplan_first_fit(p, a);
-		if (p->fast_bytes + p->workspace <= limit) {
-			consider(&best, p, o->cm, "swaps");
-			break;
-		}
 	}
 	st->start_name = best.name;
 	st->start_time = best.time;
