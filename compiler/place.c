@@ -114,11 +114,10 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * under the limit (their own fragmentation loops, a fifth of the time
 	 * each): auto is then never slower than any of them (as each placed in
 	 * that time), even where packing or the time limit stops its own
-	 * larger program short. Each looks only for placements faster than
-	 * the best so far (the solver's cutoff): one whose relaxation is
-	 * already slower ends at its root (async at a quarter of densenet201
-	 * b64's peak on the GPU, bounded at 404.8 ms against recompute's
-	 * 100.7 ms, had taken its whole fifth).
+	 * larger program short. One whose linear relaxation is already no
+	 * faster than the best so far is not solved (PlaceOptions.cutoff):
+	 * async at a quarter of densenet201 b64's peak on the GPU, bounded at
+	 * 404.8 ms against recompute's 100.7 ms, had taken its whole fifth.
 	 */
 	static const OptimizerId parts[] = {OPT_SYNC, OPT_RECOMPUTE, OPT_ASYNC};
 	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {

@@ -93,8 +93,8 @@ typedef struct PlaceOptions {
 	                              start, > 0: always, kept even if not, < 0: never */
 	bool first_fit;            /* pack by first fit alone, never squeezed above the limit (memplan_first_fit):
 	                              the starts of auto's search, whose neighbourhoods are packed so */
-	double cutoff;             /* seconds: look only for placements faster than this (the solver's cutoff; CBC
-	                              only); 0: none. auto's starts after the first that fits */
+	double cutoff;             /* seconds: a program whose linear relaxation is no faster than this is not solved
+	                              (none is placed); 0: none. auto's starts after the first that fits */
 } PlaceOptions;
 
 /* Pack p (memplan), or by first fit alone where o->first_fit. */

@@ -310,7 +310,7 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 	Cbc_Model *cbc = Cbc_newModel();
 	Cbc_loadProblem(cbc, m->ncols, m->nrows, cstart, rowidx, val, clo, chi, m->obj, rlo, rhi);
 	for (int j = 0; j < m->ncols; j++)
-		if (m->isint[j])
+		if (m->isint[j] && !o->relax)
 			Cbc_setInteger(cbc, j);
 	Cbc_setObjSense(cbc, 1.0);
 	Cbc_setLogLevel(cbc, o->verbose ? 1 : 0);
@@ -320,8 +320,6 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		Cbc_setAllowableFractionGap(cbc, o->gap);
 	if (o->abs_gap > 0)
 		Cbc_setAllowableGap(cbc, o->abs_gap);
-	if (o->cutoff > 0)
-		Cbc_setCutoff(cbc, o->cutoff);
 	/* the time limit is the caller's, in wall-clock seconds; CBC's own default counts CPU time */
 	Cbc_setParameter(cbc, "timeMode", "elapsed");
 
@@ -368,7 +366,8 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 	Cbc_solve(cbc);
 	r->time = now_seconds() - t0;
 
-	const double *x = Cbc_bestSolution(cbc);
+	/* a relaxation (no integer column) is solved by Clp alone: its solution is the columns' */
+	const double *x = o->relax ? (Cbc_isProvenOptimal(cbc) ? Cbc_getColSolution(cbc) : NULL) : Cbc_bestSolution(cbc);
 	if (Cbc_isProvenInfeasible(cbc)) {
 		r->status = MIP_INFEASIBLE;
 	} else if (Cbc_isAbandoned(cbc)) {
@@ -427,7 +426,7 @@ static void solve_lpsolve(const Mip *m, const MipOptions *o, MipResult *r)
 		if (lo <= -inf)
 			set_unbounded(lp, j + 1);
 		set_bounds(lp, j + 1, lo, hi);
-		if (m->isint[j])
+		if (m->isint[j] && !o->relax)
 			set_int(lp, j + 1, TRUE);
 	}
 	set_add_rowmode(lp, TRUE);

@@ -39,8 +39,8 @@ typedef struct MipOptions {
 	                        calls some programs with most columns fixed infeasible */
 	bool no_probing;     /* CBC: without probing cuts (a window of the placement's neighbourhood search
 	                        is solved in about half the time without them) */
-	double cutoff;       /* CBC: only solutions with a smaller objective; none is then MIP_INFEASIBLE
-	                        (<= 0: no cutoff; lp_solve ignores it) */
+	bool relax;          /* solve the linear relaxation only (integrality dropped): its optimum, the
+	                        program's bound, is the objective and the bound of an MIP_OPTIMAL result */
 } MipOptions;
 
 typedef struct MipResult {
