@@ -1142,6 +1142,19 @@ static void test_abs_gap(void)
 	mip_free(m);
 }
 
+/* tanh_chain 64 wide and its all-fast placement; NULL if either fails. */
+static Graph *tanh_chain_fast(Arena *a, const char *name, const CostModel *cm, Schedule **s, Placement **fast)
+{
+	char err[512];
+	Graph *g = tanh_chain(a, name, 64, s);
+	if (!g)
+		return NULL;
+	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
+	*fast = place(g, *s, &fo, a, NULL, err, sizeof err);
+	test_expect(*fast, "%s: all-fast places: %s", name, err);
+	return *fast ? g : NULL;
+}
+
 /*
  * The linear relaxation (MipOptions.relax) on both backends, and a
  * cutoff (auto's starts after the first) through place_ilp: a program
@@ -1171,13 +1184,9 @@ static void test_cutoff(const CostModel *cm)
 	Arena a = {0};
 	const char *name = "a chain with a cutoff";
 	Schedule *s;
-	Graph *g = tanh_chain(&a, name, 64, &s);
+	Placement *fast;
+	Graph *g = tanh_chain_fast(&a, name, cm, &s, &fast);
 	if (!g)
-		return;
-	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
-	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err);
-	test_expect(fast, "%s: all-fast places: %s", name, err);
-	if (!fast)
 		return;
 	PlaceOptions o = {.optimizer = OPT_AUTO, .limit = memplan_fast_peak(fast, &a) / 2, .cm = cm, .time_limit = 20,
 	                  .tiny = -1, .gap = -1, .lns = -1};
@@ -1260,13 +1269,9 @@ static void test_span_needed(const CostModel *cm)
 	char err[512];
 	const char *name = "a chain of activations";
 	Schedule *s;
-	Graph *g = tanh_chain(&a, name, 64, &s);
+	Placement *fast;
+	Graph *g = tanh_chain_fast(&a, name, cm, &s, &fast);
 	if (!g)
-		return;
-	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = cm};
-	Placement *fast = place(g, s, &fo, &a, NULL, err, sizeof err);
-	test_expect(fast, "%s: all-fast places: %s", name, err);
-	if (!fast)
 		return;
 	int64_t peak = memplan_fast_peak(fast, &a);
 	int smaller = 0;
