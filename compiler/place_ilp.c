@@ -2234,8 +2234,8 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * relaxation is no faster is not solved. Only the relaxation: CBC's
 	 * own cutoff hampered its search for a first solution below it
 	 * (resnet200 b32 at 8:1 on the Optane model: async's start found
-	 * none in its 12 s with sync's time as the cutoff, and 9.457 s in
-	 * 6 s without it).
+	 * none in its 12 s with sync's time as the cutoff, and 9.457 s
+	 * after 9 s without it).
 	 */
 	if (o->cutoff > 0) {
 		MipResult lp;
