@@ -59,7 +59,10 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
  * recompute's and async's placements (each placed and packed in a fifth
  * of the time) and the greedy swaps of place_ilp_swaps. Large programs
  * of the joint formulation are hard to find a first solution of; with a
- * start the solver only has to improve one. NULL if none fits.
+ * start the solver only has to improve one. NULL if none fits. The
+ * solved starts are packed by first fit, as the search packs; into
+ * *squeezed, the fastest of their solutions that packed only squeezed
+ * (PlaceStats.squeezed), which is no start but can be the answer.
  */
 static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                      PlaceStats *st, char *err, size_t errlen);
@@ -80,8 +83,9 @@ static void consider(Start *best, Placement *p, const CostModel *cm, const char 
 }
 
 static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
-                                      PlaceStats *st, double *seconds)
+                                      PlaceStats *st, double *seconds, Start *squeezed)
 {
+	*squeezed = (Start){0};
 	Start best = {0};
 	double t0 = now_seconds();
 	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny, limit = o->limit;
@@ -132,6 +136,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		if (p)
 			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
+		if (sst.squeezed && (!squeezed->p || sst.squeezed_time < squeezed->time))
+			*squeezed = (Start){sst.squeezed, sst.squeezed_time, optimizer_info[so.optimizer].name};
 		if (place_solver_log())
 			fprintf(stderr, "start: %s's placement by %.1f s\n", optimizer_info[so.optimizer].name, now_seconds() - t0);
 	}
@@ -201,12 +207,15 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	int stuck = 0; /* attempts in a row that did not shrink the pool */
 	Placement *fallback = NULL; /* the start, if its packed pool fits: returned when the solver finds no better */
 	double fallback_time = 0;
+	Placement *squeezed = NULL; /* first_fit: the fastest solution that packed only squeezed (PlaceStats.squeezed) */
+	double squeezed_time = 0;
 	PlaceStats start = {0};     /* which start, and its time */
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < (fallback ? budget : 2 * budget); attempt++) {
 		opt.time_limit = budget - spent > budget / 4 || fallback ? budget - spent : budget / 4;
 		if (attempt == 0 && (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)) {
 			double start_seconds = 0;
-			Placement *sp = ilp_start_placement(g, s, &opt, a, &start, &start_seconds);
+			Start sq;
+			Placement *sp = ilp_start_placement(g, s, &opt, a, &start, &start_seconds, &sq);
 			spent += start_seconds;
 			opt.start = sp;
 			if (sp) {
@@ -214,6 +223,17 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 				if (sp->fast_bytes + sp->workspace <= o->limit) {
 					fallback = sp;
 					fallback_time = start.start_time;
+				}
+			}
+			/* a start's solution that packs only squeezed: the answer if faster than the search's (not its start) */
+			if (sq.p && !o->first_fit && (!fallback || sq.time < fallback_time)) {
+				memplan(sq.p, a);
+				if (sq.p->fast_bytes + sq.p->workspace <= o->limit) {
+					fallback = sq.p;
+					fallback_time = sq.time;
+					if (place_solver_log())
+						fprintf(stderr, "start: %s's solution packed squeezed, %.1f us, is the fallback\n",
+						        sq.name, sq.time * 1e6);
 				}
 			}
 			/* the solve gets what the starts left, as every re-solve */
@@ -232,10 +252,16 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 			if (limits[i] < alimit[attempt])
 				alimit[attempt] = limits[i];
 		apool[attempt] = p ? 0 : -1;
+		if (st->squeezed && (!squeezed || st->squeezed_time < squeezed_time)) {
+			squeezed = st->squeezed;
+			squeezed_time = st->squeezed_time;
+		}
 		if (p) {
 			place_pack(o, p, a);
 			apool[attempt] = p->fast_bytes + p->workspace;
 		}
+		st->squeezed = squeezed;
+		st->squeezed_time = squeezed_time;
 		st->nattempts = attempt + 1;
 		memcpy(st->creation_times, ctimes, sizeof(double) * (size_t)(attempt + 1));
 		memcpy(st->optimization_times, otimes, sizeof(double) * (size_t)(attempt + 1));
@@ -275,6 +301,8 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		fallback->limit = o->limit;
 		st->status = "the start's placement (the solver found none better that fits)";
 		st->predicted_time = st->objective = fallback_time;
+		if (st->bound > 0 && st->bound <= fallback_time)
+			st->gap = (fallback_time - st->bound) / fallback_time;
 		return fallback;
 	}
 	if (st->nattempts == 0 || apool[st->nattempts - 1] < 0)

@@ -162,6 +162,9 @@ typedef struct PlaceStats {
 	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */
 	bool repaired;             /* the last of them made it pack */
 	double repair_cost;        /* what that added to the objective (seconds) */
+	Placement *squeezed;       /* with PlaceOptions.first_fit: the fastest solution that packed only squeezed
+	                              (memplan), before its repair or re-solve; or NULL */
+	double squeezed_time;      /* its predicted seconds */
 } PlaceStats;
 
 /*

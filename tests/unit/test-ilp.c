@@ -634,6 +634,41 @@ static bool repair_check(const Graph *g, const Schedule *s, const CostModel *cm,
 }
 
 /*
+ * recompute as auto's start (packed by first fit, its repair forced): a
+ * solution that packs only squeezed is kept beside the one returned
+ * (PlaceStats.squeezed): it is a valid placement, its memory plan
+ * (squeezed) fits the limit where first fit alone does not, its time is
+ * its prediction, and it is no faster than the program's optimum.
+ * Returns whether one was kept.
+ */
+static bool squeezed_check(const Graph *g, const Schedule *s, const CostModel *cm, const Case *c, int64_t limit,
+                           double optimum, Arena *a)
+{
+	char err[512];
+	PlaceOptions o = {.optimizer = OPT_RECOMPUTE, .limit = limit, .cm = cm, .time_limit = 20, .tiny = c->tiny,
+	                  .gap = -1, .repair = 1, .first_fit = true};
+	PlaceStats st;
+	Placement *p = place(g, s, &o, a, &st, err, sizeof err);
+	if (!st.squeezed)
+		return false;
+	Placement *q = st.squeezed;
+	test_expect(placement_verify(g, q, err, sizeof err), "%s squeezed, limit %" PRId64 ": placement_verify: %s",
+	            c->name, limit, err);
+	test_expect(q->fast_bytes + q->workspace <= limit && memplan_verify(q, a, err, sizeof err),
+	            "%s squeezed, limit %" PRId64 ": pool %" PRId64 " or %s", c->name, limit, q->fast_bytes, err);
+	double t = placement_predict(q, cm, NULL);
+	test_expect(close_to(t, st.squeezed_time) && t >= optimum * (1 - 1e-9),
+	            "%s squeezed, limit %" PRId64 ": predicted %.9g, kept as %.9g, optimum %.9g", c->name, limit, t,
+	            st.squeezed_time, optimum);
+	memplan_first_fit(q, a);
+	test_expect(q->fast_bytes + q->workspace > limit, "%s squeezed, limit %" PRId64 ": first fit packs it too",
+	            c->name, limit);
+	printf("  recompute's start packed only squeezed: %.6f us (returned: %.6f us, optimum %.6f us)\n", t * 1e6,
+	       p ? placement_predict(p, cm, NULL) * 1e6 : 0.0, optimum * 1e6);
+	return true;
+}
+
+/*
  * auto improving a start by re-solving neighbourhoods (forced on these
  * small programs): from async's placement, the result is a valid packed
  * placement whose prediction is its objective, no slower than the start
@@ -811,6 +846,7 @@ static void test_checkpoint_start(const CostModel *cm)
 
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
 static int repaired;       /* placements whose solution a repair made pack */
+static int squeezed;       /* starts whose solution packed only squeezed (squeezed_check) */
 static int spans_win;      /* limits at which auto's optimum beats its own with spans of one kernel */
 
 static void run_case(const Case *c, const CostModel *cm)
@@ -863,6 +899,7 @@ static void run_case(const Case *c, const CostModel *cm)
 		double au = solve_and_check(g, s, cm, c, "auto", "cbc", limit, true, &a);
 		repaired += repair_check(g, s, cm, c, "recompute", limit, rc, &a);
 		repaired += repair_check(g, s, cm, c, "auto", limit, au, &a);
+		squeezed += squeezed_check(g, s, cm, c, limit, rc, &a);
 		test_expect(au <= obj[2][0] * (1 + 1e-9) && au <= rc * (1 + 1e-9),
 		            "%s limit %" PRId64 ": auto %.9g above async %.9g or recompute %.9g", c->name, limit, au,
 		            obj[2][0], rc);
@@ -1333,6 +1370,8 @@ int main(void)
 	printf("recompute beat static at %d limits\n", recompute_wins);
 	test_expect(repaired > 0, "no solution needed a repair for fragmentation: the repair checks test nothing");
 	printf("solutions repaired for fragmentation: %d\n", repaired);
+	test_expect(squeezed > 0, "no start's solution packed only squeezed: the squeezed checks test nothing");
+	printf("starts' solutions kept as packed squeezed: %d\n", squeezed);
 	test_expect(spanning_moves > 0, "no placement has a move that spans kernels: the chunk checks test nothing");
 	test_expect(spans_win > 0, "spanning moves never beat moves of one kernel: the comparison tests nothing");
 	printf("moves spanning kernels: %d; spans beat spans of one at %d limits\n", spanning_moves, spans_win);
