@@ -53,6 +53,46 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
 }
 
 /*
+ * Every kernel with measured algorithms (a GPU profile's algo lines) runs
+ * the fastest (cm->algos lists it first) whose workspace is at most room
+ * bytes (any, if room < 0), as the ILP chooses: without a limit (all-fast,
+ * unified memory) the fastest whatever its workspace, so that all-fast is
+ * timed with the kernels a placement would pick; for checkpoint the
+ * fastest that fits beside its packed pool. A kernel without such an
+ * algorithm runs cuDNN's heuristic choice, timed by its kernel line.
+ */
+static void choose_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t room, Arena *a)
+{
+	if (!o->cm || !o->cm->algos || !o->kernels_fast)
+		return;
+	p->workspace = 0;
+	for (int k = 0; k < s->n; k++) {
+		const KernelAlgo *al;
+		int na = o->cm->algos(o->cm, s->order[k], &al);
+		if (p->algo)
+			p->algo[k] = NULL;
+		for (int i = 0; i < na; i++) {
+			if (room >= 0 && al[i].workspace > room)
+				continue;
+			if (!p->algo)
+				p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+			p->algo[k] = &al[i];
+			if (al[i].workspace > p->workspace)
+				p->workspace = al[i].workspace;
+			break;
+		}
+	}
+}
+
+/* checkpoint's placement p, packed: the algorithms that fit beside its pool under o->limit (none: any) */
+static void checkpoint_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
+{
+	int64_t room = o->limit > 0 ? o->limit - p->fast_bytes : -1;
+	if (room >= 0 || o->limit <= 0)
+		choose_algos(p, s, o, room, a);
+}
+
+/*
  * A placement for auto's and recompute's solver to start from, the
  * faster of those that fit: checkpoint's in its lazy form (the number
  * of segments that is fastest within the limit), and for auto sync's
@@ -95,8 +135,11 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	int fwd = place_forward_steps(s);
 	for (int k = 2; k <= PLACE_MAX_SEGMENTS && k <= fwd; k++) {
 		Placement *p = place_checkpoint_segments(g, s, k, true, least, a);
-		if (memplan_fast_peak(p, a) <= limit)
+		int64_t peak = memplan_fast_peak(p, a);
+		if (peak <= limit) {
+			choose_algos(p, s, o, limit - peak, a);
 			consider(&best, p, o->cm, "checkpoint");
+		}
 	}
 	if (place_solver_log())
 		fprintf(stderr, "start: checkpoint's segments in %.1f s\n", now_seconds() - t0);
@@ -328,6 +371,7 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 		Placement *p = place_checkpoint_segments(g, s, o->segments, false, 0, a);
 		p->limit = o->limit;
 		memplan(p, a);
+		checkpoint_algos(p, s, o, a);
 		st->segments = o->segments;
 		return p;
 	}
@@ -338,6 +382,7 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 	for (int k = 1; k <= PLACE_MAX_SEGMENTS && k <= (fwd > 0 ? fwd : 1); k++) {
 		Placement *p = place_checkpoint_segments(g, s, k, false, 0, a);
 		memplan(p, a);
+		checkpoint_algos(p, s, o, a);
 		if (least < 0 || p->fast_bytes < least)
 			least = p->fast_bytes, least_k = k;
 		if (p->fast_bytes > o->limit)
@@ -388,28 +433,6 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 	return p;
 }
 
-/*
- * Without a limit (all-fast, unified memory) every kernel with measured
- * algorithms (a GPU profile's algo lines) runs its fastest one (cm->algos
- * lists it first), whatever its workspace: the same choice the ILP has,
- * so that all-fast is timed with the kernels a placement would pick.
- */
-static void fastest_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
-{
-	if (!o->cm || !o->cm->algos || !o->kernels_fast)
-		return;
-	for (int k = 0; k < s->n; k++) {
-		const KernelAlgo *al;
-		if (o->cm->algos(o->cm, s->order[k], &al) == 0)
-			continue;
-		if (!p->algo)
-			p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
-		p->algo[k] = &al[0];
-		if (al[0].workspace > p->workspace)
-			p->workspace = al[0].workspace;
-	}
-}
-
 /* One placement of o's optimizer under o->limit. */
 static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st,
                              char *err, size_t errlen)
@@ -433,7 +456,7 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		break;
 	case OPT_ALL_FAST:
 		p = place_all_fast(g, s, a);
-		fastest_algos(p, s, o, a);
+		choose_algos(p, s, o, -1, a);
 		break;
 	case OPT_ALL_SLOW:
 		p = place_all_slow(g, s, a);
@@ -443,7 +466,7 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		break;
 	case OPT_UM: /* every tensor in managed memory; the driver pages it (not predicted) */
 		p = place_all_fast(g, s, a);
-		fastest_algos(p, s, o, a);
+		choose_algos(p, s, o, -1, a);
 		p->optimizer = OPT_UM;
 		p->limit = o->limit;
 		st->status = "baseline";

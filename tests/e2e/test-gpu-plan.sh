@@ -151,7 +151,8 @@ fi
 # limit, and each step's time is its algorithm's. A backward convolution
 # also offers cuDNN's nondeterministic algorithms (bwd_data 0, bwd_filter 0
 # and 3), fastest of all and without workspace: never chosen. All-fast and
-# um (without a limit) run each convolution's fastest (deterministic) one.
+# um (without a limit) run each convolution's fastest (deterministic) one;
+# the checkpoint baseline the fastest whose workspace fits beside its pool.
 /usr/bin/env python3 - "$work/p.tsv" "$work/pa.tsv" <<'PY'
 import sys
 with open(sys.argv[2], "w") as out:
@@ -173,6 +174,9 @@ for case in "roomy $((peak + 16 << 20))" "tight $((peak + (1 << 20)))"; do
     "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer sync \
         --limit "$2" --solver-time 30 --json >"$work/algo-$1.json" 2>"$work/algo-$1.err" ||
         fail "algorithms, $1 limit: $(cat "$work/algo-$1.err")"
+    "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer checkpoint \
+        --limit "$2" --json >"$work/algo-checkpoint-$1.json" 2>"$work/algo-checkpoint-$1.err" ||
+        fail "algorithms, checkpoint, $1 limit: $(cat "$work/algo-checkpoint-$1.err")"
 done
 for opt in all-fast um; do # without a limit (um may have none: unified memory uncapped)
     "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer $opt \
@@ -189,7 +193,13 @@ for l in open(f"{w}/pa.tsv"):
         algo[f[1], f[3]] = float(f[4])
 sigs = {}
 bad, ok = [], []
-for case, want in (("roomy", "fast_big"), ("tight", "slow_small"), ("all-fast", "fast_big"), ("um", "fast_big")):
+def checkpoint_want(case):
+    # the baseline takes the fastest algorithm whose workspace fits beside its packed pool
+    d = json.load(open(f"{w}/algo-{case}.json"))
+    return "fast_big" if d["limit"] - d["scratch_bytes"] - d["fast_pool_bytes"] >= 8 << 20 else "slow_small"
+cases = [("roomy", "fast_big"), ("tight", "slow_small"), ("all-fast", "fast_big"), ("um", "fast_big")]
+cases += [(c, checkpoint_want(c)) for c in ("checkpoint-roomy", "checkpoint-tight")]
+for case, want in cases:
     d = json.load(open(f"{w}/algo-{case}.json"))
     conv = [st for st in d["steps"] if st["op"].startswith("conv2d")]
     got = {st.get("algorithm") for st in conv}
