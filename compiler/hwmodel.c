@@ -198,6 +198,27 @@ static bool parse_quantity(const char *path, int line, const char *key, const ch
 	return fail(err, errlen, path, line, "%s: unknown unit '%s' (%s)", key, u, unit_list(kind, list, sizeof list));
 }
 
+/* [compute]'s flops.OP = rate or bandwidth.OP = fraction: one op's own figure. */
+static bool parse_op_key(const char *path, int line, const char *key, const char *val, HwModel *hw, char *err,
+                         size_t errlen)
+{
+	bool flops = key[0] == 'f';
+	const char *name = key + (flops ? 6 : 10);
+	int op = -1;
+	for (int i = 0; i < NUM_OPS && op < 0; i++)
+		if (strcmp(op_info[i].name, name) == 0)
+			op = i;
+	if (op < 0)
+		return fail(err, errlen, path, line, "%s: no op is called '%s' (the names of ops.def, as in a profile)", key,
+		            name);
+	double *slot = flops ? &hw->op_flops[op] : &hw->op_bandwidth[op];
+	if (*slot > 0)
+		return fail(err, errlen, path, line, "%s is given twice in [compute]", key);
+	if (!*val)
+		return fail(err, errlen, path, line, "%s has no value", key);
+	return parse_quantity(path, line, key, val, flops ? V_RATE : V_FRACTION, slot, err, errlen);
+}
+
 bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t errlen)
 {
 	memset(hw, 0, sizeof *hw);
@@ -256,6 +277,11 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 		char *key = trim(l), *val = trim(eq + 1);
 		if (!*key)
 			return fail(err, errlen, path, lineno, "a value without a key");
+		if (sec == SEC_COMPUTE && (strncmp(key, "flops.", 6) == 0 || strncmp(key, "bandwidth.", 10) == 0)) {
+			if (!parse_op_key(path, lineno, key, val, hw, err, errlen))
+				return false;
+			continue;
+		}
 		size_t k = countof(keys);
 		for (size_t i = 0; i < countof(keys); i++)
 			if (keys[i].sec == sec && strcmp(keys[i].name, key) == 0)
@@ -370,11 +396,15 @@ double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a)
 {
 	if (!(hw->flop_rate > 0))
 		ICE("%s has no [compute] section", hw->path);
-	Roofline r = {.flop_rate = hw->flop_rate, .fast_read = hw->fast.read_bw, .fast_write = hw->fast.write_bw,
-	              .slow_read = hw->slow.read_bw, .slow_write = hw->slow.write_bw, .async_factor = 1};
-	CostModel *roof = costmodel_roofline(&r, a);
 	double *t = arena_array(a, (size_t)g->nodes.n + 1, sizeof(double));
-	for (int i = 0; i < g->nodes.n; i++)
-		t[g->nodes.v[i]->id] = hw->launch + roof->kernel_time(roof, g->nodes.v[i], 0);
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = g->nodes.v[i];
+		double rate = hw->op_flops[n->op] > 0 ? hw->op_flops[n->op] : hw->flop_rate;
+		double eff = hw->op_bandwidth[n->op] > 0 ? hw->op_bandwidth[n->op] : 1;
+		Roofline r = {.flop_rate = rate, .fast_read = hw->fast.read_bw * eff, .fast_write = hw->fast.write_bw * eff,
+		              .slow_read = hw->slow.read_bw, .slow_write = hw->slow.write_bw, .async_factor = 1};
+		CostModel *roof = costmodel_roofline(&r, a);
+		t[n->id] = hw->launch + roof->kernel_time(roof, n, 0);
+	}
 	return t;
 }

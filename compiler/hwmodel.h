@@ -23,6 +23,8 @@
  *   [compute]                      optional: kernel times without a profile
  *   flops = 51 TFLOP/s             FLOP/s, GFLOP/s, TFLOP/s (required in [compute])
  *   launch = 4 us                  added to every kernel
+ *   flops.conv2d = 30 TFLOP/s      one op's own FLOP rate (any op of ops.def)
+ *   bandwidth.batchnorm = 0.4      the fraction of the fast tier's bandwidth one op reaches
  *
  * Every tier needs read_bandwidth and write_bandwidth; the rest is
  * optional. Errors are "file:line: error: message".
@@ -35,6 +37,7 @@
 #include <stdint.h>
 
 #include "costmodel.h"
+#include "ops.h"
 
 /* One memory tier. */
 typedef struct HwTier {
@@ -55,6 +58,8 @@ typedef struct HwModel {
 	double async_fraction;   /* async moves run at this fraction of the bandwidth (default 1) */
 	double flop_rate;        /* [compute] flops: FLOP/s of a kernel (0: no [compute] section) */
 	double launch;           /* [compute] launch: seconds added to every kernel */
+	double op_flops[NUM_OPS];     /* [compute] flops.OP: that op's FLOP/s (0: flop_rate) */
+	double op_bandwidth[NUM_OPS]; /* [compute] bandwidth.OP: fraction of the fast tier's bandwidth (0: all of it) */
 } HwModel;
 
 /* Parse the text of a hw file named path. False with "path:line: error: ..." in err. */
@@ -89,8 +94,9 @@ CostModel *costmodel_from_hw(const HwModel *hw, const Graph *g, const double *fa
 /*
  * All-fast kernel times from the [compute] section alone, for a machine
  * without a profile (a GPU planned for on a CPU): by node id,
- *   launch + max(flops / flop_rate, bytes read / fast read bandwidth
- *                                   + bytes written / fast write bandwidth).
+ *   launch + max(flops / flop_rate, (bytes read / fast read bandwidth
+ *                                    + bytes written / fast write bandwidth) / efficiency),
+ * with the op's own flops.OP and bandwidth.OP (efficiency) where given.
  * hw->flop_rate must be set.
  */
 double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a);

@@ -3,7 +3,8 @@
 # any machine: each MODEL-bBATCH.gpu.tsv holds every kernel of its model's
 # training step (an op added to the model without profiling it again makes
 # the profile unusable: autotmc refuses to plan with it), and all-fast
-# planned from it is predicted from measured times.
+# planned from it is predicted from measured times; the hw file fitted to
+# them stays within 25% of each.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -26,5 +27,12 @@ for p in "$srcdir"/bench/gpu/profiles/*-b*.gpu.tsv; do
     fi
 done
 [ $n -gt 0 ] || { echo "FAIL: no profiles in bench/gpu/profiles"; fails=1; }
+# hw/h200-pcie5.hw, whose per-op rates were fitted to these profiles
+# (bench/gpu/fit_hw.py), models each one's all-fast step within 25%
+if ! /usr/bin/env python3 "$srcdir/bench/gpu/fit_hw.py" --autotmc "$autotmc" --profiles "$srcdir/bench/gpu/profiles" \
+        --check "$srcdir/hw/h200-pcie5.hw" --within 0.25; then
+    echo "FAIL: hw/h200-pcie5.hw is off by more than 25% on a profile"
+    fails=$((fails + 1))
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]

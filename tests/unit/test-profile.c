@@ -67,6 +67,7 @@ static void test_hw_shipped(void)
 		{"optane-6dimm.hw", 39e9, 14e9},
 		{"cxl-x8.hw", 26e9, 25e9},
 		{"h100-pcie5.hw", 52e9, 52e9},
+		{"h200-pcie5.hw", 55e9, 55e9},
 	};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
 		char path[1024], err[512];
@@ -123,6 +124,13 @@ static void test_hw_errors(void)
 		{"[fast]\nread_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n\n[slow]\nread_bandwidth = 1 GB/s\n",
 		 "bad.hw:5: error: [slow] has no write_bandwidth"},
 		{"", "bad.hw: error: no [fast] section"},
+		{"[compute]\nflops.conv3d = 1 TFLOP/s\n",
+		 "bad.hw:2: error: flops.conv3d: no op is called 'conv3d' (the names of ops.def, as in a profile)"},
+		{"[compute]\nbandwidth.relu = 2\n", "bad.hw:2: error: bandwidth.relu must be in (0, 1]"},
+		{"[compute]\nflops.relu = 0.5\n", "bad.hw:2: error: flops.relu needs a unit (FLOP/s, GFLOP/s, TFLOP/s)"},
+		{"[compute]\nbandwidth.relu = 0.5\nbandwidth.relu = 0.4\n",
+		 "bad.hw:3: error: bandwidth.relu is given twice in [compute]"},
+		{"[fast]\nflops.relu = 1 TFLOP/s\n", "bad.hw:2: error: unknown key 'flops.relu' in [fast]"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		HwModel hw;
@@ -190,6 +198,45 @@ static void test_signatures(const Graph *g, const Schedule *s, Arena *a)
 			conv = sigs->v[i]->text;
 	const char *want = "conv2d [4,3,8,8] [8,3,3,3] [8] -> [4,8,8,8] kh=3 kw=3 sh=1 sw=1 ph=1 pw=1 groups=1";
 	test_check(conv && strcmp(conv, want) == 0, "the first convolution's signature: %s", conv ? conv : "(none)");
+}
+
+/*
+ * [compute]'s per-op lines: with flops.conv2d at half the FLOP rate, each
+ * (compute-bound) forward convolution takes twice as long; with
+ * bandwidth.relu at a quarter, each (memory-bound) ReLU four times; every
+ * other kernel as before.
+ */
+static void test_hw_per_op(const Graph *g, Arena *a)
+{
+	static const char base[] = "[fast]\nread_bandwidth = 1 TB/s\nwrite_bandwidth = 1 TB/s\n"
+	                           "[slow]\nread_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n"
+	                           "[compute]\nflops = 1 TFLOP/s\n";
+	char text[512], err[512] = "";
+	snprintf(text, sizeof text, "%sflops.conv2d = 0.5 TFLOP/s\nbandwidth.relu = 0.25\n", base);
+	HwModel h0, h1;
+	if (!test_check(hw_parse("roof.hw", base, &h0, err, sizeof err) && hw_parse("op.hw", text, &h1, err, sizeof err),
+	                "hw files with per-op lines parse%s%s", err[0] ? ": " : "", err))
+		return;
+	test_check(h1.op_flops[OP_CONV2D] == 0.5e12 && h1.op_bandwidth[OP_RELU] == 0.25 && h1.op_flops[OP_RELU] == 0,
+	           "flops.conv2d and bandwidth.relu are read into their ops");
+	double *t0 = hw_roofline_times(&h0, g, a), *t1 = hw_roofline_times(&h1, g, a);
+	int conv = 0, relu = 0, other = 0, bad = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = g->nodes.v[i];
+		double r = t1[n->id] / t0[n->id];
+		double want = n->op == OP_CONV2D ? 2 : n->op == OP_RELU ? 4 : 1;
+		conv += n->op == OP_CONV2D;
+		relu += n->op == OP_RELU;
+		other += n->op != OP_CONV2D && n->op != OP_RELU;
+		if (!(t0[n->id] > 0) || fabs(r - want) > 1e-9) {
+			bad++;
+			printf("  %s (%s): %.6g s, then %.6g s (x%.4g, expected x%g)\n", n->name, op_info[n->op].name,
+			       t0[n->id], t1[n->id], r, want);
+		}
+	}
+	test_check(bad == 0 && conv == 3 && relu == 3 && other > 0,
+	           "per-op rates: %d convolutions x2, %d ReLUs x4, %d other kernels unchanged (%d wrong)", conv, relu,
+	           other, bad);
 }
 
 /* ---- the database ---------------------------------------------------------------------- */
@@ -415,6 +462,7 @@ int main(int argc, char **argv)
 		test_check(false, "the test model compiles");
 	} else {
 		test_signatures(g, s, &a);
+		test_hw_per_op(g, &a);
 		test_profiler(g, s, &a);
 		test_profile_and_models(g, s, &a);
 	}
