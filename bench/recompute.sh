@@ -14,7 +14,9 @@
 #        "all-fast checkpoint recompute async auto")
 #
 # AUTOTMC names the compiler (default ./autotmc), SOLVER_TIME the solver's
-# seconds per placement (default 60).
+# seconds per placement (default 60). GPU_PROFILES=DIR plans from the
+# measured profiles DIR/MODEL-bBATCH.gpu.tsv (bench/gpu/profiles) instead
+# of hw/h100-pcie5.hw, and writes bench/out/recompute-profiles.tsv.
 set -eu
 cd "$(dirname "$0")/.."
 models=${1:-resnet50:32 resnet152:64 densenet201:64 inception_v3:64 vgg19:64}
@@ -22,17 +24,20 @@ ratios=${2:-1:1 3:1}
 optimizers=${3:-all-fast checkpoint recompute async auto}
 autotmc=${AUTOTMC:-./autotmc}
 out=bench/out/recompute.tsv
+[ -n "${GPU_PROFILES:-}" ] && out=bench/out/recompute-profiles.tsv
 mkdir -p bench/out
 [ -s "$out" ] || printf 'model\tbatch\tratio\toptimizer\tlimit_gib\tof_peak\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
 for m in $models; do
     model=${m%:*} batch=${m#*:}
-    fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu --hw hw/h100-pcie5.hw \
+    times="--hw hw/h100-pcie5.hw"
+    [ -n "${GPU_PROFILES:-}" ] && times="--gpu-profile $GPU_PROFILES/$model-b$batch.gpu.tsv"
+    fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu $times \
         --optimizer all-fast --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_seconds"])')
     for ratio in $ratios; do
         for opt in $optimizers; do
             size="--ratio $ratio"
             [ "$opt" = all-fast ] && size=
-            json=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu --hw hw/h100-pcie5.hw \
+            json=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu $times \
                 --optimizer "$opt" $size --solver-time "${SOLVER_TIME:-60}" --json 2>bench/out/recompute.err) || {
                 printf '%s\t%s\t%s\t%s\tFAILED\t%s\n' "$model" "$batch" "$ratio" "$opt" \
                     "$(tail -1 bench/out/recompute.err)" | tee -a "$out"
