@@ -84,6 +84,19 @@ static void choose_algos(Placement *p, const Schedule *s, const PlaceOptions *o,
 	}
 }
 
+/*
+ * p packed, whose pool fits the limit but not with its algorithms'
+ * workspace: the fastest algorithms that fit beside the pool instead
+ * (a start whose algorithms were chosen before it was packed: the
+ * swaps', checkpoint's by its live peak, or a solved one that packed
+ * larger than its program's capacity rows).
+ */
+static void fit_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
+{
+	if (p->fast_bytes <= limit && p->fast_bytes + p->workspace > limit)
+		choose_algos(p, s, o, limit - p->fast_bytes, a);
+}
+
 /* checkpoint's placement p, packed: the algorithms that fit beside its pool under o->limit (none: any) */
 static void checkpoint_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
@@ -151,6 +164,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (!p)
 			break;
 		memplan_first_fit(p, a);
+		fit_algos(p, s, o, limit, a);
 		if (p->fast_bytes + p->workspace <= limit) {
 			consider(&best, p, o->cm, "swaps");
 			break;
@@ -263,21 +277,23 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 			opt.start = sp;
 			if (sp) {
 				place_pack(o, sp, a);
+				fit_algos(sp, s, o, o->limit, a);
 				if (sp->fast_bytes + sp->workspace <= o->limit) {
 					fallback = sp;
-					fallback_time = start.start_time;
+					fallback_time = start.start_time = placement_predict(sp, o->cm, NULL);
 				}
 			}
-			/* a start's solution that packs only squeezed: the answer if faster than the search's (not its start) */
+			/*
+			 * a start's solution that packs only squeezed (packed so under
+			 * this limit by keep_squeezed): the answer if faster than the
+			 * search's, not its start
+			 */
 			if (sq.p && !o->first_fit && (!fallback || sq.time < fallback_time)) {
-				memplan(sq.p, a);
-				if (sq.p->fast_bytes + sq.p->workspace <= o->limit) {
-					fallback = sq.p;
-					fallback_time = sq.time;
-					if (place_solver_log())
-						fprintf(stderr, "start: %s's solution packed squeezed, %.1f us, is the fallback\n",
-						        sq.name, sq.time * 1e6);
-				}
+				fallback = sq.p;
+				fallback_time = sq.time;
+				if (place_solver_log())
+					fprintf(stderr, "start: %s's solution packed squeezed, %.1f us, is the fallback\n", sq.name,
+					        sq.time * 1e6);
 			}
 			/* the solve gets what the starts left, as every re-solve */
 			opt.time_limit = budget - spent > budget / 4 ? budget - spent : budget / 4;
