@@ -47,6 +47,8 @@ enum {
 #define PLACE_LNS_GAP 1e-3          /* auto, recompute: a neighbourhood is solved to within this share of the whole step */
 #define PLACE_LNS_GAIN 0.01         /* auto, recompute: gained over the last quarter of their time, the neighbourhoods
                                        take the whole program's time too */
+#define PLACE_DEADLINE_GRACE 0.5  /* auto, recompute: seconds past its time limit the whole program's solve after the
+                                     neighbourhoods is stopped at (MipOptions.deadline) */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
 #define PLACE_REPAIR_ROOM 0.05     /* auto, recompute: without a start that packs, the share is kept only where the
@@ -159,6 +161,8 @@ typedef struct PlaceStats {
 	int lns_merges;            /* results solved from a plan that had improved since, merged into the new one */
 	bool lns_extended;         /* they were still improving and took the whole program's time too */
 	bool lns_bound;            /* after them, the whole program was solved for a bound (false: bound 0) */
+	bool lns_stopped;          /* ... and stopped at its deadline (MipOptions.deadline): its bound as its log
+	                              last reported it, no solution of its own */
 	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */
 	bool repaired;             /* the last of them made it pack */
 	double repair_cost;        /* what that added to the objective (seconds) */

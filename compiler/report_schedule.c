@@ -453,7 +453,8 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 			snprintf(jobs, sizeof jobs, " (%d at once)", st->lns_jobs);
 		fprintf(f, "neighbourhoods: %d re-solves in %.1f s%s, %d better, %.3f ms off the start's %.3f ms%s\n",
 		        st->lns_solves, st->lns_time, jobs, st->lns_better, 1e3 * st->lns_gain, 1e3 * st->lns_start,
-		        st->lns_bound      ? "; then the whole program"
+		        st->lns_stopped    ? "; then the whole program, stopped at its time limit"
+		        : st->lns_bound    ? "; then the whole program"
 		        : st->lns_extended ? "; still improving, so the whole program's time too"
 		                           : "");
 	}
@@ -511,6 +512,7 @@ char *schedule_solver_json(const PlaceStats *st)
 		cJSON_AddNumberToObject(n, "start_objective_seconds", st->lns_start);
 		cJSON_AddNumberToObject(n, "gain_seconds", st->lns_gain);
 		cJSON_AddBoolToObject(n, "whole_program_after", st->lns_bound);
+		cJSON_AddBoolToObject(n, "whole_program_stopped", st->lns_stopped);
 		cJSON_AddBoolToObject(n, "extended", st->lns_extended);
 	}
 	if (st->repairs > 0) {

@@ -19,11 +19,15 @@
  */
 #include "solver.h"
 
+#include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <coin/Cbc_C_Interface.h>
@@ -550,6 +554,191 @@ static void stdout_restore(int saved)
 	}
 }
 
+bool mip_log_bound(const char *line, double *bound)
+{
+	static const char *const after[] = {"Continuous objective value is ", "best possible "};
+	for (size_t i = 0; i < sizeof after / sizeof *after; i++) {
+		const char *at = strstr(line, after[i]);
+		char *end;
+		double v = at ? strtod(at + strlen(after[i]), &end) : NAN;
+		if (at && end != at + strlen(after[i]) && isfinite(v) && fabs(v) < MIP_INF) {
+			*bound = v;
+			return true;
+		}
+	}
+	const char *at = strstr(line, "changed objective from ");
+	if (at && (at = strstr(at, " to "))) {
+		char *end;
+		double v = strtod(at + 4, &end);
+		if (end != at + 4 && isfinite(v) && fabs(v) < MIP_INF) {
+			*bound = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Write all n bytes of p to fd; false on an error. */
+static bool write_full(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+/* What a child solving with a deadline writes back, followed by its nx solution values. */
+typedef struct ChildResult {
+	int status, nx;
+	double objective, bound, gap, time;
+} ChildResult;
+
+/*
+ * CBC in a child process, stopped at o->deadline (MipOptions): its log
+ * (level 1, whatever o->verbose says) comes through one pipe, read here
+ * for the bound it reports and passed on to standard output (the
+ * caller's standard error, mip_solve) if o->verbose; its result through
+ * another. Solved here, without a deadline, if no process can be made.
+ */
+static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
+{
+	int logp[2], resp[2];
+	if (pipe(logp) != 0) {
+		solve_cbc(m, o, r);
+		return;
+	}
+	if (pipe(resp) != 0) {
+		close(logp[0]);
+		close(logp[1]);
+		solve_cbc(m, o, r);
+		return;
+	}
+	double t0 = now_seconds(), deadline = t0 + o->deadline;
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(logp[0]), close(logp[1]), close(resp[0]), close(resp[1]);
+		solve_cbc(m, o, r);
+		return;
+	}
+	if (pid == 0) {
+		close(logp[0]);
+		close(resp[0]);
+		if (dup2(logp[1], STDOUT_FILENO) < 0)
+			_exit(1);
+		close(logp[1]);
+		setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it is printed */
+		MipOptions co = *o;
+		co.verbose = true;
+		co.deadline = 0;
+		MipResult cr;
+		memset(&cr, 0, sizeof cr);
+		cr.status = MIP_ERROR;
+		solve_cbc(m, &co, &cr);
+		fflush(stdout);
+		ChildResult h = {.status = (int)cr.status, .nx = cr.x ? m->ncols : 0, .objective = cr.objective,
+		                 .bound = cr.bound, .gap = cr.gap, .time = cr.time};
+		bool ok = write_full(resp[1], &h, sizeof h) && (!cr.x || write_full(resp[1], cr.x, sizeof(double) * (size_t)h.nx));
+		_exit(ok ? 0 : 1);
+	}
+	close(logp[1]);
+	close(resp[1]);
+	size_t want = sizeof(ChildResult), got = 0;
+	char *res = xmalloc(want + sizeof(double) * (size_t)(m->ncols + 1));
+	char line[4096];
+	size_t len = 0;
+	double bound = 0;
+	bool log_open = true, res_open = true, stopped = false;
+	while (log_open || res_open) {
+		struct pollfd pfd[2];
+		int np = 0, ilog = -1, ires = -1;
+		if (log_open)
+			ilog = np, pfd[np++] = (struct pollfd){.fd = logp[0], .events = POLLIN};
+		if (res_open)
+			ires = np, pfd[np++] = (struct pollfd){.fd = resp[0], .events = POLLIN};
+		double left = deadline - now_seconds();
+		if (left <= 0) {
+			stopped = true;
+			break;
+		}
+		int ready = poll(pfd, (nfds_t)np, (int)(left * 1e3) + 1);
+		if (ready < 0 && errno != EINTR)
+			break;
+		if (ready <= 0)
+			continue;
+		if (ilog >= 0 && pfd[ilog].revents) {
+			char buf[4096];
+			ssize_t n = read(logp[0], buf, sizeof buf);
+			if (n <= 0 && !(n < 0 && errno == EINTR))
+				log_open = false;
+			for (ssize_t i = 0; i < n; i++) {
+				if (len < sizeof line - 1)
+					line[len++] = buf[i];
+				if (buf[i] != '\n')
+					continue;
+				line[len] = '\0';
+				double b;
+				if (mip_log_bound(line, &b) && b > bound)
+					bound = b;
+				if (o->verbose)
+					fputs(line, stdout);
+				len = 0;
+			}
+		}
+		if (ires >= 0 && pfd[ires].revents) {
+			ssize_t n = read(resp[0], res + got, want - got);
+			if (n <= 0 && !(n < 0 && errno == EINTR))
+				res_open = false;
+			if (n > 0) {
+				got += (size_t)n;
+				if (got == sizeof(ChildResult)) {
+					ChildResult h;
+					memcpy(&h, res, sizeof h);
+					want += sizeof(double) * (size_t)(h.nx > 0 && h.nx == m->ncols ? h.nx : 0);
+				}
+				if (got == want && got >= sizeof(ChildResult))
+					res_open = false;
+			}
+		}
+	}
+	if (stopped)
+		kill(pid, SIGKILL);
+	close(logp[0]);
+	close(resp[0]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	r->time = now_seconds() - t0;
+	if (!stopped && got == want && got >= sizeof(ChildResult)) {
+		ChildResult h;
+		memcpy(&h, res, sizeof h);
+		r->status = (MipStatus)h.status;
+		r->objective = h.objective;
+		r->bound = h.bound;
+		r->gap = h.gap;
+		if (h.nx > 0) {
+			r->x = xmalloc(sizeof(double) * (size_t)(m->ncols + 1));
+			memcpy(r->x, res + sizeof h, sizeof(double) * (size_t)m->ncols);
+		}
+	} else if (stopped) {
+		r->status = MIP_NO_SOLUTION;
+		r->stopped = true;
+		r->bound = bound;
+		if (o->verbose)
+			printf("stopped at the deadline of %.1f s; the best bound reported: %g\n", o->deadline, bound);
+	} else {
+		r->status = MIP_ERROR; /* the child died */
+	}
+	free(res);
+}
+
 bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
@@ -561,7 +750,9 @@ bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_
 		return false;
 	}
 	int saved = stdout_to_stderr();
-	if (cbc)
+	if (cbc && o->deadline > 0 && !o->relax)
+		solve_cbc_deadline(m, o, r);
+	else if (cbc)
 		solve_cbc(m, o, r);
 	else
 		solve_lpsolve(m, o, r);

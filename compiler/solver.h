@@ -39,10 +39,23 @@ typedef struct MipOptions {
 	                        calls some programs with most columns fixed infeasible */
 	bool no_probing;     /* CBC: without probing cuts (a window of the placement's neighbourhood search
 	                        is solved in about half the time without them) */
+	double deadline;     /* CBC: > 0: seconds after which the solve is stopped, wherever CBC is (see below) */
 	bool relax;          /* solve the linear relaxation only (integrality dropped): its optimum, the
 	                        program's bound, is the objective and the bound of an MIP_OPTIMAL result */
 } MipOptions;
 
+/*
+ * CBC looks at its time limit between the phases of its search; one
+ * phase at the root of a large program (a pass of cuts, a heuristic) can
+ * run on for seconds past it. With a deadline the solve runs in a child
+ * process, stopped (SIGKILL) at the deadline if it has not returned: the
+ * result is then MIP_NO_SOLUTION, its solution lost, with `stopped` set
+ * and, as `bound`, the best bound CBC's log had reported by then (0
+ * where it had reported none; every objective here is a time, never
+ * negative, so 0 is a bound). For solves whose caller has a solution
+ * already and wants the solver's improvement and bound only within its
+ * time.
+ */
 typedef struct MipResult {
 	MipStatus status;   /* outcome */
 	double objective;   /* objective of the solution (no constant) */
@@ -50,6 +63,7 @@ typedef struct MipResult {
 	double gap;         /* (objective - bound) / max(|objective|, 1e-9), 0 if optimal */
 	double *x;          /* column values, NULL without a solution; freed by mip_result_free */
 	double time;        /* seconds spent in the solver */
+	bool stopped;       /* stopped at MipOptions.deadline */
 } MipResult;
 
 Mip *mip_new(void);
@@ -98,6 +112,14 @@ Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant
  */
 bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen);
 void mip_result_free(MipResult *r);
+
+/*
+ * The lower bound one line of CBC's log reports, if it reports one: the
+ * root relaxation ("Continuous objective value is B - ..."), the root's
+ * cuts ("... changed objective from A to B ..."), the search's progress
+ * and end ("... best possible B ..."). Returns whether it did, into *bound.
+ */
+bool mip_log_bound(const char *line, double *bound);
 
 const char *mip_status_name(MipStatus s);
 

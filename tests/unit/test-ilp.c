@@ -34,7 +34,10 @@
  *     equals the brute force over the placements whose
  *     kernels find every argument fast, every argument of the placement
  *     returned is fast at its kernel, async is no slower, and a limit
- *     below the stated lower bound is refused.
+ *     below the stated lower bound is refused;
+ *   - a solve with a deadline (MipOptions.deadline) gives what it gives
+ *     without one when it finishes in time, and one that cannot finish
+ *     is stopped there with the bound CBC's log reported.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -1179,6 +1182,88 @@ static void test_abs_gap(void)
 	mip_free(m);
 }
 
+/*
+ * MipOptions.deadline: CBC's log lines read for their bound; a program
+ * solved within its deadline gives the result it gives without one; one
+ * that CBC cannot finish (a market split, 5 rows of 40 binaries with an
+ * integer column fixed at 1 of cost 7: its relaxation is 7, and CBC
+ * searches it for minutes) is stopped at the deadline, well before its
+ * time limit, with the relaxation, as its log reported it, as the bound.
+ */
+static void test_deadline(void)
+{
+	static const struct {
+		const char *line;
+		double bound; /* NAN: none */
+	} lines[] = {
+		{"Continuous objective value is 75260.5 - 4.41 seconds", 75260.5},
+		{"Cbc0010I After 0 nodes, 1 on tree, 82182.79 best solution, best possible 75766.322 (3.79 seconds)",
+		 75766.322},
+		{"Cbc0013I At root node, 91 cuts changed objective from 75427.01 to 75766.322 in 15 passes", 75766.322},
+		{"Cbc0005I Partial search - best objective 75805.135 (best possible 75260.519), took 0 iterations and 0 "
+		 "nodes (21.90 seconds)",
+		 75260.519},
+		{"Cbc0010I After 0 nodes, 1 on tree, 1e+50 best solution, best possible -1e+50 (0.10 seconds)", NAN},
+		{"Cbc0012I Integer solution of 75805.135 found by Reduced search after 0 iterations and 0 nodes (8.41 "
+		 "seconds)",
+		 NAN},
+		{"Cbc0038I Full problem 13511 rows 13626 columns, reduced to 2366 rows 1786 columns", NAN},
+	};
+	for (size_t i = 0; i < countof(lines); i++) {
+		double b = NAN;
+		bool got = mip_log_bound(lines[i].line, &b);
+		test_expect(got == !isnan(lines[i].bound) && (!got || b == lines[i].bound), "log line %zu: %s %g", i,
+		            got ? "bound" : "no bound", b);
+	}
+
+	Mip *m = mip_new(); /* test_abs_gap's: the optimum -1 at x0 + x1 = 1 */
+	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
+	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
+	MipResult res;
+	char err[128];
+	if (mip_solve(m, &(MipOptions){.time_limit = 30, .deadline = 30}, &res, err, sizeof err)) {
+		test_expect(res.status == MIP_OPTIMAL && close_to(res.objective, -1) && !res.stopped && res.x &&
+		                close_to(res.x[x0] + res.x[x1], 1),
+		            "within its deadline: %s %g", mip_status_name(res.status), res.objective);
+		mip_result_free(&res);
+	} else {
+		test_expect(false, "within its deadline: %s", err);
+	}
+	mip_free(m);
+
+	m = mip_new();
+	enum { ROWS = 5, COLS = 40 };
+	int x[COLS];
+	for (int j = 0; j < COLS; j++)
+		x[j] = mip_add_col(m, 0, 1, 0, true);
+	mip_add_col(m, 1, 1, 7, true);
+	unsigned seed = 12345;
+	for (int i = 0; i < ROWS; i++) {
+		int cols[COLS + 2];
+		double vals[COLS + 2], sum = 0;
+		for (int j = 0; j < COLS; j++) {
+			seed = seed * 1103515245u + 12345u;
+			cols[j] = x[j];
+			vals[j] = (seed >> 16) % 100;
+			sum += vals[j];
+		}
+		cols[COLS] = mip_add_col(m, 0, MIP_INF, 1, false), vals[COLS] = 1; /* above and below the target */
+		cols[COLS + 1] = mip_add_col(m, 0, MIP_INF, 1, false), vals[COLS + 1] = -1;
+		mip_add_row(m, COLS + 2, cols, vals, floor(sum / 2), floor(sum / 2));
+	}
+	double t0 = now_seconds();
+	if (mip_solve(m, &(MipOptions){.time_limit = 600, .deadline = 0.5}, &res, err, sizeof err)) {
+		double took = now_seconds() - t0;
+		test_expect(res.stopped && res.status == MIP_NO_SOLUTION && !res.x && close_to(res.bound, 7) && took < 60,
+		            "a market split with a deadline of 0.5 s: %s, stopped %d, bound %g, after %.1f s",
+		            mip_status_name(res.status), res.stopped, res.bound, took);
+		mip_result_free(&res);
+	} else {
+		test_expect(false, "a market split with a deadline: %s", err);
+	}
+	mip_free(m);
+}
+
 /* tanh_chain 64 wide and its all-fast placement; NULL if either fails. */
 static Graph *tanh_chain_fast(Arena *a, const char *name, const CostModel *cm, Schedule **s, Placement **fast)
 {
@@ -1345,6 +1430,7 @@ int main(void)
 	test_broken_row();
 	test_squeeze();
 	test_abs_gap();
+	test_deadline();
 	test_restrict();
 	/* slow reads 3x, slow writes 6x slower; compute comparable with memory so that some kernels
 	   are compute-bound in fast and memory-bound in slow (not separable) */
