@@ -37,6 +37,7 @@
 
 #include "memplan.h"
 #include "predict.h"
+#include "ticker.h"
 #include "util.h"
 
 /* Pages do not fragment; a packed pool can: walk again with the excess taken off the page budget. */
@@ -190,6 +191,11 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		so.cutoff = best.p ? best.time : 0; /* a slower one is no start */
 		PlaceStats sst;
 		char err[512];
+		if (best.p)
+			ticker_note("start: %s's (best: %s's %.3f ms)", optimizer_info[so.optimizer].name,
+			            best.name, 1e3 * best.time);
+		else
+			ticker_note("start: %s's", optimizer_info[so.optimizer].name);
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		if (p)
 			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
@@ -544,6 +550,23 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 	return p;
 }
 
+/*
+ * place_beside_scratch with a status line on a terminal (ticker.h) while
+ * an ILP places: the solve takes up to its time limit, a minute by
+ * default. Not with the solver's log, which says more.
+ */
+static Placement *place_ticking(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t scratch,
+                                Arena *a, PlaceStats *st, char *err, size_t errlen)
+{
+	bool ticking = optimizer_info[o->optimizer].kind == OPTIMIZER_ILP && !place_solver_log() &&
+	               ticker_begin(arena_printf(a, "placing (%s)", optimizer_info[o->optimizer].name),
+	                            o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT);
+	Placement *p = place_beside_scratch(g, s, o, scratch, a, st, err, errlen);
+	if (ticking)
+		ticker_end();
+	return p;
+}
+
 Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
                  size_t errlen)
 {
@@ -555,7 +578,7 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	int64_t scratch = place_kernel_scratch(s, o->cm);
 	if (po.ratio)
 		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
-	Placement *p = place_beside_scratch(g, s, &po, scratch, a, st, err, errlen);
+	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
 	if (p || !po.ratio || st->min_limit <= po.limit)
 		return p;
 	/*
@@ -576,7 +599,7 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 		if (i > 0)
 			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
 			        fmt_bytes(po.limit, b2, sizeof b2));
-		p = place_beside_scratch(g, s, &po, scratch, a, st, err, errlen);
+		p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
 		if (po.limit >= s->peak + scratch)
 			break;
 	}

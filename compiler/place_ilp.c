@@ -98,6 +98,7 @@
 #include "predict.h"
 #include "recompute.h"
 #include "solver.h"
+#include "ticker.h"
 #include "util.h"
 
 enum { V_PRE, V_COPY, V_SLOW, V_GONE, NV }; /* vertices of a decision point */
@@ -1701,6 +1702,7 @@ static void repair(Ilp *ip, const PlaceOptions *o, const int *owner, MipResult *
 	bool *near = arena_array(ip->a, (size_t)n + 1, sizeof(bool));
 	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
 	memcpy(cur, r->x, sizeof(double) * (size_t)nc);
+	ticker_note("repairing the packing of %.3f ms", 1e-3 * r->objective);
 	double gap = r->objective * PLACE_LNS_GAP;
 	if (isfinite(r->bound) && r->bound > 0 && r->objective - r->bound > gap)
 		gap = r->objective - r->bound;
@@ -2175,6 +2177,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 			}
 		}
 		bool better = isfinite(obj);
+		ticker_note("search: %d windows, best %.3f ms", st->lns_solves, 1e-3 * (better ? obj : best));
 		easy = !better && h.proved ? easy + 1 : 0;
 		hard = !better && !h.proved ? hard + 1 : 0;
 		if (hard >= PLACE_LNS_EASY && width > PLACE_LNS_WIDTH) { /* too hard: narrower again */
@@ -2355,6 +2358,10 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		mo.time_limit *= 1 - PLACE_REPAIR_SHARE;
 	if (lns && better < INFINITY)
 		mo.deadline = mo.time_limit + PLACE_DEADLINE_GRACE;
+	if (whole && better < INFINITY)
+		ticker_note("the whole program from %.3f ms, for a bound", 1e-3 * better);
+	else if (whole)
+		ticker_note("%s's program (%d rows)", optimizer_info[o->optimizer].name, mip_nrows(ip->mip));
 	if (whole)
 		ran = mip_solve(ip->mip, &mo, r, err, errlen);
 	else
