@@ -368,6 +368,8 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		st->predicted_time = st->objective = fallback_time;
 		if (st->bound > 0 && st->bound <= fallback_time)
 			st->gap = (fallback_time - st->bound) / fallback_time;
+		else
+			st->bound = 0, st->gap = 1; /* nothing proved */
 		return fallback;
 	}
 	if (st->nattempts == 0 || apool[st->nattempts - 1] < 0)

@@ -1968,7 +1968,7 @@ static int lns_jobs(const PlaceOptions *o)
  * fragmentation loop tightened the limits does).
  */
 static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, double *x, double seconds,
-                          double more, PlaceStats *st)
+                          double more, PlaceStats *st, bool *uncompleted)
 {
 	/*
 	 * Plans packed by first fit alone (memplan_first_fit): a squeeze of each
@@ -2010,6 +2010,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 	}
 	untighten(ip, dmax0);
 	st->lns_solves = 1;
+	*uncompleted = best == INFINITY;
 	if (!fits) {
 		st->lns_solves = 0; /* no search: the whole program alone */
 		return INFINITY;
@@ -2108,7 +2109,7 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 		bool done = false;
 		if (lo >= 0) {
 			tried[lo] = true;
-			double left = end - now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
+			double left = end - now_seconds(), limit = fmax(seconds * PLACE_LNS_WINDOW, 1);
 			if (limit > left)
 				limit = left;
 			if (nopen == 0) {
@@ -2312,7 +2313,20 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		memcpy(bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));
 		int *owner = column_owners(ip);
 		double share = whole ? mo.time_limit * PLACE_LNS_SHARE : mo.time_limit;
-		better = ilp_improve(ip, o, owner, bx, share, whole ? mo.time_limit - share : 0, st);
+		bool uncompleted = false;
+		better = ilp_improve(ip, o, owner, bx, share, whole ? mo.time_limit - share : 0, st, &uncompleted);
+		/*
+		 * A start the solver could not complete (some tensors' paths not
+		 * given, the rest infeasible with them): CBC would only spend its
+		 * root on it. inception_v4 b64 at a quarter of its peak: the
+		 * greedy swaps' start has moves that span kernels, which its
+		 * program (too large to keep spans) cannot express; CBC tried to
+		 * complete it for 24 s and found its first plan at 30 s, right at
+		 * its time limit, in one run of two; without it, at 18 s in three
+		 * of three.
+		 */
+		if (uncompleted)
+			mo.start = NULL;
 		double spent = now_seconds() - t0, least = mo.time_limit * (1 - PLACE_LNS_SHARE);
 		if (better < INFINITY) { /* its paths; CBC completes the rest (continuous values in a start crashed it) */
 			double *sx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
@@ -2432,6 +2446,8 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		         fmt_bytes(st->min_limit, b2, sizeof b2));
 		break;
 	case MIP_NO_SOLUTION:
+		st->bound = r->bound > 0 ? r->bound / US : 0; /* what it proved, for a start returned instead */
+		st->gap = 1;
 		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
 		         o->solver ? o->solver : "cbc", mo.time_limit);
 		break;

@@ -378,6 +378,9 @@ static void solve_cbc(const Mip *m, const MipOptions *o, MipResult *r)
 		r->status = MIP_ERROR;
 	} else if (!x) {
 		r->status = Cbc_isProvenOptimal(cbc) && m->ncols == 0 ? MIP_OPTIMAL : MIP_NO_SOLUTION;
+		double bound = Cbc_getBestPossibleObjValue(cbc); /* what the search proved before its time ran out */
+		if (r->status == MIP_NO_SOLUTION && isfinite(bound) && fabs(bound) < MIP_INF)
+			r->bound = bound;
 	} else {
 		r->objective = Cbc_getObjValue(cbc);
 		r->bound = Cbc_getBestPossibleObjValue(cbc);

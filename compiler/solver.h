@@ -59,7 +59,8 @@ typedef struct MipOptions {
 typedef struct MipResult {
 	MipStatus status;   /* outcome */
 	double objective;   /* objective of the solution (no constant) */
-	double bound;       /* a proved lower bound: CBC's best bound, lp_solve's root LP relaxation */
+	double bound;       /* a proved lower bound: CBC's best bound, lp_solve's root LP relaxation (CBC: also
+	                       without a solution, where its search proved one; else 0) */
 	double gap;         /* (objective - bound) / max(|objective|, 1e-9), 0 if optimal */
 	double *x;          /* column values, NULL without a solution; freed by mip_result_free */
 	double time;        /* seconds spent in the solver */
