@@ -2371,9 +2371,11 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	                (double)o->limit >= (double)st->min_limit * (1 + PLACE_REPAIR_ROOM));
 	if (reserve)
 		mo.time_limit *= 1 - PLACE_REPAIR_SHARE;
-	if (lns && better < INFINITY)
+	if (lns && better < INFINITY) {
 		mo.deadline = mo.time_limit + PLACE_DEADLINE_GRACE;
-	else if (o->start && o->start->fast_bytes + o->start->workspace <= o->limit)
+		mo.deadline_late = 2 * mo.time_limit + PLACE_DEADLINE_GRACE; /* if it found better */
+		mo.beat = better;
+	} else if (o->start && o->start->fast_bytes + o->start->workspace <= o->limit)
 		/*
 		 * With a start that fits, the answer if this solve gives none: it
 		 * is stopped where CBC has clearly lost its clock (densenet201 b64

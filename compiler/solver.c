@@ -581,6 +581,18 @@ bool mip_log_bound(const char *line, double *bound)
 	return false;
 }
 
+bool mip_log_solution(const char *line, double *objective)
+{
+	static const char key[] = "Integer solution of ";
+	const char *at = strstr(line, key);
+	char *end;
+	double v = at ? strtod(at + sizeof key - 1, &end) : NAN;
+	if (!at || end == at + sizeof key - 1 || !isfinite(v) || fabs(v) >= MIP_INF)
+		return false;
+	*objective = v;
+	return true;
+}
+
 /* Write all n bytes of p to fd; false on an error. */
 static bool write_full(int fd, const void *p, size_t n)
 {
@@ -658,7 +670,7 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 	char *res = xmalloc(want + sizeof(double) * (size_t)(m->ncols + 1));
 	char line[4096];
 	size_t len = 0;
-	double bound = 0;
+	double bound = 0, found = INFINITY;
 	bool log_open = true, res_open = true, stopped = false;
 	while (log_open || res_open) {
 		struct pollfd pfd[2];
@@ -667,6 +679,8 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 			ilog = np, pfd[np++] = (struct pollfd){.fd = logp[0], .events = POLLIN};
 		if (res_open)
 			ires = np, pfd[np++] = (struct pollfd){.fd = resp[0], .events = POLLIN};
+		if (o->deadline_late > o->deadline && found < o->beat * (1 - 1e-9))
+			deadline = t0 + o->deadline_late; /* a better solution to wait for */
 		double left = deadline - now_seconds();
 		if (left <= 0) {
 			stopped = true;
@@ -691,6 +705,8 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 				double b;
 				if (mip_log_bound(line, &b) && b > bound)
 					bound = b;
+				if (mip_log_solution(line, &b) && b < found)
+					found = b;
 				if (o->verbose)
 					fputs(line, stdout);
 				len = 0;

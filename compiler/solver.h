@@ -40,6 +40,8 @@ typedef struct MipOptions {
 	bool no_probing;     /* CBC: without probing cuts (a window of the placement's neighbourhood search
 	                        is solved in about half the time without them) */
 	double deadline;     /* CBC: > 0: seconds after which the solve is stopped, wherever CBC is (see below) */
+	double deadline_late; /* ... but if its log has reported a solution below `beat` by then, at this many */
+	double beat;          /* (when > deadline) */
 	bool relax;          /* solve the linear relaxation only (integrality dropped): its optimum, the
 	                        program's bound, is the objective and the bound of an MIP_OPTIMAL result */
 } MipOptions;
@@ -54,7 +56,9 @@ typedef struct MipOptions {
  * where it had reported none; every objective here is a time, never
  * negative, so 0 is a bound). For solves whose caller has a solution
  * already and wants the solver's improvement and bound only within its
- * time.
+ * time. Stopping loses what CBC has found and not yet returned: where
+ * its log has reported a solution better than `beat` by the deadline,
+ * the solve is stopped only at `deadline_late` (when that is later).
  */
 typedef struct MipResult {
 	MipStatus status;   /* outcome */
@@ -121,6 +125,9 @@ void mip_result_free(MipResult *r);
  * and end ("... best possible B ..."). Returns whether it did, into *bound.
  */
 bool mip_log_bound(const char *line, double *bound);
+
+/* The objective of a solution one line of CBC's log reports ("Integer solution of V found ..."), if it does. */
+bool mip_log_solution(const char *line, double *objective);
 
 const char *mip_status_name(MipStatus s);
 

@@ -1216,6 +1216,25 @@ static void test_deadline(void)
 		            got ? "bound" : "no bound", b);
 	}
 
+	static const struct {
+		const char *line;
+		double objective; /* NAN: none */
+	} sols[] = {
+		{"Cbc0012I Integer solution of 9350895.1 found by RINS after 0 iterations and 0 nodes (7.28 seconds)",
+		 9350895.1},
+		{"Cbc0004I Integer solution of 16 found after 2118 iterations and 615 nodes (0.32 seconds)", 16},
+		{"Cbc0016I Integer solution of 15 found by strong branching after 2157 iterations and 671 nodes (0.52 "
+		 "seconds)",
+		 15},
+		{"Cbc0010I After 0 nodes, 1 on tree, 82182.79 best solution, best possible 75766.322 (3.79 seconds)", NAN},
+	};
+	for (size_t i = 0; i < countof(sols); i++) {
+		double v = NAN;
+		bool got = mip_log_solution(sols[i].line, &v);
+		test_expect(got == !isnan(sols[i].objective) && (!got || v == sols[i].objective), "solution line %zu: %s %g",
+		            i, got ? "solution" : "none", v);
+	}
+
 	Mip *m = mip_new(); /* test_abs_gap's: the optimum -1 at x0 + x1 = 1 */
 	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
 	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
@@ -1260,6 +1279,17 @@ static void test_deadline(void)
 		mip_result_free(&res);
 	} else {
 		test_expect(false, "a market split with a deadline: %s", err);
+	}
+	/* one that has reported a solution better than `beat` by its deadline is stopped at its later one */
+	t0 = now_seconds();
+	if (mip_solve(m, &(MipOptions){.time_limit = 600, .deadline = 2, .deadline_late = 4, .beat = 1e9}, &res, err,
+	              sizeof err)) {
+		double took = now_seconds() - t0;
+		test_expect(res.stopped && took >= 4 && took < 60, "a market split that found solutions: stopped %d after %.1f s",
+		            res.stopped, took);
+		mip_result_free(&res);
+	} else {
+		test_expect(false, "a market split with a late deadline: %s", err);
 	}
 	mip_free(m);
 }
