@@ -37,7 +37,8 @@
  *     below the stated lower bound is refused;
  *   - a solve with a deadline (MipOptions.deadline) gives what it gives
  *     without one when it finishes in time, and one that cannot finish
- *     is stopped there with the bound CBC's log reported.
+ *     is stopped there with the bound CBC's log reported, or at its
+ *     later deadline where its log reported a better solution.
  */
 #include <inttypes.h>
 #include <math.h>
