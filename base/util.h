@@ -10,6 +10,7 @@
 #ifndef AUTOTM_UTIL_H
 #define AUTOTM_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdnoreturn.h>
@@ -34,6 +35,9 @@ double now_seconds(void);
 
 /* The cores this process may run on (its affinity mask), at least 1. */
 int online_cores(void);
+
+/* Write all n bytes of p to the descriptor fd (again after EINTR); false on an error. */
+bool write_all(int fd, const void *p, size_t n);
 
 /* Read a whole file into a NUL-terminated buffer; NULL and errno on failure. */
 char *read_file(const char *path, size_t *len);

@@ -1797,22 +1797,6 @@ static void solve_hood(Ilp *ip, const PlaceOptions *o, const int *owner, const b
 	untighten(ip, dmax0);
 }
 
-/* Write all n bytes of p to fd; false on an error. */
-static bool write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 /* A neighbourhood being re-solved by a child process (ilp_improve with more than one job). */
 typedef struct Job {
 	pid_t pid;     /* 0: the slot is free */

@@ -593,22 +593,6 @@ bool mip_log_solution(const char *line, double *objective)
 	return true;
 }
 
-/* Write all n bytes of p to fd; false on an error. */
-static bool write_full(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		c += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 /* What a child solving with a deadline writes back, followed by its nx solution values. */
 typedef struct ChildResult {
 	int status, nx;
@@ -661,7 +645,7 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 		fflush(stdout);
 		ChildResult h = {.status = (int)cr.status, .nx = cr.x ? m->ncols : 0, .objective = cr.objective,
 		                 .bound = cr.bound, .gap = cr.gap, .time = cr.time};
-		bool ok = write_full(resp[1], &h, sizeof h) && (!cr.x || write_full(resp[1], cr.x, sizeof(double) * (size_t)h.nx));
+		bool ok = write_all(resp[1], &h, sizeof h) && (!cr.x || write_all(resp[1], cr.x, sizeof(double) * (size_t)h.nx));
 		_exit(ok ? 0 : 1);
 	}
 	close(logp[1]);
