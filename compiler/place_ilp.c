@@ -2334,7 +2334,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		 * with the neighbourhoods' solution in hand, it is solved for its bound
 		 * and an improvement within the time asked for. Its root took 9-13 s
 		 * past its limit on densenet264 b32 and densenet201 b64 at a quarter
-		 * of their peaks (a heuristic, a pass of cuts). Below.
+		 * of their peaks (a heuristic, a pass of cuts): mo.deadline, below.
 		 */
 		whole = (whole && !st->lns_extended) || better == INFINITY;
 	}

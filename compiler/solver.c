@@ -557,40 +557,30 @@ static void stdout_restore(int saved)
 	}
 }
 
+/* The finite number right after the first `key` in line, if there is one. */
+static bool number_after(const char *line, const char *key, double *v)
+{
+	const char *at = line ? strstr(line, key) : NULL;
+	if (!at)
+		return false;
+	char *end;
+	double x = strtod(at + strlen(key), &end);
+	if (end == at + strlen(key) || !isfinite(x) || fabs(x) >= MIP_INF)
+		return false;
+	*v = x;
+	return true;
+}
+
 bool mip_log_bound(const char *line, double *bound)
 {
-	static const char *const after[] = {"Continuous objective value is ", "best possible "};
-	for (size_t i = 0; i < sizeof after / sizeof *after; i++) {
-		const char *at = strstr(line, after[i]);
-		char *end;
-		double v = at ? strtod(at + strlen(after[i]), &end) : NAN;
-		if (at && end != at + strlen(after[i]) && isfinite(v) && fabs(v) < MIP_INF) {
-			*bound = v;
-			return true;
-		}
-	}
-	const char *at = strstr(line, "changed objective from ");
-	if (at && (at = strstr(at, " to "))) {
-		char *end;
-		double v = strtod(at + 4, &end);
-		if (end != at + 4 && isfinite(v) && fabs(v) < MIP_INF) {
-			*bound = v;
-			return true;
-		}
-	}
-	return false;
+	const char *cut = strstr(line, "changed objective from ");
+	return number_after(line, "Continuous objective value is ", bound) ||
+	       number_after(line, "best possible ", bound) || number_after(cut, " to ", bound);
 }
 
 bool mip_log_solution(const char *line, double *objective)
 {
-	static const char key[] = "Integer solution of ";
-	const char *at = strstr(line, key);
-	char *end;
-	double v = at ? strtod(at + sizeof key - 1, &end) : NAN;
-	if (!at || end == at + sizeof key - 1 || !isfinite(v) || fabs(v) >= MIP_INF)
-		return false;
-	*objective = v;
-	return true;
+	return number_after(line, "Integer solution of ", objective);
 }
 
 /* What a child solving with a deadline writes back, followed by its nx solution values. */
