@@ -273,6 +273,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	Placement *squeezed = NULL; /* first_fit: the fastest solution that packed only squeezed (PlaceStats.squeezed) */
 	double squeezed_time = 0;
 	PlaceStats start = {0};     /* which start, and its time */
+	double bound0 = 0;          /* the first attempt's bound: the only one valid at the limit */
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < (fallback ? budget : 2 * budget); attempt++) {
 		opt.time_limit = budget - spent > budget / 4 || fallback ? budget - spent : budget / 4;
 		if (attempt == 0 && (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)) {
@@ -307,6 +308,20 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 			opt.start = fallback; /* it fits the limit, if not the tightened per-step limits */
 		}
 		Placement *p = place_ilp(g, s, &opt, a, st, err, errlen);
+		/*
+		 * Only the first attempt's program is the user's limit: a later
+		 * one's is tightened (a restriction), so its bound is no bound on
+		 * the placements at the limit. The first's stands for all of them.
+		 */
+		if (attempt == 0)
+			bound0 = st->bound;
+		else {
+			st->bound = p && bound0 > st->objective ? st->objective : bound0; /* above it only by tolerances */
+			if (p && st->status && !strcmp(st->status, "optimal"))
+				st->status = "optimal under the tightened limits";
+			if (p)
+				st->gap = st->bound > 0 ? (st->objective - st->bound) / st->objective : 1;
+		}
 		st->start_name = start.start_name;
 		st->start_time = start.start_time;
 		ctimes[attempt] = st->creation_time;

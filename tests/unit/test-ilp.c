@@ -593,9 +593,20 @@ static double solve_and_check(const Graph *g, const Schedule *s, const CostModel
 	test_expect(!prove || (q && q->fast_bytes <= limit),
 	            "%s %s/%s: place: %s (pool %" PRId64 ", limit %" PRId64 ")", c->name, optimizer, solver,
 	            q ? "over" : err, q ? q->fast_bytes : 0, limit);
-	if (q && prove)
+	if (q && prove) {
 		test_expect(memplan_verify(q, a, err, sizeof err), "%s: place memplan_verify: %s", c->name,
 		            err);
+		/*
+		 * its bound is one at this limit (a later attempt's program is
+		 * tightened for fragmentation: its bound is none here), so its gap
+		 * is never below its plan's distance from the optimum
+		 */
+		double t = placement_predict(q, cm, NULL);
+		test_expect(st2.bound <= st.objective * (1 + 1e-9) && st2.gap >= (t - st.objective) / t - 1e-9,
+		            "%s %s/%s: place's bound %.9g, gap %g, against the optimum %.9g at the limit (plan %.9g, "
+		            "%d attempts)",
+		            c->name, optimizer, solver, st2.bound, st2.gap, st.objective, t, st2.nattempts);
+	}
 	printf("  %-6s %-8s limit %6" PRId64 ": %.6f us, %s, gap %.2g%%, %d rows, %d cols (%d int), %ld nz, "
 	       "kernels %d separable/%d configured, solve %.3f s, %d attempt(s)\n",
 	       optimizer, solver, limit, st.objective * 1e6, st.status, st.gap * 100, st.rows, st.cols, st.integers,
@@ -717,6 +728,10 @@ static void lns_check(const Graph *g, const Schedule *s, const CostModel *cm, co
 	            c->name, limit, pred, optimum);
 	test_expect(st.bound <= optimum * (1 + 1e-9) && st.bound >= 0 && (st.lns_bound || st.bound == 0),
 	            "%s neighbourhoods limit %" PRId64 ": bound %.9g, optimum %.9g", c->name, limit, st.bound, optimum);
+	/* no bound proved reads as gap 100%, and a gap never hides the plan's distance from the optimum */
+	test_expect((st.bound > 0 || st.gap == 1) && st.gap >= (pred - optimum) / pred - 1e-9,
+	            "%s neighbourhoods limit %" PRId64 ": gap %g with bound %.9g, plan %.9g, optimum %.9g", c->name, limit,
+	            st.gap, st.bound, pred, optimum);
 	printf("  auto%s from async's %.6f us, %d neighbourhoods (%d better, %d at once, %d merged): %.6f us, optimum "
 	       "%.6f us\n",
 	       one ? "-1" : "", t0 * 1e6, st.lns_solves, st.lns_better, jobs, st.lns_merges, pred * 1e6, optimum * 1e6);
