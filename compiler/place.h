@@ -53,6 +53,7 @@ enum {
                                      neighbourhoods is stopped at (MipOptions.deadline) */
 #define PLACE_DEADLINE_LOST 1.5    /* auto, recompute: a whole program's solve with a start that fits is stopped at this
                                      many times its time limit (plus the grace); the start is the answer then */
+#define PLACE_START_MARGIN 0.01    /* auto: sync's and async's starts are placed this share below the limit */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
 #define PLACE_REPAIR_ROOM 0.05     /* auto, recompute: without a start that packs, the share is kept only where the
