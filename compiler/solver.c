@@ -583,6 +583,17 @@ bool mip_log_solution(const char *line, double *objective)
 	return number_after(line, "Integer solution of ", objective);
 }
 
+/*
+ * Whether a solution the log reported is better than beat, as the log
+ * rounds it (8 significant digits): by more than a millionth. The start's
+ * own plan, reported rounded below its objective (199724.62 for
+ * 199724.624), kept a solve past its deadline.
+ */
+bool mip_log_beats(double logged, double beat)
+{
+	return logged < beat - 1e-6 * fabs(beat);
+}
+
 /* What a child solving with a deadline writes back, followed by its nx solution values. */
 typedef struct ChildResult {
 	int status, nx;
@@ -653,7 +664,7 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 			ilog = np, pfd[np++] = (struct pollfd){.fd = logp[0], .events = POLLIN};
 		if (res_open)
 			ires = np, pfd[np++] = (struct pollfd){.fd = resp[0], .events = POLLIN};
-		if (o->deadline_late > o->deadline && found < o->beat * (1 - 1e-9))
+		if (o->deadline_late > o->deadline && mip_log_beats(found, o->beat))
 			deadline = t0 + o->deadline_late; /* a better solution to wait for */
 		double left = deadline - now_seconds();
 		if (left <= 0) {

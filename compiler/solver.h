@@ -129,6 +129,8 @@ bool mip_log_bound(const char *line, double *bound);
 /* The objective of a solution one line of CBC's log reports ("Integer solution of V found ..."), if it does. */
 bool mip_log_solution(const char *line, double *objective);
 
+/* Whether a solution as the log reports it (rounded) is better than beat (MipOptions.beat). */
+bool mip_log_beats(double logged, double beat);
 const char *mip_status_name(MipStatus s);
 
 #endif

@@ -1251,6 +1251,11 @@ static void test_deadline(void)
 		            i, got ? "solution" : "none", v);
 	}
 
+	/* a solution better than beat, as the log rounds it: not the start's own plan printed rounded down */
+	test_expect(!mip_log_beats(199724.62, 199724.6238) && !mip_log_beats(199724.63, 199724.6238) &&
+	                mip_log_beats(199700.5, 199724.6238) && mip_log_beats(15, 16) && !mip_log_beats(16, 16),
+	            "mip_log_beats");
+
 	Mip *m = mip_new(); /* test_abs_gap's: the optimum -1 at x0 + x1 = 1 */
 	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
 	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
