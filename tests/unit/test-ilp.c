@@ -984,6 +984,23 @@ static void run_case(const Case *c, const CostModel *cm)
 		p = place(g, s, &o, &a, NULL, err, sizeof err);
 		test_expect(p && p->fast_bytes <= o.limit, "%s: the smallest feasible limit %" PRId64 " fails: %s",
 		            c->name, o.limit, p ? "pool over it" : err);
+		/*
+		 * auto there, through place and its starts (sync's, which cannot be
+		 * placed below this limit, PLACE_START_MARGIN, is placed at it): it
+		 * has a start and is no slower than sync
+		 */
+		if (p) {
+			PlaceOptions ao = {.optimizer = OPT_AUTO, .limit = o.limit, .cm = cm, .time_limit = 20,
+			                   .tiny = c->tiny, .gap = -1};
+			PlaceStats ast;
+			double ts = placement_predict(p, cm, NULL);
+			Placement *q = place(g, s, &ao, &a, &ast, err, sizeof err);
+			test_expect(q && q->fast_bytes + q->workspace <= o.limit && ast.start_name &&
+			                placement_predict(q, cm, NULL) <= ts * (1 + 1e-9),
+			            "%s: auto at sync's smallest feasible limit %" PRId64 ": %s, start %s, %.9g against sync's %.9g",
+			            c->name, o.limit, q ? "placed" : err, ast.start_name ? ast.start_name : "none",
+			            q ? placement_predict(q, cm, NULL) : NAN, ts);
+		}
 	}
 
 	/* baselines */
