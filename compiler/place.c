@@ -201,8 +201,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * is repaired instead (its plans, tightened, were no faster).
 	 */
 	bool crowded = false;
-	int64_t *below = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
-	for (int i = 0; i < s->n; i++)
+	int64_t *below = o->optimizer == OPT_AUTO ? arena_array(a, (size_t)s->n + 1, sizeof(int64_t)) : NULL;
+	for (int i = 0; below && i < s->n; i++)
 		below[i] = (int64_t)((double)(o->step_limit ? o->step_limit[i] : o->limit) * (1 - PLACE_START_MARGIN));
 	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
 		PlaceOptions so = *o;
@@ -287,6 +287,18 @@ bool place_above_limit(const Placement *p, const Residency *r, int64_t limit)
  * async program needs that long to find a first solution), and none
  * starts after twice the budget.
  */
+/*
+ * st->gap of a placement of `time` seconds against st->bound, the
+ * first attempt's (a placement at the limit is no faster than it, so a
+ * bound above `time` is one by tolerances only); no bound proved: 100%.
+ */
+static void state_bound(PlaceStats *st, double time)
+{
+	if (st->bound > time)
+		st->bound = time;
+	st->gap = st->bound > 0 ? (time - st->bound) / time : 1;
+}
+
 static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
                                      PlaceStats *st, char *err, size_t errlen)
 {
@@ -348,11 +360,11 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		if (attempt == 0)
 			bound0 = st->bound;
 		else {
-			st->bound = p && bound0 > st->objective ? st->objective : bound0; /* above it only by tolerances */
+			st->bound = bound0;
 			if (p && st->status && !strcmp(st->status, "optimal"))
 				st->status = "optimal under the tightened limits";
 			if (p)
-				st->gap = st->bound > 0 ? (st->objective - st->bound) / st->objective : 1;
+				state_bound(st, st->objective);
 		}
 		st->start_name = start.start_name;
 		st->start_time = start.start_time;
@@ -413,10 +425,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		fallback->limit = o->limit;
 		st->status = "the start's placement (the solver found none better that fits)";
 		st->predicted_time = st->objective = fallback_time;
-		if (st->bound > 0 && st->bound <= fallback_time)
-			st->gap = (fallback_time - st->bound) / fallback_time;
-		else
-			st->bound = 0, st->gap = 1; /* nothing proved */
+		state_bound(st, fallback_time);
 		return fallback;
 	}
 	if (st->nattempts == 0 || apool[st->nattempts - 1] < 0)

@@ -131,6 +131,7 @@ bool mip_log_solution(const char *line, double *objective);
 
 /* Whether a solution as the log reports it (rounded) is better than beat (MipOptions.beat). */
 bool mip_log_beats(double logged, double beat);
+
 const char *mip_status_name(MipStatus s);
 
 #endif
