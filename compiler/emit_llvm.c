@@ -139,8 +139,8 @@ static void number_kernels(Emit *e, Part *pt)
 	pt->kernel_of = arena_array(e->a, (size_t)pt->s->n + 1, sizeof(int));
 	for (int i = 0; i < pt->s->n; i++) {
 		int64_t *d = describe(e, pt->s->order[i]);
-		if (pt->p && pt->p->algo && pt->p->algo[i]) /* the placement chose the kernel's algorithm */
-			d[RT_D_ALGO] = 1 + pt->p->algo[i]->number;
+		if (pt->p && pt->p->algo && pt->p->algo[i]) /* the placement chose the kernel's algorithm, and its workspace */
+			d[RT_D_ALGO] = (1 + pt->p->algo[i]->number) | (pt->p->ws_in_pool ? RT_ALGO_WS_ARG : 0);
 		int id = -1;
 		for (int k = 0; k < e->kernels.n && id < 0; k++)
 			if (memcmp(e->kernels.v[k], d, sizeof(int64_t) * RT_DESC_LEN) == 0)
@@ -178,6 +178,25 @@ static LLVMValueRef res_byte(Emit *e, const Part *pt, LLVMValueRef *base, const 
 static LLVMValueRef res_address(Emit *e, const Part *pt, LLVMValueRef *base, const Residency *r)
 {
 	return res_byte(e, pt, base, r, 0);
+}
+
+/*
+ * A kernel whose workspace is in the fast pool (RT_ALGO_WS_ARG): its address,
+ * `offset` bytes into the pool (NULL where it needs none), after the
+ * arguments of step's node.
+ */
+static void store_workspace(Emit *e, const Part *pt, LLVMValueRef *base, LLVMValueRef args0, int step, int64_t offset)
+{
+	const Node *n = pt->s->order[step];
+	if (!(e->kernels.v[pt->kernel_of[step]][RT_D_ALGO] & RT_ALGO_WS_ARG))
+		return;
+	if (n->nin + n->nout >= RT_MAX_ARGS)
+		ICE("%s has %d arguments and a workspace; the runtime takes at most %d", n->name, n->nin + n->nout,
+		    RT_MAX_ARGS);
+	LLVMValueRef idx = ci64(e, n->nin + n->nout);
+	LLVMValueRef off = ci64(e, offset);
+	LLVMValueRef at = offset >= 0 ? LLVMBuildGEP2(e->b, e->i8, base[TIER_FAST], &off, 1, "") : LLVMConstNull(e->i8p);
+	LLVMBuildStore(e->b, at, LLVMBuildGEP2(e->b, e->i8p, args0, &idx, 1, ""));
 }
 
 /* Address of t's residency at `step`: pool base + offset. */
@@ -230,6 +249,7 @@ static void emit_step(Emit *e, const Part *pt, LLVMValueRef fn)
 				LLVMBuildStore(e->b, res_address(e, pt, base, rc->args[k]),
 				               LLVMBuildGEP2(e->b, e->i8p, args0, &idx, 1, ""));
 			}
+			store_workspace(e, pt, base, args0, rc->step, pt->p->rc_ws_offset ? pt->p->rc_ws_offset[step] : -1);
 			call(e, e->launch, (LLVMValueRef[]){ctx, ci32(e, pt->kernel_of[rc->step]), args0}, 3);
 		}
 		for (int i = 0; i < pt->p->moves.n; i++) {
@@ -252,6 +272,7 @@ static void emit_step(Emit *e, const Part *pt, LLVMValueRef fn)
 			LLVMValueRef idx = ci64(e, k);
 			LLVMBuildStore(e->b, address(e, pt, base, t, step), LLVMBuildGEP2(e->b, e->i8p, args0, &idx, 1, ""));
 		}
+		store_workspace(e, pt, base, args0, step, pt->p->ws_offset ? pt->p->ws_offset[step] : -1);
 		call(e, e->launch, (LLVMValueRef[]){ctx, ci32(e, pt->kernel_of[step]), args0}, 3);
 	}
 	if (g->eval) { /* the logits: the loss's first input, read by its kernel, the last */

@@ -34,10 +34,13 @@
 #include "util.h"
 
 typedef struct Block {
-	Residency *r;  /* what is placed */
+	Residency *r;  /* what is placed; NULL: a workspace */
+	int64_t *out;  /* where its offset goes: &r->offset, or the workspace's slot */
+	int key;       /* orders equals: the tensor's id, a workspace's after every tensor's */
 	int t0, t1;    /* lifetime in time points */
 	int64_t size;  /* bytes, rounded up to MEMPLAN_ALIGN */
 	int i;         /* its index in the pool's blocks (pack) */
+	int64_t fixed; /* its offset, placed before the others; -1: free */
 } Block;
 
 /*
@@ -59,17 +62,21 @@ int64_t memplan_round(int64_t bytes)
 static int by_size_desc(const void *a, const void *b)
 {
 	const Block *x = a, *y = b;
+	if (!x->r != !y->r)
+		return !x->r - !y->r; /* workspaces last: they live at one point, in the gaps */
 	if (x->size != y->size)
 		return x->size < y->size ? 1 : -1;
 	if (x->t0 != y->t0)
 		return x->t0 - y->t0;
-	return x->r->t->id - y->r->t->id; /* deterministic */
+	return x->key - y->key; /* deterministic */
 }
 
 /* the longest-lived first, the largest first among equals */
 static int by_life_desc(const void *a, const void *b)
 {
 	const Block *x = a, *y = b;
+	if (!x->r != !y->r)
+		return !x->r - !y->r; /* workspaces last: they live at one point, in the gaps */
 	if (x->t1 - x->t0 != y->t1 - y->t0)
 		return (y->t1 - y->t0) - (x->t1 - x->t0);
 	return by_size_desc(a, b);
@@ -79,10 +86,20 @@ static int by_life_desc(const void *a, const void *b)
 static int by_area_desc(const void *a, const void *b)
 {
 	const Block *x = a, *y = b;
+	if (!x->r != !y->r)
+		return !x->r - !y->r; /* workspaces last: they live at one point, in the gaps */
 	double ax = (double)x->size * (x->t1 - x->t0 + 1), ay = (double)y->size * (y->t1 - y->t0 + 1);
 	if (ax != ay)
 		return ax < ay ? 1 : -1;
 	return by_size_desc(a, b);
+}
+
+/* A block's name for messages: its tensor's, or which workspace. */
+static const char *block_name(const Block *b)
+{
+	if (b->r)
+		return b->r->t->name;
+	return b->t0 % 2 ? "the workspace of recomputes" : "a kernel's workspace";
 }
 
 /* Lifetimes in time points, widened by the moves that read and write each residency. */
@@ -90,6 +107,9 @@ static void lifetimes(const Placement *p, Block *b, int n)
 {
 	for (int i = 0; i < n; i++) {
 		b[i].r = p->res.v[i];
+		b[i].out = &b[i].r->offset;
+		b[i].key = b[i].r->t->id;
+		b[i].fixed = -1;
 		b[i].t0 = 2 * b[i].r->first;
 		b[i].t1 = 2 * b[i].r->last;
 		b[i].size = memplan_round(b[i].r->t->bytes);
@@ -118,6 +138,38 @@ static void lifetimes(const Placement *p, Block *b, int n)
 }
 
 /*
+ * The workspaces of p's algorithms as fast blocks (p->ws_in_pool): the
+ * kernel's at its time point 2s, and at the boundary before it (2s-1)
+ * the most any recompute there needs (they run one after another), their
+ * offsets into kslot[s] and bslot[s] (NULL: not placed). Returns how many
+ * blocks it wrote into b (at most 2 * p->s->n); the slots of the others
+ * are the caller's to set (-1).
+ */
+static int ws_blocks(const Placement *p, Block *b, int64_t *kslot, int64_t *bslot)
+{
+	int n = p->s->n, m = 0;
+	if (!p->ws_in_pool || !p->algo)
+		return 0;
+	int64_t *bnd = xcalloc((size_t)n + 1, sizeof(int64_t));
+	for (int i = 0; i < p->recomputes.n; i++) {
+		const Recompute *rc = &p->recomputes.v[i];
+		int64_t ws = placement_kernel_ws(p, rc->step);
+		if (ws > bnd[rc->at])
+			bnd[rc->at] = ws;
+	}
+	for (int st = 0; st < n; st++) {
+		int64_t ws = placement_kernel_ws(p, st);
+		if (ws > 0)
+			b[m++] = (Block){NULL, kslot ? &kslot[st] : NULL, (1 << 30) + 2 * st, 2 * st, 2 * st, memplan_round(ws), 0, -1};
+		if (bnd[st] > 0)
+			b[m++] = (Block){NULL, bslot ? &bslot[st] : NULL, (1 << 30) + 2 * st - 1, 2 * st - 1, 2 * st - 1,
+			                 memplan_round(bnd[st]), 0, -1};
+	}
+	free(bnd);
+	return m;
+}
+
+/*
  * Greedy fit of the blocks b in the order ord into off[] (by index in b):
  * first fit puts each at the lowest offset where it fits beside every
  * placed block whose lifetime overlaps its own; best fit in the smallest
@@ -127,8 +179,22 @@ static int64_t fit(const Block *b, const int *ord, int n, bool best, int64_t *of
 {
 	int64_t top = 0;
 	int np = 0; /* placed[]: indices into b, sorted by offset */
-	for (int k = 0; k < n; k++) {
-		int i = ord[k];
+	for (int k = 0; k < 2 * n; k++) { /* the fixed blocks, then the others */
+		int i = ord[k % n];
+		if ((b[i].fixed >= 0) != (k < n))
+			continue;
+		if (b[i].fixed >= 0) {
+			off[i] = b[i].fixed;
+			if (off[i] + b[i].size > top)
+				top = off[i] + b[i].size;
+			int j = np++;
+			while (j > 0 && off[placed[j - 1]] > off[i]) {
+				placed[j] = placed[j - 1];
+				j--;
+			}
+			placed[j] = i;
+			continue;
+		}
 		/*
 		 * The gaps: walk the blocks alive at the same time in order of
 		 * offset; one that starts at or beyond o + size leaves room below it.
@@ -266,7 +332,7 @@ static int64_t pack(Block *b, int n, int64_t target)
 		squeeze(b, ord[from], n, target, &best, best_off, off, placed);
 	}
 	for (int i = 0; i < n; i++)
-		b[i].r->offset = best_off[i];
+		*b[i].out = best_off[i];
 	for (int k = 0; k < NORDERS; k++)
 		free(ord[k]);
 	free(sorted);
@@ -278,21 +344,74 @@ static int64_t pack(Block *b, int n, int64_t target)
 
 static void plan(Placement *p, Arena *a, bool squeezed)
 {
-	int n = p->res.n;
+	int n = p->res.n, nw = 0;
+	if (p->ws_in_pool && p->algo) {
+		nw = 2 * p->s->n;
+		if (!p->ws_offset) {
+			p->ws_offset = arena_array(a, (size_t)p->s->n + 1, sizeof(int64_t));
+			p->rc_ws_offset = arena_array(a, (size_t)p->s->n + 1, sizeof(int64_t));
+		}
+	}
 	Block *all = arena_array(a, (size_t)n + 1, sizeof(Block));
 	lifetimes(p, all, n);
 	/* pack each tier separately */
 	for (int tier = TIER_FAST; tier <= TIER_SLOW; tier++) {
-		Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+		Block *b = arena_array(a, (size_t)(n + nw) + 1, sizeof(Block));
 		int m = 0;
 		for (int i = 0; i < n; i++)
 			if (all[i].r->tier == (Tier)tier)
 				b[m++] = all[i];
-		int64_t size = pack(b, m, squeezed && tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0);
-		if (tier == TIER_FAST)
-			p->fast_bytes = size;
-		else
-			p->slow_bytes = size;
+		int64_t target = squeezed && tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0;
+		if (tier == TIER_SLOW) {
+			p->slow_bytes = pack(b, m, target);
+			continue;
+		}
+		int nres = m;
+		for (int st = 0; p->ws_offset && st < p->s->n; st++)
+			p->ws_offset[st] = p->rc_ws_offset[st] = -1;
+		m += ws_blocks(p, b + m, p->ws_offset, p->rc_ws_offset);
+		int64_t size = pack(b, m, target), cap = p->limit > 0 ? p->limit - p->workspace : 0;
+		if (m > nres && cap > 0 && size > cap) {
+			/*
+			 * The workspaces go after the residencies, in the gaps that
+			 * leaves while they run. Above the limit, two other layouts,
+			 * and the smallest of the three is kept: each workspace at the
+			 * top of the limit (the residencies packed around them), and
+			 * every workspace on top of the residencies at one offset (no
+			 * two live at once).
+			 */
+			int64_t *keep = xmalloc(sizeof(int64_t) * (size_t)m);
+			for (int variant = 0; variant < 2 && size > cap; variant++) {
+				for (int i = 0; i < m; i++)
+					keep[i] = *b[i].out;
+				int64_t other = 0;
+				if (variant == 0) {
+					for (int i = nres; i < m; i++) {
+						int64_t o = (cap - b[i].size) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+						b[i].fixed = o > 0 ? o : 0;
+					}
+					other = pack(b, m, target);
+					for (int i = nres; i < m; i++)
+						b[i].fixed = -1;
+				} else {
+					int64_t top = 0;
+					other = pack(b, nres, target);
+					for (int i = nres; i < m; i++) {
+						*b[i].out = other;
+						if (b[i].size > top)
+							top = b[i].size;
+					}
+					other += top;
+				}
+				if (other < size)
+					size = other;
+				else
+					for (int i = 0; i < m; i++)
+						*b[i].out = keep[i];
+			}
+			free(keep);
+		}
+		p->fast_bytes = size;
 	}
 }
 
@@ -309,32 +428,79 @@ void memplan_first_fit(Placement *p, Arena *a)
 int64_t memplan_fast_peak(const Placement *p, Arena *a)
 {
 	int n = p->res.n, m = 0;
-	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	Block *b = arena_array(a, (size_t)(n + 2 * p->s->n) + 1, sizeof(Block));
 	lifetimes(p, b, n);
 	for (int i = 0; i < n; i++)
 		if (b[i].r->tier == TIER_FAST)
 			b[m++] = b[i];
+	m += ws_blocks(p, b + m, NULL, NULL);
 	return live_peak(b, m);
+}
+
+int64_t *memplan_fast_live(const Placement *p, Arena *a)
+{
+	int n = p->res.n, tmax = 2 * p->s->n;
+	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	lifetimes(p, b, n);
+	int64_t *live = arena_array(a, (size_t)tmax + 3, sizeof(int64_t));
+	for (int i = 0; i < n; i++) {
+		if (b[i].r->tier != TIER_FAST)
+			continue;
+		for (int t = b[i].t0; t <= b[i].t1 && t <= tmax; t++)
+			live[t + 1] += b[i].size;
+	}
+	return live;
+}
+
+int64_t memplan_hole(const Placement *p, int t, int64_t cap, Arena *a)
+{
+	int n = p->res.n, m = 0;
+	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	lifetimes(p, b, n);
+	for (int i = 0; i < n; i++)
+		if (b[i].r->tier == TIER_FAST && b[i].t0 <= t && t <= b[i].t1)
+			b[m++] = b[i];
+	/* the live blocks by offset: the gaps between them, and above the highest below cap */
+	for (int i = 1; i < m; i++)
+		for (int j = i; j > 0 && *b[j - 1].out > *b[j].out; j--) {
+			Block tmp = b[j];
+			b[j] = b[j - 1];
+			b[j - 1] = tmp;
+		}
+	int64_t at = 0, most = 0;
+	for (int i = 0; i <= m; i++) {
+		int64_t end = i < m && *b[i].out < cap ? *b[i].out : cap;
+		if (end - at > most)
+			most = end - at;
+		if (i == m || *b[i].out >= cap)
+			break;
+		if (*b[i].out + b[i].size > at)
+			at = *b[i].out + b[i].size;
+	}
+	return most;
 }
 
 bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen)
 {
 	int n = p->res.n;
-	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	Block *b = arena_array(a, (size_t)(n + 2 * p->s->n) + 1, sizeof(Block));
 	lifetimes(p, b, n);
+	if (p->ws_offset)
+		n += ws_blocks(p, b + n, p->ws_offset, p->rc_ws_offset);
 	for (int i = 0; i < n; i++) {
-		if (b[i].r->offset % MEMPLAN_ALIGN ||
-		    b[i].r->offset + b[i].size > (b[i].r->tier == TIER_FAST ? p->fast_bytes : p->slow_bytes)) {
-			snprintf(err, errlen, "%s is placed outside its pool", b[i].r->t->name);
+		Tier tier = b[i].r ? b[i].r->tier : TIER_FAST;
+		if (*b[i].out % MEMPLAN_ALIGN || *b[i].out < 0 ||
+		    *b[i].out + b[i].size > (tier == TIER_FAST ? p->fast_bytes : p->slow_bytes)) {
+			snprintf(err, errlen, "%s is placed outside its pool", block_name(&b[i]));
 			return false;
 		}
 		for (int j = i + 1; j < n; j++) {
 			const Block *x = &b[i], *y = &b[j];
-			if (x->r->tier != y->r->tier || x->t1 < y->t0 || y->t1 < x->t0)
+			if ((x->r ? x->r->tier : TIER_FAST) != (y->r ? y->r->tier : TIER_FAST) || x->t1 < y->t0 || y->t1 < x->t0)
 				continue;
-			if (x->r->offset + x->size <= y->r->offset || y->r->offset + y->size <= x->r->offset)
+			if (*x->out + x->size <= *y->out || *y->out + y->size <= *x->out)
 				continue;
-			snprintf(err, errlen, "%s and %s share memory while both are live", x->r->t->name, y->r->t->name);
+			snprintf(err, errlen, "%s and %s share memory while both are live", block_name(x), block_name(y));
 			return false;
 		}
 	}

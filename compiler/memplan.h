@@ -14,9 +14,14 @@ int64_t memplan_round(int64_t bytes);
 /*
  * Give every residency of p an offset in its tier's pool so that no two
  * residencies whose lifetimes overlap share a byte, and set the pools'
- * sizes (p->fast_bytes, p->slow_bytes). A fast pool that first fit packs
- * above p->limit (beside p->workspace) while its live bytes fit is packed
- * again (squeeze, memplan.c); the same placement always packs the same way.
+ * sizes (p->fast_bytes, p->slow_bytes). With p->ws_in_pool the
+ * algorithms' workspaces are blocks of the fast pool too, each live while
+ * its kernel (or the recomputes at a boundary) runs: p->ws_offset and
+ * p->rc_ws_offset. A fast pool that first fit packs above p->limit
+ * (beside p->workspace) while its live bytes fit is packed again
+ * (squeeze, memplan.c), and one with workspaces that still does not fit,
+ * with every workspace on top of the residencies if that is smaller; the
+ * same placement always packs the same way.
  */
 void memplan(Placement *p, Arena *a);
 
@@ -26,6 +31,19 @@ void memplan(Placement *p, Arena *a);
  * the same way under memplan.
  */
 void memplan_first_fit(Placement *p, Arena *a);
+
+/*
+ * The bytes of p's fast residencies live at each time point t (kernel s
+ * at 2s, the boundary before it at 2s-1), as live[t + 1] for t from -1 to
+ * 2 * p->s->n; without the algorithms' workspaces.
+ */
+int64_t *memplan_fast_live(const Placement *p, Arena *a);
+
+/*
+ * The largest gap below cap in p's packed fast pool at time point t
+ * between the residencies live there: the most a workspace there can take.
+ */
+int64_t memplan_hole(const Placement *p, int t, int64_t cap, Arena *a);
 
 /* Check that no two residencies live at once share a byte; describe the first that do. */
 bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen);

@@ -53,57 +53,118 @@ static Placement *first_touch(const Graph *g, const Schedule *s, int64_t limit, 
 	}
 }
 
+static bool has_algos(const PlaceOptions *o)
+{
+	return o->cm && o->cm->algos && o->kernels_fast;
+}
+
 /*
  * Every kernel with measured algorithms (a GPU profile's algo lines) runs
- * the fastest (cm->algos lists it first) whose workspace is at most room
- * bytes (any, if room < 0), as the ILP chooses: without a limit (all-fast,
- * unified memory) the fastest whatever its workspace, so that all-fast is
- * timed with the kernels a placement would pick; for checkpoint the
- * fastest that fits beside its packed pool. A kernel without such an
- * algorithm runs cuDNN's heuristic choice, timed by its kernel line.
+ * the fastest (cm->algos lists it first) whose workspace is at most
+ * room[k] for step k, or at most `uniform` everywhere (room NULL; any if
+ * uniform < 0): without a limit (all-fast, unified memory) the fastest
+ * whatever its workspace, so that all-fast is timed with the kernels a
+ * placement would pick. A kernel without such an algorithm runs cuDNN's
+ * heuristic choice, timed by its kernel line. The workspaces are blocks
+ * of the fast pool (Placement.ws_in_pool), but for unified memory, whose
+ * runtime holds the largest beside its managed pool.
  */
-static void choose_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t room, Arena *a)
+static void set_algos(Placement *p, const Schedule *s, const PlaceOptions *o, const int64_t *room, int64_t uniform,
+                      Arena *a)
 {
-	if (!o->cm || !o->cm->algos || !o->kernels_fast)
-		return;
-	p->workspace = 0;
+	p->ws_in_pool = p->optimizer != OPT_UM;
+	int64_t most = 0;
 	for (int k = 0; k < s->n; k++) {
 		const KernelAlgo *al;
 		int na = o->cm->algos(o->cm, s->order[k], &al);
+		int64_t r = room ? room[k] : uniform;
 		if (p->algo)
 			p->algo[k] = NULL;
 		for (int i = 0; i < na; i++) {
-			if (room >= 0 && al[i].workspace > room)
+			if (r >= 0 && al[i].workspace > r)
 				continue;
 			if (!p->algo)
 				p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
 			p->algo[k] = &al[i];
-			if (al[i].workspace > p->workspace)
-				p->workspace = al[i].workspace;
+			if (al[i].workspace > most)
+				most = al[i].workspace;
 			break;
 		}
 	}
+	if (!p->ws_in_pool)
+		p->workspace = most;
 }
 
 /*
- * p packed, whose pool fits the limit but not with its algorithms'
- * workspace: the fastest algorithms that fit beside the pool instead
- * (a start whose algorithms were chosen before it was packed: the
- * swaps', checkpoint's by its live peak, or a solved one that packed
- * larger than its program's capacity rows).
+ * Room for step k's algorithm's workspace in p under limit: the limit
+ * less the bytes live where it runs, at its kernel and at every boundary
+ * where a recompute runs it.
+ */
+static int64_t *algo_rooms(const Placement *p, int64_t limit, Arena *a)
+{
+	int n = p->s->n;
+	int64_t *live = memplan_fast_live(p, a);
+	int64_t *room = arena_array(a, (size_t)n + 1, sizeof(int64_t));
+	for (int k = 0; k < n; k++)
+		room[k] = limit - live[2 * k + 1];
+	for (int i = 0; i < p->recomputes.n; i++) {
+		const Recompute *rc = &p->recomputes.v[i];
+		int64_t r = limit - live[2 * rc->at];
+		if (r < room[rc->step])
+			room[rc->step] = r;
+	}
+	for (int k = 0; k < n; k++)
+		if (room[k] < 0)
+			room[k] = 0;
+	return room;
+}
+
+/*
+ * p's algorithms under limit (< 0: none), p packed (place_pack): the
+ * fastest whose workspace fits beside what is live where each runs; if
+ * the pool does not pack so under the limit, the fastest that fit beside
+ * the residencies' packed pool, where memplan can put every workspace.
+ */
+static void choose_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
+{
+	if (!has_algos(o))
+		return;
+	if (limit < 0) {
+		set_algos(p, s, o, NULL, -1, a);
+		return;
+	}
+	p->limit = limit;
+	p->algo = NULL;
+	set_algos(p, s, o, algo_rooms(p, limit - p->workspace, a), 0, a);
+	place_pack(o, p, a);
+	if (p->fast_bytes + p->workspace <= limit)
+		return;
+	p->algo = NULL;
+	place_pack(o, p, a);
+	int64_t room = limit - p->workspace - p->fast_bytes;
+	set_algos(p, s, o, NULL, room < 0 ? 0 : room, a);
+	place_pack(o, p, a);
+}
+
+/*
+ * p packed, whose pool with its algorithms' workspaces does not fit the
+ * limit: algorithms that fit instead (a start whose algorithms were
+ * chosen before it was packed: the swaps' fastest, or a solved one that
+ * packed larger than its program's capacity rows).
  */
 static void fit_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
 {
-	if (p->fast_bytes <= limit && p->fast_bytes + p->workspace > limit)
-		choose_algos(p, s, o, limit - p->fast_bytes, a);
+	if (has_algos(o) && p->fast_bytes + p->workspace > limit)
+		choose_algos(p, s, o, limit, a);
 }
 
-/* checkpoint's placement p, packed: the algorithms that fit beside its pool under o->limit (none: any) */
+/* checkpoint's placement p: its algorithms under o->limit (none: any), p packed */
 static void checkpoint_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
-	int64_t room = o->limit > 0 ? o->limit - p->fast_bytes : -1;
-	if (room >= 0 || o->limit <= 0)
-		choose_algos(p, s, o, room, a);
+	if (!has_algos(o))
+		return;
+	choose_algos(p, s, o, o->limit > 0 ? o->limit : -1, a);
+	memplan(p, a);
 }
 
 /*
@@ -151,7 +212,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		Placement *p = place_checkpoint_segments(g, s, k, true, least, a);
 		int64_t peak = memplan_fast_peak(p, a);
 		if (peak <= limit) {
-			choose_algos(p, s, o, limit - peak, a);
+			if (has_algos(o))
+				set_algos(p, s, o, algo_rooms(p, limit, a), 0, a);
 			consider(&best, p, o->cm, "checkpoint");
 		}
 	}
@@ -269,6 +331,16 @@ double place_frag_scale(const Placement *p, int64_t limit, double least)
 bool place_above_limit(const Placement *p, const Residency *r, int64_t limit)
 {
 	return r->tier == TIER_FAST && r->offset + memplan_round(r->t->bytes) + p->workspace > limit;
+}
+
+bool place_ws_above_limit(const Placement *p, int k, int64_t limit)
+{
+	if (!p->ws_offset)
+		return false;
+	int64_t top = p->ws_offset[k] >= 0 ? p->ws_offset[k] + memplan_round(placement_kernel_ws(p, k)) : 0;
+	if (p->rc_ws_offset[k] >= 0 && p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k)) > top)
+		top = p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k));
+	return top + p->workspace > limit;
 }
 
 /*
@@ -416,6 +488,13 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 			for (int k = lo < 0 ? 0 : lo; k <= hi && k < n; k++)
 				mark[k] = true;
 		}
+		for (int i = 0; i < n && !everywhere; i++) { /* and around the workspaces above it */
+			if (!place_ws_above_limit(p, i, o->limit))
+				continue;
+			for (int k = i - PLACE_FRAG_RADIUS; k <= i + PLACE_FRAG_RADIUS; k++)
+				if (k >= 0 && k < n)
+					mark[k] = true;
+		}
 		for (int k = 0; k < n; k++)
 			if (mark[k] || everywhere)
 				limits[k] = (int64_t)((double)limits[k] * scale);
@@ -546,8 +625,8 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		break;
 	case OPT_UM: /* every tensor in managed memory; the driver pages it (not predicted) */
 		p = place_all_fast(g, s, a);
-		choose_algos(p, s, o, -1, a);
 		p->optimizer = OPT_UM;
+		choose_algos(p, s, o, -1, a);
 		p->limit = o->limit;
 		st->status = "baseline";
 		return p;
@@ -625,6 +704,55 @@ static Placement *place_ticking(const Graph *g, const Schedule *s, const PlaceOp
 	return p;
 }
 
+/*
+ * p placed under its limit: each kernel that no recompute runs gets the
+ * fastest of its algorithms whose workspace fits the largest gap that
+ * p's packed pool leaves below the limit at its step, where that is
+ * faster than its own. The ILP holds one workspace column in every step
+ * (its largest), which any packing of the residencies can hold on top
+ * of them; the packing usually leaves far larger gaps where little is
+ * live. The residencies pack first (memplan.c), so each workspace finds
+ * its gap again; if the pool should still not fit, p keeps its own.
+ */
+static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
+{
+	if (!has_algos(o) || !p->algo || !p->ws_in_pool || p->limit <= 0)
+		return;
+	memplan(p, a);
+	int64_t cap = p->limit - p->workspace;
+	if (p->fast_bytes > cap)
+		return;
+	bool *recomputed = arena_array(a, (size_t)s->n + 1, sizeof(bool));
+	for (int i = 0; i < p->recomputes.n; i++)
+		recomputed[p->recomputes.v[i].step] = true;
+	const KernelAlgo **own = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+	memcpy(own, p->algo, sizeof(KernelAlgo *) * (size_t)s->n);
+	int better = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (!p->algo[k] || recomputed[k])
+			continue;
+		int64_t hole = memplan_hole(p, 2 * k, cap, a);
+		const KernelAlgo *al;
+		int na = o->cm->algos(o->cm, s->order[k], &al);
+		for (int i = 0; i < na; i++) {
+			if (al[i].workspace > hole)
+				continue;
+			if (al[i].seconds < p->algo[k]->seconds) {
+				p->algo[k] = &al[i];
+				better++;
+			}
+			break;
+		}
+	}
+	if (better == 0)
+		return;
+	memplan(p, a);
+	if (p->fast_bytes > cap) {
+		memcpy(p->algo, own, sizeof(KernelAlgo *) * (size_t)s->n);
+		memplan(p, a);
+	}
+}
+
 Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
                  size_t errlen)
 {
@@ -637,8 +765,11 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	if (po.ratio)
 		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
 	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
-	if (p || !po.ratio || st->min_limit <= po.limit)
+	if (p || !po.ratio || st->min_limit <= po.limit) {
+		if (p)
+			upgrade_algos(p, s, &po, a);
 		return p;
+	}
 	/*
 	 * A ratio is relative: below what can work, it means as little as can
 	 * work. The stated minimum is a lower bound (exact on a CPU; on a GPU,
@@ -661,5 +792,7 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 		if (po.limit >= s->peak + scratch)
 			break;
 	}
+	if (p)
+		upgrade_algos(p, s, &po, a);
 	return p;
 }

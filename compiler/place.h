@@ -116,6 +116,8 @@ double place_frag_scale(const Placement *p, int64_t limit, double least);
 
 /* Whether residency r of p (memory-planned) is fast and reaches above limit beside the kernels' workspace. */
 bool place_above_limit(const Placement *p, const Residency *r, int64_t limit);
+/* Whether a workspace of step k in p's fast pool (Placement.ws_in_pool) reaches above limit beside p->workspace. */
+bool place_ws_above_limit(const Placement *p, int k, int64_t limit);
 
 /* Whether AUTOTM_SOLVER_LOG is set: the solver's log, the fragmentation attempts, neighbourhoods and repairs on stderr. */
 bool place_solver_log(void);

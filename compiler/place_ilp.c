@@ -220,6 +220,8 @@ typedef struct Ilp {
 	int separable, configured, approximated; /* kernels by cost form */
 	int nrecompute;     /* recompute edges */
 	int *dcol;          /* step -> its column D_s, the fast MiB live there */
+	int64_t *wscap;     /* step -> the most its algorithm's workspace may take where tighten capped it (the
+	                       gap its packed plan left there), -1: no cap */
 	double *dmax;       /* step -> D_s's upper bound: the step's limit, or less where the neighbourhoods
 	                       tightened it for packing */
 } Ilp;
@@ -918,7 +920,9 @@ static void build_kernel(Ilp *ip, int step)
 		/*
 		 * T = sum_a time_a y_a, sum_a y_a = 1; the workspace column W is at
 		 * least the chosen algorithm's workspace, and every capacity row
-		 * holds W (the runtime keeps one workspace beside the pool).
+		 * holds W: whatever the residencies' packing, every workspace fits
+		 * on top of it (memplan.c), and place_algos_upgrade gives kernels
+		 * the larger gaps the packing leaves.
 		 */
 		int *cols = arena_array(ip->a, (size_t)na + 1, sizeof(int));
 		double *ones = arena_array(ip->a, (size_t)na + 1, sizeof(double)),
@@ -1100,6 +1104,9 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 	int prev = -1;
 	ip->dcol = arena_array(ip->a, (size_t)n + 1, sizeof(int));
 	ip->dmax = arena_array(ip->a, (size_t)n + 1, sizeof(double));
+	ip->wscap = arena_array(ip->a, (size_t)n + 1, sizeof(int64_t));
+	for (int st = 0; st < n; st++)
+		ip->wscap[st] = -1;
 	for (int st = 0; st < n; st++) {
 		int D = mip_add_col(ip->mip, 0, limit_mib[st], 0, false);
 		ip->dcol[st] = D;
@@ -1410,6 +1417,15 @@ static int ilp_start(const Ilp *ip, const Placement *p0, double *x)
 	for (int i = 0; i < ip->g->tensors.n; i++)
 		given += start_flow(&ip->flow[i], p0, x, cols);
 	x[ip->one] = 1;
+	/* the start's algorithms: with others, its workspaces might not pack */
+	for (int k = 0; p0->algo && k < ip->s->n; k++) {
+		if (ip->algo_col[k] < 0 || !p0->algo[k])
+			continue;
+		const KernelAlgo *al;
+		int na = ip->cm->algos(ip->cm, ip->s->order[k], &al);
+		for (int i = 0; i < na; i++)
+			x[ip->algo_col[k] + i] = &al[i] == p0->algo[k];
+	}
 	return given;
 }
 
@@ -1632,6 +1648,35 @@ static bool packs(const Ilp *ip, const PlaceOptions *o, const double *x, double 
 }
 
 /*
+ * Step k's algorithms to those whose workspace is at most `bytes` (at
+ * least the one inc chose, where inc is given, and at least the smallest:
+ * the program stays feasible); returns whether that lowered its cap.
+ */
+static bool cap_ws(Ilp *ip, int k, int64_t bytes, const double *inc)
+{
+	if (ip->algo_col[k] < 0)
+		return false;
+	const KernelAlgo *al;
+	int na = ip->cm->algos(ip->cm, ip->s->order[k], &al);
+	int64_t least = -1;
+	for (int i = 0; i < na; i++) {
+		if (least < 0 || al[i].workspace < least)
+			least = al[i].workspace;
+		if (inc && on(inc, ip->algo_col[k] + i) && al[i].workspace > bytes)
+			bytes = al[i].workspace;
+	}
+	if (bytes < least)
+		bytes = least;
+	if (ip->wscap[k] >= 0 && ip->wscap[k] <= bytes)
+		return false;
+	ip->wscap[k] = bytes;
+	for (int i = 0; i < na; i++)
+		if (al[i].workspace > bytes)
+			mip_set_bounds(ip->mip, ip->algo_col[k] + i, 0, 0);
+	return true;
+}
+
+/*
  * A solution that does not pack (the pool memplan makes of its placement
  * is above the limit: fragmentation): lower the bound of D_s at the steps
  * of the fast residencies that reach above the limit to cand's D_s scaled
@@ -1646,11 +1691,33 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 	place_pack(o, p, ip->a);
 	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
-	for (int i = 0; i < p->res.n; i++) {
-		const Residency *r = p->res.v[i];
-		if (!place_above_limit(p, r, o->limit))
+	for (int i = 0; i < p->res.n + ip->s->n; i++) {
+		int first, last;
+		if (i < p->res.n) { /* a residency above the limit */
+			const Residency *r = p->res.v[i];
+			if (!place_above_limit(p, r, o->limit))
+				continue;
+			first = r->first, last = r->last;
+		} else if (place_ws_above_limit(p, i - p->res.n, o->limit)) { /* a workspace */
+			first = last = i - p->res.n;
+		} else {
 			continue;
-		for (int k = r->first; k <= r->last; k++) {
+		}
+		if (i >= p->res.n) { /* its algorithm, or theirs: the gap there at most */
+			int64_t cap = o->limit - p->workspace;
+			if (p->ws_offset[first] >= 0 &&
+			    p->ws_offset[first] + memplan_round(placement_kernel_ws(p, first)) > cap)
+				changed |= cap_ws(ip, first, memplan_hole(p, 2 * first, cap, ip->a), inc);
+			if (p->rc_ws_offset[first] >= 0 &&
+			    p->rc_ws_offset[first] + memplan_round(placement_boundary_ws(p, first)) > cap) {
+				int64_t hole = memplan_hole(p, 2 * first - 1, cap, ip->a);
+				for (int j = 0; j < p->recomputes.n; j++)
+					if (p->recomputes.v[j].at == first)
+						changed |= cap_ws(ip, p->recomputes.v[j].step, hole, inc);
+			}
+			continue;
+		}
+		for (int k = first; k <= last; k++) {
 			int c = ip->dcol[k];
 			double d = cand[c] * scale;
 			if (inc && d < inc[c])
@@ -1665,12 +1732,20 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 	return changed;
 }
 
-/* Every bound of D_s back to dmax0's. */
+/* Every bound of D_s back to dmax0's; every algorithm allowed again. */
 static void untighten(Ilp *ip, const double *dmax0)
 {
-	for (int k = 0; k < ip->s->n; k++)
+	for (int k = 0; k < ip->s->n; k++) {
 		if (ip->dmax[k] != dmax0[k])
 			mip_set_bounds(ip->mip, ip->dcol[k], 0, ip->dmax[k] = dmax0[k]);
+		if (ip->wscap[k] < 0)
+			continue;
+		const KernelAlgo *al;
+		int na = ip->cm->algos(ip->cm, ip->s->order[k], &al);
+		for (int i = 0; i < na; i++)
+			mip_set_bounds(ip->mip, ip->algo_col[k] + i, 0, 1);
+		ip->wscap[k] = -1;
+	}
 }
 
 /*
@@ -2475,8 +2550,7 @@ static Placement *ilp_extract(const Ilp *ip, const PlaceOptions *o, const double
 				p->algo[k] = &al[i];
 		if (!p->algo[k])
 			ICE("no algorithm chosen for %s", s->order[k]->name);
-		if (p->algo[k]->workspace > p->workspace)
-			p->workspace = p->algo[k]->workspace;
+		p->ws_in_pool = true;
 	}
 	placement_finish(p);
 	return p;

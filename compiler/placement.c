@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "costmodel.h"
 #include "memplan.h"
 #include "recompute.h"
 #include "util.h"
@@ -18,6 +19,23 @@ Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, OptimizerI
 	p->s = s;
 	p->of = arena_array(a, (size_t)g->tensors.n, sizeof(ResidencyVec));
 	return p;
+}
+
+int64_t placement_kernel_ws(const Placement *p, int step)
+{
+	return p->algo && p->algo[step] ? p->algo[step]->workspace : 0;
+}
+
+int64_t placement_boundary_ws(const Placement *p, int step)
+{
+	int64_t most = 0;
+	for (int i = 0; p->algo && i < p->recomputes.n; i++) {
+		const Recompute *rc = &p->recomputes.v[i];
+		int64_t ws = rc->at == step ? placement_kernel_ws(p, rc->step) : 0;
+		if (ws > most)
+			most = ws;
+	}
+	return most;
 }
 
 Residency *placement_add(Placement *p, Arena *a, const Tensor *t, Tier tier, int first, int last)

@@ -89,10 +89,25 @@ typedef struct Placement {
 	int64_t fast_bytes;      /* pool sizes, from memplan */
 	int64_t slow_bytes;
 	const KernelAlgo **algo; /* step -> the algorithm its kernel runs with; NULL: no choice made */
+	/*
+	 * With ws_in_pool, the algorithms' workspaces are blocks of the fast
+	 * pool that live while they are used (memplan.c): ws_offset[step] the
+	 * kernel's, rc_ws_offset[step] the one the recomputes at the boundary
+	 * before it share (they run one after another); -1 where none is
+	 * needed. Else (unified memory) the runtime holds one workspace, the
+	 * largest, beside the pool, and `workspace` counts it.
+	 */
+	bool ws_in_pool;
+	int64_t *ws_offset, *rc_ws_offset;
 	int64_t workspace;       /* fast memory the runtime holds beside the fast pool, counted against the
-	                            limit: the largest workspace of those algorithms, plus the kernels'
-	                            scratch (place_kernel_scratch) */
+	                            limit: the kernels' scratch (place_kernel_scratch), and without
+	                            ws_in_pool the largest workspace of the algorithms */
 } Placement;
+
+/* The workspace bytes of step's kernel's algorithm (0: none chosen, or none needed). */
+int64_t placement_kernel_ws(const Placement *p, int step);
+/* The workspace bytes the recomputes at the boundary before step need: the most any of their algorithms needs. */
+int64_t placement_boundary_ws(const Placement *p, int step);
 
 /* An empty placement of g (no residencies yet), for the optimizers. */
 Placement *placement_new(const Graph *g, const Schedule *s, Arena *a, OptimizerId optimizer);

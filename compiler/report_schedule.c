@@ -200,6 +200,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	cJSON_AddNumberToObject(root, "limit", (double)p->limit);
 	cJSON_AddNumberToObject(root, "fast_pool_bytes", (double)p->fast_bytes);
 	cJSON_AddNumberToObject(root, "workspace_bytes", (double)p->workspace);
+	cJSON_AddBoolToObject(root, "workspaces_in_pool", p->algo && p->ws_in_pool);
 	cJSON_AddNumberToObject(root, "scratch_bytes", (double)place_kernel_scratch(s, cm));
 	cJSON_AddNumberToObject(root, "slow_pool_bytes", (double)p->slow_bytes);
 	cJSON_AddNumberToObject(root, "peak_live_bytes", (double)s->peak);
@@ -218,7 +219,13 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		if (p->algo && p->algo[step]) {
 			cJSON_AddStringToObject(o, "algorithm", p->algo[step]->name);
 			cJSON_AddNumberToObject(o, "workspace_bytes", (double)p->algo[step]->workspace);
+			if (p->ws_offset && p->ws_offset[step] >= 0)
+				cJSON_AddNumberToObject(o, "workspace_offset", (double)p->ws_offset[step]);
 			cJSON_AddBoolToObject(o, "nondeterministic", p->algo[step]->nondeterministic);
+		}
+		if (p->rc_ws_offset && p->rc_ws_offset[step] >= 0) {
+			cJSON_AddNumberToObject(o, "recompute_workspace_bytes", (double)placement_boundary_ws(p, step));
+			cJSON_AddNumberToObject(o, "recompute_workspace_offset", (double)p->rc_ws_offset[step]);
 		}
 		cJSON *args = cJSON_AddArrayToObject(o, "arguments");
 		for (int k = 0; k < n->nin + n->nout; k++) {
@@ -421,8 +428,18 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,
 	        fmt_bytes(p->slow_bytes, b3, sizeof b3));
-	if (p->workspace > 0)
+	if (p->algo && p->ws_in_pool) {
+		int64_t most = 0;
+		for (int step = 0; step < s->n; step++)
+			if (placement_kernel_ws(p, step) > most)
+				most = placement_kernel_ws(p, step);
+		fprintf(f, "convolution workspaces: in the fast pool while their kernels run (the largest %s)\n",
+		        fmt_bytes(most, b1, sizeof b1));
+		if (p->workspace > 0)
+			fprintf(f, "kernel scratch: %s beside the fast pool\n", fmt_bytes(p->workspace, b1, sizeof b1));
+	} else if (p->workspace > 0) {
 		fprintf(f, "kernel workspace and scratch: %s beside the fast pool\n", fmt_bytes(p->workspace, b1, sizeof b1));
+	}
 	if (p->limit > 0)
 		fprintf(f, "limit: %s (%.1f%% of the peak of live bytes, %s%s); pools use %.1f%% of it\n",
 		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)(s->peak + scratch),

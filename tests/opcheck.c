@@ -41,7 +41,7 @@ static void host_wait(void)
 {
 }
 
-const ArgMemory opcheck_host_memory = {NULL, host_alloc, host_copy, host_wait, free};
+const ArgMemory opcheck_host_memory = {NULL, host_alloc, host_copy, host_wait, free, false};
 
 /* Compare got with ref; returns the error relative to max(1, max |ref|), and the worst element. */
 static double compare(const float *got, const double *ref, int64_t n, int64_t *worst, double *scale)
@@ -87,9 +87,18 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 
 	int64_t desc[RT_DESC_LEN];
 	node_describe(n, desc);
+	void *ws = NULL;
+	enum { WORKSPACE = 64 << 20 }; /* more than algorithm 1 needs for any case's convolution */
+	if (mem->placed_workspace &&
+	    (n->op == OP_CONV2D || n->op == OP_CONV2D_BWD_DATA || n->op == OP_CONV2D_BWD_FILTER)) {
+		desc[RT_D_ALGO] = (1 + 1) | RT_ALGO_WS_ARG;
+		args[nargs] = ws = mem->alloc(WORKSPACE);
+	}
 	rt_kernel(ctx, id, desc);
 	rt_launch(ctx, id, args);
 	mem->wait();
+	if (ws)
+		mem->release(ws);
 
 	double worst_err = 0, worst_got = 0, worst_ref = 0, worst_scale = 1;
 	const char *worst_what = "";

@@ -29,6 +29,13 @@ typedef struct ArgMemory {
 	void (*copy)(void *dst, const void *src, size_t bytes); /* into an argument or out of it */
 	void (*wait)(void);                                     /* until the kernel has run */
 	void (*release)(void *p);                               /* an argument's memory back */
+	/*
+	 * GPU: each convolution runs cuDNN's algorithm 1 (implicit_precomp_gemm,
+	 * algo_1, algo_1: deterministic) as a placement chooses one, with its
+	 * workspace passed after the arguments (RT_ALGO_WS_ARG), in memory
+	 * from alloc
+	 */
+	bool placed_workspace;
 } ArgMemory;
 
 /* Host memory from malloc, where the CPU runtime's kernels read and write. */

@@ -27,10 +27,12 @@
  * beside the fast pool, so that a run gives the same bits every time and
  * stays within its limit (a nondeterministic one only if no other fits:
  * a warning and --profile-kernels then name it); unless the placement
- * chose the algorithm from a measured profile. All kernels share one workspace, the
- * largest any needs (kernels run one at a time on the stream), and the
- * loss kernel keeps its rows' losses there too; it is the
- * "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
+ * chose the algorithm from a measured profile. The algorithm a placement
+ * chose runs in the workspace the placement gave it, a block of the fast
+ * pool live only while it runs (RT_ALGO_WS_ARG); the others share one
+ * workspace, the largest any needs (kernels run one at a time on the
+ * stream), where the loss kernel keeps its rows' losses and batchnorm
+ * its partial sums too; it is the "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
  * times every other algorithm cuDNN reports, through the functions at the
  * end of this file (gpu.h).
  *
@@ -285,7 +287,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 	ConvAlgo a[MAX_CONV_ALGOS];
 	int n = conv_algos(s, k, a);
 	if (k->desc[RT_D_ALGO] > 0) { /* the placement's choice (from the GPU profile's algo lines) */
-		int algo = (int)(k->desc[RT_D_ALGO] - 1);
+		int algo = (int)((k->desc[RT_D_ALGO] & (RT_ALGO_WS_ARG - 1)) - 1);
 		for (int i = 0; i < n; i++) {
 			if (a[i].algo != algo || a[i].status != CUDNN_STATUS_SUCCESS)
 				continue;
@@ -371,7 +373,8 @@ static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
 		                                       to_int(k, RT_ARG_DIM(d, 2, 0)), 1, 1));
 	}
-	grow_workspace(s, k);
+	if (!(d[RT_D_ALGO] & RT_ALGO_WS_ARG)) /* else the placement gives it a block of the fast pool */
+		grow_workspace(s, k);
 }
 
 /*
@@ -558,7 +561,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
 	case RT_OP_CONV2D_BWD_FILTER:
-		CUDNN_CHECK(run_conv(s, k, k->algo, s->workspace, k->ws, a));
+		/* the workspace: the placement's block of the fast pool, after the arguments, or the shared one */
+		CUDNN_CHECK(run_conv(s, k, k->algo, d[RT_D_ALGO] & RT_ALGO_WS_ARG ? a[nin + d[RT_D_NOUT]] : s->workspace,
+		                     k->ws, a));
 		break;
 	case RT_OP_DENSE:
 		run_dense(s, k, a);

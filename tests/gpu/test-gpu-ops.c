@@ -10,7 +10,10 @@
  * the same node on copies of the interpreter's inputs to that node, in
  * device memory; the cases run a second time with every argument in
  * pinned host memory (where the slow pool is), which kernels read and
- * write in place. Every output, and every input an op updates in place,
+ * write in place, and a third time in device memory with each
+ * convolution's algorithm chosen as a placement does, its workspace
+ * passed after its arguments (RT_ALGO_WS_ARG). Every output, and every
+ * input an op updates in place,
  * must agree: max |a - b| <= 1e-4 * max(1, max |ref|), with TF32 off
  * (AUTOTM_TF32 unset). Every op of ops.def must be covered.
  *
@@ -70,8 +73,9 @@ static void cuda_wait(void)
 	check_cuda(cudaDeviceSynchronize(), "running the kernel");
 }
 
-static const ArgMemory device_memory = {"device", device_alloc, cuda_copy, cuda_wait, device_free};
-static const ArgMemory pinned_memory = {"host", pinned_alloc, cuda_copy, cuda_wait, pinned_free};
+static const ArgMemory device_memory = {"device", device_alloc, cuda_copy, cuda_wait, device_free, false};
+static const ArgMemory pinned_memory = {"host", pinned_alloc, cuda_copy, cuda_wait, pinned_free, false};
+static const ArgMemory placed_memory = {"placed", device_alloc, cuda_copy, cuda_wait, device_free, true};
 
 int main(void)
 {
@@ -85,8 +89,8 @@ int main(void)
 	RtProgram empty = {.model = "gpu-ops"};
 	RtCtx *ctx = rt_begin(0, NULL, &empty);
 	int32_t next_id = 0;
-	const ArgMemory *mems[] = {&device_memory, &pinned_memory};
-	for (int m = 0; m < 2; m++)
+	const ArgMemory *mems[] = {&device_memory, &pinned_memory, &placed_memory};
+	for (int m = 0; m < 3; m++)
 		for (int i = 0; i < nop_cases; i++)
 			opcheck_case(ctx, &op_cases[i], &next_id, mems[m]);
 	if (rt_end(ctx) != 0)

@@ -81,11 +81,17 @@ enum RtDescField {
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
 	/*
 	 * Convolutions on the GPU: 1 + the cuDNN algorithm the placement chose
-	 * (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t); 0: the runtime's choice.
+	 * (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t), with RT_ALGO_WS_ARG
+	 * where its workspace is a block of the placement's fast pool whose
+	 * address the launch passes after the arguments (args[nin + nout]),
+	 * else in the runtime's own workspace, shared by every kernel; 0: the
+	 * runtime's choice.
 	 */
 	RT_D_ALGO = RT_D_ARGS + (1 + RT_MAX_DIMS) * RT_MAX_ARGS,
 	RT_DESC_LEN,
 };
+
+enum { RT_ALGO_WS_ARG = 1 << 16 }; /* RT_D_ALGO: the workspace is passed after the arguments */
 
 /* The dimensions of argument i of a description. */
 #define RT_ARG_NDIM(desc, i) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i)])
