@@ -452,32 +452,58 @@ int64_t *memplan_fast_live(const Placement *p, Arena *a)
 	return live;
 }
 
-int64_t memplan_hole(const Placement *p, int t, int64_t cap, Arena *a)
+static int by_offset(const void *a, const void *b)
 {
-	int n = p->res.n, m = 0;
-	Block *b = arena_array(a, (size_t)n + 1, sizeof(Block));
+	const Block *x = a, *y = b;
+	return *x->out < *y->out ? -1 : *x->out > *y->out;
+}
+
+/* p's fast residencies as blocks, by offset (xmalloc'd); their number into *m. */
+static Block *fast_by_offset(const Placement *p, int *m)
+{
+	int n = p->res.n;
+	Block *b = xmalloc(sizeof(Block) * (size_t)(n + 1));
 	lifetimes(p, b, n);
+	*m = 0;
 	for (int i = 0; i < n; i++)
-		if (b[i].r->tier == TIER_FAST && b[i].t0 <= t && t <= b[i].t1)
-			b[m++] = b[i];
-	/* the live blocks by offset: the gaps between them, and above the highest below cap */
-	for (int i = 1; i < m; i++)
-		for (int j = i; j > 0 && *b[j - 1].out > *b[j].out; j--) {
-			Block tmp = b[j];
-			b[j] = b[j - 1];
-			b[j - 1] = tmp;
-		}
+		if (b[i].r->tier == TIER_FAST)
+			b[(*m)++] = b[i];
+	qsort(b, (size_t)*m, sizeof *b, by_offset);
+	return b;
+}
+
+/* The largest gap below cap at time point t between the blocks b (by offset) live there. */
+static int64_t hole_at(const Block *b, int m, int t, int64_t cap)
+{
 	int64_t at = 0, most = 0;
-	for (int i = 0; i <= m; i++) {
-		int64_t end = i < m && *b[i].out < cap ? *b[i].out : cap;
-		if (end - at > most)
-			most = end - at;
-		if (i == m || *b[i].out >= cap)
-			break;
+	for (int i = 0; i < m && at < cap; i++) {
+		if (b[i].t0 > t || t > b[i].t1)
+			continue;
+		int64_t start = *b[i].out < cap ? *b[i].out : cap;
+		if (start - at > most)
+			most = start - at;
 		if (*b[i].out + b[i].size > at)
 			at = *b[i].out + b[i].size;
 	}
-	return most;
+	return cap - at > most ? cap - at : most;
+}
+
+int64_t memplan_hole(const Placement *p, int t, int64_t cap)
+{
+	int m;
+	Block *b = fast_by_offset(p, &m);
+	int64_t hole = hole_at(b, m, t, cap);
+	free(b);
+	return hole;
+}
+
+void memplan_kernel_holes(const Placement *p, int64_t cap, int64_t *hole)
+{
+	int m;
+	Block *b = fast_by_offset(p, &m);
+	for (int k = 0; k < p->s->n; k++)
+		hole[k] = hole_at(b, m, 2 * k, cap);
+	free(b);
 }
 
 bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen)

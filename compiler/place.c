@@ -727,15 +727,16 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 		recomputed[p->recomputes.v[i].step] = true;
 	const KernelAlgo **own = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
 	memcpy(own, p->algo, sizeof(KernelAlgo *) * (size_t)s->n);
+	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
+	memplan_kernel_holes(p, cap, hole);
 	int better = 0;
 	for (int k = 0; k < s->n; k++) {
 		if (!p->algo[k] || recomputed[k])
 			continue;
-		int64_t hole = memplan_hole(p, 2 * k, cap, a);
 		const KernelAlgo *al;
 		int na = o->cm->algos(o->cm, s->order[k], &al);
 		for (int i = 0; i < na; i++) {
-			if (al[i].workspace > hole)
+			if (al[i].workspace > hole[k])
 				continue;
 			if (al[i].seconds < p->algo[k]->seconds) {
 				p->algo[k] = &al[i];

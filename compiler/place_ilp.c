@@ -1707,10 +1707,10 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 			int64_t cap = o->limit - p->workspace;
 			if (p->ws_offset[first] >= 0 &&
 			    p->ws_offset[first] + memplan_round(placement_kernel_ws(p, first)) > cap)
-				changed |= cap_ws(ip, first, memplan_hole(p, 2 * first, cap, ip->a), inc);
+				changed |= cap_ws(ip, first, memplan_hole(p, 2 * first, cap), inc);
 			if (p->rc_ws_offset[first] >= 0 &&
 			    p->rc_ws_offset[first] + memplan_round(placement_boundary_ws(p, first)) > cap) {
-				int64_t hole = memplan_hole(p, 2 * first - 1, cap, ip->a);
+				int64_t hole = memplan_hole(p, 2 * first - 1, cap);
 				for (int j = 0; j < p->recomputes.n; j++)
 					if (p->recomputes.v[j].at == first)
 						changed |= cap_ws(ip, p->recomputes.v[j].step, hole, inc);

@@ -1128,6 +1128,89 @@ static void test_squeeze(void)
 	arena_free(&a);
 }
 
+/*
+ * Workspaces in the pool (memplan.c): random residencies on a chain, each
+ * kernel with a workspace. Under a limit of the residencies' pool plus
+ * the largest workspace the pool always fits (every workspace on top at
+ * worst); a workspace as large as the gap memplan_kernel_holes reports at
+ * its kernel fits beside the same residencies; and memplan_verify finds
+ * no overlap. A first case by hand: a workspace goes in the gap beside
+ * what lives at its step.
+ */
+static void test_workspaces(void)
+{
+	Arena a = {0};
+	Schedule *s;
+	Graph *g = tanh_chain(&a, "a chain for workspaces", 8, &s);
+	if (!g)
+		return;
+	enum { MAXB = 12 };
+	if (s->n < 8 || g->tensors.n < MAXB) {
+		test_expect(false, "a chain for workspaces: %d steps, %d tensors", s->n, g->tensors.n);
+		return;
+	}
+	Tensor fake[MAXB];
+	KernelAlgo *al = arena_array(&a, (size_t)s->n + 1, sizeof(KernelAlgo));
+	char err[256];
+	/* by hand: 128 bytes live throughout, 192 more at steps 0-2; a 256-byte workspace at step 3 */
+	Placement *p = placement_new(g, s, &a, OPT_AUTO);
+	fake[0] = *g->tensors.v[0], fake[0].bytes = 128;
+	fake[1] = *g->tensors.v[1], fake[1].bytes = 192;
+	placement_add(p, &a, &fake[0], TIER_FAST, 0, s->n - 1);
+	placement_add(p, &a, &fake[1], TIER_FAST, 0, 2);
+	p->algo = arena_array(&a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+	al[3].workspace = 256;
+	p->algo[3] = &al[3];
+	p->ws_in_pool = true;
+	p->limit = 384;
+	memplan(p, &a);
+	test_expect(p->fast_bytes == 384 && p->ws_offset[3] == 128 && p->ws_offset[2] == -1 &&
+	                memplan_verify(p, &a, err, sizeof err),
+	            "a workspace in the gap at its step: pool %" PRId64 ", at %" PRId64 " (384, 128 expected)",
+	            p->fast_bytes, p->ws_offset[3]);
+	unsigned seed = 777;
+	int fitted = 0, tried = 0;
+	for (int k = 0; k < 300; k++) {
+		p = placement_new(g, s, &a, OPT_AUTO);
+		int n = 5 + (int)(sq_rand(&seed) % (MAXB - 4));
+		for (int i = 0; i < n; i++) {
+			int x = (int)(sq_rand(&seed) % 8), y = (int)(sq_rand(&seed) % 8);
+			fake[i] = *g->tensors.v[i];
+			fake[i].bytes = 64 * (1 + (int64_t)(sq_rand(&seed) % 5));
+			placement_add(p, &a, &fake[i], TIER_FAST, x < y ? x : y, x < y ? y : x);
+		}
+		memplan(p, &a); /* the residencies alone */
+		int64_t alone = p->fast_bytes, most = 0;
+		p->algo = arena_array(&a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+		al = arena_array(&a, (size_t)s->n + 1, sizeof(KernelAlgo));
+		for (int st = 0; st < s->n; st++) {
+			al[st].workspace = 64 * (int64_t)(sq_rand(&seed) % 6);
+			most = al[st].workspace > most ? al[st].workspace : most;
+			p->algo[st] = &al[st];
+		}
+		p->ws_in_pool = true;
+		p->limit = alone + most;
+		memplan(p, &a);
+		test_expect(p->fast_bytes <= p->limit && memplan_verify(p, &a, err, sizeof err),
+		            "instance %d: pool %" PRId64 " over the residencies' %" PRId64 " and the largest workspace %"
+		            PRId64 " (%s)", k, p->fast_bytes, alone, most, p->fast_bytes <= p->limit ? err : "");
+		/* each workspace as large as the gap at its kernel */
+		int64_t *hole = arena_array(&a, (size_t)s->n + 1, sizeof(int64_t));
+		memplan_kernel_holes(p, p->limit, hole);
+		for (int st = 0; st < s->n; st++)
+			al[st].workspace = hole[st] / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+		memplan(p, &a);
+		tried++;
+		fitted += p->fast_bytes <= p->limit;
+		test_expect(p->fast_bytes <= p->limit && memplan_verify(p, &a, err, sizeof err),
+		            "instance %d: workspaces as large as their gaps: pool %" PRId64 " over the limit %" PRId64 " (%s)",
+		            k, p->fast_bytes, p->limit, p->fast_bytes <= p->limit ? err : "");
+	}
+	printf("workspaces in the pool: %d of %d random instances fit with every workspace as large as its gap\n", fitted,
+	       tried);
+	arena_free(&a);
+}
+
 /* mip_restrict: fixed columns leave the program, their part moves into the row bounds */
 static void test_restrict(void)
 {
@@ -1497,6 +1580,7 @@ int main(void)
 {
 	test_broken_row();
 	test_squeeze();
+	test_workspaces();
 	test_abs_gap();
 	test_deadline();
 	test_restrict();
