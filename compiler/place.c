@@ -158,6 +158,54 @@ static void fit_algos(Placement *p, const Schedule *s, const PlaceOptions *o, in
 		choose_algos(p, s, o, limit, a);
 }
 
+/*
+ * p packed above the limit where only workspaces reach above it: those
+ * kernels get the fastest algorithm that fits the gap the residencies
+ * leave at their step (at each boundary where a recompute runs them,
+ * too), the residencies unchanged; p packed again. Returns whether p
+ * fits now. A solution whose plan is sound but whose workspaces found no
+ * gap by the solver's count then needs no re-solve.
+ */
+static bool shrink_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
+{
+	if (!has_algos(o) || !p->algo || !p->ws_in_pool)
+		return false;
+	int64_t cap = limit - p->workspace;
+	for (int i = 0; i < p->res.n; i++)
+		if (place_above_limit(p, p->res.v[i], limit))
+			return false;
+	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
+	for (int round = 0; round < 3 && p->fast_bytes > cap; round++) {
+		memplan_kernel_holes(p, cap, hole);
+		for (int i = 0; i < p->recomputes.n; i++) { /* a recomputed kernel's workspace at its boundary too */
+			const Recompute *rc = &p->recomputes.v[i];
+			if (p->rc_ws_offset[rc->at] >= 0 &&
+			    p->rc_ws_offset[rc->at] + memplan_round(placement_boundary_ws(p, rc->at)) > cap) {
+				int64_t h = memplan_hole(p, 2 * rc->at - 1, cap);
+				if (h < hole[rc->step])
+					hole[rc->step] = h;
+			}
+		}
+		bool changed = false;
+		for (int k = 0; k < s->n; k++) {
+			if (!p->algo[k] || p->algo[k]->workspace <= hole[k])
+				continue;
+			const KernelAlgo *al;
+			int na = o->cm->algos(o->cm, s->order[k], &al);
+			for (int i = 0; i < na; i++)
+				if (al[i].workspace <= hole[k]) {
+					p->algo[k] = &al[i];
+					changed = true;
+					break;
+				}
+		}
+		if (!changed)
+			break;
+		place_pack(o, p, a);
+	}
+	return p->fast_bytes <= cap;
+}
+
 /* checkpoint's placement p: its algorithms under o->limit (none: any), p packed */
 static void checkpoint_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
@@ -454,6 +502,8 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		}
 		if (p) {
 			place_pack(o, p, a);
+			if (p->fast_bytes + p->workspace > o->limit && shrink_algos(p, s, o, o->limit, a))
+				st->predicted_time = placement_predict(p, o->cm, NULL);
 			apool[attempt] = p->fast_bytes + p->workspace;
 		}
 		st->squeezed = squeezed;
