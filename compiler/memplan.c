@@ -169,6 +169,17 @@ static int ws_blocks(const Placement *p, Block *b, int64_t *kslot, int64_t *bslo
 	return m;
 }
 
+static int64_t align_up(int64_t o, int64_t align)
+{
+	return (o + align - 1) / align * align;
+}
+
+/* A residency's offset is a multiple of MEMPLAN_ALIGN, a workspace's of MEMPLAN_WS_ALIGN. */
+static int64_t block_align(const Block *b)
+{
+	return b->r ? MEMPLAN_ALIGN : MEMPLAN_WS_ALIGN;
+}
+
 /*
  * Greedy fit of the blocks b in the order ord into off[] (by index in b):
  * first fit puts each at the lowest offset where it fits beside every
@@ -199,25 +210,24 @@ static int64_t fit(const Block *b, const int *ord, int n, bool best, int64_t *of
 		 * The gaps: walk the blocks alive at the same time in order of
 		 * offset; one that starts at or beyond o + size leaves room below it.
 		 */
-		int64_t o = 0, at = -1, waste = 0;
+		int64_t o = 0, at = -1, waste = 0, align = block_align(&b[i]);
 		for (int j = 0; j < np; j++) {
 			const Block *q = &b[placed[j]];
 			if (q->t1 < b[i].t0 || b[i].t1 < q->t0)
 				continue; /* not alive together */
-			int64_t gap = off[placed[j]] - o;
+			int64_t gap = off[placed[j]] - align_up(o, align);
 			if (gap >= b[i].size) {
 				if (!best)
 					break;
 				if (at < 0 || gap - b[i].size < waste) {
-					at = o;
+					at = align_up(o, align);
 					waste = gap - b[i].size;
 				}
 			}
 			if (off[placed[j]] + q->size > o)
 				o = off[placed[j]] + q->size;
 		}
-		if (at >= 0)
-			o = at;
+		o = at >= 0 ? at : align_up(o, align);
 		off[i] = o;
 		if (o + b[i].size > top)
 			top = o + b[i].size;
@@ -387,7 +397,7 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 				int64_t other = 0;
 				if (variant == 0) {
 					for (int i = nres; i < m; i++) {
-						int64_t o = (cap - b[i].size) / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
+						int64_t o = (cap - b[i].size) / MEMPLAN_WS_ALIGN * MEMPLAN_WS_ALIGN;
 						b[i].fixed = o > 0 ? o : 0;
 					}
 					other = pack(b, m, target);
@@ -395,7 +405,7 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 						b[i].fixed = -1;
 				} else {
 					int64_t top = 0;
-					other = pack(b, nres, target);
+					other = align_up(pack(b, nres, target), MEMPLAN_WS_ALIGN);
 					for (int i = nres; i < m; i++) {
 						*b[i].out = other;
 						if (b[i].size > top)
@@ -480,11 +490,12 @@ static int64_t hole_at(const Block *b, int m, int t, int64_t cap)
 		if (b[i].t0 > t || t > b[i].t1)
 			continue;
 		int64_t start = *b[i].out < cap ? *b[i].out : cap;
-		if (start - at > most)
-			most = start - at;
+		if (start - align_up(at, MEMPLAN_WS_ALIGN) > most)
+			most = start - align_up(at, MEMPLAN_WS_ALIGN);
 		if (*b[i].out + b[i].size > at)
 			at = *b[i].out + b[i].size;
 	}
+	at = align_up(at, MEMPLAN_WS_ALIGN);
 	return cap - at > most ? cap - at : most;
 }
 
@@ -515,7 +526,7 @@ bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen)
 		n += ws_blocks(p, b + n, p->ws_offset, p->rc_ws_offset);
 	for (int i = 0; i < n; i++) {
 		Tier tier = b[i].r ? b[i].r->tier : TIER_FAST;
-		if (*b[i].out % MEMPLAN_ALIGN || *b[i].out < 0 ||
+		if (*b[i].out % block_align(&b[i]) || *b[i].out < 0 ||
 		    *b[i].out + b[i].size > (tier == TIER_FAST ? p->fast_bytes : p->slow_bytes)) {
 			snprintf(err, errlen, "%s is placed outside its pool", block_name(&b[i]));
 			return false;

@@ -7,6 +7,7 @@
 #include "place.h"
 
 enum { MEMPLAN_ALIGN = 64 }; /* every offset is a multiple: cache lines, AVX-512 loads */
+enum { MEMPLAN_WS_ALIGN = 256 }; /* a workspace's offset: as cudaMalloc aligns what cuDNN is given */
 
 /* bytes rounded up to MEMPLAN_ALIGN: what a tensor takes in a pool (the ILP counts the same) */
 int64_t memplan_round(int64_t bytes);

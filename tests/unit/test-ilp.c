@@ -1130,9 +1130,9 @@ static void test_squeeze(void)
 
 /*
  * Workspaces in the pool (memplan.c): random residencies on a chain, each
- * kernel with a workspace. Under a limit of the residencies' pool plus
- * the largest workspace the pool always fits (every workspace on top at
- * worst); a workspace as large as the gap memplan_kernel_holes reports at
+ * kernel with a workspace. Under a limit of the residencies' pool
+ * (rounded up to MEMPLAN_WS_ALIGN) plus the largest workspace the pool
+ * always fits (every workspace on top at worst); a workspace as large as the gap memplan_kernel_holes reports at
  * its kernel fits beside the same residencies; and memplan_verify finds
  * no overlap. A first case by hand: a workspace goes in the gap beside
  * what lives at its step.
@@ -1152,9 +1152,10 @@ static void test_workspaces(void)
 	Tensor fake[MAXB];
 	KernelAlgo *al = arena_array(&a, (size_t)s->n + 1, sizeof(KernelAlgo));
 	char err[256];
-	/* by hand: 128 bytes live throughout, 192 more at steps 0-2; a 256-byte workspace at step 3 */
+	/* by hand: 192 bytes live throughout, 192 more at steps 0-2; a 256-byte workspace at step 3, at the next
+	   multiple of MEMPLAN_WS_ALIGN (256) */
 	Placement *p = placement_new(g, s, &a, OPT_AUTO);
-	fake[0] = *g->tensors.v[0], fake[0].bytes = 128;
+	fake[0] = *g->tensors.v[0], fake[0].bytes = 192;
 	fake[1] = *g->tensors.v[1], fake[1].bytes = 192;
 	placement_add(p, &a, &fake[0], TIER_FAST, 0, s->n - 1);
 	placement_add(p, &a, &fake[1], TIER_FAST, 0, 2);
@@ -1162,11 +1163,11 @@ static void test_workspaces(void)
 	al[3].workspace = 256;
 	p->algo[3] = &al[3];
 	p->ws_in_pool = true;
-	p->limit = 384;
+	p->limit = 512;
 	memplan(p, &a);
-	test_expect(p->fast_bytes == 384 && p->ws_offset[3] == 128 && p->ws_offset[2] == -1 &&
+	test_expect(p->fast_bytes == 512 && p->ws_offset[3] == 256 && p->ws_offset[2] == -1 &&
 	                memplan_verify(p, &a, err, sizeof err),
-	            "a workspace in the gap at its step: pool %" PRId64 ", at %" PRId64 " (384, 128 expected)",
+	            "a workspace in the gap at its step: pool %" PRId64 ", at %" PRId64 " (512, 256 expected)",
 	            p->fast_bytes, p->ws_offset[3]);
 	unsigned seed = 777;
 	int fitted = 0, tried = 0;
@@ -1189,7 +1190,7 @@ static void test_workspaces(void)
 			p->algo[st] = &al[st];
 		}
 		p->ws_in_pool = true;
-		p->limit = alone + most;
+		p->limit = (alone + MEMPLAN_WS_ALIGN - 1) / MEMPLAN_WS_ALIGN * MEMPLAN_WS_ALIGN + most;
 		memplan(p, &a);
 		test_expect(p->fast_bytes <= p->limit && memplan_verify(p, &a, err, sizeof err),
 		            "instance %d: pool %" PRId64 " over the residencies' %" PRId64 " and the largest workspace %"
