@@ -158,15 +158,8 @@ static void fit_algos(Placement *p, const Schedule *s, const PlaceOptions *o, in
 		choose_algos(p, s, o, limit, a);
 }
 
-/*
- * p packed above the limit where only workspaces reach above it: those
- * kernels get the fastest algorithm that fits the gap the residencies
- * leave at their step (at each boundary where a recompute runs them,
- * too), the residencies unchanged; p packed again. Returns whether p
- * fits now. A solution whose plan is sound but whose workspaces found no
- * gap by the solver's count then needs no re-solve.
- */
-static bool shrink_algos(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
+/* place.h; a solution whose plan is sound but whose workspaces found no gap then needs no re-solve */
+bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
 {
 	if (!has_algos(o) || !p->algo || !p->ws_in_pool)
 		return false;
@@ -502,7 +495,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 		}
 		if (p) {
 			place_pack(o, p, a);
-			if (p->fast_bytes + p->workspace > o->limit && shrink_algos(p, s, o, o->limit, a))
+			if (p->fast_bytes + p->workspace > o->limit && place_fit_workspaces(p, s, o, o->limit, a))
 				st->predicted_time = placement_predict(p, o->cm, NULL);
 			apool[attempt] = p->fast_bytes + p->workspace;
 		}

@@ -116,6 +116,14 @@ double place_frag_scale(const Placement *p, int64_t limit, double least);
 
 /* Whether residency r of p (memory-planned) is fast and reaches above limit beside the kernels' workspace. */
 bool place_above_limit(const Placement *p, const Residency *r, int64_t limit);
+/*
+ * p packed above limit where only workspaces (Placement.ws_in_pool)
+ * reach above it: those kernels get the fastest of o->cm's algorithms
+ * that fits the gap the residencies leave at their step (and at each
+ * boundary where a recompute runs them), the residencies unchanged; p
+ * packed again (place_pack). Returns whether p fits now.
+ */
+bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a);
 /* Whether a workspace of step k in p's fast pool (Placement.ws_in_pool) reaches above limit beside p->workspace. */
 bool place_ws_above_limit(const Placement *p, int k, int64_t limit);
 

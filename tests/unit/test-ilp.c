@@ -1128,6 +1128,62 @@ static void test_squeeze(void)
 	arena_free(&a);
 }
 
+/* Every kernel may run fast with a 512-byte workspace or at twice the time with none. */
+static int two_algos(const CostModel *cm, const Node *n, const KernelAlgo **out)
+{
+	(void)cm, (void)n;
+	static const KernelAlgo al[] = {{1, "fast", 1e-6, 512, false}, {0, "slow", 2e-6, 0, false}};
+	*out = al;
+	return 2;
+}
+
+/*
+ * place_fit_workspaces: 256 bytes live throughout and 256 more at steps
+ * 0-2, every kernel with the 512-byte workspace, under a limit of 768:
+ * the residencies fit, the workspaces of steps 0-2 do not (no packing
+ * fits them). Those kernels, and only those, get the algorithm without
+ * workspace, and the pool fits; under a limit the residencies exceed,
+ * nothing changes.
+ */
+static void test_fit_workspaces(const Graph *g, const Schedule *s, Tensor *fake, Arena *a)
+{
+	CostModel cm = {.algos = two_algos};
+	PlaceOptions o = {.optimizer = OPT_AUTO, .cm = &cm, .kernels_fast = true};
+	const KernelAlgo *al;
+	two_algos(&cm, NULL, &al);
+	char err[256];
+	for (int round = 0; round < 2; round++) {
+		int64_t limit = round == 0 ? 768 : 448;
+		Placement *p = placement_new(g, s, a, OPT_AUTO);
+		fake[0] = *g->tensors.v[0], fake[0].bytes = 256;
+		fake[1] = *g->tensors.v[1], fake[1].bytes = 256;
+		placement_add(p, a, &fake[0], TIER_FAST, 0, s->n - 1);
+		placement_add(p, a, &fake[1], TIER_FAST, 0, 2);
+		p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+		for (int k = 0; k < s->n; k++)
+			p->algo[k] = &al[0];
+		p->ws_in_pool = true;
+		p->limit = limit;
+		memplan(p, a);
+		test_expect(p->fast_bytes > limit, "fitting workspaces, limit %" PRId64 ": the pool %" PRId64 " fits already",
+		            limit, p->fast_bytes);
+		bool fits = place_fit_workspaces(p, s, &o, limit, a);
+		int slow = 0, slow_early = 0;
+		for (int k = 0; k < s->n; k++) {
+			slow += p->algo[k] == &al[1];
+			slow_early += k <= 2 && p->algo[k] == &al[1];
+		}
+		if (round == 0)
+			test_expect(fits && p->fast_bytes <= limit && slow == 3 && slow_early == 3 &&
+			                memplan_verify(p, a, err, sizeof err),
+			            "fitting workspaces under 768 bytes: %s, pool %" PRId64 ", %d kernels without workspace "
+			            "(%d of steps 0-2; 3 expected)", fits ? "fits" : "does not fit", p->fast_bytes, slow, slow_early);
+		else
+			test_expect(!fits && slow == 0, "fitting workspaces under 448 bytes, below the residencies' 512: %s, %d "
+			            "kernels changed", fits ? "fits" : "does not fit", slow);
+	}
+}
+
 /*
  * Workspaces in the pool (memplan.c): random residencies on a chain, each
  * kernel with a workspace. Under a limit of the residencies' pool
@@ -1209,6 +1265,7 @@ static void test_workspaces(void)
 	}
 	printf("workspaces in the pool: %d of %d random instances fit with every workspace as large as its gap\n", fitted,
 	       tried);
+	test_fit_workspaces(g, s, fake, &a);
 	arena_free(&a);
 }
 
