@@ -352,6 +352,57 @@ static int64_t pack(Block *b, int n, int64_t target)
 	return best < 0 ? 0 : best;
 }
 
+/* Every workspace b[nres..m) at the top of cap, the residencies packed around them; returns the pool. */
+static int64_t pack_ws_at_top(Block *b, int nres, int m, int64_t target, int64_t cap)
+{
+	for (int i = nres; i < m; i++) {
+		int64_t o = (cap - b[i].size) / MEMPLAN_WS_ALIGN * MEMPLAN_WS_ALIGN;
+		b[i].fixed = o > 0 ? o : 0;
+	}
+	int64_t size = pack(b, m, target);
+	for (int i = nres; i < m; i++)
+		b[i].fixed = -1;
+	return size;
+}
+
+/* The residencies b[0..nres) packed, every workspace on top of them at one offset (no two live at once). */
+static int64_t pack_ws_on_top(Block *b, int nres, int m, int64_t target)
+{
+	int64_t base = align_up(pack(b, nres, target), MEMPLAN_WS_ALIGN), top = 0;
+	for (int i = nres; i < m; i++) {
+		*b[i].out = base;
+		if (b[i].size > top)
+			top = b[i].size;
+	}
+	return base + top;
+}
+
+/*
+ * The fast pool: the residencies b[0..nres), then the workspaces
+ * b[nres..m) in the gaps they leave where each runs. Above cap (> 0), two
+ * other layouts, and the smallest of the three is kept: every workspace
+ * at the top of the limit, and every workspace on top of the residencies.
+ */
+static int64_t pack_fast(Block *b, int nres, int m, int64_t target, int64_t cap)
+{
+	int64_t size = pack(b, m, target);
+	if (m == nres || cap <= 0 || size <= cap)
+		return size;
+	int64_t *keep = xmalloc(sizeof(int64_t) * (size_t)m);
+	for (int variant = 0; variant < 2 && size > cap; variant++) {
+		for (int i = 0; i < m; i++)
+			keep[i] = *b[i].out;
+		int64_t other = variant == 0 ? pack_ws_at_top(b, nres, m, target, cap) : pack_ws_on_top(b, nres, m, target);
+		if (other < size)
+			size = other;
+		else
+			for (int i = 0; i < m; i++)
+				*b[i].out = keep[i];
+	}
+	free(keep);
+	return size;
+}
+
 static void plan(Placement *p, Arena *a, bool squeezed)
 {
 	int n = p->res.n, nw = 0;
@@ -362,6 +413,8 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 			p->rc_ws_offset = arena_array(a, (size_t)p->s->n + 1, sizeof(int64_t));
 		}
 	}
+	for (int st = 0; p->ws_offset && st < p->s->n; st++)
+		p->ws_offset[st] = p->rc_ws_offset[st] = -1;
 	Block *all = arena_array(a, (size_t)n + 1, sizeof(Block));
 	lifetimes(p, all, n);
 	/* pack each tier separately */
@@ -371,57 +424,14 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 		for (int i = 0; i < n; i++)
 			if (all[i].r->tier == (Tier)tier)
 				b[m++] = all[i];
-		int64_t target = squeezed && tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0;
+		int64_t cap = tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0;
 		if (tier == TIER_SLOW) {
-			p->slow_bytes = pack(b, m, target);
+			p->slow_bytes = pack(b, m, 0);
 			continue;
 		}
 		int nres = m;
-		for (int st = 0; p->ws_offset && st < p->s->n; st++)
-			p->ws_offset[st] = p->rc_ws_offset[st] = -1;
 		m += ws_blocks(p, b + m, p->ws_offset, p->rc_ws_offset);
-		int64_t size = pack(b, m, target), cap = p->limit > 0 ? p->limit - p->workspace : 0;
-		if (m > nres && cap > 0 && size > cap) {
-			/*
-			 * The workspaces go after the residencies, in the gaps that
-			 * leaves while they run. Above the limit, two other layouts,
-			 * and the smallest of the three is kept: each workspace at the
-			 * top of the limit (the residencies packed around them), and
-			 * every workspace on top of the residencies at one offset (no
-			 * two live at once).
-			 */
-			int64_t *keep = xmalloc(sizeof(int64_t) * (size_t)m);
-			for (int variant = 0; variant < 2 && size > cap; variant++) {
-				for (int i = 0; i < m; i++)
-					keep[i] = *b[i].out;
-				int64_t other = 0;
-				if (variant == 0) {
-					for (int i = nres; i < m; i++) {
-						int64_t o = (cap - b[i].size) / MEMPLAN_WS_ALIGN * MEMPLAN_WS_ALIGN;
-						b[i].fixed = o > 0 ? o : 0;
-					}
-					other = pack(b, m, target);
-					for (int i = nres; i < m; i++)
-						b[i].fixed = -1;
-				} else {
-					int64_t top = 0;
-					other = align_up(pack(b, nres, target), MEMPLAN_WS_ALIGN);
-					for (int i = nres; i < m; i++) {
-						*b[i].out = other;
-						if (b[i].size > top)
-							top = b[i].size;
-					}
-					other += top;
-				}
-				if (other < size)
-					size = other;
-				else
-					for (int i = 0; i < m; i++)
-						*b[i].out = keep[i];
-			}
-			free(keep);
-		}
-		p->fast_bytes = size;
+		p->fast_bytes = pack_fast(b, nres, m, squeezed ? cap : 0, cap);
 	}
 }
 
@@ -499,21 +509,15 @@ static int64_t hole_at(const Block *b, int m, int t, int64_t cap)
 	return cap - at > most ? cap - at : most;
 }
 
-int64_t memplan_hole(const Placement *p, int t, int64_t cap)
+void memplan_holes(const Placement *p, int64_t cap, int64_t *kernel, int64_t *boundary)
 {
 	int m;
 	Block *b = fast_by_offset(p, &m);
-	int64_t hole = hole_at(b, m, t, cap);
-	free(b);
-	return hole;
-}
-
-void memplan_kernel_holes(const Placement *p, int64_t cap, int64_t *hole)
-{
-	int m;
-	Block *b = fast_by_offset(p, &m);
-	for (int k = 0; k < p->s->n; k++)
-		hole[k] = hole_at(b, m, 2 * k, cap);
+	for (int k = 0; k < p->s->n; k++) {
+		kernel[k] = hole_at(b, m, 2 * k, cap);
+		if (boundary)
+			boundary[k] = hole_at(b, m, 2 * k - 1, cap);
+	}
 	free(b);
 }
 

@@ -41,12 +41,12 @@ void memplan_first_fit(Placement *p, Arena *a);
 int64_t *memplan_fast_live(const Placement *p, Arena *a);
 
 /*
- * The largest gap below cap in p's packed fast pool at time point t
- * between the residencies live there: the most a workspace there can
- * take. memplan_kernel_holes: at every kernel's, hole[step].
+ * The largest gap below cap in p's packed fast pool between the
+ * residencies live at each kernel (kernel[step]) and at the boundary
+ * before it (boundary[step], if not NULL): the most a workspace there
+ * can take.
  */
-int64_t memplan_hole(const Placement *p, int t, int64_t cap);
-void memplan_kernel_holes(const Placement *p, int64_t cap, int64_t *hole);
+void memplan_holes(const Placement *p, int64_t cap, int64_t *kernel, int64_t *boundary);
 
 /* Check that no two residencies live at once share a byte; describe the first that do. */
 bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen);

@@ -58,6 +58,17 @@ static bool has_algos(const PlaceOptions *o)
 	return o->cm && o->cm->algos && o->kernels_fast;
 }
 
+/* The fastest of node n's algorithms (cm->algos lists it first) whose workspace is at most room (any: < 0), or NULL. */
+static const KernelAlgo *fastest_algo(const PlaceOptions *o, const Node *n, int64_t room)
+{
+	const KernelAlgo *al;
+	int na = o->cm->algos(o->cm, n, &al);
+	for (int i = 0; i < na; i++)
+		if (room < 0 || al[i].workspace <= room)
+			return &al[i];
+	return NULL;
+}
+
 /*
  * Every kernel with measured algorithms (a GPU profile's algo lines) runs
  * the fastest (cm->algos lists it first) whose workspace is at most
@@ -75,21 +86,14 @@ static void set_algos(Placement *p, const Schedule *s, const PlaceOptions *o, co
 	p->ws_in_pool = p->optimizer != OPT_UM;
 	int64_t most = 0;
 	for (int k = 0; k < s->n; k++) {
-		const KernelAlgo *al;
-		int na = o->cm->algos(o->cm, s->order[k], &al);
-		int64_t r = room ? room[k] : uniform;
-		if (p->algo)
-			p->algo[k] = NULL;
-		for (int i = 0; i < na; i++) {
-			if (r >= 0 && al[i].workspace > r)
-				continue;
-			if (!p->algo)
-				p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
-			p->algo[k] = &al[i];
-			if (al[i].workspace > most)
-				most = al[i].workspace;
-			break;
-		}
+		const KernelAlgo *al = fastest_algo(o, s->order[k], room ? room[k] : uniform);
+		if (!al && !p->algo)
+			continue;
+		if (!p->algo)
+			p->algo = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
+		p->algo[k] = al;
+		if (al && al->workspace > most)
+			most = al->workspace;
 	}
 	if (!p->ws_in_pool)
 		p->workspace = most;
@@ -168,29 +172,20 @@ bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o
 		if (place_above_limit(p, p->res.v[i], limit))
 			return false;
 	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
+	int64_t *bhole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
 	for (int round = 0; round < 3 && p->fast_bytes > cap; round++) {
-		memplan_kernel_holes(p, cap, hole);
-		for (int i = 0; i < p->recomputes.n; i++) { /* a recomputed kernel's workspace at its boundary too */
-			const Recompute *rc = &p->recomputes.v[i];
-			if (p->rc_ws_offset[rc->at] >= 0 &&
-			    p->rc_ws_offset[rc->at] + memplan_round(placement_boundary_ws(p, rc->at)) > cap) {
-				int64_t h = memplan_hole(p, 2 * rc->at - 1, cap);
-				if (h < hole[rc->step])
-					hole[rc->step] = h;
-			}
-		}
+		memplan_holes(p, cap, hole, bhole);
+		for (int i = 0; i < p->recomputes.n; i++) /* a recomputed kernel's workspace at its boundary too */
+			if (bhole[p->recomputes.v[i].at] < hole[p->recomputes.v[i].step])
+				hole[p->recomputes.v[i].step] = bhole[p->recomputes.v[i].at];
 		bool changed = false;
 		for (int k = 0; k < s->n; k++) {
-			if (!p->algo[k] || p->algo[k]->workspace <= hole[k])
-				continue;
-			const KernelAlgo *al;
-			int na = o->cm->algos(o->cm, s->order[k], &al);
-			for (int i = 0; i < na; i++)
-				if (al[i].workspace <= hole[k]) {
-					p->algo[k] = &al[i];
-					changed = true;
-					break;
-				}
+			const KernelAlgo *al = p->algo[k] && p->algo[k]->workspace > hole[k] ?
+			                       fastest_algo(o, s->order[k], hole[k]) : NULL;
+			if (al) {
+				p->algo[k] = al;
+				changed = true;
+			}
 		}
 		if (!changed)
 			break;
@@ -199,12 +194,14 @@ bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o
 	return p->fast_bytes <= cap;
 }
 
-/* checkpoint's placement p: its algorithms under o->limit (none: any), p packed */
+/* checkpoint's placement p: its algorithms under o->limit (none: any), and p packed */
 static void checkpoint_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
-	if (!has_algos(o))
+	if (has_algos(o) && o->limit > 0) {
+		choose_algos(p, s, o, o->limit, a); /* packs p (o is checkpoint's own: place_pack is memplan) */
 		return;
-	choose_algos(p, s, o, o->limit > 0 ? o->limit : -1, a);
+	}
+	choose_algos(p, s, o, -1, a);
 	memplan(p, a);
 }
 
@@ -378,10 +375,9 @@ bool place_ws_above_limit(const Placement *p, int k, int64_t limit)
 {
 	if (!p->ws_offset)
 		return false;
-	int64_t top = p->ws_offset[k] >= 0 ? p->ws_offset[k] + memplan_round(placement_kernel_ws(p, k)) : 0;
-	if (p->rc_ws_offset[k] >= 0 && p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k)) > top)
-		top = p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k));
-	return top + p->workspace > limit;
+	int64_t kernel = p->ws_offset[k] >= 0 ? p->ws_offset[k] + memplan_round(placement_kernel_ws(p, k)) : 0;
+	int64_t boundary = p->rc_ws_offset[k] >= 0 ? p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k)) : 0;
+	return (kernel > boundary ? kernel : boundary) + p->workspace > limit;
 }
 
 /*
@@ -572,7 +568,6 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 	if (o->segments > 0) {
 		Placement *p = place_checkpoint_segments(g, s, o->segments, false, 0, a);
 		p->limit = o->limit;
-		memplan(p, a);
 		checkpoint_algos(p, s, o, a);
 		st->segments = o->segments;
 		return p;
@@ -583,7 +578,6 @@ static Placement *checkpoint(const Graph *g, const Schedule *s, const PlaceOptio
 	int least_k = 0, fwd = place_forward_steps(s);
 	for (int k = 1; k <= PLACE_MAX_SEGMENTS && k <= (fwd > 0 ? fwd : 1); k++) {
 		Placement *p = place_checkpoint_segments(g, s, k, false, 0, a);
-		memplan(p, a);
 		checkpoint_algos(p, s, o, a);
 		if (least < 0 || p->fast_bytes < least)
 			least = p->fast_bytes, least_k = k;
@@ -771,21 +765,13 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 	const KernelAlgo **own = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
 	memcpy(own, p->algo, sizeof(KernelAlgo *) * (size_t)s->n);
 	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
-	memplan_kernel_holes(p, cap, hole);
+	memplan_holes(p, cap, hole, NULL);
 	int better = 0;
 	for (int k = 0; k < s->n; k++) {
-		if (!p->algo[k] || recomputed[k])
-			continue;
-		const KernelAlgo *al;
-		int na = o->cm->algos(o->cm, s->order[k], &al);
-		for (int i = 0; i < na; i++) {
-			if (al[i].workspace > hole[k])
-				continue;
-			if (al[i].seconds < p->algo[k]->seconds) {
-				p->algo[k] = &al[i];
-				better++;
-			}
-			break;
+		const KernelAlgo *al = p->algo[k] && !recomputed[k] ? fastest_algo(o, s->order[k], hole[k]) : NULL;
+		if (al && al->seconds < p->algo[k]->seconds) {
+			p->algo[k] = al;
+			better++;
 		}
 	}
 	if (better == 0)
@@ -795,6 +781,35 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 		memcpy(p->algo, own, sizeof(KernelAlgo *) * (size_t)s->n);
 		memplan(p, a);
 	}
+}
+
+/*
+ * A ratio is relative: below what can work, it means as little as can
+ * work. The stated minimum (st->min_limit) is a lower bound (exact on a
+ * CPU; on a GPU, or after packing, a little more may be needed), so a few
+ * growing limits are tried, up to the peak.
+ */
+static Placement *place_least(const Graph *g, const Schedule *s, PlaceOptions *po, const char *ratio,
+                              int64_t scratch, Arena *a, PlaceStats *st, char *err, size_t errlen)
+{
+	Placement *p = NULL;
+	char b1[64], b2[64];
+	int64_t floor = st->min_limit;
+	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
+	                "placing for %s\n", ratio ? ratio : "", fmt_bytes(po->limit, b1, sizeof b1),
+	        fmt_bytes(floor, b2, sizeof b2));
+	for (int i = 0; i < 6 && !p; i++) {
+		po->limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
+		if (po->limit > s->peak + scratch && i > 0)
+			po->limit = s->peak + scratch;
+		if (i > 0)
+			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
+			        fmt_bytes(po->limit, b2, sizeof b2));
+		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
+		if (po->limit >= s->peak + scratch)
+			break;
+	}
+	return p;
 }
 
 Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
@@ -809,33 +824,8 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	if (po.ratio)
 		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
 	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
-	if (p || !po.ratio || st->min_limit <= po.limit) {
-		if (p)
-			upgrade_algos(p, s, &po, a);
-		return p;
-	}
-	/*
-	 * A ratio is relative: below what can work, it means as little as can
-	 * work. The stated minimum is a lower bound (exact on a CPU; on a GPU,
-	 * or after packing, a little more may be needed), so a few growing
-	 * limits are tried, up to the peak.
-	 */
-	char b1[64], b2[64];
-	int64_t floor = st->min_limit;
-	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
-	                "placing for %s\n", o->ratio ? o->ratio : "", fmt_bytes(po.limit, b1, sizeof b1),
-	        fmt_bytes(floor, b2, sizeof b2));
-	for (int i = 0; i < 6 && !p; i++) {
-		po.limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
-		if (po.limit > s->peak + scratch && i > 0)
-			po.limit = s->peak + scratch;
-		if (i > 0)
-			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
-			        fmt_bytes(po.limit, b2, sizeof b2));
-		p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
-		if (po.limit >= s->peak + scratch)
-			break;
-	}
+	if (!p && po.ratio && st->min_limit > po.limit)
+		p = place_least(g, s, &po, o->ratio, scratch, a, st, err, errlen);
 	if (p)
 		upgrade_algos(p, s, &po, a);
 	return p;

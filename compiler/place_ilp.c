@@ -1691,6 +1691,7 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 	place_pack(o, p, ip->a);
 	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
+	int64_t *khole = NULL, *bhole = NULL; /* the gaps at the kernels and boundaries, once a workspace is above */
 	for (int i = 0; i < p->res.n + ip->s->n; i++) {
 		int first, last;
 		if (i < p->res.n) { /* a residency above the limit */
@@ -1705,16 +1706,19 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 		}
 		if (i >= p->res.n) { /* its algorithm, or theirs: the gap there at most */
 			int64_t cap = o->limit - p->workspace;
+			if (!khole) {
+				khole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
+				bhole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
+				memplan_holes(p, cap, khole, bhole);
+			}
 			if (p->ws_offset[first] >= 0 &&
 			    p->ws_offset[first] + memplan_round(placement_kernel_ws(p, first)) > cap)
-				changed |= cap_ws(ip, first, memplan_hole(p, 2 * first, cap), inc);
+				changed |= cap_ws(ip, first, khole[first], inc);
 			if (p->rc_ws_offset[first] >= 0 &&
-			    p->rc_ws_offset[first] + memplan_round(placement_boundary_ws(p, first)) > cap) {
-				int64_t hole = memplan_hole(p, 2 * first - 1, cap);
+			    p->rc_ws_offset[first] + memplan_round(placement_boundary_ws(p, first)) > cap)
 				for (int j = 0; j < p->recomputes.n; j++)
 					if (p->recomputes.v[j].at == first)
-						changed |= cap_ws(ip, p->recomputes.v[j].step, hole, inc);
-			}
+						changed |= cap_ws(ip, p->recomputes.v[j].step, bhole[first], inc);
 			continue;
 		}
 		for (int k = first; k <= last; k++) {

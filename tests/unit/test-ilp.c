@@ -1188,7 +1188,7 @@ static void test_fit_workspaces(const Graph *g, const Schedule *s, Tensor *fake,
  * Workspaces in the pool (memplan.c): random residencies on a chain, each
  * kernel with a workspace. Under a limit of the residencies' pool
  * (rounded up to MEMPLAN_WS_ALIGN) plus the largest workspace the pool
- * always fits (every workspace on top at worst); a workspace as large as the gap memplan_kernel_holes reports at
+ * always fits (every workspace on top at worst); a workspace as large as the gap memplan_holes reports at
  * its kernel fits beside the same residencies; and memplan_verify finds
  * no overlap. A first case by hand: a workspace goes in the gap beside
  * what lives at its step.
@@ -1253,7 +1253,7 @@ static void test_workspaces(void)
 		            PRId64 " (%s)", k, p->fast_bytes, alone, most, p->fast_bytes <= p->limit ? err : "");
 		/* each workspace as large as the gap at its kernel */
 		int64_t *hole = arena_array(&a, (size_t)s->n + 1, sizeof(int64_t));
-		memplan_kernel_holes(p, p->limit, hole);
+		memplan_holes(p, p->limit, hole, NULL);
 		for (int st = 0; st < s->n; st++)
 			al[st].workspace = hole[st] / MEMPLAN_ALIGN * MEMPLAN_ALIGN;
 		memplan(p, &a);
