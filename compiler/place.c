@@ -162,6 +162,20 @@ static void fit_algos(Placement *p, const Schedule *s, const PlaceOptions *o, in
 		choose_algos(p, s, o, limit, a);
 }
 
+/*
+ * Into hole[k], the largest gap below cap that p's packed residencies
+ * leave at step k's kernel and at every boundary where a recompute runs
+ * it (with the same algorithm, so the same workspace).
+ */
+static void algo_holes(const Placement *p, int64_t cap, int64_t *hole, Arena *a)
+{
+	int64_t *bhole = arena_array(a, (size_t)p->s->n + 1, sizeof(int64_t));
+	memplan_holes(p, cap, hole, bhole);
+	for (int i = 0; i < p->recomputes.n; i++)
+		if (bhole[p->recomputes.v[i].at] < hole[p->recomputes.v[i].step])
+			hole[p->recomputes.v[i].step] = bhole[p->recomputes.v[i].at];
+}
+
 /* place.h; a solution whose plan is sound but whose workspaces found no gap then needs no re-solve */
 bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a)
 {
@@ -172,12 +186,8 @@ bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o
 		if (place_above_limit(p, p->res.v[i], limit))
 			return false;
 	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
-	int64_t *bhole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
 	for (int round = 0; round < 3 && p->fast_bytes > cap; round++) {
-		memplan_holes(p, cap, hole, bhole);
-		for (int i = 0; i < p->recomputes.n; i++) /* a recomputed kernel's workspace at its boundary too */
-			if (bhole[p->recomputes.v[i].at] < hole[p->recomputes.v[i].step])
-				hole[p->recomputes.v[i].step] = bhole[p->recomputes.v[i].at];
+		algo_holes(p, cap, hole, a);
 		bool changed = false;
 		for (int k = 0; k < s->n; k++) {
 			const KernelAlgo *al = p->algo[k] && p->algo[k]->workspace > hole[k] ?
@@ -742,14 +752,17 @@ static Placement *place_ticking(const Graph *g, const Schedule *s, const PlaceOp
 }
 
 /*
- * p placed under its limit: each kernel that no recompute runs gets the
- * fastest of its algorithms whose workspace fits the largest gap that
- * p's packed pool leaves below the limit at its step, where that is
+ * p placed under its limit: each kernel gets the fastest of its
+ * algorithms whose workspace fits the largest gap that p's packed pool
+ * leaves below the limit at its step, and at every boundary where a
+ * recompute runs it (which runs the same algorithm), where that is
  * faster than its own. The ILP holds one workspace column in every step
  * (its largest), which any packing of the residencies can hold on top
  * of them; the packing usually leaves far larger gaps where little is
  * live. The residencies pack first (memplan.c), so each workspace finds
- * its gap again; if the pool should still not fit, p keeps its own.
+ * its gap again (the recomputes at a boundary share one block, as large
+ * as the largest, which fits the gap there); if the pool should still
+ * not fit, p keeps its own.
  */
 static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o, Arena *a)
 {
@@ -759,16 +772,13 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 	int64_t cap = p->limit - p->workspace;
 	if (p->fast_bytes > cap)
 		return;
-	bool *recomputed = arena_array(a, (size_t)s->n + 1, sizeof(bool));
-	for (int i = 0; i < p->recomputes.n; i++)
-		recomputed[p->recomputes.v[i].step] = true;
 	const KernelAlgo **own = arena_array(a, (size_t)s->n + 1, sizeof(KernelAlgo *));
 	memcpy(own, p->algo, sizeof(KernelAlgo *) * (size_t)s->n);
 	int64_t *hole = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
-	memplan_holes(p, cap, hole, NULL);
+	algo_holes(p, cap, hole, a);
 	int better = 0;
 	for (int k = 0; k < s->n; k++) {
-		const KernelAlgo *al = p->algo[k] && !recomputed[k] ? fastest_algo(o, s->order[k], hole[k]) : NULL;
+		const KernelAlgo *al = p->algo[k] ? fastest_algo(o, s->order[k], hole[k]) : NULL;
 		if (al && al->seconds < p->algo[k]->seconds) {
 			p->algo[k] = al;
 			better++;

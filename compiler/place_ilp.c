@@ -205,6 +205,7 @@ typedef struct Ilp {
 	bool kernels_fast;  /* every kernel argument must be fast (a GPU) */
 	bool offload;       /* weights and optimizer state may be updated in fast copies of slow homes */
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
+	VEC(int) *rc_edges; /* step -> the recompute edges whose chain runs its kernel, where it has algorithms */
 	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
 	int window;         /* async window */
 	int span;           /* auto: the most kernels a spanning move overlaps; 0: none */
@@ -598,6 +599,26 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 }
 
 /* Build t's network: its points, its edges (columns) and flow conservation. */
+/* Node n's measured algorithms where the ILP chooses among them (a GPU profile's algo lines), into *al; else 0. */
+static int kernel_algos(const Ilp *ip, const Node *n, const KernelAlgo **al)
+{
+	const KernelAlgo *none;
+	return ip->kernels_fast && ip->cm->algos ? ip->cm->algos(ip->cm, n, al ? al : &none) : 0;
+}
+
+/*
+ * What a recompute edge charges for running node n again (us): its
+ * all-fast time, or with algorithms the fastest one's; the difference to
+ * the algorithm its step runs is charged by build_recompute_algos.
+ */
+static double recompute_us(const Ilp *ip, const Node *n)
+{
+	const KernelAlgo *al;
+	if (kernel_algos(ip, n, &al) > 0)
+		return al[0].seconds * US; /* cm->algos lists the fastest first */
+	return ip->cm->kernel_time(ip->cm, n, 0) * US;
+}
+
 static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 {
 	const Schedule *s = ip->s;
@@ -661,9 +682,12 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		if (p->gone && p->chain) {
 			double us = 0;
 			for (int i = 0; i < p->chain->n; i++)
-				us += cm->kernel_time(cm, p->chain->node[i], 0) * US;
+				us += recompute_us(ip, p->chain->node[i]);
 			p->recomp = binary(ip, us);
 			ip->nrecompute++;
+			for (int i = 0; i < p->chain->n; i++)
+				if (kernel_algos(ip, p->chain->node[i], NULL) > 0)
+					vec_push(ip->a, &ip->rc_edges[ip->s->pos[p->chain->node[i]->id]], p->recomp);
 			if (p->chain->scratch > 0) /* scratch at the boundary before the kernel */
 				vec_push(ip->a, &ip->writeout[p->step], ((Term){p->recomp, (double)p->chain->scratch / MIB, false}));
 		}
@@ -915,7 +939,7 @@ static void build_kernel(Ilp *ip, int step)
 	TermVec expr = {0};
 	double konst = 0, tmax = 0; /* constant term; the longest the kernel can take (us) */
 	const KernelAlgo *al = NULL;
-	int na = ip->kernels_fast && cm->algos ? cm->algos(cm, n, &al) : 0;
+	int na = kernel_algos(ip, n, &al);
 	if (na > 0) {
 		/*
 		 * T = sum_a time_a y_a, sum_a y_a = 1; the workspace column W is at
@@ -1036,6 +1060,41 @@ static void build_kernel(Ilp *ip, int step)
 	}
 	ip->ecol[step] = e;
 	ip->tmax[step] = tmax;
+}
+
+/*
+ * A recompute runs its kernel with the algorithm the kernel's step runs
+ * (the value made again is then bitwise the one it replaces; the
+ * workspace at its boundary is that algorithm's). Its edge charges the
+ * fastest algorithm's time (recompute_us); for each slower algorithm a of
+ * step k, a column w >= R_k - M_k (1 - y_ka) charged the difference,
+ * where R_k is the sum of the recompute edges that run k's kernel and M_k
+ * their number: at an integer solution w = R_k where k runs a, else 0, so
+ * the objective charges every recompute its algorithm's time.
+ */
+static void build_recompute_algos(Ilp *ip)
+{
+	for (int k = 0; k < ip->s->n; k++) {
+		int m = ip->rc_edges[k].n;
+		if (ip->algo_col[k] < 0 || m == 0)
+			continue;
+		const KernelAlgo *al;
+		int na = kernel_algos(ip, ip->s->order[k], &al);
+		int *cols = arena_array(ip->a, (size_t)m + 2, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)m + 2, sizeof(double));
+		for (int a = 1; a < na; a++) {
+			double d = (al[a].seconds - al[0].seconds) * US;
+			if (d <= 0)
+				continue;
+			cols[0] = mip_add_col(ip->mip, 0, MIP_INF, d, false);
+			vals[0] = 1;
+			for (int i = 0; i < m; i++)
+				cols[1 + i] = ip->rc_edges[k].v[i], vals[1 + i] = -1;
+			cols[m + 1] = ip->algo_col[k] + a;
+			vals[m + 1] = -m;
+			mip_add_row(ip->mip, m + 2, cols, vals, -m, MIP_INF);
+		}
+	}
 }
 
 /*
@@ -1506,6 +1565,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	ip->algo_col = arena_array(a, (size_t)n + 1, sizeof(int));
 	for (int k = 0; k < n; k++)
 		ip->algo_col[k] = -1;
+	ip->rc_edges = arena_array(a, (size_t)n + 1, sizeof(*ip->rc_edges));
 	if (ip->span > PLACE_MAX_SPAN)
 		ip->span = PLACE_MAX_SPAN;
 	ip->omega = arena_array(a, (size_t)n + 1, sizeof(double));
@@ -1520,6 +1580,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	build_ready(ip);
 	for (int k = 0; k < n; k++)
 		build_kernel(ip, k);
+	build_recompute_algos(ip);
 	build_span_cuts(ip);
 	build_capacity(ip, limit_mib);
 	ip->one = mip_add_col(ip->mip, 1, 1, ip->constant, true);

@@ -31,9 +31,16 @@ double placement_kernel_time(const Placement *p, const CostModel *cm, int step)
 	return cm->kernel_time(cm, n, slow);
 }
 
-/* Seconds of a recompute: its kernel with each argument in the tier of its residency. */
-double placement_recompute_time(const CostModel *cm, const Recompute *rc)
+/*
+ * Seconds of a recompute: its kernel with each argument in the tier of
+ * its residency; with the algorithm its step's kernel runs, where p chose
+ * one (the runtime runs it so, and the value made again is then bitwise
+ * the one it replaces).
+ */
+double placement_recompute_time(const Placement *p, const CostModel *cm, const Recompute *rc)
 {
+	if (p->algo && p->algo[rc->step])
+		return p->algo[rc->step]->seconds;
 	const Node *n = rc->node;
 	uint32_t slow = 0;
 	for (int k = 0; k < n->nin + n->nout && k < 32; k++)
@@ -49,7 +56,7 @@ double placement_predict(const Placement *p, const CostModel *cm, double *per_st
 	double *async = xcalloc((size_t)n + 1, sizeof(double));
 	double *async_out = xcalloc((size_t)n + 1, sizeof(double)); /* duplex: the writes, beside the reads */
 	for (int i = 0; i < p->recomputes.n; i++)
-		sync[p->recomputes.v[i].at] += placement_recompute_time(cm, &p->recomputes.v[i]);
+		sync[p->recomputes.v[i].at] += placement_recompute_time(p, cm, &p->recomputes.v[i]);
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
 		double t = cm->move_time(cm, m->t->bytes, m->from->tier, m->to->tier, m->async);

@@ -26,8 +26,8 @@
  */
 double placement_predict(const Placement *p, const CostModel *cm, double *per_step);
 
-/* Seconds of a recompute (its kernel with its arguments' tiers). */
-double placement_recompute_time(const CostModel *cm, const Recompute *rc);
+/* Seconds of a recompute of p (its kernel with its arguments' tiers, or the algorithm p chose for its step). */
+double placement_recompute_time(const Placement *p, const CostModel *cm, const Recompute *rc);
 
 /* Seconds of kernel `step` under p (the cost model's time for its arguments' tiers). */
 double placement_kernel_time(const Placement *p, const CostModel *cm, int step);

@@ -59,7 +59,7 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 			if (rc->at != step)
 				continue;
 			tl->recompute_start[i] = t;
-			tl->recompute_time[i] = placement_recompute_time(cm, rc);
+			tl->recompute_time[i] = placement_recompute_time(p, cm, rc);
 			t += tl->recompute_time[i];
 		}
 		double k = placement_kernel_time(p, cm, step);
@@ -170,7 +170,7 @@ static double recompute_seconds(const Placement *p, const CostModel *cm)
 {
 	double sum = 0;
 	for (int i = 0; i < p->recomputes.n; i++)
-		sum += placement_recompute_time(cm, &p->recomputes.v[i]);
+		sum += placement_recompute_time(p, cm, &p->recomputes.v[i]);
 	return sum;
 }
 

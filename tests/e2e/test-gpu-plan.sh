@@ -10,7 +10,7 @@ srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
 autotmc=${AUTOTMC:-$builddir/autotmc}
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/gpuplan.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -149,7 +149,7 @@ fi
 # fast one everywhere; at a limit that leaves no room for the workspace at
 # the peak it takes the slow one there; the pool stays within the limit,
 # each workspace is a block of the fast pool while its kernel runs, and
-# each step's time is its algorithm's. A backward convolution
+# each step's time is its algorithm's, and each recompute's its step's. A backward convolution
 # also offers cuDNN's nondeterministic algorithms (bwd_data 0, bwd_filter 0
 # and 3), fastest of all and without workspace: never chosen. All-fast and
 # um (without a limit) run each convolution's fastest (deterministic) one
@@ -180,6 +180,12 @@ for case in "roomy $((peak + (16 << 20)))" "tight $((peak + (1 << 20)))"; do
         --limit "$2" --json >"$work/algo-checkpoint-$1.json" 2>"$work/algo-checkpoint-$1.err" ||
         fail "algorithms, checkpoint, $1 limit: $(cat "$work/algo-checkpoint-$1.err")"
 done
+# checkpoint with 4 segments at the roomy limit: its recomputes run fast_big, half the time the
+# kernel line (cuDNN's heuristic) gives
+"$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer checkpoint \
+    --segments 4 --limit $((peak + (16 << 20))) --json >"$work/algo-checkpoint-segments.json" \
+    2>"$work/algo-checkpoint-segments.err" ||
+    fail "algorithms, checkpoint, 4 segments: $(cat "$work/algo-checkpoint-segments.err")"
 for opt in all-fast um; do # without a limit (um may have none: unified memory uncapped)
     "$autotmc" schedule "$src" -D batch=16 --backend gpu --gpu-profile "$work/pa.tsv" --optimizer $opt \
         --json >"$work/algo-$opt.json" 2>"$work/algo-$opt.err" ||
@@ -200,7 +206,7 @@ bad, ok = [], []
 # move tensors to the host to make room, so either.
 both = {"fast_big", "slow_small"}
 cases = [("roomy", {"fast_big"}), ("tight", None), ("all-fast", {"fast_big"}), ("um", {"fast_big"})]
-cases += [("checkpoint-roomy", {"fast_big"}), ("checkpoint-tight", both)]
+cases += [("checkpoint-roomy", {"fast_big"}), ("checkpoint-tight", both), ("checkpoint-segments", {"fast_big"})]
 for case, want in cases:
     d = json.load(open(f"{w}/algo-{case}.json"))
     conv = [st for st in d["steps"] if st["op"].startswith("conv2d")]
@@ -231,6 +237,12 @@ for case, want in cases:
     times = lambda name: [t for (sig, n), t in algo.items() if n == name]
     if any(min(abs(st["kernel_seconds"] - t) for t in times(st["algorithm"])) > 1e-12 for st in conv):
         bad.append(f"{case}: a convolution's time is not its algorithm's")
+    # a recompute runs its step's algorithm, and takes its time
+    rconv = [r for r in d["recomputes"] if "algorithm" in d["steps"][r["step"]]]
+    if any(abs(r["seconds"] - d["steps"][r["step"]]["kernel_seconds"]) > 1e-12 for r in rconv):
+        bad.append(f"{case}: a recomputed convolution's time is not its step's algorithm's")
+    if case == "checkpoint-segments" and not rconv:
+        bad.append(f"{case}: no convolution is recomputed: the check above tests nothing")
     ok.append(f"  ok: {case}: {len(conv)} convolutions with {sorted(got)}, workspace {d['workspace_bytes']} B")
 print("\n".join("  " + b for b in bad) or "\n".join(ok))
 sys.exit(1 if bad else 0)

@@ -1537,6 +1537,77 @@ static void test_cutoff(const CostModel *cm)
 	arena_free(&a);
 }
 
+/* Every kernel may run fast with an 8 KiB workspace or at three times the time with none. */
+static int ws_algos(const CostModel *cm, const Node *n, const KernelAlgo **out)
+{
+	(void)cm, (void)n;
+	static const KernelAlgo al[] = {{1, "fast", 1e-6, 8192, false}, {0, "slow", 3e-6, 0, false}};
+	*out = al;
+	return 2;
+}
+
+/*
+ * A recompute runs its kernel with the algorithm its step runs (the value
+ * made again is bitwise the one it replaces), and the objective charges
+ * it that algorithm's time: recompute and auto on a chain whose kernels
+ * each have a fast algorithm with a workspace and a slow one without, as
+ * on a GPU, at limits from the peak down. Each placement's prediction
+ * (which charges every recompute its step's algorithm) equals its
+ * objective, and what it holds at once with the workspaces fits the limit; some
+ * placement recomputes a kernel that runs the slow algorithm (else the
+ * check tests nothing).
+ */
+static void test_recompute_algos(const CostModel *base)
+{
+	Arena a = {0};
+	const char *name = "a chain with algorithms";
+	/* activations of 4 KiB, weights of at most 4 KiB: the activations make the peak */
+	Case c = {name, "dense(4 => 256) tanh tanh tanh tanh tanh tanh dense(256 => 2)", "4", 2, "sgd(lr = 0.1)", -1,
+	          false, 1, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	CostModel cm = *base;
+	cm.algos = ws_algos;
+	const KernelAlgo *al;
+	ws_algos(&cm, NULL, &al);
+	char err[512];
+	int placed = 0, slow_recomputes = 0;
+	static const OptimizerId opts[] = {OPT_RECOMPUTE, OPT_AUTO};
+	for (int k = 8; k >= 1; k--) {
+		int64_t limit = (s->peak + al[0].workspace) * k / 8 / 64 * 64;
+		for (size_t oi = 0; oi < countof(opts); oi++) {
+			PlaceOptions o = {.optimizer = opts[oi], .limit = limit, .cm = &cm, .time_limit = 20, .tiny = -1,
+			                  .gap = -1, .lns = -1, .kernels_fast = true};
+			PlaceStats st;
+			Placement *p = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+			if (!p)
+				continue;
+			placed++;
+			double t = placement_predict(p, &cm, NULL);
+			int slow = 0;
+			for (int i = 0; i < p->recomputes.n; i++)
+				slow += p->algo && p->algo[p->recomputes.v[i].step] == &al[1];
+			slow_recomputes += slow;
+			test_expect(close_to(t, st.objective), "%s, %s at %" PRId64 " bytes: predicted %.9g, objective %.9g "
+			            "(%d recomputes, %d of them with the slow algorithm)", name, optimizer_info[opts[oi]].name,
+			            limit, t, st.objective, p->recomputes.n, slow);
+			memplan(p, &a);
+			int64_t peak = memplan_fast_peak(p, &a); /* the bytes live at once, workspaces with them */
+			test_expect(peak <= limit && memplan_verify(p, &a, err, sizeof err),
+			            "%s, %s at %" PRId64 " bytes: %" PRId64 " bytes live at once (%s)", name,
+			            optimizer_info[opts[oi]].name, limit, peak, peak <= limit ? err : "");
+			printf("%s, %s at %d/8 of the peak: %.6f us, %d recomputes, %d with the slow algorithm\n", name,
+			       optimizer_info[opts[oi]].name, k, t * 1e6, p->recomputes.n, slow);
+		}
+	}
+	test_expect(placed > 0 && slow_recomputes > 0, "%s: %d placements, no recompute with the slow algorithm: the "
+	            "check tests nothing", name, placed);
+	arena_free(&a);
+}
+
 /*
  * Neighbourhoods re-solved three at once (child processes): from the
  * all-slow placement of a long chain under a limit that holds everything
@@ -1657,6 +1728,7 @@ int main(void)
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
 	test_cutoff(&reread);
+	test_recompute_algos(&reread);
 	test_lns_jobs(&reread);
 	test_span_needed(&reread);
 	for (size_t i = 0; i < countof(cases); i++)
