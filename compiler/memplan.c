@@ -150,22 +150,14 @@ static int ws_blocks(const Placement *p, Block *b, int64_t *kslot, int64_t *bslo
 	int n = p->s->n, m = 0;
 	if (!p->ws_in_pool || !p->algo)
 		return 0;
-	int64_t *bnd = xcalloc((size_t)n + 1, sizeof(int64_t));
-	for (int i = 0; i < p->recomputes.n; i++) {
-		const Recompute *rc = &p->recomputes.v[i];
-		int64_t ws = placement_kernel_ws(p, rc->step);
-		if (ws > bnd[rc->at])
-			bnd[rc->at] = ws;
-	}
 	for (int st = 0; st < n; st++) {
-		int64_t ws = placement_kernel_ws(p, st);
+		int64_t ws = placement_kernel_ws(p, st), bws = placement_boundary_ws(p, st);
 		if (ws > 0)
 			b[m++] = (Block){NULL, kslot ? &kslot[st] : NULL, (1 << 30) + 2 * st, 2 * st, 2 * st, memplan_round(ws), 0, -1};
-		if (bnd[st] > 0)
+		if (bws > 0)
 			b[m++] = (Block){NULL, bslot ? &bslot[st] : NULL, (1 << 30) + 2 * st - 1, 2 * st - 1, 2 * st - 1,
-			                 memplan_round(bnd[st]), 0, -1};
+			                 memplan_round(bws), 0, -1};
 	}
-	free(bnd);
 	return m;
 }
 

@@ -28,10 +28,20 @@ int64_t placement_kernel_ws(const Placement *p, int step)
 
 int64_t placement_boundary_ws(const Placement *p, int step)
 {
+	if (!p->algo)
+		return 0;
+	/* the recomputes are in order of `at` (placement_finish): the first at step, by bisection */
+	int lo = 0, hi = p->recomputes.n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (p->recomputes.v[mid].at < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	int64_t most = 0;
-	for (int i = 0; p->algo && i < p->recomputes.n; i++) {
-		const Recompute *rc = &p->recomputes.v[i];
-		int64_t ws = rc->at == step ? placement_kernel_ws(p, rc->step) : 0;
+	for (int i = lo; i < p->recomputes.n && p->recomputes.v[i].at == step; i++) {
+		int64_t ws = placement_kernel_ws(p, p->recomputes.v[i].step);
 		if (ws > most)
 			most = ws;
 	}

@@ -106,7 +106,8 @@ typedef struct Placement {
 
 /* The workspace bytes of step's kernel's algorithm (0: none chosen, or none needed). */
 int64_t placement_kernel_ws(const Placement *p, int step);
-/* The workspace bytes the recomputes at the boundary before step need: the most any of their algorithms needs. */
+/* The workspace bytes the recomputes at the boundary before step need: the most any of their algorithms needs
+   (p finished: its recomputes in order of `at`). */
 int64_t placement_boundary_ws(const Placement *p, int step);
 
 /* An empty placement of g (no residencies yet), for the optimizers. */
