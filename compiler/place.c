@@ -381,13 +381,14 @@ bool place_above_limit(const Placement *p, const Residency *r, int64_t limit)
 	return r->tier == TIER_FAST && r->offset + memplan_round(r->t->bytes) + p->workspace > limit;
 }
 
-bool place_ws_above_limit(const Placement *p, int k, int64_t limit)
+int place_ws_above_limit(const Placement *p, int k, int64_t limit)
 {
 	if (!p->ws_offset)
-		return false;
-	int64_t kernel = p->ws_offset[k] >= 0 ? p->ws_offset[k] + memplan_round(placement_kernel_ws(p, k)) : 0;
-	int64_t boundary = p->rc_ws_offset[k] >= 0 ? p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k)) : 0;
-	return (kernel > boundary ? kernel : boundary) + p->workspace > limit;
+		return 0;
+	int64_t cap = limit - p->workspace;
+	bool kernel = p->ws_offset[k] >= 0 && p->ws_offset[k] + memplan_round(placement_kernel_ws(p, k)) > cap;
+	bool boundary = p->rc_ws_offset[k] >= 0 && p->rc_ws_offset[k] + memplan_round(placement_boundary_ws(p, k)) > cap;
+	return (kernel ? PLACE_WS_KERNEL : 0) | (boundary ? PLACE_WS_BOUNDARY : 0);
 }
 
 /*

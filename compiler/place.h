@@ -124,8 +124,14 @@ bool place_above_limit(const Placement *p, const Residency *r, int64_t limit);
  * packed again (place_pack). Returns whether p fits now.
  */
 bool place_fit_workspaces(Placement *p, const Schedule *s, const PlaceOptions *o, int64_t limit, Arena *a);
-/* Whether a workspace of step k in p's fast pool (Placement.ws_in_pool) reaches above limit beside p->workspace. */
-bool place_ws_above_limit(const Placement *p, int k, int64_t limit);
+/*
+ * Which workspaces of step k in p's fast pool (Placement.ws_in_pool) reach
+ * above limit beside p->workspace: PLACE_WS_KERNEL, its kernel's;
+ * PLACE_WS_BOUNDARY, the one of the recomputes at the boundary before it;
+ * 0: none.
+ */
+enum { PLACE_WS_KERNEL = 1, PLACE_WS_BOUNDARY = 2 };
+int place_ws_above_limit(const Placement *p, int k, int64_t limit);
 
 /* Whether AUTOTM_SOLVER_LOG is set: the solver's log, the fragmentation attempts, neighbourhoods and repairs on stderr. */
 bool place_solver_log(void);

@@ -598,7 +598,6 @@ static void build_spans(Ilp *ip, Flow *f, int j, bool may_write, double aread_us
 	}
 }
 
-/* Build t's network: its points, its edges (columns) and flow conservation. */
 /* Node n's measured algorithms where the ILP chooses among them (a GPU profile's algo lines), into *al; else 0. */
 static int kernel_algos(const Ilp *ip, const Node *n, const KernelAlgo **al)
 {
@@ -619,6 +618,7 @@ static double recompute_us(const Ilp *ip, const Node *n)
 	return ip->cm->kernel_time(ip->cm, n, 0) * US;
 }
 
+/* Build t's network: its points, its edges (columns) and flow conservation. */
 static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 {
 	const Schedule *s = ip->s;
@@ -945,8 +945,9 @@ static void build_kernel(Ilp *ip, int step)
 		 * T = sum_a time_a y_a, sum_a y_a = 1; the workspace column W is at
 		 * least the chosen algorithm's workspace, and every capacity row
 		 * holds W: whatever the residencies' packing, every workspace fits
-		 * on top of it (memplan.c), and place_algos_upgrade gives kernels
-		 * the larger gaps the packing leaves.
+		 * on top of it (memplan.c), and the pass after placing
+		 * (upgrade_algos, place.c) gives kernels the larger gaps the packing
+		 * leaves.
 		 */
 		int *cols = arena_array(ip->a, (size_t)na + 1, sizeof(int));
 		double *ones = arena_array(ip->a, (size_t)na + 1, sizeof(double)),
@@ -1743,7 +1744,9 @@ static bool cap_ws(Ilp *ip, int k, int64_t bytes, const double *inc)
  * of the fast residencies that reach above the limit to cand's D_s scaled
  * as the fragmentation loop scales their limits (place_frag_scale), but
  * never below inc's D_s where inc (the current solution, which packs) is
- * given: it stays feasible, and so does every neighbourhood of it.
+ * given: it stays feasible, and so does every neighbourhood of it; and
+ * where a workspace reaches above the limit, cap its step's algorithms
+ * (or those of the recomputes at its boundary) at the gap there (cap_ws).
  * Returns whether a bound changed.
  */
 static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const double *inc)
@@ -1752,37 +1755,11 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 	place_pack(o, p, ip->a);
 	double scale = place_frag_scale(p, o->limit, PLACE_FRAG_MIN_CUT);
 	bool changed = false;
-	int64_t *khole = NULL, *bhole = NULL; /* the gaps at the kernels and boundaries, once a workspace is above */
-	for (int i = 0; i < p->res.n + ip->s->n; i++) {
-		int first, last;
-		if (i < p->res.n) { /* a residency above the limit */
-			const Residency *r = p->res.v[i];
-			if (!place_above_limit(p, r, o->limit))
-				continue;
-			first = r->first, last = r->last;
-		} else if (place_ws_above_limit(p, i - p->res.n, o->limit)) { /* a workspace */
-			first = last = i - p->res.n;
-		} else {
+	for (int i = 0; i < p->res.n; i++) {
+		const Residency *r = p->res.v[i];
+		if (!place_above_limit(p, r, o->limit))
 			continue;
-		}
-		if (i >= p->res.n) { /* its algorithm, or theirs: the gap there at most */
-			int64_t cap = o->limit - p->workspace;
-			if (!khole) {
-				khole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
-				bhole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
-				memplan_holes(p, cap, khole, bhole);
-			}
-			if (p->ws_offset[first] >= 0 &&
-			    p->ws_offset[first] + memplan_round(placement_kernel_ws(p, first)) > cap)
-				changed |= cap_ws(ip, first, khole[first], inc);
-			if (p->rc_ws_offset[first] >= 0 &&
-			    p->rc_ws_offset[first] + memplan_round(placement_boundary_ws(p, first)) > cap)
-				for (int j = 0; j < p->recomputes.n; j++)
-					if (p->recomputes.v[j].at == first)
-						changed |= cap_ws(ip, p->recomputes.v[j].step, bhole[first], inc);
-			continue;
-		}
-		for (int k = first; k <= last; k++) {
+		for (int k = r->first; k <= r->last; k++) {
 			int c = ip->dcol[k];
 			double d = cand[c] * scale;
 			if (inc && d < inc[c])
@@ -1793,6 +1770,23 @@ static bool tighten(Ilp *ip, const PlaceOptions *o, const double *cand, const do
 				changed = true;
 			}
 		}
+	}
+	/* a workspace above the limit: its algorithm, or those of the recomputes sharing it, capped at the gap there */
+	int64_t *khole = NULL, *bhole = NULL;
+	for (int k = 0; k < ip->s->n; k++) {
+		int above = place_ws_above_limit(p, k, o->limit);
+		if (!above)
+			continue;
+		if (!khole) {
+			khole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
+			bhole = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int64_t));
+			memplan_holes(p, o->limit - p->workspace, khole, bhole);
+		}
+		if (above & PLACE_WS_KERNEL)
+			changed |= cap_ws(ip, k, khole[k], inc);
+		for (int j = 0; (above & PLACE_WS_BOUNDARY) && j < p->recomputes.n; j++)
+			if (p->recomputes.v[j].at == k)
+				changed |= cap_ws(ip, p->recomputes.v[j].step, bhole[k], inc);
 	}
 	return changed;
 }
