@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/conv_gemm.h" /* runtime/ */
 #include "kdesc.h"
 #include "schedule.h"
 #include "testlib.h"
@@ -63,6 +64,8 @@ static double compare(const float *got, const double *ref, int64_t n, int64_t *w
 	return err / *scale;
 }
 
+int opcheck_own_algo[3];
+
 void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname, const ArgMemory *mem)
 {
 	int nargs = n->nin + n->nout;
@@ -88,10 +91,12 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 	int64_t desc[RT_DESC_LEN];
 	node_describe(n, desc);
 	void *ws = NULL;
-	enum { WORKSPACE = 64 << 20 }; /* more than algorithm 1 needs for any case's convolution */
-	if (mem->placed_workspace &&
-	    (n->op == OP_CONV2D || n->op == OP_CONV2D_BWD_DATA || n->op == OP_CONV2D_BWD_FILTER)) {
-		desc[RT_D_ALGO] = (1 + 1) | RT_ALGO_WS_ARG;
+	enum { WORKSPACE = 64 << 20 }; /* more than any case's convolution needs with these algorithms */
+	if (mem->placed_algo && (n->op == OP_CONV2D || n->op == OP_CONV2D_BWD_DATA || n->op == OP_CONV2D_BWD_FILTER)) {
+		int algo = conv_gemm_offers(desc, mem->placed_algo) ? mem->placed_algo : 1;
+		if (algo != 1)
+			opcheck_own_algo[n->op == OP_CONV2D ? 0 : n->op == OP_CONV2D_BWD_DATA ? 1 : 2]++;
+		desc[RT_D_ALGO] = (1 + algo) | RT_ALGO_WS_ARG;
 		args[nargs] = ws = mem->alloc(WORKSPACE);
 	}
 	rt_kernel(ctx, id, desc);

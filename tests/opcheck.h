@@ -30,13 +30,21 @@ typedef struct ArgMemory {
 	void (*wait)(void);                                     /* until the kernel has run */
 	void (*release)(void *p);                               /* an argument's memory back */
 	/*
-	 * GPU: each convolution runs cuDNN's algorithm 1 (implicit_precomp_gemm,
-	 * algo_1, algo_1: deterministic) as a placement chooses one, with its
-	 * workspace passed after the arguments (RT_ALGO_WS_ARG), in memory
-	 * from alloc
+	 * GPU, when not 0: each convolution runs an algorithm as a placement
+	 * chooses one, with its workspace passed after the arguments
+	 * (RT_ALGO_WS_ARG), in memory from alloc: this one of the backend's
+	 * own (RT_CONV_*, runtime/cuda/conv_gemm.h) where it computes the
+	 * convolution, else cuDNN's algorithm 1 (implicit_precomp_gemm, algo_1,
+	 * algo_1: deterministic); 1: always cuDNN's algorithm 1
 	 */
-	bool placed_workspace;
+	int placed_algo;
 } ArgMemory;
+
+/*
+ * How many conv2d, conv2d_bwd_data and conv2d_bwd_filter nodes ran one of
+ * the backend's own algorithms (ArgMemory.placed_algo).
+ */
+extern int opcheck_own_algo[3];
 
 /* Host memory from malloc, where the CPU runtime's kernels read and write. */
 extern const ArgMemory opcheck_host_memory;

@@ -2,17 +2,20 @@
 """profile_parts.py - re-measure part of a GPU profile: choose the kernels
 to profile again, then merge their new lines into the profile.
 
-    profile_parts.py select MODEL.kernels.tsv [--ops OP,...] [--missing-from P.gpu.tsv] -o PART.kernels.tsv
+    profile_parts.py select MODEL.kernels.tsv [--ops OP,...] [--match REGEX] [--missing-from P.gpu.tsv]
+                     -o PART.kernels.tsv
     (on the GPU) autotm-gpu-profile PART.kernels.tsv -o PART.gpu.tsv
     profile_parts.py merge P.gpu.tsv PART.gpu.tsv [--note TEXT] -o P.gpu.tsv
 
 select keeps the kernels (lines of `autotmc profile --backend gpu
---export`) whose op is among --ops, or that P.gpu.tsv lacks; merge puts
+--export`) whose op is among --ops and whose signature matches --match
+(either may be left out), or that P.gpu.tsv lacks; merge puts
 PART's kernel and algo lines in place of P's for the same kernels, adds
 the kernels P lacks, and keeps P's machine and link (move) lines; the two
 profiles' machine lines must be equal. --note adds a comment line that
 says what was measured again, and when."""
 import argparse
+import re
 import sys
 
 
@@ -28,8 +31,16 @@ def select(args):
     have = set()
     if args.missing_from:
         have = {kernel_key(l) for l in open(args.missing_from) if l.startswith("kernel\t")}
+    match = re.compile(args.match) if args.match else None
+
+    def chosen(l):
+        sig = l.split("\t")[0]
+        if not ops and not match:
+            return False
+        return (not ops or sig.split(" ", 1)[0] in ops) and (not match or match.search(sig))
+
     keep = [l for l in lines if l and not l.startswith("#") and
-            (l.split(" ", 1)[0] in ops or (args.missing_from and l.split("\t")[0] not in have))]
+            (chosen(l) or (args.missing_from and l.split("\t")[0] not in have))]
     with open(args.o, "w") as f:
         f.write("".join(l + "\n" for l in lines if l.startswith("# autotm gpu kernels")))
         f.write(f"# {len(keep)} kernels of {args.kernels}\n")
@@ -65,6 +76,8 @@ def main():
     s = sub.add_parser("select")
     s.add_argument("kernels")
     s.add_argument("--ops", help="comma-separated op names (batchnorm,maxpool_bwd)")
+    s.add_argument("--match", metavar="REGEX",
+                   help="a regular expression the kernel's signature matches ('kh=1 kw=1 sh=1 sw=1 groups=1\\b')")
     s.add_argument("--missing-from", metavar="PROFILE")
     s.add_argument("-o", required=True)
     m = sub.add_parser("merge")

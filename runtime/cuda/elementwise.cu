@@ -379,6 +379,17 @@ __global__ void bn_bwd_dx(const float *x, const float *gamma, const float *mean,
 	}
 }
 
+/* out[i] = the sum over images of part[n][i], n in order, in double. */
+__global__ void sum_images(const float *part, float *out, int64_t images, int64_t len)
+{
+	FOR_EACH(i, len) {
+		double s = 0;
+		for (int64_t n = 0; n < images; n++)
+			s += part[n * len + i];
+		out[i] = (float)s;
+	}
+}
+
 __global__ void bias_grad(const float *dy, float *db, int64_t n, int64_t nc, int64_t inner)
 {
 	int64_t c = blockIdx.x;
@@ -732,6 +743,12 @@ cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *m
 cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st)
 {
 	bias_grad<<<(unsigned)c, THREADS, 0, st>>>(dy, db, n, c, inner);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_sum_images(const float *part, float *out, int64_t images, int64_t len, cudaStream_t st)
+{
+	sum_images<<<grid(len), THREADS, 0, st>>>(part, out, images, len);
 	return cudaGetLastError();
 }
 

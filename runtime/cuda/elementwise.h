@@ -56,6 +56,8 @@ cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *m
                               int64_t c, int64_t inner, double eps, cudaStream_t st);
 /* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner. */
 cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st);
+/* out [len] = the sum of part [images, len] over its first dimension (a 1x1 convolution's filter gradient). */
+cudaError_t gpu_sum_images(const float *part, float *out, int64_t images, int64_t len, cudaStream_t st);
 /* softmax_crossentropy: z, y [rows, k] -> loss [1]; rowloss: rows doubles of scratch. */
 cudaError_t gpu_xent(const float *z, const float *y, double *rowloss, float *loss, int64_t rows, int64_t k,
                      cudaStream_t st);

@@ -53,6 +53,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conv_gemm.h"
 #include "elementwise.h"
 
 /* The state: the handles, bound to the compute stream, and the shared workspace. */
@@ -181,13 +182,21 @@ _Static_assert(sizeof fwd_algo_names / sizeof *fwd_algo_names == CUDNN_CONVOLUTI
                    sizeof bwd_filter_algo_names / sizeof *bwd_filter_algo_names ==
                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
                "a name for every cuDNN convolution algorithm");
-_Static_assert((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT <= (int)MAX_CONV_ALGOS &&
-                   (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= (int)MAX_CONV_ALGOS &&
-                   (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= (int)MAX_CONV_ALGOS,
-               "room for every algorithm cuDNN reports");
+_Static_assert((int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT + 2 <= (int)MAX_CONV_ALGOS &&
+                   (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT + 2 <= (int)MAX_CONV_ALGOS &&
+                   (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT + 2 <= (int)MAX_CONV_ALGOS,
+               "room for every algorithm cuDNN reports and ours (conv_gemm.h)");
+_Static_assert((int)RT_CONV_GEMM >= (int)CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
+                   (int)RT_CONV_GEMM >= (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT &&
+                   (int)RT_CONV_GEMM >= (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+               "our algorithms' numbers above cuDNN's");
 
 static const char *conv_algo_name(ConvDir dir, int algo)
 {
+	if (algo == RT_CONV_GEMM)
+		return "gemm_1x1";
+	if (algo == RT_CONV_GEMM_BATCHED)
+		return "gemm_1x1_batched";
 	const char *const *names = NULL;
 	int n = 0;
 	switch (dir) {
@@ -211,7 +220,23 @@ static bool is_tensor_op(cudnnMathType_t math)
 	return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-/* cuDNN's heuristic ranking of the algorithms of k's direction, best first. */
+/* Whether algorithm `algo` is ours (conv_gemm.h), not cuDNN's. */
+static bool is_ours(int algo)
+{
+	return algo == RT_CONV_GEMM || algo == RT_CONV_GEMM_BATCHED;
+}
+
+/* Who runs algorithm `algo`, for the kernel's implementation name. */
+static const char *algo_library(int algo)
+{
+	return is_ours(algo) ? "cuBLAS" : "cuDNN";
+}
+
+/*
+ * cuDNN's heuristic ranking of the algorithms of k's direction, best
+ * first, then ours where they apply (conv_gemm.h: deterministic, in the
+ * math of the cuBLAS handle).
+ */
 static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 {
 	int n = 0;
@@ -243,6 +268,10 @@ static int conv_algos(GpuState *s, GpuKernel *k, ConvAlgo *out)
 	case CONV_NONE:
 		RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 	}
+	for (int algo = RT_CONV_GEMM; algo <= RT_CONV_GEMM_BATCHED; algo++)
+		if (conv_gemm_offers(k->desc, algo))
+			out[n++] = (ConvAlgo){algo, CUDNN_STATUS_SUCCESS, CUDNN_DETERMINISTIC,
+			                      s->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH};
 	return n;
 }
 
@@ -265,6 +294,12 @@ static void grow_workspace(GpuState *s, GpuKernel *k)
 /* The workspace of algorithm `algo` for k; a failure means it cannot run here. */
 static cudnnStatus_t conv_workspace(GpuState *s, GpuKernel *k, int algo, size_t *bytes)
 {
+	if (is_ours(algo)) {
+		if (!conv_gemm_offers(k->desc, algo))
+			return CUDNN_STATUS_NOT_SUPPORTED;
+		*bytes = (size_t)conv_gemm_workspace(k->desc, algo);
+		return CUDNN_STATUS_SUCCESS;
+	}
 	switch (k->dir) {
 	case CONV_FWD:
 		return cudnnGetConvolutionForwardWorkspaceSize(s->dnn, k->x, k->w, k->conv, k->y,
@@ -298,12 +333,12 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			if (conv_workspace(s, k, algo, &k->ws) != CUDNN_STATUS_SUCCESS)
 				continue;
 			k->algo = algo;
-			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s (placed)", conv_algo_name(k->dir, algo),
+			snprintf(k->impl, sizeof k->impl, "%s %s%s (placed)", algo_library(algo), conv_algo_name(k->dir, algo),
 			         tensor_op ? " tf32" : "");
 			return;
 		}
-		rt_fatal("kernel %d (%s): the placement chose cuDNN's %s, which cuDNN does not offer for this "
-		         "convolution on this GPU%s; profile this GPU again", k->id, op_name(k->op),
+		rt_fatal("kernel %d (%s): the placement chose %s's %s, which is not offered for this convolution on "
+		         "this GPU%s; profile this GPU again", k->id, op_name(k->op), algo_library(algo),
 		         conv_algo_name(k->dir, algo), s->tf32 ? "" : " without TF32");
 	}
 	size_t left_out = 0; /* the smallest workspace of an algorithm left out for want of room */
@@ -324,8 +359,8 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			}
 			k->algo = a[i].algo;
 			k->ws = ws;
-			snprintf(k->impl, sizeof k->impl, "cuDNN %s%s%s", conv_algo_name(k->dir, a[i].algo),
-			         tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
+			snprintf(k->impl, sizeof k->impl, "%s %s%s%s", algo_library(a[i].algo),
+			         conv_algo_name(k->dir, a[i].algo), tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
 			if (pass)
 				rt_warn("kernel %d (%s): no deterministic cuDNN algorithm fits here; with %s, runs may differ "
 				        "in their last bits", k->id, op_name(k->op), k->impl);
@@ -399,29 +434,71 @@ static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 
 /* ---- launching ---------------------------------------------------------------- */
 
-/* A convolution kernel with algorithm `algo` and workspace ws of ws_size bytes (the bias added after). */
-static cudnnStatus_t run_conv(GpuState *s, const GpuKernel *k, int algo, void *ws, size_t ws_size, void *const *a)
+/* A convolution kernel with one of our algorithms (conv_gemm.h); NULL, or why it failed. */
+static const char *run_conv_gemm(GpuState *s, const GpuKernel *k, int algo, void *ws, void *const *a)
+{
+	const float one = 1, zero = 0;
+	ConvGemm g = conv_gemm_plan(k->desc);
+	cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+	int m = to_int(k, g.m), n = to_int(k, g.n), kk = to_int(k, g.k), batch = to_int(k, g.batch);
+	int lda = to_int(k, g.lda), ldb = to_int(k, g.ldb), ldc = to_int(k, g.ldc);
+	const float *pa = a[g.a], *pb = a[g.b];
+	float *pc = a[g.c];
+	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+	if (!g.sum) { /* an image a product */
+		st = cublasSgemmStridedBatched(s->blas, ta, tb, m, n, kk, &one, pa, lda, g.stride_a, pb, ldb, g.stride_b,
+		                               &zero, pc, ldc, g.stride_c, batch);
+	} else if (algo == RT_CONV_GEMM_BATCHED) { /* every image's product into the workspace, then their sum */
+		st = cublasSgemmStridedBatched(s->blas, ta, tb, m, n, kk, &one, pa, lda, g.stride_a, pb, ldb, g.stride_b,
+		                               &zero, ws, ldc, g.m * g.n, batch);
+		if (st == CUBLAS_STATUS_SUCCESS) {
+			cudaError_t err = gpu_sum_images(ws, pc, g.batch, g.m * g.n, s->stream);
+			if (err != cudaSuccess)
+				return cudaGetErrorString(err);
+		}
+	} else { /* each image's product added to the sum in turn */
+		for (int i = 0; i < batch && st == CUBLAS_STATUS_SUCCESS; i++)
+			st = cublasSgemm(s->blas, ta, tb, m, n, kk, &one, pa + i * g.stride_a, lda, pb + i * g.stride_b, ldb,
+			                 i ? &one : &zero, pc, ldc);
+	}
+	return st == CUBLAS_STATUS_SUCCESS ? NULL : cublasGetStatusString(st);
+}
+
+/*
+ * A convolution kernel with algorithm `algo` and workspace ws of ws_size
+ * bytes (the bias added after); NULL, or why it failed.
+ */
+static const char *run_conv(GpuState *s, const GpuKernel *k, int algo, void *ws, size_t ws_size, void *const *a)
 {
 	const float one = 1, zero = 0;
 	int nin = (int)k->desc[RT_D_NIN];
-	cudnnStatus_t st;
-	switch (k->dir) {
-	case CONV_FWD:
-		st = cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv, (cudnnConvolutionFwdAlgo_t)algo,
-		                             ws, ws_size, &zero, k->y, a[nin]);
-		if (st == CUDNN_STATUS_SUCCESS && nin == 3)
-			st = cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]);
-		return st;
-	case CONV_BWD_DATA:
-		return cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
-		                                    (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_size, &zero, k->x, a[2]);
-	case CONV_BWD_FILTER:
-		return cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
-		                                      (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_size, &zero, k->w, a[2]);
-	case CONV_NONE:
-		break;
+	cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
+	if (is_ours(algo)) {
+		const char *err = run_conv_gemm(s, k, algo, ws, a);
+		if (err)
+			return err;
+	} else {
+		switch (k->dir) {
+		case CONV_FWD:
+			st = cudnnConvolutionForward(s->dnn, &one, k->x, a[0], k->w, a[1], k->conv,
+			                             (cudnnConvolutionFwdAlgo_t)algo, ws, ws_size, &zero, k->y, a[nin]);
+			break;
+		case CONV_BWD_DATA:
+			st = cudnnConvolutionBackwardData(s->dnn, &one, k->w, a[1], k->y, a[0], k->conv,
+			                                  (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_size, &zero, k->x, a[2]);
+			break;
+		case CONV_BWD_FILTER:
+			st = cudnnConvolutionBackwardFilter(s->dnn, &one, k->x, a[0], k->y, a[1], k->conv,
+			                                    (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_size, &zero, k->w,
+			                                    a[2]);
+			break;
+		case CONV_NONE:
+			RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
+		}
 	}
-	RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
+	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && nin == 3)
+		st = cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]);
+	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
 }
 
 /* A launch of one of our CUDA kernels. */
@@ -560,11 +637,15 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	switch (k->op) {
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
-	case RT_OP_CONV2D_BWD_FILTER:
+	case RT_OP_CONV2D_BWD_FILTER: {
 		/* the workspace: the placement's block of the fast pool, after the arguments, or the shared one */
-		CUDNN_CHECK(run_conv(s, k, k->algo, d[RT_D_ALGO] & RT_ALGO_WS_ARG ? a[nin + d[RT_D_NOUT]] : s->workspace,
-		                     k->ws, a));
+		const char *err = run_conv(s, k, k->algo, d[RT_D_ALGO] & RT_ALGO_WS_ARG ? a[nin + d[RT_D_NOUT]] : s->workspace,
+		                           k->ws, a);
+		if (err)
+			rt_fatal("kernel %d (%s): %s %s failed: %s", k->id, op_name(k->op), algo_library(k->algo),
+			         conv_algo_name(k->dir, k->algo), err);
 		break;
+	}
 	case RT_OP_DENSE:
 		run_dense(s, k, a);
 		break;
@@ -962,7 +1043,7 @@ const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a
 	cudnnMathType_t own;
 	CUDNN_CHECK(cudnnGetConvolutionMathType(k->conv, &own));
 	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, (cudnnMathType_t)a->math));
-	cudnnStatus_t st = run_conv(s, k, a->algo, ws, a->workspace, args);
+	const char *err = run_conv(s, k, a->algo, ws, a->workspace, args);
 	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, own));
-	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
+	return err;
 }

@@ -12,9 +12,11 @@
  * pinned host memory (where the slow pool is), which kernels read and
  * write in place, and a third time in device memory with each
  * convolution's algorithm chosen as a placement does, its workspace
- * passed after its arguments (RT_ALGO_WS_ARG). Every output, and every
- * input an op updates in place,
- * must agree: max |a - b| <= 1e-4 * max(1, max |ref|), with TF32 off
+ * passed after its arguments (RT_ALGO_WS_ARG), and twice more so, with
+ * the backend's own algorithms of 1x1 convolutions (cuda/conv_gemm.h:
+ * RT_CONV_GEMM, then RT_CONV_GEMM_BATCHED) where they apply, which must
+ * run in each direction they offer. Every output, and every input an op
+ * updates in place, must agree: max |a - b| <= 1e-4 * max(1, max |ref|), with TF32 off
  * (AUTOTM_TF32 unset). Every op of ops.def must be covered.
  *
  * Without a GPU (cudaGetDeviceCount fails or finds none) it says so and
@@ -23,8 +25,10 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autotm/rt.h"
+#include "cuda/conv_gemm.h" /* runtime/ */
 #include "tests/opcases.h"
 #include "tests/opcheck.h"
 #include "tests/testlib.h"
@@ -75,7 +79,10 @@ static void cuda_wait(void)
 
 static const ArgMemory device_memory = {"device", device_alloc, cuda_copy, cuda_wait, device_free, false};
 static const ArgMemory pinned_memory = {"host", pinned_alloc, cuda_copy, cuda_wait, pinned_free, false};
-static const ArgMemory placed_memory = {"placed", device_alloc, cuda_copy, cuda_wait, device_free, true};
+static const ArgMemory placed_memory = {"placed", device_alloc, cuda_copy, cuda_wait, device_free, 1};
+static const ArgMemory gemm_memory = {"gemm", device_alloc, cuda_copy, cuda_wait, device_free, RT_CONV_GEMM};
+static const ArgMemory batched_memory = {"gemm-b", device_alloc, cuda_copy, cuda_wait, device_free,
+                                         RT_CONV_GEMM_BATCHED};
 
 int main(void)
 {
@@ -89,10 +96,18 @@ int main(void)
 	RtProgram empty = {.model = "gpu-ops"};
 	RtCtx *ctx = rt_begin(0, NULL, &empty);
 	int32_t next_id = 0;
-	const ArgMemory *mems[] = {&device_memory, &pinned_memory, &placed_memory};
-	for (int m = 0; m < 3; m++)
+	const ArgMemory *mems[] = {&device_memory, &pinned_memory, &placed_memory, &gemm_memory, &batched_memory};
+	for (int m = 0; m < 5; m++) {
+		int before[3];
+		memcpy(before, opcheck_own_algo, sizeof before);
 		for (int i = 0; i < nop_cases; i++)
 			opcheck_case(ctx, &op_cases[i], &next_id, mems[m]);
+		static const char *const dirs[3] = {"conv2d", "conv2d_bwd_data", "conv2d_bwd_filter"};
+		for (int d = 0; mems[m]->placed_algo > 1 && d < 3; d++)
+			if (d == 2 || mems[m]->placed_algo == RT_CONV_GEMM)
+				test_check(opcheck_own_algo[d] > before[d], "%s: the backend's algorithm %d ran %d %s kernels",
+				           mems[m]->where, mems[m]->placed_algo, opcheck_own_algo[d] - before[d], dirs[d]);
+	}
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");

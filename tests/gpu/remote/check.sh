@@ -2,7 +2,7 @@
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
 # the package that tests/gpu/remote/package.sh built (it is copied there):
 #
-#   ./check.sh [LOGDIR] [--only ops,abi,train,eval,det,san,profile]
+#   ./check.sh [LOGDIR] [--only ops,abi,train,eval,det,san,profile,reprofile]
 #
 #   ops    test-gpu-ops: every op against the interpreter (1e-4)
 #   abi    abi-train on the GPU (device memory, managed memory capped at
@@ -24,6 +24,10 @@
 #          first): LOGDIR/NAME.gpu.tsv, the kernels, cuDNN's algorithms and
 #          the link (PROFILE_TIMEOUT seconds each, default 300; options
 #          of the profiler in PROFILE_ARGS)
+#   reprofile  autotm-gpu-profile on each reprofile/*.part.kernels.tsv (the
+#          adds and 1x1 convolutions of the measured profiles), its lines
+#          merged into a copy of that profile: LOGDIR/NAME.gpu.tsv (not by
+#          default: --only reprofile)
 #
 # Logs go to LOGDIR (default ./logs).  Prints "ok - NAME" or "not ok - NAME"
 # for every check, then "N passed, N failed"; exits 1 if any failed.
@@ -199,6 +203,25 @@ if want profile; then
 		else
 			notok "autotm-gpu-profile $name (exit $rc)"; tail -3 "$logs/profile-$name.txt"
 		fi
+	done
+fi
+
+if want reprofile; then
+	for k in reprofile/*.part.kernels.tsv; do
+		[ -f "$k" ] || continue
+		name=$(basename "$k" .part.kernels.tsv)
+		timeout -k 5 "${PROFILE_TIMEOUT:-300}" ./autotm-gpu-profile ${PROFILE_ARGS-} "$k" -o "$logs/$name.part.gpu.tsv" \
+			> "$logs/reprofile-$name.txt" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			notok "autotm-gpu-profile $name's part (exit $rc)"; tail -3 "$logs/reprofile-$name.txt"
+			continue
+		fi
+		if python3 profile_parts.py merge "reprofile/$name.gpu.tsv" "$logs/$name.part.gpu.tsv" \
+			--note "$(date -u +%Y-%m-%d): the add kernels and the 1x1 convolutions of stride 1 (with the backend's own algorithms) measured again" \
+			-o "$logs/$name.gpu.tsv" >> "$logs/reprofile-$name.txt" 2>&1
+		then ok "reprofile $name: $(grep -c '^kernel' "$logs/$name.part.gpu.tsv") kernels, $(grep -c '^algo.*gemm_1x1' "$logs/$name.part.gpu.tsv") lines of the backend's own algorithms, merged"
+		else notok "reprofile $name: merge"; tail -3 "$logs/reprofile-$name.txt"; fi
 	done
 fi
 

@@ -12,9 +12,10 @@
 # all-fast, and async at 25% of its peak, which moves most activations),
 # a small async program for compute-sanitizer, evaluation programs
 # (tests/torch/evalnet.net with the evaluation pass, all-fast and sync),
-# and the references computed here: the interpreter's losses of each train
+# the references computed here: the interpreter's losses of each train
 # model, the CPU runtime's losses of abi-train, and the CPU runtime's
-# evaluation of evalnet's weights on a small validation set.  check.sh runs everything there and prints one
+# evaluation of evalnet's weights on a small validation set, and the parts
+# of the measured profiles (bench/gpu/profiles) to measure again.  check.sh runs everything there and prints one
 # "ok -" or "not ok -" line a check, then "N passed, N failed".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--hw) times=(--hw "$2"); shift 2 ;;
 	--gpu-profile) times=(--gpu-profile "$2"); shift 2 ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "package.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -148,5 +149,25 @@ for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 
 	IFS=: read -r model batch size <<< "${spec// /:}"
 	"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 		--export "$out/kernels/$model-b$batch.kernels.tsv" > /dev/null
+done
+# the kernels of the measured profiles to measure again (check.sh's
+# reprofile): the adds (rewritten after some profiles were measured) and the
+# 1x1 convolutions of stride 1 (the backend's own algorithms for them,
+# runtime/cuda/conv_gemm.h, are in no profile yet); with the profiles and
+# profile_parts.py, which merges the new lines into them there
+mkdir -p "$out/reprofile"
+cp "$root/bench/gpu/profile_parts.py" "$out/"
+for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 224" "inception_v3 64 299" \
+	"resnet200 576 224"; do
+	IFS=: read -r model batch size <<< "${spec// /:}"
+	prof=$root/bench/gpu/profiles/$model-b$batch.gpu.tsv
+	[ -f "$prof" ] || continue
+	k=$out/kernels/$model-b$batch.kernels.tsv
+	[ -f "$k" ] || { k=$out/reprofile/$model-b$batch.kernels.tsv
+		"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
+			--export "$k" > /dev/null; }
+	python3 "$root/bench/gpu/profile_parts.py" select "$k" --match '^add |kh=1 kw=1 sh=1 sw=1 groups=1\b' \
+		-o "$out/reprofile/$model-b$batch.part.kernels.tsv" 2> /dev/null
+	cp "$prof" "$out/reprofile/"
 done
 step "$(du -sh "$out" | cut -f1) in $out"
