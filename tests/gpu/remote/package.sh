@@ -166,8 +166,9 @@ for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 
 	[ -f "$k" ] || { k=$out/reprofile/$model-b$batch.kernels.tsv
 		"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 			--export "$k" > /dev/null; }
+	part=$out/reprofile/$model-b$batch.part.kernels.tsv
 	python3 "$root/bench/gpu/profile_parts.py" select "$k" --match '^add |kh=1 kw=1 sh=1 sw=1 groups=1\b' \
-		-o "$out/reprofile/$model-b$batch.part.kernels.tsv" 2> /dev/null
-	cp "$prof" "$out/reprofile/"
+		-o "$part" 2> /dev/null
+	if grep -qv '^#' "$part"; then cp "$prof" "$out/reprofile/"; else rm "$part"; fi
 done
 step "$(du -sh "$out" | cut -f1) in $out"
