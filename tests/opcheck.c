@@ -42,7 +42,7 @@ static void host_wait(void)
 {
 }
 
-const ArgMemory opcheck_host_memory = {NULL, host_alloc, host_copy, host_wait, free, false};
+const ArgMemory opcheck_host_memory = {NULL, host_alloc, host_copy, host_wait, free, 0};
 
 /* Compare got with ref; returns the error relative to max(1, max |ref|), and the worst element. */
 static double compare(const float *got, const double *ref, int64_t n, int64_t *worst, double *scale)

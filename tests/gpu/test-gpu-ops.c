@@ -16,8 +16,8 @@
  * the backend's own algorithms of 1x1 convolutions (cuda/conv_gemm.h:
  * RT_CONV_GEMM, then RT_CONV_GEMM_BATCHED) where they apply, which must
  * run in each direction they offer. Every output, and every input an op
- * updates in place, must agree: max |a - b| <= 1e-4 * max(1, max |ref|), with TF32 off
- * (AUTOTM_TF32 unset). Every op of ops.def must be covered.
+ * updates in place, must agree: max |a - b| <= 1e-4 * max(1, max |ref|),
+ * with TF32 off (AUTOTM_TF32 unset). Every op of ops.def must be covered.
  *
  * Without a GPU (cudaGetDeviceCount fails or finds none) it says so and
  * exits 77: skipped.
@@ -77,8 +77,8 @@ static void cuda_wait(void)
 	check_cuda(cudaDeviceSynchronize(), "running the kernel");
 }
 
-static const ArgMemory device_memory = {"device", device_alloc, cuda_copy, cuda_wait, device_free, false};
-static const ArgMemory pinned_memory = {"host", pinned_alloc, cuda_copy, cuda_wait, pinned_free, false};
+static const ArgMemory device_memory = {"device", device_alloc, cuda_copy, cuda_wait, device_free, 0};
+static const ArgMemory pinned_memory = {"host", pinned_alloc, cuda_copy, cuda_wait, pinned_free, 0};
 static const ArgMemory placed_memory = {"placed", device_alloc, cuda_copy, cuda_wait, device_free, 1};
 static const ArgMemory gemm_memory = {"gemm", device_alloc, cuda_copy, cuda_wait, device_free, RT_CONV_GEMM};
 static const ArgMemory batched_memory = {"gemm-b", device_alloc, cuda_copy, cuda_wait, device_free,
