@@ -75,11 +75,11 @@ void gpu_sync(void *state);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 
-/* One convolution algorithm cuDNN reports for a kernel. */
+/* One convolution algorithm for a kernel: cuDNN's, or the backend's own (conv_gemm.h). */
 typedef struct GpuConvAlgo {
-	int algo;           /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
+	int algo;           /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, or RT_CONV_* */
 	int math;           /* cudnnMathType_t it runs with (FMA unless TF32 is on) */
-	const char *name;   /* "implicit_precomp_gemm", "algo_1", ... */
+	const char *name;   /* "implicit_precomp_gemm", "algo_1", "gemm_1x1", ... */
 	bool tensor_op;     /* it uses tensor cores (TF32) */
 	bool deterministic; /* it gives the same bits every run */
 	const char *status; /* NULL: it can run here; else cuDNN's reason why not */
@@ -93,7 +93,8 @@ const char *gpu_conv_direction(const void *kernel);
 /*
  * Every algorithm cuDNN's heuristics report for a convolution kernel
  * (cudnnGetConvolution*Algorithm_v7 with the most results), each once,
- * at most GPU_MAX_CONV_ALGOS into out; returns how many (0: not a
+ * then the backend's own that compute it (conv_gemm.h), at most
+ * GPU_MAX_CONV_ALGOS into out; returns how many (0: not a
  * convolution). Algorithms rated for tensor cores are left out when TF32
  * is off, as the backend never chooses them then.
  */
@@ -101,7 +102,7 @@ int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out);
 /*
  * Launch a convolution kernel with algorithm a (from gpu_conv_algos) and
  * the device workspace ws of a->workspace bytes, instead of its own;
- * returns NULL, or cuDNN's reason if the launch failed.
+ * returns NULL, or cuDNN's or cuBLAS's reason if the launch failed.
  */
 const char *gpu_conv_launch_algo(void *state, void *kernel, const GpuConvAlgo *a, void *ws, void *const *args);
 

@@ -24,8 +24,9 @@
  *   a measurement  `warmup` untimed launches, then `runs` launches each
  *                  between two events recorded on the stream; the median
  *                  of the event times is the time, max - min the spread.
- *   convolutions   also every other algorithm cuDNN's heuristics report
- *                  (gpu_conv_algos), each timed the same way with a
+ *   convolutions   also every other algorithm cuDNN's heuristics report,
+ *                  and the backend's own where they apply (gpu_conv_algos,
+ *                  cuda/conv_gemm.h), each timed the same way with a
  *                  workspace of its own, so that autotmc sees what a
  *                  different choice would cost.
  *   moves          pinned host memory (the slow pool's kind) to device
@@ -41,7 +42,8 @@
  *   machine GPU-NAME CC TOTAL-BYTES DRIVER RUNTIME CUDNN tf32 on|off
  *   kernel  SIGNATURE MEDIAN-S SPREAD-S RUNS IMPLEMENTATION WORKSPACE-BYTES
  *   algo    SIGNATURE fwd|bwd_data|bwd_filter ALGORITHM MEDIAN-S WORKSPACE-BYTES NUMBER
- *           (NUMBER: the cudnnConvolution*Algo_t, what RT_D_ALGO takes, minus one)
+ *           (NUMBER: the cudnnConvolution*Algo_t, or the backend's own RT_CONV_*
+ *           of cuda/conv_gemm.h; what RT_D_ALGO takes, minus one)
  *   move    fast_to_slow|slow_to_fast|both sync|async BYTES MEDIAN-S
  *   # SIGNATURE ALGORITHM: why it could not run
  *

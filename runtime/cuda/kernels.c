@@ -12,7 +12,10 @@
  *             pooling forward (average counts the padding), softmax and
  *             its backward;
  *   cuBLAS    dense and its two gradients (row-major products as
- *             column-major ones: see the comments at make_dense);
+ *             column-major ones: see the comments at make_dense), and
+ *             the backend's own algorithms of 1x1 convolutions
+ *             (conv_gemm.h: RT_CONV_GEMM, RT_CONV_GEMM_BATCHED), offered
+ *             beside cuDNN's;
  *   our own   the rest: activations, dropout (the mask of autotm/random.h),
  *             add, batchnorm (cuDNN keeps 1 / sqrt(var + eps) and an
  *             unbiased running variance, not the biased batch variance
@@ -22,7 +25,7 @@
  *             copies (cudaMemcpy2DAsync).
  *
  * Convolution algorithms are chosen once per kernel from cuDNN's
- * heuristics (cudnnGetConvolution*Algorithm_v7): the first deterministic
+ * heuristics (cudnnGetConvolution*Algorithm_v7), then ours: the first deterministic
  * one whose workspace cuDNN can size and fits in what the limit leaves
  * beside the fast pool, so that a run gives the same bits every time and
  * stays within its limit (a nondeterministic one only if no other fits:
@@ -33,8 +36,8 @@
  * workspace, the largest any needs (kernels run one at a time on the
  * stream), where the loss kernel keeps its rows' losses and batchnorm
  * its partial sums too; it is the "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
- * times every other algorithm cuDNN reports, through the functions at the
- * end of this file (gpu.h).
+ * times every other algorithm cuDNN reports, and ours, through the
+ * functions at the end of this file (gpu.h).
  *
  * TF32: off by default, so that the GPU trains as the CPU does within
  * float32 rounding: cuBLAS runs in CUBLAS_DEFAULT_MATH (no TF32 for

@@ -80,8 +80,9 @@ enum RtDescField {
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
 	/*
-	 * Convolutions on the GPU: 1 + the cuDNN algorithm the placement chose
-	 * (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t), with RT_ALGO_WS_ARG
+	 * Convolutions on the GPU: 1 + the algorithm the placement chose
+	 * (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, or the GPU
+	 * backend's own RT_CONV_* of its conv_gemm.h), with RT_ALGO_WS_ARG
 	 * where its workspace is a block of the placement's fast pool whose
 	 * address the launch passes after the arguments (args[nin + nout]),
 	 * else in the runtime's own workspace, shared by every kernel; 0: the
