@@ -145,7 +145,8 @@ cp "$out/prog/libcjson.so.1" "$out/"
 
 # the benchmark models' kernels, for autotm-gpu-profile
 mkdir -p "$out/kernels"
-for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 224" "inception_v3 64 299"; do
+bench_models=("resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 224" "inception_v3 64 299")
+for spec in "${bench_models[@]}"; do
 	IFS=: read -r model batch size <<< "${spec// /:}"
 	"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 		--export "$out/kernels/$model-b$batch.kernels.tsv" > /dev/null
@@ -157,13 +158,12 @@ done
 # profile_parts.py, which merges the new lines into them there
 mkdir -p "$out/reprofile"
 cp "$root/bench/gpu/profile_parts.py" "$out/"
-for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 224" "inception_v3 64 299" \
-	"resnet200 576 224"; do
+for spec in "${bench_models[@]}" "resnet200 576 224"; do
 	IFS=: read -r model batch size <<< "${spec// /:}"
 	prof=$root/bench/gpu/profiles/$model-b$batch.gpu.tsv
 	[ -f "$prof" ] || continue
 	k=$out/kernels/$model-b$batch.kernels.tsv
-	[ -f "$k" ] || { k=$out/reprofile/$model-b$batch.kernels.tsv
+	[ -f "$k" ] || { k=$out/reprofile/all.kernels.tsv # a model only profiled again here (resnet200 b576)
 		"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 			--export "$k" > /dev/null; }
 	part=$out/reprofile/$model-b$batch.part.kernels.tsv
@@ -171,4 +171,5 @@ for spec in "resnet50 32 224" "vgg19 64 224" "resnet152 64 224" "densenet201 64 
 		-o "$part" 2> /dev/null
 	if grep -qv '^#' "$part"; then cp "$prof" "$out/reprofile/"; else rm "$part"; fi
 done
+rm -f "$out/reprofile/all.kernels.tsv"
 step "$(du -sh "$out" | cut -f1) in $out"
