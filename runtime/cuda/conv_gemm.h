@@ -35,7 +35,12 @@ enum {
 	RT_CONV_GEMM_BATCHED = 33, /* conv2d_bwd_filter: every image's product at once, then their sum */
 };
 
-/* One strided batch of column-major products C_i = op(A_i) op(B_i) (+ C_i), i < batch. */
+/*
+ * The column-major products C_i = op(A_i) op(B_i), i < batch, of one
+ * algorithm: one strided batch into argument c (or, with into_ws, into
+ * the workspace, whose matrices are then summed into argument c), or with
+ * accumulate each product added to argument c in turn.
+ */
 typedef struct ConvGemm {
 	bool trans_a, trans_b;                /* op(A) = A^T, op(B) = B^T */
 	int64_t m, n, k;                      /* op(A) is [m, k], op(B) [k, n], C [m, n] */
@@ -43,7 +48,8 @@ typedef struct ConvGemm {
 	int64_t lda, ldb, ldc;                /* leading dimensions */
 	int64_t stride_a, stride_b, stride_c; /* elements from one image's matrix to the next's (0: shared) */
 	int64_t batch;                        /* images */
-	bool sum;                             /* C = the sum over images of the products (bwd_filter) */
+	bool accumulate;                      /* C = the sum of the products, added one by one (RT_CONV_GEMM) */
+	bool into_ws;                         /* the products into the workspace, then summed (RT_CONV_GEMM_BATCHED) */
 } ConvGemm;
 
 /* Whether the convolution of description d is one these products compute. */
@@ -63,8 +69,8 @@ static inline bool conv_gemm_offers(const int64_t *d, int algo)
 	       (algo == RT_CONV_GEMM || (algo == RT_CONV_GEMM_BATCHED && d[RT_D_OP] == RT_OP_CONV2D_BWD_FILTER));
 }
 
-/* The products of a convolution that conv_gemm_applies to (a bias is added after them). */
-static inline ConvGemm conv_gemm_plan(const int64_t *d)
+/* The products of algorithm `algo` for a convolution it offers to compute (a bias is added after them). */
+static inline ConvGemm conv_gemm_plan(const int64_t *d, int algo)
 {
 	int nin = (int)d[RT_D_NIN];
 	/* the image side (x or dx) and the channel side (y or dy), whichever the direction */
@@ -82,19 +88,18 @@ static inline ConvGemm conv_gemm_plan(const int64_t *d)
 	case RT_OP_CONV2D_BWD_DATA:
 		return (ConvGemm){.trans_b = true, .m = p, .n = c, .k = kk, .a = 0, .b = 1, .c = 2, .lda = p, .ldb = c,
 		                  .ldc = p, .stride_a = kk * p, .stride_c = c * p, .batch = images};
-	default: /* RT_OP_CONV2D_BWD_FILTER */
+	default: /* RT_OP_CONV2D_BWD_FILTER: a sum over the images */
 		return (ConvGemm){.trans_a = true, .m = c, .n = kk, .k = p, .a = 0, .b = 1, .c = 2, .lda = p, .ldb = p,
-		                  .ldc = c, .stride_a = c * p, .stride_b = kk * p, .batch = images, .sum = true};
+		                  .ldc = c, .stride_a = c * p, .stride_b = kk * p, .stride_c = algo == RT_CONV_GEMM ? 0 : c * kk,
+		                  .batch = images, .accumulate = algo == RT_CONV_GEMM, .into_ws = algo != RT_CONV_GEMM};
 	}
 }
 
 /* The workspace of algorithm `algo` for a convolution it offers to compute, in bytes. */
 static inline int64_t conv_gemm_workspace(const int64_t *d, int algo)
 {
-	if (algo != RT_CONV_GEMM_BATCHED)
-		return 0;
-	ConvGemm g = conv_gemm_plan(d);
-	return (int64_t)sizeof(float) * g.batch * g.m * g.n;
+	ConvGemm g = conv_gemm_plan(d, algo);
+	return g.into_ws ? (int64_t)sizeof(float) * g.batch * g.stride_c : 0;
 }
 
 #endif

@@ -441,30 +441,25 @@ static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 static const char *run_conv_gemm(GpuState *s, const GpuKernel *k, int algo, void *ws, void *const *a)
 {
 	const float one = 1, zero = 0;
-	ConvGemm g = conv_gemm_plan(k->desc);
+	ConvGemm g = conv_gemm_plan(k->desc, algo);
 	cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
 	int m = to_int(k, g.m), n = to_int(k, g.n), kk = to_int(k, g.k), batch = to_int(k, g.batch);
 	int lda = to_int(k, g.lda), ldb = to_int(k, g.ldb), ldc = to_int(k, g.ldc);
 	const float *pa = a[g.a], *pb = a[g.b];
 	float *pc = a[g.c];
 	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-	if (!g.sum) { /* an image a product */
-		st = cublasSgemmStridedBatched(s->blas, ta, tb, m, n, kk, &one, pa, lda, g.stride_a, pb, ldb, g.stride_b,
-		                               &zero, pc, ldc, g.stride_c, batch);
-	} else if (algo == RT_CONV_GEMM_BATCHED) { /* every image's product into the workspace, then their sum */
-		st = cublasSgemmStridedBatched(s->blas, ta, tb, m, n, kk, &one, pa, lda, g.stride_a, pb, ldb, g.stride_b,
-		                               &zero, ws, ldc, g.m * g.n, batch);
-		if (st == CUBLAS_STATUS_SUCCESS) {
-			cudaError_t err = gpu_sum_images(ws, pc, g.batch, g.m * g.n, s->stream);
-			if (err != cudaSuccess)
-				return cudaGetErrorString(err);
-		}
-	} else { /* each image's product added to the sum in turn */
+	if (g.accumulate) {
 		for (int i = 0; i < batch && st == CUBLAS_STATUS_SUCCESS; i++)
 			st = cublasSgemm(s->blas, ta, tb, m, n, kk, &one, pa + i * g.stride_a, lda, pb + i * g.stride_b, ldb,
 			                 i ? &one : &zero, pc, ldc);
+	} else {
+		st = cublasSgemmStridedBatched(s->blas, ta, tb, m, n, kk, &one, pa, lda, g.stride_a, pb, ldb, g.stride_b,
+		                               &zero, g.into_ws ? ws : pc, ldc, g.stride_c, batch);
 	}
-	return st == CUBLAS_STATUS_SUCCESS ? NULL : cublasGetStatusString(st);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return cublasGetStatusString(st);
+	cudaError_t err = g.into_ws ? gpu_sum_images(ws, pc, g.batch, g.stride_c, s->stream) : cudaSuccess;
+	return err == cudaSuccess ? NULL : cudaGetErrorString(err);
 }
 
 /*

@@ -48,32 +48,26 @@ static bool valid(const ConvGemm *g)
 /* The kernel's outputs from args (inputs, then outputs), as cuda/kernels.c's run_conv_gemm issues the products. */
 static void run(const int64_t *d, int algo, float *const *args)
 {
-	ConvGemm g = conv_gemm_plan(d);
-	float *ws = algo == RT_CONV_GEMM_BATCHED ? xmalloc((size_t)conv_gemm_workspace(d, algo) + 1) : NULL;
-	for (int64_t i = 0; i < g.batch; i++) {
-		const float *a = args[g.a] + i * g.stride_a, *b = args[g.b] + i * g.stride_b;
-		if (!g.sum)
-			sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, a, g.lda, b, g.ldb, 0, args[g.c] + i * g.stride_c, g.ldc);
-		else if (ws)
-			sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, a, g.lda, b, g.ldb, 0, ws + i * g.m * g.n, g.ldc);
-		else
-			sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, a, g.lda, b, g.ldb, i ? 1 : 0, args[g.c], g.ldc);
-	}
-	if (g.sum && ws)
-		for (int64_t j = 0; j < g.m * g.n; j++) {
+	ConvGemm g = conv_gemm_plan(d, algo);
+	int64_t wsb = conv_gemm_workspace(d, algo);
+	float *ws = wsb ? xmalloc((size_t)wsb) : NULL, *out = g.into_ws ? ws : args[g.c];
+	for (int64_t i = 0; i < g.batch; i++) /* a strided batch is a product per image */
+		sgemm(g.trans_a, g.trans_b, g.m, g.n, g.k, args[g.a] + i * g.stride_a, g.lda, args[g.b] + i * g.stride_b,
+		      g.ldb, g.accumulate && i ? 1 : 0, out + i * g.stride_c, g.ldc);
+	if (ws) /* the workspace's matrices summed, as gpu_sum_images does */
+		for (int64_t j = 0; j < g.stride_c; j++) {
 			double s = 0;
 			for (int64_t i = 0; i < g.batch; i++)
-				s += ws[i * g.m * g.n + j];
+				s += ws[i * g.stride_c + j];
 			args[g.c][j] = (float)s;
 		}
 	free(ws);
 	int nin = (int)d[RT_D_NIN];
-	if (d[RT_D_OP] == RT_OP_CONV2D && nin == 3) /* the bias, added after the products */
-		for (int64_t n = 0; n < RT_ARG_DIM(d, nin, 0); n++)
-			for (int64_t c = 0; c < RT_ARG_DIM(d, nin, 1); c++)
-				for (int64_t p = 0; p < RT_ARG_DIM(d, nin, 2) * RT_ARG_DIM(d, nin, 3); p++)
-					args[nin][(n * RT_ARG_DIM(d, nin, 1) + c) * RT_ARG_DIM(d, nin, 2) * RT_ARG_DIM(d, nin, 3) + p] +=
-					    args[2][c];
+	if (d[RT_D_OP] == RT_OP_CONV2D && nin == 3) { /* the bias, added after the products: y [N, K, P] */
+		int64_t p = RT_ARG_DIM(d, nin, 2) * RT_ARG_DIM(d, nin, 3), k = RT_ARG_DIM(d, nin, 1);
+		for (int64_t e = 0; e < RT_ARG_DIM(d, nin, 0) * k * p; e++)
+			args[nin][e] += args[2][e / p % k];
+	}
 }
 
 int main(void)
@@ -109,8 +103,12 @@ int main(void)
 		}
 		applied[dir]++;
 		test_check(one_by_one, "%s %s: a 1x1 convolution of stride 1", op_info[n->op].name, n->name);
-		ConvGemm plan = conv_gemm_plan(d);
-		test_check(valid(&plan), "%s %s: sizes cuBLAS accepts", op_info[n->op].name, n->name);
+		for (int algo = RT_CONV_GEMM; algo <= RT_CONV_GEMM_BATCHED; algo++) {
+			ConvGemm plan = conv_gemm_plan(d, algo);
+			if (conv_gemm_offers(d, algo))
+				test_check(valid(&plan), "%s %s, algorithm %d: sizes cuBLAS accepts", op_info[n->op].name, n->name,
+				           algo);
+		}
 		int nargs = n->nin + n->nout;
 		float *in[RT_MAX_ARGS];
 		for (int k = 0; k < n->nin; k++) {
