@@ -33,7 +33,8 @@ LAYERNORM_FN void layernorm_row(const float *x, const float *w, const float *b, 
 	*rstd = (float)s;
 }
 
-/* The row's dx[c] from x, w, its mean and rstd, and dy: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w. */
+/* The row's dx[c] from x, w, its mean and rstd, and dy: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w.
+   dx may be dy (in place): the row's sums are taken before any element is written. */
 LAYERNORM_FN void layernorm_bwd_row(const float *x, const float *w, double mean, double rstd, const float *dy,
                                     float *dx, int64_t c)
 {

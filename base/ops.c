@@ -8,8 +8,8 @@
 #define GRAD true
 #define NOGRAD false
 const OpInfo op_info[NUM_OPS] = {
-#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, act) \
-	[OP_##id] = {#nm, min_in, (max_in) < 0 ? OP_MAX_ARGS - (nout) : (max_in), nout, grad, inplace, act},
+#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) \
+	[OP_##id] = {#nm, min_in, (max_in) < 0 ? OP_MAX_ARGS - (nout) : (max_in), nout, grad, inplace, reuse, act},
 #include "ops.def"
 #undef OP
 };

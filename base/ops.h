@@ -22,7 +22,7 @@
 enum { OP_MAX_ARGS = 16 };
 
 typedef enum Op {
-#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, act) OP_##id,
+#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) OP_##id,
 #include "ops.def"
 #undef OP
 	NUM_OPS
@@ -35,6 +35,7 @@ typedef struct OpInfo {
 	int nout;         /* outputs */
 	bool grad;        /* differentiable */
 	unsigned inplace; /* bit i set: input i is overwritten */
+	int reuse;        /* the input whose memory output 0 may take where it dies (ops.def), or -1 */
 	Act act;          /* the activation it computes, or ACT_NONE */
 } OpInfo;
 extern const OpInfo op_info[NUM_OPS];

@@ -66,82 +66,140 @@ static double compare(const float *got, const double *ref, int64_t n, int64_t *w
 
 int opcheck_own_algo[3];
 
-void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname, const ArgMemory *mem)
+/* The input of n whose memory its first output may take (ops.def's reuse: same size, read once), or -1. */
+static int reused_input(const Node *n)
+{
+	int r = op_info[n->op].reuse;
+	if (r < 0 || r >= n->nin || n->nout < 1 || n->in[r]->bytes != n->out[0]->bytes)
+		return -1;
+	for (int k = 0; k < n->nin; k++)
+		if (k != r && n->in[k] == n->in[r])
+			return -1;
+	return r;
+}
+
+/*
+ * Run kernel `id` (described by desc) on arguments holding host[k] (the
+ * inputs; the outputs start as NaN, so that an element not written
+ * shows), in memory from mem; with `over` >= 0 its first output is
+ * written over input `over` (one buffer for both, as memplan places an
+ * output over its dying input). Afterwards host[k] holds every argument
+ * as the kernel left it (the output written over the input from that
+ * buffer; the input itself is then not compared).
+ */
+static void run_kernel(RtCtx *ctx, const Node *n, int32_t id, int64_t *desc, const ArgMemory *mem, float **host,
+                       int over)
 {
 	int nargs = n->nin + n->nout;
-	void *args[RT_MAX_ARGS];
-	float *got[RT_MAX_ARGS]; /* each argument on the host: before the kernel, and after */
+	void *args[RT_MAX_ARGS + 1];
 	for (int k = 0; k < nargs; k++) {
 		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
 		int64_t m = shape_elems(t->shape);
 		size_t bytes = sizeof(float) * (size_t)(m ? m : 1);
-		got[k] = xmalloc(bytes);
-		for (int64_t i = 0; i < m; i++) { /* inputs (ids as int32); outputs NaN, so that an element not written shows */
-			got[k][i] = k < n->nin ? (float)ip->buf[t->id][i] : NAN;
-			if (k < n->nin && t->dtype == DT_I32) {
-				int32_t v = (int32_t)ip->buf[t->id][i];
-				memcpy(&got[k][i], &v, sizeof v);
-			}
+		if (k >= n->nin)
+			for (int64_t i = 0; i < m; i++)
+				host[k][i] = NAN;
+		if (over >= 0 && k == n->nin) {
+			args[k] = args[over];
+			continue;
 		}
 		args[k] = mem->alloc(bytes);
-		mem->copy(args[k], got[k], sizeof(float) * (size_t)m);
+		mem->copy(args[k], host[k], sizeof(float) * (size_t)m);
+	}
+	void *ws = NULL;
+	enum { WORKSPACE = 64 << 20 }; /* more than any case's convolution needs with these algorithms */
+	if (mem->placed_algo && (n->op == OP_CONV2D || n->op == OP_CONV2D_BWD_DATA || n->op == OP_CONV2D_BWD_FILTER)) {
+		int algo = conv_gemm_offers(desc, mem->placed_algo) ? mem->placed_algo : 1;
+		if (algo != 1 && over < 0)
+			opcheck_own_algo[n->op == OP_CONV2D ? 0 : n->op == OP_CONV2D_BWD_DATA ? 1 : 2]++;
+		desc[RT_D_ALGO] = (1 + algo) | RT_ALGO_WS_ARG;
+		args[nargs] = ws = mem->alloc(WORKSPACE);
+	}
+	if (over < 0)
+		rt_kernel(ctx, id, desc);
+	rt_launch(ctx, id, args);
+	mem->wait();
+	if (ws)
+		mem->release(ws);
+	for (int k = 0; k < nargs; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		mem->copy(host[k], args[k], sizeof(float) * (size_t)shape_elems(t->shape));
+		if (!(over >= 0 && k == over))
+			mem->release(args[k]);
+	}
+}
+
+/* The worst error of the arguments n writes (outputs, inputs it updates; not an input written over). */
+typedef struct Worst {
+	double err, got, ref, scale;
+	const char *what;
+	int64_t i;
+} Worst;
+
+static Worst compare_args(const Interp *ip, const Node *n, float *const *host, int over)
+{
+	Worst w = {0, 0, 0, 1, "", 0};
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		bool is_out = k >= n->nin;
+		const Tensor *t = is_out ? n->out[k - n->nin] : n->in[k];
+		if ((!is_out && !(op_info[n->op].inplace >> k & 1)) || k == over)
+			continue;
+		int64_t i;
+		double scale, e = compare(host[k], ip->buf[t->id], shape_elems(t->shape), &i, &scale);
+		if (e >= w.err)
+			w = (Worst){e, host[k][i], ip->buf[t->id][i], scale, t->name, i};
+	}
+	return w;
+}
+
+/*
+ * Node n against the interpreter: out of place, and where ops.def lets its
+ * first output take an input's memory, again in place (same kernel).
+ */
+void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname, const ArgMemory *mem)
+{
+	int nargs = n->nin + n->nout, over = reused_input(n);
+	float *inputs[RT_MAX_ARGS], *host[RT_MAX_ARGS]; /* the inputs as given; each argument after a run */
+	for (int k = 0; k < nargs; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		int64_t m = shape_elems(t->shape);
+		size_t bytes = sizeof(float) * (size_t)(m ? m : 1);
+		inputs[k] = xmalloc(bytes);
+		host[k] = xmalloc(bytes);
+		for (int64_t i = 0; i < m && k < n->nin; i++) { /* inputs (ids as int32) */
+			inputs[k][i] = (float)ip->buf[t->id][i];
+			if (t->dtype == DT_I32) {
+				int32_t v = (int32_t)ip->buf[t->id][i];
+				memcpy(&inputs[k][i], &v, sizeof v);
+			}
+		}
 	}
 	interp_node(ip, n);
 
 	int64_t desc[RT_DESC_LEN];
 	node_describe(n, desc);
-	void *ws = NULL;
-	enum { WORKSPACE = 64 << 20 }; /* more than any case's convolution needs with these algorithms */
-	if (mem->placed_algo && (n->op == OP_CONV2D || n->op == OP_CONV2D_BWD_DATA || n->op == OP_CONV2D_BWD_FILTER)) {
-		int algo = conv_gemm_offers(desc, mem->placed_algo) ? mem->placed_algo : 1;
-		if (algo != 1)
-			opcheck_own_algo[n->op == OP_CONV2D ? 0 : n->op == OP_CONV2D_BWD_DATA ? 1 : 2]++;
-		desc[RT_D_ALGO] = (1 + algo) | RT_ALGO_WS_ARG;
-		args[nargs] = ws = mem->alloc(WORKSPACE);
-	}
-	rt_kernel(ctx, id, desc);
-	rt_launch(ctx, id, args);
-	mem->wait();
-	if (ws)
-		mem->release(ws);
-
-	double worst_err = 0, worst_got = 0, worst_ref = 0, worst_scale = 1;
-	const char *worst_what = "";
-	int64_t worst_i = 0;
-	for (int k = 0; k < nargs; k++) {
-		bool is_out = k >= n->nin;
-		const Tensor *t = is_out ? n->out[k - n->nin] : n->in[k];
-		int64_t m = shape_elems(t->shape);
-		mem->copy(got[k], args[k], sizeof(float) * (size_t)m);
-		mem->release(args[k]);
-		if (!is_out && !(op_info[n->op].inplace >> k & 1))
-			continue;
-		int64_t i;
-		double scale, e = compare(got[k], ip->buf[t->id], m, &i, &scale);
-		if (e >= worst_err) {
-			worst_err = e;
-			worst_what = t->name;
-			worst_i = i;
-			worst_got = got[k][i];
-			worst_ref = ip->buf[t->id][i];
-			worst_scale = scale;
-		}
-	}
-	bool ok = worst_err <= 1e-4;
-	OpStat *st = &stats[n->op];
-	st->checked++;
-	st->failed += !ok;
-	st->worst = fmax(st->worst, worst_err);
 	char where[16] = "";
 	if (mem->where)
 		snprintf(where, sizeof where, "%-6s ", mem->where);
-	test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)", op_info[n->op].name, cname, where, n->name,
-	           worst_err * worst_scale, worst_scale);
-	if (!ok)
-		printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", worst_what, (long long)worst_i,
-		       worst_got, worst_ref);
-	for (int k = 0; k < nargs; k++)
-		free(got[k]);
+	OpStat *st = &stats[n->op];
+	for (int run = 0; run < (over >= 0 ? 2 : 1); run++) {
+		for (int k = 0; k < n->nin; k++)
+			memcpy(host[k], inputs[k], sizeof(float) * (size_t)shape_elems(n->in[k]->shape));
+		run_kernel(ctx, n, id, desc, mem, host, run ? over : -1);
+		Worst w = compare_args(ip, n, host, run ? over : -1);
+		bool ok = w.err <= 1e-4;
+		st->checked++;
+		st->failed += !ok;
+		st->worst = fmax(st->worst, w.err);
+		test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)%s", op_info[n->op].name, cname, where,
+		           n->name, w.err * w.scale, w.scale, run ? ", in place" : "");
+		if (!ok)
+			printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", w.what, (long long)w.i, w.got, w.ref);
+	}
+	for (int k = 0; k < nargs; k++) {
+		free(inputs[k]);
+		free(host[k]);
+	}
 }
 
 bool opcheck_case(RtCtx *ctx, const OpCase *c, int32_t *next_id, const ArgMemory *mem)

@@ -1259,12 +1259,13 @@ static void run_layernorm_bwd(const int64_t *d, void *const *a)
 	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *dy = a[4];
 	float *dx = a[5], *dw = a[6], *db = a[7];
 	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
-#pragma omp parallel for schedule(static)
-	for (int64_t r = 0; r < rows; r++)
-		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
+	/* the columns first: dx may be written over dy (ops.def's reuse) */
 #pragma omp parallel for schedule(static)
 	for (int64_t j = 0; j < c; j++)
 		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
+#pragma omp parallel for schedule(static)
+	for (int64_t r = 0; r < rows; r++)
+		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
 }
 
 /* batchnorm_stats: the running statistics, in place (ops.def) */

@@ -789,8 +789,9 @@ cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float 
 cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
                               float *dx, float *dw, float *db, int64_t rows, int64_t c, cudaStream_t st)
 {
-	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, dy, dx, rows, c);
+	/* the parameters' sums first: dx may be written over dy (ops.def's reuse) */
 	layernorm_bwd_params<<<grid(c), THREADS, 0, st>>>(x, mean, rstd, dy, dw, db, rows, c);
+	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, dy, dx, rows, c);
 	return cudaGetLastError();
 }
 
