@@ -8,6 +8,10 @@
  * read by a move lives until that boundary, one written by a move or a
  * recompute from it, and a recompute's scratch at that boundary only.
  *
+ * An output that its kernel writes over a dying input (in place:
+ * placement_reuses) has no block of its own: the input's block lives on
+ * to the output's end and both get its offset.
+ *
  * The packing is greedy first fit: each residency goes at the lowest
  * offset where it fits beside every already placed residency whose
  * lifetime overlaps its own, in each of a few orders (largest first, as
@@ -41,6 +45,8 @@ typedef struct Block {
 	int64_t size;  /* bytes, rounded up to MEMPLAN_ALIGN */
 	int i;         /* its index in the pool's blocks (pack) */
 	int64_t fixed; /* its offset, placed before the others; -1: free */
+	int lead;      /* an output written over its kernel's input: the residency id of the block whose memory
+	                  it takes (it has no bytes of its own); -1 otherwise */
 } Block;
 
 /*
@@ -102,7 +108,12 @@ static const char *block_name(const Block *b)
 	return b->t0 % 2 ? "the workspace of recomputes" : "a kernel's workspace";
 }
 
-/* Lifetimes in time points, widened by the moves that read and write each residency. */
+/*
+ * Lifetimes in time points, widened by the moves that read and write each
+ * residency; an output written over its kernel's dying input
+ * (placement_reuses) takes the input's block, which then lives to the
+ * output's end (the first of a chain of such outputs to the last's end).
+ */
 static void lifetimes(const Placement *p, Block *b, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -110,6 +121,7 @@ static void lifetimes(const Placement *p, Block *b, int n)
 		b[i].out = &b[i].r->offset;
 		b[i].key = b[i].r->t->id;
 		b[i].fixed = -1;
+		b[i].lead = -1;
 		b[i].t0 = 2 * b[i].r->first;
 		b[i].t1 = 2 * b[i].r->last;
 		b[i].size = memplan_round(b[i].r->t->bytes);
@@ -135,6 +147,28 @@ static void lifetimes(const Placement *p, Block *b, int n)
 				out->t1 = boundary;
 		}
 	}
+	const Residency **reused = xmalloc(sizeof *reused * (size_t)(n + 1));
+	placement_reuses(p, reused);
+	for (int i = 0; i < n; i++) {
+		if (!reused[i])
+			continue;
+		int lead = reused[i]->id;
+		while (reused[lead])
+			lead = reused[lead]->id;
+		b[i].lead = lead;
+		b[i].size = 0;
+		if (b[lead].t1 < b[i].t1)
+			b[lead].t1 = b[i].t1;
+	}
+	free(reused);
+}
+
+/* The offsets of the outputs written over their inputs: their leads'. */
+static void follow_leads(const Placement *p, const Block *all, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (all[i].lead >= 0)
+			p->res.v[i]->offset = p->res.v[all[i].lead]->offset;
 }
 
 /*
@@ -153,10 +187,10 @@ static int ws_blocks(const Placement *p, Block *b, int64_t *kslot, int64_t *bslo
 	for (int st = 0; st < n; st++) {
 		int64_t ws = placement_kernel_ws(p, st), bws = placement_boundary_ws(p, st);
 		if (ws > 0)
-			b[m++] = (Block){NULL, kslot ? &kslot[st] : NULL, (1 << 30) + 2 * st, 2 * st, 2 * st, memplan_round(ws), 0, -1};
+			b[m++] = (Block){NULL, kslot ? &kslot[st] : NULL, (1 << 30) + 2 * st, 2 * st, 2 * st, memplan_round(ws), 0, -1, -1};
 		if (bws > 0)
 			b[m++] = (Block){NULL, bslot ? &bslot[st] : NULL, (1 << 30) + 2 * st - 1, 2 * st - 1, 2 * st - 1,
-			                 memplan_round(bws), 0, -1};
+			                 memplan_round(bws), 0, -1, -1};
 	}
 	return m;
 }
@@ -414,7 +448,7 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 		Block *b = arena_array(a, (size_t)(n + nw) + 1, sizeof(Block));
 		int m = 0;
 		for (int i = 0; i < n; i++)
-			if (all[i].r->tier == (Tier)tier)
+			if (all[i].r->tier == (Tier)tier && all[i].lead < 0)
 				b[m++] = all[i];
 		int64_t cap = tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0;
 		if (tier == TIER_SLOW) {
@@ -425,6 +459,7 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 		m += ws_blocks(p, b + m, p->ws_offset, p->rc_ws_offset);
 		p->fast_bytes = pack_fast(b, nres, m, squeezed ? cap : 0, cap);
 	}
+	follow_leads(p, all, n);
 }
 
 void memplan(Placement *p, Arena *a)
@@ -478,7 +513,7 @@ static Block *fast_by_offset(const Placement *p, int *m)
 	lifetimes(p, b, n);
 	*m = 0;
 	for (int i = 0; i < n; i++)
-		if (b[i].r->tier == TIER_FAST)
+		if (b[i].r->tier == TIER_FAST && b[i].lead < 0)
 			b[(*m)++] = b[i];
 	qsort(b, (size_t)*m, sizeof *b, by_offset);
 	return b;
@@ -522,6 +557,11 @@ bool memplan_verify(const Placement *p, Arena *a, char *err, size_t errlen)
 		n += ws_blocks(p, b + n, p->ws_offset, p->rc_ws_offset);
 	for (int i = 0; i < n; i++) {
 		Tier tier = b[i].r ? b[i].r->tier : TIER_FAST;
+		if (b[i].lead >= 0 && *b[i].out != *b[b[i].lead].out) {
+			snprintf(err, errlen, "%s is not in the memory of %s, which it is written over", block_name(&b[i]),
+			         block_name(&b[b[i].lead]));
+			return false;
+		}
 		if (*b[i].out % block_align(&b[i]) || *b[i].out < 0 ||
 		    *b[i].out + b[i].size > (tier == TIER_FAST ? p->fast_bytes : p->slow_bytes)) {
 			snprintf(err, errlen, "%s is placed outside its pool", block_name(&b[i]));

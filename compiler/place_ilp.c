@@ -800,7 +800,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
  * of PRE and COPY out of the last point before (writes and drops free the
  * fast copy right after a point's kernel).
  */
-static ColSum in_fast(const Flow *f, int step, bool ready)
+static ColSum in_fast(const Flow *f, int step, bool ready, bool transit)
 {
 	ColSum e = {0};
 	if (step < f->first || step > f->last)
@@ -828,7 +828,7 @@ static ColSum in_fast(const Flow *f, int step, bool ready)
 		if (c[i] >= 0)
 			e.col[e.n++] = c[i];
 	/* spanning moves in flight: fast, and a read's copy ready only at its end */
-	for (int i = 0; i < f->transit.n; i++) {
+	for (int i = 0; transit && i < f->transit.n; i++) {
 		const Transit *tr = &f->transit.v[i];
 		if (step < tr->lo || step > tr->hi || (ready && tr->read && step < tr->hi))
 			continue;
@@ -841,7 +841,13 @@ static ColSum in_fast(const Flow *f, int step, bool ready)
 
 static ColSum fast_at(const Flow *f, int step)
 {
-	return in_fast(f, step, false);
+	return in_fast(f, step, false, true);
+}
+
+/* Fast at kernel `step` in a copy the kernel reads or writes: not in a spanning move's flight. */
+static ColSum held_at(const Flow *f, int step)
+{
+	return in_fast(f, step, false, false);
 }
 
 /*
@@ -852,7 +858,7 @@ static ColSum fast_at(const Flow *f, int step)
  */
 static ColSum ready_at(const Flow *f, int step)
 {
-	return in_fast(f, step, true);
+	return in_fast(f, step, true, true);
 }
 
 /* A recompute reads its chain's live tensors where they are ready: recomp <= ready(leaf) for each. */
@@ -882,6 +888,47 @@ static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
 {
 	for (int i = 0; i < e.n; i++)
 		vec_push(ip->a, v, ((Term){e.col[i], coef, false}));
+}
+
+/*
+ * In place: where the kernel at step s writes its output over the input
+ * dying there (schedule_reuse), memplan gives the two one block when both
+ * are fast at s in the copies the kernel uses (placement_reuses). A column
+ * 0 <= u_s <= held(input, s), held(output, s) takes the output's size
+ * off D_s and gives it back at s + 1, where the input is no longer live;
+ * the boundary before s, where only the input is, gets it back too (its
+ * row subtracts the output from D_s). The input's copy at s is its last,
+ * and no move reads it after s: a write from it would go to no later
+ * point. Nothing is charged: u only frees capacity, so it need not be
+ * integer: where both holds are 1 it can be 1, where either is 0 it is 0,
+ * and a fraction between only counts more than memplan will hold (an
+ * integer u made the small programs of the tests slower to prove).
+ */
+static void build_reuse(Ilp *ip)
+{
+	for (int st = 0; st < ip->s->n; st++) {
+		const Tensor *in = schedule_reuse(ip->s, st);
+		if (!in)
+			continue;
+		const Flow *fo = &ip->flow[ip->s->order[st]->out[0]->id];
+		ColSum hold[2] = {held_at(&ip->flow[in->id], st), held_at(fo, st)};
+		if (hold[0].n == 0 || hold[1].n == 0)
+			continue;
+		int u = mip_add_col(ip->mip, 0, 1, 0, false);
+		for (int k = 0; k < 2; k++) {
+			int cols[MAX_IN_FAST + 1];
+			double vals[MAX_IN_FAST + 1];
+			int m = 0;
+			cols[m] = u, vals[m++] = 1;
+			for (int i = 0; i < hold[k].n; i++)
+				cols[m] = hold[k].col[i], vals[m++] = -1;
+			mip_add_row(ip->mip, m, cols, vals, -MIP_INF, 0);
+		}
+		vec_push(ip->a, &ip->cap[st], ((Term){u, -fo->mib, false}));
+		if (st + 1 < ip->s->n)
+			vec_push(ip->a, &ip->cap[st + 1], ((Term){u, fo->mib, false}));
+		vec_push(ip->a, &ip->writeout[st], ((Term){u, fo->mib, false}));
+	}
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -1518,9 +1565,10 @@ static int64_t forced_bytes(const Graph *g, const Schedule *s, bool kernels_fast
 		if (kernels_fast) {
 			const Node *n = s->order[st];
 			forced[st] += persistent;
+			const Tensor *reused = schedule_reuse(s, st); /* written over by out[0] (build_reuse) */
 			for (int k = 0; k < n->nin + n->nout; k++) {
 				const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
-				bool seen = t == g->loss || pinned_persistent(s, t, offload, tiny);
+				bool seen = t == g->loss || pinned_persistent(s, t, offload, tiny) || (reused && k == n->nin);
 				for (int j = 0; j < k && !seen; j++)
 					seen = (j < n->nin ? n->in[j] : n->out[j - n->nin]) == t;
 				if (!seen)
@@ -1583,6 +1631,7 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		build_kernel(ip, k);
 	build_recompute_algos(ip);
 	build_span_cuts(ip);
+	build_reuse(ip);
 	build_capacity(ip, limit_mib);
 	ip->one = mip_add_col(ip->mip, 1, 1, ip->constant, true);
 	st->creation_time = now_seconds() - t0;
@@ -2901,6 +2950,9 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	for (int i = 0; i < g->tensors.n; i++)
 		for (int k = ip.flow[i].first; k <= ip.flow[i].last; k++)
 			live[k] += (double)ip.flow[i].size;
+	for (int k = 0; k < n; k++) /* an output over its input (build_reuse): both fast there, at anchors */
+		if (schedule_reuse(s, k))
+			live[k] -= (double)ip.flow[s->order[k]->out[0]->id].size;
 	GapVec gaps = {0};
 	for (int i = 0; i < g->tensors.n; i++)
 		find_gaps(&ip, &ip.flow[i], i, &gaps); /* none for a tensor of one point */

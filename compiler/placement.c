@@ -176,6 +176,35 @@ static int cmp_recompute(const void *a, const void *b)
 	return x->t->id - y->t->id;
 }
 
+void placement_reuses(const Placement *p, const Residency **reused)
+{
+	const Schedule *s = p->s;
+	for (int i = 0; i < p->res.n; i++)
+		reused[i] = NULL;
+	int *read_until = NULL; /* residency id -> the last step before which a move reads it; made when needed */
+	for (int st = 0; st < s->n; st++) {
+		const Tensor *in = schedule_reuse(s, st);
+		if (!in)
+			continue;
+		const Residency *ri = placement_at(p, in, st), *ro = placement_at(p, s->order[st]->out[0], st);
+		if (!ri || !ro || ri->tier != TIER_FAST || ro->tier != TIER_FAST || ri->last != st || ro->first != st)
+			continue;
+		if (!read_until) {
+			read_until = xmalloc(sizeof(int) * (size_t)(p->res.n + 1));
+			for (int i = 0; i < p->res.n; i++)
+				read_until[i] = -1;
+			for (int i = 0; i < p->moves.n; i++) {
+				const Move *m = &p->moves.v[i];
+				if (m->at > read_until[m->from->id])
+					read_until[m->from->id] = m->at;
+			}
+		}
+		if (read_until[ri->id] <= st)
+			reused[ro->id] = ri;
+	}
+	free(read_until);
+}
+
 void placement_finish(Placement *p)
 {
 	if (p->moves.n > 1)
@@ -296,6 +325,14 @@ MoveStats placement_stats(const Placement *p)
 		if (p->recomputes.v[i].node == p->recomputes.v[i].t->producer)
 			st.nrecomputed++;
 	}
+	const Residency **reused = xmalloc(sizeof *reused * (size_t)(p->res.n + 1));
+	placement_reuses(p, reused);
+	for (int i = 0; i < p->res.n; i++)
+		if (reused[i]) {
+			st.nin_place++;
+			st.bytes_in_place += p->res.v[i]->t->bytes;
+		}
+	free(reused);
 	return st;
 }
 

@@ -144,6 +144,18 @@ double move_share(const Move *m, int step);
  */
 bool move_chunk(const Move *m, int step, int64_t *off, int64_t *len);
 
+/*
+ * The kernels that write their output over the input dying there (in
+ * place): reused[r->id] for each residency r of such an output, the
+ * input's residency whose memory it takes; NULL for every other
+ * residency (reused has p->res.n entries). An output takes its input's
+ * memory where schedule_reuse names the input, both copies the kernel
+ * uses are fast, the input's ends at the step with no move still reading
+ * it after, and the output's begins there. memplan.c gives the two one
+ * block; the ILP counts them once (docs/placement.md, "In place").
+ */
+void placement_reuses(const Placement *p, const Residency **reused);
+
 /* Sort the moves and recomputes into their order and resolve the recomputes' live arguments. */
 void placement_finish(Placement *p);
 
@@ -159,6 +171,8 @@ typedef struct MoveStats {
 	int nrecompute_kernels;         /* kernels those chains run */
 	int noffloaded;                 /* weights and optimizer state written back to a slow home after their update */
 	int64_t bytes_offloaded;        /* their bytes */
+	int nin_place;                  /* outputs written over their kernel's dying input (placement_reuses) */
+	int64_t bytes_in_place;         /* their bytes */
 } MoveStats;
 MoveStats placement_stats(const Placement *p);
 

@@ -282,6 +282,8 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddItemToArray(recomputes, o);
 		rtime += tl->recompute_time[i];
 	}
+	cJSON_AddNumberToObject(root, "in_place_outputs", ms.nin_place);
+	cJSON_AddNumberToObject(root, "in_place_bytes", (double)ms.bytes_in_place);
 	cJSON_AddNumberToObject(root, "offloaded_tensors", ms.noffloaded);
 	cJSON_AddNumberToObject(root, "offloaded_bytes", (double)ms.bytes_offloaded);
 	cJSON_AddNumberToObject(root, "recomputed_tensors", ms.nrecomputed);
@@ -446,6 +448,10 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		        fmt_bytes(s->peak, b2, sizeof b2),
 		        scratch ? arena_printf(a, ", plus the kernels' scratch, %s", fmt_bytes(scratch, b3, sizeof b3)) : "",
 		        100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
+	if (ms.nin_place > 0)
+		fprintf(f, "in place: %d output%s written over %s dying input%s, %s\n", ms.nin_place,
+		        ms.nin_place == 1 ? "" : "s", ms.nin_place == 1 ? "its kernel's" : "their kernels'",
+		        ms.nin_place == 1 ? "" : "s", fmt_bytes(ms.bytes_in_place, b1, sizeof b1));
 	if (ms.noffloaded > 0)
 		fprintf(f, "offload: %d weight or optimizer state tensor%s updated in fast copies of slow homes, %s written back\n",
 		        ms.noffloaded, ms.noffloaded == 1 ? "" : "s", fmt_bytes(ms.bytes_offloaded, b1, sizeof b1));
@@ -560,6 +566,7 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddNumberToObject(r, "num_async_move_nodes", ms.nasync);
 	cJSON_AddNumberToObject(r, "num_spanning_moves", ms.nspanning);
 	cJSON_AddNumberToObject(r, "bytes_async_moved", (double)ms.bytes_async);
+	cJSON_AddNumberToObject(r, "num_in_place", ms.nin_place);
 	cJSON_AddNumberToObject(r, "num_offloaded", ms.noffloaded);
 	cJSON_AddNumberToObject(r, "num_recomputed", ms.nrecomputed);
 	cJSON_AddNumberToObject(r, "num_recompute_kernels", ms.nrecompute_kernels);

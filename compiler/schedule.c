@@ -11,8 +11,9 @@
  *
  * Liveness is then a sweep: each tensor is live from the step that writes
  * it to the last step that reads it, and the live bytes of every step give
- * the peak: the memory a step needs if nothing is ever moved or reused
- * early.
+ * the peak: the memory a step needs if nothing is ever moved. A kernel
+ * that writes its output over a gradient dying there (schedule_reuse)
+ * counts the two once.
  */
 #include "schedule.h"
 
@@ -145,7 +146,11 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 	__int128 sum = 0;
 	for (int i = 0; i < n; i++) {
 		sum += delta[i];
-		int64_t cur = sum > INT64_MAX ? INT64_MAX : (int64_t)sum;
+		__int128 at = sum;
+		const Tensor *r = schedule_reuse(s, i);
+		if (r)
+			at -= r->bytes; /* the output written over its input */
+		int64_t cur = at > INT64_MAX ? INT64_MAX : (int64_t)at;
 		s->live_bytes[i] = cur;
 		if (cur > s->peak) {
 			s->peak = cur;
@@ -153,4 +158,20 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 		}
 	}
 	return s;
+}
+
+const Tensor *schedule_reuse(const Schedule *s, int step)
+{
+	const Node *n = s->order[step];
+	int k = op_info[n->op].reuse;
+	if (k < 0 || k >= n->nin || n->nout < 1)
+		return NULL;
+	const Tensor *in = n->in[k], *out = n->out[0];
+	if (in->kind != TENSOR_GRADIENT || out->kind != TENSOR_GRADIENT || in->bytes != out->bytes ||
+	    in->dtype != out->dtype || s->live[in->id].last != step)
+		return NULL;
+	for (int j = 0; j < n->nin; j++)
+		if (j != k && n->in[j] == in)
+			return NULL;
+	return in;
 }

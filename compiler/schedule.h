@@ -17,7 +17,8 @@ typedef struct Schedule {
 	int n;            /* number of steps (= nodes) */
 	int *pos;         /* node id -> step */
 	Interval *live;   /* tensor id -> live interval */
-	int64_t *live_bytes; /* step -> bytes of tensors live at that step */
+	int64_t *live_bytes; /* step -> bytes of tensors live at that step (an output over its reused input
+	                        counted once: schedule_reuse) */
 	int64_t peak;     /* max of live_bytes */
 	int peak_step;    /* first step where the peak is reached */
 } Schedule;
@@ -32,6 +33,17 @@ typedef struct Schedule {
  * reported after the step).
  */
 Schedule *schedule_graph(const Graph *g, Arena *a);
+
+/*
+ * The input whose memory the kernel at `step` may write its first output
+ * over, or NULL: ops.def's reuse input of the node, where it is a
+ * gradient of the output's size and dtype, read once by the node, and
+ * dead after it (its live interval ends at `step`). Gradients are never
+ * recomputed, so nothing needs the input's value again. Whether the
+ * output does take that memory depends on the placement (both fast
+ * there: placement_reuses).
+ */
+const Tensor *schedule_reuse(const Schedule *s, int step);
 
 /* True if t is live at step s. */
 static inline int live_at(const Schedule *s, const Tensor *t, int step)

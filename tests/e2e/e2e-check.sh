@@ -106,7 +106,7 @@ check_auto_plan() {
     shift 5
     local d=$work/$name n=0 ratio size
     # the fast-tier times are measured, so the plan varies
-    for ratio in 1:1 4:1 2:1 8:1 1:2; do
+    for ratio in 1:1 4:1 2:1 8:1 1:2 1:3 3:2; do
         size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
         if ! n=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/$kind.err" | python3 -c "
 import json, sys
