@@ -337,6 +337,20 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			so.time_limit -= sst.total_time;
 			p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		}
+		if (!p && parts[i] != OPT_RECOMPUTE && so.offload == 0 && sst.total_time < so.time_limit / 2) {
+			/*
+			 * none with every weight and optimizer state in one tier: with
+			 * auto's offloading (a slow home updated in a fast copy). VGG-19
+			 * b64 at half its peak from its measured H200 profile: sync and
+			 * async need 57% with their weights fast; offloaded, async's
+			 * start (247 ms) took 12 s, and the search ended at 231 ms,
+			 * where with no start CBC had found a first plan after 30 s of
+			 * its 60 (254 ms), or none at all.
+			 */
+			so.offload = 1;
+			so.time_limit -= sst.total_time;
+			p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
+		}
 		if (parts[i] == OPT_SYNC && sst.nattempts > 0)
 			crowded = sst.attempt_pool[0] > sst.attempt_limit[0];
 		if (p)
