@@ -221,6 +221,8 @@ typedef struct Ilp {
 	int separable, configured, approximated; /* kernels by cost form */
 	int nrecompute;     /* recompute edges */
 	int *dcol;          /* step -> its column D_s, the fast MiB live there */
+	double *reuse_mib;  /* step -> with kernels_fast, the MiB of the output its kernel writes over its dying input
+	                       (build_reuse), always: taken off D_s as a constant */
 	int64_t *wscap;     /* step -> the most its algorithm's workspace may take where tighten capped it (the
 	                       gap its packed plan left there), -1: no cap */
 	double *dmax;       /* step -> D_s's upper bound: the step's limit, or less where the neighbourhoods
@@ -893,24 +895,33 @@ static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
 /*
  * In place: where the kernel at step s writes its output over the input
  * dying there (schedule_reuse), memplan gives the two one block when both
- * are fast at s in the copies the kernel uses (placement_reuses). A column
- * 0 <= u_s <= held(input, s), held(output, s) takes the output's size
- * off D_s and gives it back at s + 1, where the input is no longer live;
- * the boundary before s, where only the input is, gets it back too (its
- * row subtracts the output from D_s). The input's copy at s is its last,
- * and no move reads it after s: a write from it would go to no later
- * point. Nothing is charged: u only frees capacity, so it need not be
- * integer: where both holds are 1 it can be 1, where either is 0 it is 0,
- * and a fraction between only counts more than memplan will hold (an
- * integer u made the small programs of the tests slower to prove).
+ * are fast at s in the copies the kernel uses (placement_reuses): the
+ * output's size comes off D_s and is given back at s + 1, where the input
+ * is no longer live; the boundary before s, where only the input is,
+ * gets it back too (its row subtracts the output from D_s). The input's
+ * copy at s is its last, and no move reads it after s: a write from it
+ * would go to no later point.
+ *
+ * With kernels_fast both are always fast there, so the rebate is a
+ * constant of the rows (reuse_mib). Elsewhere a column
+ * 0 <= u_s <= held(input, s), held(output, s) carries it. Nothing is
+ * charged: u only frees capacity, so it need not be integer: where both
+ * holds are 1 it can be 1, where either is 0 it is 0, and a fraction
+ * between only counts more than memplan will hold (an integer u made the
+ * small programs of the tests slower to prove).
  */
 static void build_reuse(Ilp *ip)
 {
+	ip->reuse_mib = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(double));
 	for (int st = 0; st < ip->s->n; st++) {
 		const Tensor *in = schedule_reuse(ip->s, st);
 		if (!in)
 			continue;
 		const Flow *fo = &ip->flow[ip->s->order[st]->out[0]->id];
+		if (ip->kernels_fast) {
+			ip->reuse_mib[st] = fo->mib;
+			continue;
+		}
 		ColSum hold[2] = {held_at(&ip->flow[in->id], st), held_at(fo, st)};
 		if (hold[0].n == 0 || hold[1].n == 0)
 			continue;
@@ -1227,13 +1238,14 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 			cols[m] = prev, vals[m++] = -1;
 		for (int i = 0; i < c->n; i++)
 			cols[m] = c->v[i].col, vals[m++] = -c->v[i].coef;
-		mip_add_row(ip->mip, m, cols, vals, 0, 0);
+		double rebate = (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st]; /* build_reuse's constants */
+		mip_add_row(ip->mip, m, cols, vals, rebate, rebate);
 		prev = D;
 		if (ip->workspace >= 0) /* D_s + W <= L_s */
 			mip_add_row(ip->mip, 2, (int[]){D, ip->workspace}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
 
 		const TermVec *w = &ip->writeout[st];
-		if (w->n == 0)
+		if (w->n == 0 && ip->reuse_mib[st] == 0)
 			continue;
 		const Node *nd = s->order[st];
 		cols = arena_array(ip->a, (size_t)(w->n + nd->nout + 2), sizeof(int));
@@ -1248,7 +1260,7 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 			const Flow *f = &ip->flow[nd->out[k]->id];
 			cols[m] = f->src[V_PRE], vals[m++] = -f->mib;
 		}
-		mip_add_row(ip->mip, m, cols, vals, -MIP_INF, limit_mib[st]);
+		mip_add_row(ip->mip, m, cols, vals, -MIP_INF, limit_mib[st] - ip->reuse_mib[st]);
 	}
 }
 
