@@ -87,6 +87,51 @@ static inline int64_t op_bn_partial_bytes(int64_t n, int64_t c)
 }
 
 /*
+ * bias_grad's gradient dy as [n, c, inner]: the c channels of dimension
+ * `axis` (0 reads as 1, the second; past the last dimension, 1), the
+ * elements after it and the images (rows) before, of an ndim-dimensional
+ * shape d.
+ */
+static inline void op_bias_dims(const int64_t *d, int ndim, int64_t axis, int64_t *n, int64_t *c, int64_t *inner)
+{
+	int ax = axis > 0 ? (int)axis : 1;
+	int64_t all = 1;
+	*c = ax < ndim ? d[ax] : 1;
+	*inner = 1;
+	for (int i = 0; i < ndim; i++)
+		all *= d[i];
+	for (int i = ax + 1; i < ndim; i++)
+		*inner *= d[i];
+	*n = all / (*c * *inner);
+}
+
+/*
+ * The GPU runtime's bias_grad sums each channel of dy [n, c, inner] in
+ * op_bias_groups groups of whole images, each group's sum into the
+ * shared scratch (a double each), then a channel's groups in order (the
+ * same bits every run): as batchnorm's groups where a channel has a
+ * plane; where inner is 1 (a dense layer's bias over rows) a thread per
+ * channel and group, about 32k in all, so that consecutive threads read
+ * consecutive channels. One block a channel, as before, left most of the
+ * GPU idle: VGG-19's first stage, 64 channels at 224 x 224 and batch 64,
+ * took 6 ms to sum 822 MB.
+ */
+static inline int64_t op_bias_groups(int64_t n, int64_t c, int64_t inner)
+{
+	if (inner > 1)
+		return op_bn_groups(n, c);
+	int64_t g = (32768 + c - 1) / c; /* at most 32768: a grid's second dimension takes 65535 */
+	if (g > n)
+		g = n;
+	return g < 1 ? 1 : g;
+}
+
+static inline int64_t op_bias_partial_bytes(int64_t n, int64_t c, int64_t inner)
+{
+	return (int64_t)sizeof(double) * c * op_bias_groups(n, c, inner);
+}
+
+/*
  * The GPU runtime's maxpool_bwd first finds each window's maximum, as its
  * offset in the window in one byte, for `windows` windows of kh x kw
  * (bytes of the shared scratch; none for windows of more than 255

@@ -86,7 +86,7 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 /*
  * node id -> the GPU runtime's scratch beside convolution workspaces
  * (which `algos` states): the loss kernel keeps a double per row in the
- * shared workspace, batchnorm and its gradient their groups' partial sums,
+ * shared workspace, batchnorm, its gradient and bias_grad their groups' partial sums,
  * maxpool_bwd each window's maximum (base/ops.h, cuda/kernels.c).
  */
 static const int64_t *gpu_scratch(const Graph *g, Arena *a)
@@ -100,6 +100,11 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 			sc[i] = op_maxpool_arg_bytes(shape_elems(n->in[1]->shape), n->attr.kh, n->attr.kw);
 		else if (n->op == OP_BATCHNORM || n->op == OP_BATCHNORM_BWD)
 			sc[i] = op_bn_partial_bytes(n->in[0]->shape.d[0], n->in[0]->shape.ndim > 1 ? n->in[0]->shape.d[1] : 1);
+		else if (n->op == OP_BIAS_GRAD) {
+			int64_t nb, c, inner;
+			op_bias_dims(n->in[0]->shape.d, n->in[0]->shape.ndim, n->attr.axis, &nb, &c, &inner);
+			sc[i] = op_bias_partial_bytes(nb, c, inner);
+		}
 	}
 	return sc;
 }

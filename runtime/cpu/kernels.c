@@ -838,8 +838,8 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 {
 	const float *dy = a[0];
 	float *db = a[1];
-	int ax = d[RT_D_AXIS] > 0 ? (int)d[RT_D_AXIS] : 1;
-	int64_t c = dim_or_1(d, 0, ax), inner = inner_elems(d, 0, ax + 1), nb = arg_elems(d, 0) / (c * inner);
+	int64_t nb, c, inner;
+	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &nb, &c, &inner);
 #pragma omp parallel for if (nb * c * inner > PAR_MIN)
 	for (int64_t o = 0; o < c; o++) {
 		double s = 0;

@@ -7,7 +7,9 @@
  *
  *   - elementwise ops use grid-stride loops over a 1-D grid;
  *   - reductions (batchnorm's statistics, bias_grad, the loss) give one
- *     block to each channel or row (grad_sumsq one block in all); its threads sum strided partial
+ *     block to each channel or row (grad_sumsq one block in all), or to
+ *     each group of a channel's images (batchnorm, bias_grad), whose sums
+ *     a second kernel adds in order; a block's threads sum strided partial
  *     sums in double and combine them by a tree in shared memory, so the
  *     result has the same bits at every run;
  *   - the pooling gradients gather: each input element sums the windows
@@ -390,15 +392,43 @@ __global__ void sum_images(const float *part, float *out, int64_t images, int64_
 	}
 }
 
-__global__ void bias_grad(const float *dy, float *db, int64_t n, int64_t nc, int64_t inner)
+/*
+ * bias_grad in groups (base/ops.h's op_bias_groups): block (c, g) of a
+ * [c, groups] grid sums channel c over group g's images into
+ * part[c groups + g]; with inner 1 (rows), thread c of block (x, g) sums
+ * column c over group g's rows, so that a warp reads consecutive
+ * channels; then bias_combine adds a channel's groups in order.
+ */
+__global__ void bias_sums(const float *dy, double *part, int64_t n, int64_t nc, int64_t inner)
 {
 	int64_t c = blockIdx.x;
 	double s = 0;
-	FOR_CHANNEL(w, n, inner)
+	FOR_GROUP(w, n, inner)
 		s += dy[CHANNEL_AT(w, c, nc, inner)];
-	s = block_sum(s);
+	s = block_sum_of<BN_THREADS>(s);
 	if (threadIdx.x == 0)
+		part[(int64_t)blockIdx.x * gridDim.y + blockIdx.y] = s;
+}
+
+__global__ void bias_sums_rows(const float *dy, double *part, int64_t rows, int64_t nc)
+{
+	int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, g = blockIdx.y, groups = gridDim.y;
+	if (c >= nc)
+		return;
+	double s = 0;
+	for (int64_t r = rows * g / groups; r < rows * (g + 1) / groups; r++)
+		s += dy[r * nc + c];
+	part[c * groups + g] = s;
+}
+
+__global__ void bias_combine(const double *part, float *db, int64_t nc, int64_t groups)
+{
+	FOR_EACH(c, nc) {
+		double s = 0;
+		for (int64_t g = 0; g < groups; g++)
+			s += part[c * groups + g];
 		db[c] = (float)s;
+	}
 }
 
 /* One block per row: the row's maximum and sum of exp(z - max). */
@@ -740,9 +770,16 @@ cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *m
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st)
+cudaError_t gpu_bias_grad(const float *dy, float *db, double *part, int64_t n, int64_t c, int64_t inner,
+                          cudaStream_t st)
 {
-	bias_grad<<<(unsigned)c, THREADS, 0, st>>>(dy, db, n, c, inner);
+	int64_t groups = op_bias_groups(n, c, inner);
+	if (inner > 1)
+		bias_sums<<<dim3((unsigned)c, (unsigned)groups), BN_THREADS, 0, st>>>(dy, part, n, c, inner);
+	else
+		bias_sums_rows<<<dim3((unsigned)((c + THREADS - 1) / THREADS), (unsigned)groups), THREADS, 0, st>>>(
+			dy, part, n, c);
+	bias_combine<<<grid(c), THREADS, 0, st>>>(part, db, c, groups);
 	return cudaGetLastError();
 }
 

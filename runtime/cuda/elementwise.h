@@ -54,8 +54,10 @@ cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta,
 cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
                               const float *dy, float *dx, float *dgamma, float *dbeta, double *part, int64_t n,
                               int64_t c, int64_t inner, double eps, cudaStream_t st);
-/* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner. */
-cudaError_t gpu_bias_grad(const float *dy, float *db, int64_t n, int64_t c, int64_t inner, cudaStream_t st);
+/* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner; part: the groups' sums,
+ * op_bias_partial_bytes(n, c, inner) of device memory (base/ops.h). */
+cudaError_t gpu_bias_grad(const float *dy, float *db, double *part, int64_t n, int64_t c, int64_t inner,
+                          cudaStream_t st);
 /* out [len] = the sum of part [images, len] over its first dimension (a 1x1 convolution's filter gradient). */
 cudaError_t gpu_sum_images(const float *part, float *out, int64_t images, int64_t len, cudaStream_t st);
 /* softmax_crossentropy: z, y [rows, k] -> loss [1]; rowloss: rows doubles of scratch. */

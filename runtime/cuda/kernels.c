@@ -726,9 +726,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
 	case RT_OP_BIAS_GRAD: {
-		int ax = d[RT_D_AXIS] > 0 ? (int)d[RT_D_AXIS] : 1;
-		int64_t c = dim_or_1(d, 0, ax), inner = inner_elems(d, 0, ax + 1);
-		launched(k, gpu_bias_grad(a[0], a[1], arg_elems(d, 0) / (c * inner), c, inner, st));
+		int64_t n, c, inner;
+		op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &n, &c, &inner);
+		launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, st));
 		break;
 	}
 	case RT_OP_EMBEDDING:
@@ -887,6 +887,14 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		snprintf(k->impl, sizeof k->impl, "CUDA, %lld groups a channel",
 		         (long long)op_bn_groups(RT_ARG_DIM(desc, 0, 0), dim_or_1(desc, 0, 1)));
 		break;
+	case RT_OP_BIAS_GRAD: { /* the groups' sums in the workspace */
+		int64_t n, c, inner;
+		op_bias_dims(&RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0), desc[RT_D_AXIS], &n, &c, &inner);
+		k->ws = (size_t)op_bias_partial_bytes(n, c, inner);
+		grow_workspace(s, k);
+		snprintf(k->impl, sizeof k->impl, "CUDA, %lld groups a channel", (long long)op_bias_groups(n, c, inner));
+		break;
+	}
 	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
 		k->ws = (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0));
 		grow_workspace(s, k);
@@ -919,7 +927,6 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CONCAT:
 	case RT_OP_SLICE:
 	case RT_OP_SOFTMAX_XENT_BWD:
-	case RT_OP_BIAS_GRAD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:

@@ -152,8 +152,9 @@ for spec in "${bench_models[@]}"; do
 		--export "$out/kernels/$model-b$batch.kernels.tsv" > /dev/null
 done
 # the kernels of the measured profiles to measure again (check.sh's
-# reprofile): the adds (rewritten after some profiles were measured) and the
-# 1x1 convolutions of stride 1 (the backend's own algorithms for them,
+# reprofile): the adds (rewritten after some profiles were measured), the
+# bias gradients (summed in groups since: base/ops.h's op_bias_groups) and
+# the 1x1 convolutions of stride 1 (the backend's own algorithms for them,
 # runtime/cuda/conv_gemm.h, are in no profile yet); with the profiles and
 # profile_parts.py, which merges the new lines into them there
 mkdir -p "$out/reprofile"
@@ -167,7 +168,7 @@ for spec in "${bench_models[@]}" "resnet200 576 224"; do
 		"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 			--export "$k" > /dev/null; }
 	part=$out/reprofile/$model-b$batch.part.kernels.tsv
-	python3 "$root/bench/gpu/profile_parts.py" select "$k" --match '^add |kh=1 kw=1 sh=1 sw=1 groups=1\b' \
+	python3 "$root/bench/gpu/profile_parts.py" select "$k" --match '^add |^bias_grad |kh=1 kw=1 sh=1 sw=1 groups=1\b' \
 		-o "$part" 2> /dev/null
 	if grep -qv '^#' "$part"; then cp "$prof" "$out/reprofile/"; else rm "$part"; fi
 done
