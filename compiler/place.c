@@ -738,9 +738,16 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 	st->min_limit += scratch;
 	if (!p) {
 		size_t n = strlen(err);
-		snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside them "
-		                              "within the fast tier's %s)",
-		         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2));
+		char b3[64];
+		if (st->min_limit > scratch) /* the tensors' least limit is known: the tier's is that and the scratch */
+			snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside "
+			                              "them within the fast tier's %s, which needs at least %s)",
+			         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2),
+			         fmt_bytes(st->min_limit, b3, sizeof b3));
+		else
+			snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside "
+			                              "them within the fast tier's %s)",
+			         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2));
 		return NULL;
 	}
 	p->workspace += scratch;

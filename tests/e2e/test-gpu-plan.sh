@@ -71,7 +71,9 @@ for spec in "evalnet 4 1:3" "tokennet 3 1:1"; do
     elif ! /usr/bin/env python3 - "$work/$name.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-ok = s["limit"] < s["peak_live_bytes"] and s["moves"] and s["fast_pool_bytes"] <= s["limit"]
+# all-fast needs the peak and the kernels' scratch beside it
+ok = (s["limit"] < s["peak_live_bytes"] + s["scratch_bytes"] and s["fast_pool_bytes"] < s["peak_live_bytes"]
+      and s["moves"] and s["fast_pool_bytes"] + s["scratch_bytes"] <= s["limit"])
 print(f"  {'ok' if ok else 'bad'}: limit {s['limit']}, peak {s['peak_live_bytes']}, {len(s['moves'])} moves")
 sys.exit(0 if ok else 1)
 PY
@@ -343,7 +345,8 @@ check_usage "optimizer 'um' does not run on the cpu backend but on gpu" --optimi
 check_error "--hw h100-pcie5" --backend gpu --optimizer sync --ratio 1:1
 check_error "has no [compute] section" --backend gpu --hw optane-6dimm --optimizer sync --ratio 1:1
 check_usage "unknown backend 'tpu'" --backend tpu --optimizer sync --ratio 1:1
-check_error "at least" --backend gpu --hw h100-pcie5 --optimizer sync --limit 1KiB
+check_error "does not even hold the kernels' scratch memory" --backend gpu --hw h100-pcie5 --optimizer sync --limit 1KiB
+check_error "which needs at least" --backend gpu --hw h100-pcie5 --optimizer sync --limit 1MiB
 MODEL=test_vgg check_error "partial.tsv lacks 1 of the 59 kernels of test_vgg (the first: relu" -D batch=16 \
     --backend gpu --gpu-profile "$work/partial.tsv" --optimizer sync --ratio 1:4
 check_error "bad.tsv:2: expected 'kernel<TAB>SIGNATURE<TAB>SECONDS" --backend gpu --gpu-profile "$work/bad.tsv" \
