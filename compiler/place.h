@@ -32,6 +32,7 @@ enum {
 	PLACE_REPAIR_RADIUS = 16,      /* a plan that does not pack: re-solved around its overflow, this many steps */
 	PLACE_REPAIR_MAX_OPEN = 256,   /* ... unless that leaves more tensors open than this and a quarter of them */
 	PLACE_SPAN = 32,               /* auto: the most kernels an asynchronous move spans */
+	PLACE_WS_REGIONS = 8,          /* the ILP's workspace columns: one for each of this many runs of steps */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 600000, /* auto by default leaves spanning moves out of a larger program */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
@@ -76,6 +77,7 @@ typedef struct PlaceOptions {
 	double time_limit;         /* seconds per solve (place: for all its attempts); 0: PLACE_TIME_LIMIT */
 	int window;                /* async: decision points up to this many kernels before each user; 0: PLACE_WINDOW */
 	int span;                  /* auto: moves span up to this many kernels; 0: PLACE_SPAN, < 0: one (AutoTM's) */
+	int ws_regions;            /* the ILP's workspace columns, each held in a run of steps; 0: PLACE_WS_REGIONS */
 	bool span_all;             /* auto: every span up to `span`, not only as far as a move needs (a comparison) */
 	int64_t tiny;              /* bytes up to which a tensor gets one decision point; 0: PLACE_TINY, < 0: none */
 	double gap;                /* relative gap the solver may stop at; 0: PLACE_GAP, < 0: prove optimality */

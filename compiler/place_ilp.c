@@ -206,7 +206,10 @@ typedef struct Ilp {
 	bool offload;       /* weights and optimizer state may be updated in fast copies of slow homes */
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	VEC(int) *rc_edges; /* step -> the recompute edges whose chain runs its kernel, where it has algorithms */
-	int workspace;      /* the workspace column (MiB), -1 until a kernel has algorithms */
+	VEC(int) *rc_at;    /* step -> the boundary of each of those edges (its recompute runs before that step) */
+	int nregions;       /* workspace regions: runs of consecutive steps, each with its own column */
+	int *region;        /* step -> its workspace region */
+	int *workspace;     /* region -> its workspace column (MiB), -1 until one of its kernels has algorithms */
 	int window;         /* async window */
 	int span;           /* auto: the most kernels a spanning move overlaps; 0: none */
 	bool span_all;      /* every span up to it (PlaceOptions.span_all), not only as far as a move needs */
@@ -608,6 +611,39 @@ static int kernel_algos(const Ilp *ip, const Node *n, const KernelAlgo **al)
 }
 
 /*
+ * The workspace regions: the steps in nregions runs of about equal
+ * length (PlaceOptions.ws_regions, else PLACE_WS_REGIONS), each with a
+ * column W_r >= the workspace of every algorithm chosen in it (and of
+ * every recompute run at one of its boundaries), held in each of its
+ * steps' capacity rows. See docs/placement.md, "Workspace regions".
+ */
+static void workspace_regions(Ilp *ip, const PlaceOptions *o)
+{
+	int n = ip->s->n, k = o->ws_regions > 0 ? o->ws_regions : PLACE_WS_REGIONS;
+	const char *env = getenv("AUTOTM_WS_REGIONS");
+	if (env && atoi(env) > 0)
+		k = atoi(env);
+	if (k > n)
+		k = n > 0 ? n : 1;
+	ip->nregions = k;
+	ip->region = arena_array(ip->a, (size_t)n + 2, sizeof(int));
+	for (int st = 0; st <= n; st++)
+		ip->region[st] = st >= n ? k - 1 : (int)((int64_t)st * k / n);
+	ip->workspace = arena_array(ip->a, (size_t)k, sizeof(int));
+	bool any = false;
+	for (int st = 0; st < n && !any; st++)
+		any = kernel_algos(ip, ip->s->order[st], NULL) > 0;
+	for (int r = 0; r < k; r++)
+		ip->workspace[r] = any ? mip_add_col(ip->mip, 0, MIP_INF, 0, false) : -1;
+}
+
+/* The workspace column of step st's region. */
+static int workspace_col(const Ilp *ip, int st)
+{
+	return ip->workspace[ip->region[st]];
+}
+
+/*
  * What a recompute edge charges for running node n again (us): its
  * all-fast time, or with algorithms the fastest one's; the difference to
  * the algorithm its step runs is charged by build_recompute_algos.
@@ -688,8 +724,11 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			p->recomp = binary(ip, us);
 			ip->nrecompute++;
 			for (int i = 0; i < p->chain->n; i++)
-				if (kernel_algos(ip, p->chain->node[i], NULL) > 0)
-					vec_push(ip->a, &ip->rc_edges[ip->s->pos[p->chain->node[i]->id]], p->recomp);
+				if (kernel_algos(ip, p->chain->node[i], NULL) > 0) {
+					int k = ip->s->pos[p->chain->node[i]->id];
+					vec_push(ip->a, &ip->rc_edges[k], p->recomp);
+					vec_push(ip->a, &ip->rc_at[k], p->step);
+				}
 			if (p->chain->scratch > 0) /* scratch at the boundary before the kernel */
 				vec_push(ip->a, &ip->writeout[p->step], ((Term){p->recomp, (double)p->chain->scratch / MIB, false}));
 		}
@@ -1020,9 +1059,7 @@ static void build_kernel(Ilp *ip, int step)
 				tmax = al[i].seconds * US;
 		}
 		mip_add_row(ip->mip, na, cols, ones, 1, 1);
-		if (ip->workspace < 0)
-			ip->workspace = mip_add_col(ip->mip, 0, MIP_INF, 0, false);
-		cols[na] = ip->workspace;
+		cols[na] = workspace_col(ip, step);
 		ws[na] = 1;
 		mip_add_row(ip->mip, na + 1, cols, ws, 0, MIP_INF);
 	} else if (ip->kernels_fast) {
@@ -1139,6 +1176,27 @@ static void build_recompute_algos(Ilp *ip)
 			continue;
 		const KernelAlgo *al;
 		int na = kernel_algos(ip, ip->s->order[k], &al);
+		/*
+		 * A recompute at a boundary in another region needs the step's
+		 * workspace there: W_r >= sum_a ws_a y_a(k) - M (1 - e), M the
+		 * largest of k's workspaces (one row per region and edge)
+		 */
+		double most = 0;
+		for (int a = 0; a < na; a++)
+			if (al[a].workspace > most)
+				most = (double)al[a].workspace;
+		for (int i = 0; i < m && most > 0; i++) {
+			int at = ip->rc_at[k].v[i];
+			if (ip->region[at] == ip->region[k])
+				continue;
+			int *wc = arena_array(ip->a, (size_t)na + 2, sizeof(int));
+			double *wv = arena_array(ip->a, (size_t)na + 2, sizeof(double));
+			wc[0] = workspace_col(ip, at), wv[0] = 1;
+			for (int a = 0; a < na; a++)
+				wc[1 + a] = ip->algo_col[k] + a, wv[1 + a] = -(double)al[a].workspace / MIB;
+			wc[na + 1] = ip->rc_edges[k].v[i], wv[na + 1] = -most / MIB;
+			mip_add_row(ip->mip, na + 2, wc, wv, -most / MIB, MIP_INF);
+		}
 		int *cols = arena_array(ip->a, (size_t)m + 2, sizeof(int));
 		double *vals = arena_array(ip->a, (size_t)m + 2, sizeof(double));
 		for (int a = 1; a < na; a++) {
@@ -1241,8 +1299,9 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 		double rebate = (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st]; /* build_reuse's constants */
 		mip_add_row(ip->mip, m, cols, vals, rebate, rebate);
 		prev = D;
-		if (ip->workspace >= 0) /* D_s + W <= L_s */
-			mip_add_row(ip->mip, 2, (int[]){D, ip->workspace}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
+		int W = ip->workspace[ip->region[st]];
+		if (W >= 0) /* D_s + W_r <= L_s */
+			mip_add_row(ip->mip, 2, (int[]){D, W}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
 
 		const TermVec *w = &ip->writeout[st];
 		if (w->n == 0 && ip->reuse_mib[st] == 0)
@@ -1252,8 +1311,8 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 		vals = arena_array(ip->a, (size_t)(w->n + nd->nout + 2), sizeof(double));
 		m = 0;
 		cols[m] = D, vals[m++] = 1;
-		if (ip->workspace >= 0)
-			cols[m] = ip->workspace, vals[m++] = 1;
+		if (W >= 0)
+			cols[m] = W, vals[m++] = 1;
 		for (int i = 0; i < w->n; i++)
 			cols[m] = w->v[i].col, vals[m++] = w->v[i].coef;
 		for (int k = 0; k < nd->nout; k++) {
@@ -1615,7 +1674,6 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
 		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
 		.duplex = o->cm->duplex,
-		.workspace = -1,
 	};
 	ip->tiny_pinned = place_tiny_pinned(ip->tiny, o->limit, ip->kernels_fast);
 	ip->flow = arena_array(a, (size_t)g->tensors.n + 1, sizeof(Flow));
@@ -1627,6 +1685,8 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 	for (int k = 0; k < n; k++)
 		ip->algo_col[k] = -1;
 	ip->rc_edges = arena_array(a, (size_t)n + 1, sizeof(*ip->rc_edges));
+	ip->rc_at = arena_array(a, (size_t)n + 1, sizeof(*ip->rc_at));
+	workspace_regions(ip, o);
 	if (ip->span > PLACE_MAX_SPAN)
 		ip->span = PLACE_MAX_SPAN;
 	ip->omega = arena_array(a, (size_t)n + 1, sizeof(double));
