@@ -739,7 +739,7 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 	if (!p) {
 		size_t n = strlen(err);
 		char b3[64];
-		if (st->min_limit > scratch) /* the tensors' least limit is known: the tier's is that and the scratch */
+		if (st->min_limit > o->limit) /* the tensors' least limit is above theirs: the tier's is it and the scratch */
 			snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside "
 			                              "them within the fast tier's %s, which needs at least %s)",
 			         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2),
