@@ -39,7 +39,7 @@ enum {
 	PLACE_MAX_JOBS = 64,           /* neighbourhoods solved at once, at most */
 	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
 	                                  time) after which they widen (narrow) */
-	PLACE_LNS_MIN_NONZEROS = 100000, /* auto: a program with a start and this many nonzeros is
+	PLACE_LNS_MIN_NONZEROS = 50000, /* auto: a program with a start and this many nonzeros is
 	                                    first improved by re-solving neighbourhoods */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
