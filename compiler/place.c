@@ -738,16 +738,12 @@ static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const 
 	st->min_limit += scratch;
 	if (!p) {
 		size_t n = strlen(err);
-		char b3[64];
+		char b3[64], need[96] = "";
 		if (st->min_limit > o->limit) /* the tensors' least limit is above theirs: the tier's is it and the scratch */
-			snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside "
-			                              "them within the fast tier's %s, which needs at least %s)",
-			         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2),
-			         fmt_bytes(st->min_limit, b3, sizeof b3));
-		else
-			snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside "
-			                              "them within the fast tier's %s)",
-			         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2));
+			snprintf(need, sizeof need, ", which needs at least %s", fmt_bytes(st->min_limit, b3, sizeof b3));
+		snprintf(err + n, errlen - n, " (limits for the tensors: the kernels' scratch, %s, is held beside them "
+		                              "within the fast tier's %s%s)",
+		         fmt_bytes(scratch, b1, sizeof b1), fmt_bytes(o->limit, b2, sizeof b2), need);
 		return NULL;
 	}
 	p->workspace += scratch;

@@ -207,8 +207,7 @@ typedef struct Ilp {
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	VEC(int) *rc_edges; /* step -> the recompute edges whose chain runs its kernel, where it has algorithms */
 	VEC(int) *rc_at;    /* step -> the boundary of each of those edges (its recompute runs before that step) */
-	int nregions;       /* workspace regions: runs of consecutive steps, each with its own column */
-	int *region;        /* step -> its workspace region */
+	int *region;        /* step -> its workspace region: runs of consecutive steps, each with its own column */
 	int *workspace;     /* region -> its workspace column (MiB), -1 until one of its kernels has algorithms */
 	int window;         /* async window */
 	int span;           /* auto: the most kernels a spanning move overlaps; 0: none */
@@ -611,7 +610,7 @@ static int kernel_algos(const Ilp *ip, const Node *n, const KernelAlgo **al)
 }
 
 /*
- * The workspace regions: the steps in nregions runs of about equal
+ * The workspace regions: the steps in k runs of about equal
  * length (PlaceOptions.ws_regions, else PLACE_WS_REGIONS), each with a
  * column W_r >= the workspace of every algorithm chosen in it (and of
  * every recompute run at one of its boundaries), held in each of its
@@ -625,7 +624,6 @@ static void workspace_regions(Ilp *ip, const PlaceOptions *o)
 		k = atoi(env);
 	if (k > n)
 		k = n > 0 ? n : 1;
-	ip->nregions = k;
 	ip->region = arena_array(ip->a, (size_t)n + 2, sizeof(int));
 	for (int st = 0; st <= n; st++)
 		ip->region[st] = st >= n ? k - 1 : (int)((int64_t)st * k / n);
@@ -1299,7 +1297,7 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 		double rebate = (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st]; /* build_reuse's constants */
 		mip_add_row(ip->mip, m, cols, vals, rebate, rebate);
 		prev = D;
-		int W = ip->workspace[ip->region[st]];
+		int W = workspace_col(ip, st);
 		if (W >= 0) /* D_s + W_r <= L_s */
 			mip_add_row(ip->mip, 2, (int[]){D, W}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
 
@@ -2244,17 +2242,16 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 	 * start of 272.6 ms completed at 267.1 ms did not pack, and under the
 	 * tightened bounds had no completion, so that no search ran)
 	 */
-	int *with_algos = NULL;
+	int *with_algos = NULL; /* owner, with the start's algorithm columns owned by tensor 0 (none is open here) */
 	for (int k = 0; k < n; k++) {
-		const KernelAlgo *al;
-		int na = ip->algo_col[k] >= 0 ? kernel_algos(ip, ip->s->order[k], &al) : 0;
-		for (int i = 0; i < na && !isnan(x[ip->algo_col[k]]); i++) {
-			if (!with_algos) {
-				with_algos = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
-				memcpy(with_algos, owner, sizeof(int) * (size_t)nc);
-			}
-			with_algos[ip->algo_col[k] + i] = 0; /* a tensor's, never open in a completion */
+		if (ip->algo_col[k] < 0 || isnan(x[ip->algo_col[k]]))
+			continue;
+		if (!with_algos) {
+			with_algos = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
+			memcpy(with_algos, owner, sizeof(int) * (size_t)nc);
 		}
+		for (int i = 0, na = kernel_algos(ip, ip->s->order[k], NULL); i < na; i++)
+			with_algos[ip->algo_col[k] + i] = 0;
 	}
 	double best = INFINITY;
 	bool fits = false;

@@ -160,18 +160,28 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 	return s;
 }
 
+int node_reuse_input(const Node *n)
+{
+	int k = op_info[n->op].reuse;
+	if (k < 0 || k >= n->nin || n->nout < 1)
+		return -1;
+	const Tensor *in = n->in[k], *out = n->out[0];
+	if (in->bytes != out->bytes || in->dtype != out->dtype)
+		return -1;
+	for (int j = 0; j < n->nin; j++)
+		if (j != k && n->in[j] == in)
+			return -1;
+	return k;
+}
+
 const Tensor *schedule_reuse(const Schedule *s, int step)
 {
 	const Node *n = s->order[step];
-	int k = op_info[n->op].reuse;
-	if (k < 0 || k >= n->nin || n->nout < 1)
+	int k = node_reuse_input(n);
+	if (k < 0)
 		return NULL;
-	const Tensor *in = n->in[k], *out = n->out[0];
-	if (in->kind != TENSOR_GRADIENT || out->kind != TENSOR_GRADIENT || in->bytes != out->bytes ||
-	    in->dtype != out->dtype || s->live[in->id].last != step)
+	const Tensor *in = n->in[k];
+	if (in->kind != TENSOR_GRADIENT || n->out[0]->kind != TENSOR_GRADIENT || s->live[in->id].last != step)
 		return NULL;
-	for (int j = 0; j < n->nin; j++)
-		if (j != k && n->in[j] == in)
-			return NULL;
 	return in;
 }

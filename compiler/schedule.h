@@ -35,10 +35,16 @@ typedef struct Schedule {
 Schedule *schedule_graph(const Graph *g, Arena *a);
 
 /*
+ * The index of n's input whose memory its first output may take, or -1:
+ * ops.def's reuse input, where it has the output's size and dtype and
+ * the node reads it once (the kernels are correct so: tests/opcheck.c).
+ */
+int node_reuse_input(const Node *n);
+
+/*
  * The input whose memory the kernel at `step` may write its first output
- * over, or NULL: ops.def's reuse input of the node, where it is a
- * gradient of the output's size and dtype, read once by the node, and
- * dead after it (its live interval ends at `step`). Gradients are never
+ * over, or NULL: node_reuse_input, where both are gradients and the
+ * input is dead after the node (its live interval ends at `step`). Gradients are never
  * recomputed, so nothing needs the input's value again. Whether the
  * output does take that memory depends on the placement (both fast
  * there: placement_reuses).

@@ -66,18 +66,6 @@ static double compare(const float *got, const double *ref, int64_t n, int64_t *w
 
 int opcheck_own_algo[3];
 
-/* The input of n whose memory its first output may take (ops.def's reuse: same size, read once), or -1. */
-static int reused_input(const Node *n)
-{
-	int r = op_info[n->op].reuse;
-	if (r < 0 || r >= n->nin || n->nout < 1 || n->in[r]->bytes != n->out[0]->bytes)
-		return -1;
-	for (int k = 0; k < n->nin; k++)
-		if (k != r && n->in[k] == n->in[r])
-			return -1;
-	return r;
-}
-
 /*
  * Run kernel `id` (described by desc) on arguments holding host[k] (the
  * inputs; the outputs start as NaN, so that an element not written
@@ -158,7 +146,7 @@ static Worst compare_args(const Interp *ip, const Node *n, float *const *host, i
  */
 void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char *cname, const ArgMemory *mem)
 {
-	int nargs = n->nin + n->nout, over = reused_input(n);
+	int nargs = n->nin + n->nout, over = node_reuse_input(n);
 	float *inputs[RT_MAX_ARGS], *host[RT_MAX_ARGS]; /* the inputs as given; each argument after a run */
 	for (int k = 0; k < nargs; k++) {
 		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
