@@ -351,14 +351,16 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			so.time_limit -= sst.total_time;
 			p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		}
+		const char *name = optimizer_info[so.optimizer].name;
 		if (parts[i] == OPT_SYNC && sst.nattempts > 0)
 			crowded = sst.attempt_pool[0] > sst.attempt_limit[0];
 		if (p)
-			consider(&best, p, o->cm, optimizer_info[so.optimizer].name);
+			consider(&best, p, o->cm, name);
 		if (sst.squeezed && (!squeezed->p || sst.squeezed_time < squeezed->time))
-			*squeezed = (Start){sst.squeezed, sst.squeezed_time, optimizer_info[so.optimizer].name};
+			*squeezed = (Start){sst.squeezed, sst.squeezed_time, name};
 		if (place_solver_log())
-			fprintf(stderr, "start: %s's placement by %.1f s\n", optimizer_info[so.optimizer].name, now_seconds() - t0);
+			fprintf(stderr, "start: %s's placement by %.1f s%s%s\n", name, now_seconds() - t0, p ? "" : ": ",
+			        p ? "" : err);
 	}
 	st->start_name = best.name;
 	st->start_time = best.time;
@@ -371,9 +373,12 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 
 void place_pack(const PlaceOptions *o, Placement *p, Arena *a)
 {
-	if (o->first_fit)
-		memplan_first_fit(p, a);
-	else
+	if (!o->first_fit) {
+		memplan(p, a);
+		return;
+	}
+	memplan_first_fit(p, a);
+	if (p->limit > 0 && p->fast_bytes + p->workspace > p->limit && p->res.n <= PLACE_SQUEEZE_SMALL)
 		memplan(p, a);
 }
 

@@ -1810,7 +1810,7 @@ static bool acts_within(const Flow *f, int lo, int hi)
 
 /*
  * Whether the placement of solution x packs under the limit (place_pack:
- * by first fit alone in the neighbourhoods, ilp_improve), and if so, into
+ * by first fit in the neighbourhoods, ilp_improve), and if so, into
  * excess[k], what its step k costs beyond its kernel's all-fast time
  * (moves, recomputes, slow arguments).
  */
@@ -2569,8 +2569,13 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * against 177.9 ms).
 	 */
 	double better = INFINITY, *bx = NULL, t0 = now_seconds(), end = t0 + mo.time_limit;
+	/* a tuning aid: AUTOTM_LNS=1 always searches neighbourhoods, AUTOTM_LNS=-1 never (the whole program only) */
+	int lns_opt = o->lns;
+	const char *lns_env = getenv("AUTOTM_LNS");
+	if (lns_env && *lns_env)
+		lns_opt = atoi(lns_env);
 	bool lns = start && ip->recompute &&
-	           (o->lns > 0 || (o->lns == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
+	           (lns_opt > 0 || (lns_opt == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
 	bool whole = !lns || ip->spans.n == 0;
 	if (lns) {
 		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
