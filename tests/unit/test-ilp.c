@@ -1165,7 +1165,9 @@ static void test_in_place(const CostModel *cm)
 /*
  * memplan above a limit: an instance whose live peak fits a limit that
  * first fit in its three orders packs above (five blocks, peak 448 bytes,
- * first fit 512), packed again to the peak; and seeded random instances
+ * first fit 512), packed again to the peak, also by place_pack as auto's
+ * search packs (first fit, squeezed for a plan as small; not for one of
+ * more than PLACE_SQUEEZE_SMALL residencies); and seeded random instances
  * packed for their live peak: every packing valid, never above the one
  * without a limit, and some fitted that first fit did not.
  */
@@ -1181,23 +1183,36 @@ typedef struct SqBlock {
 	int64_t bytes;
 } SqBlock;
 
-static int64_t pack_blocks(const Graph *g, const Schedule *s, const SqBlock *b, int n, int64_t limit, Tensor *fake,
-                           Arena *a, int64_t *peak)
+/* the blocks b[0..n) as fast residencies of g's first tensors (tensor i % ntensors), packed for limit by pack */
+static int64_t pack_blocks_by(const Graph *g, const Schedule *s, const SqBlock *b, int n, int64_t limit, Tensor *fake,
+                              Arena *a, int64_t *peak, void (*pack)(Placement *, Arena *))
 {
 	char err[256];
 	Placement *p = placement_new(g, s, a, OPT_AUTO);
 	for (int i = 0; i < n; i++) {
-		fake[i] = *g->tensors.v[i];
+		fake[i] = *g->tensors.v[i % g->tensors.n];
 		fake[i].bytes = b[i].bytes;
 		placement_add(p, a, &fake[i], TIER_FAST, b[i].first, b[i].last);
 	}
 	p->limit = limit;
-	memplan(p, a);
+	pack(p, a);
 	test_expect(memplan_verify(p, a, err, sizeof err), "packing %d blocks for %" PRId64 " bytes: %s", n, limit, err);
 	*peak = memplan_fast_peak(p, a);
 	test_expect(p->fast_bytes >= *peak, "a pool of %" PRId64 " bytes below its live peak %" PRId64, p->fast_bytes,
 	            *peak);
 	return p->fast_bytes;
+}
+
+static int64_t pack_blocks(const Graph *g, const Schedule *s, const SqBlock *b, int n, int64_t limit, Tensor *fake,
+                           Arena *a, int64_t *peak)
+{
+	return pack_blocks_by(g, s, b, n, limit, fake, a, peak, memplan);
+}
+
+/* place_pack as auto's starts and neighbourhoods pack (PlaceOptions.first_fit) */
+static void pack_first_fit(Placement *p, Arena *a)
+{
+	place_pack(&(PlaceOptions){.first_fit = true}, p, a);
 }
 
 static void test_squeeze(void)
@@ -1221,6 +1236,26 @@ static void test_squeeze(void)
 	test_expect(pool == 448, "five blocks packed for their peak, 448 bytes: %" PRId64, pool);
 	pool = pack_blocks(g, s, five, 5, 447, fake, &a, &peak);
 	test_expect(pool == free_pool, "five blocks for a limit below their peak: %" PRId64 ", as without one", pool);
+	/*
+	 * packed as auto's search packs: a small plan that first fit leaves
+	 * above the limit squeezed; one of more than PLACE_SQUEEZE_SMALL
+	 * residencies by first fit alone
+	 */
+	pool = pack_blocks_by(g, s, five, 5, 448, fake, &a, &peak, pack_first_fit);
+	test_expect(pool == 448, "five blocks packed by the search for 448 bytes: %" PRId64 " (squeezed)", pool);
+	pool = pack_blocks_by(g, s, five, 5, 512, fake, &a, &peak, pack_first_fit);
+	test_expect(pool == free_pool, "five blocks packed by the search for 512 bytes: %" PRId64 " (first fit)", pool);
+	enum { MANY = PLACE_SQUEEZE_SMALL + 5 };
+	SqBlock *many = arena_array(&a, MANY, sizeof(SqBlock));
+	Tensor *mfake = arena_array(&a, MANY, sizeof(Tensor));
+	for (int i = 0; i < MANY; i++) /* the five blocks 1024 times larger, and small ones where none of them lives */
+		many[i] = i < 5 ? (SqBlock){five[i].first, five[i].last, 1024 * five[i].bytes} : (SqBlock){0, 0, 64};
+	int64_t mpeak, first = pack_blocks_by(g, s, many, MANY, 0, mfake, &a, &mpeak, memplan_first_fit);
+	int64_t tight_pool = pack_blocks_by(g, s, many, MANY, mpeak, mfake, &a, &mpeak, memplan);
+	int64_t searched = pack_blocks_by(g, s, many, MANY, tight_pool, mfake, &a, &mpeak, pack_first_fit);
+	test_expect(tight_pool < first && searched == first,
+	            "%d blocks: first fit %" PRId64 ", squeezed %" PRId64 ", packed by the search for the squeezed pool %"
+	            PRId64 " (first fit's expected)", MANY, first, tight_pool, searched);
 	/* random instances for their live peak */
 	unsigned seed = 12345;
 	int tight = 0, fitted = 0;
