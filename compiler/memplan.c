@@ -296,10 +296,10 @@ static int64_t live_peak(const Block *b, int n)
  * first (keeping their order, and the others'), until it fits or the
  * passes are spent. Updates best/best_off when a pass packs smaller.
  */
-static void squeeze(const Block *b, int *ord, int n, int64_t target, int64_t *best, int64_t *best_off, int64_t *off,
-                    int *placed)
+static void squeeze(const Block *b, int *ord, int n, int64_t target, double work, int64_t *best, int64_t *best_off,
+                    int64_t *off, int *placed)
 {
-	double passes = MEMPLAN_SQUEEZE_WORK / ((double)n * n);
+	double passes = work / ((double)n * n);
 	passes = passes < MEMPLAN_SQUEEZE_MIN ? MEMPLAN_SQUEEZE_MIN : passes > MEMPLAN_SQUEEZE_MAX ? MEMPLAN_SQUEEZE_MAX : passes;
 	int *next = xmalloc(sizeof(int) * (size_t)(n + 1));
 	for (int pass = 0; pass < (int)passes && *best > target; pass++) {
@@ -327,7 +327,7 @@ static void squeeze(const Block *b, int *ord, int n, int64_t target, int64_t *be
  * decide whether a placement fits; above a target (> 0) that the live
  * bytes keep to, best fit in the same orders and squeeze.
  */
-static int64_t pack(Block *b, int n, int64_t target)
+static int64_t pack(Block *b, int n, int64_t target, double work)
 {
 	static int (*const orders[])(const void *, const void *) = {by_size_desc, by_life_desc, by_area_desc};
 	enum { NORDERS = (int)countof(orders) };
@@ -365,7 +365,7 @@ static int64_t pack(Block *b, int n, int64_t target)
 				memcpy(best_off, off, sizeof(int64_t) * (size_t)n);
 			}
 		}
-		squeeze(b, ord[from], n, target, &best, best_off, off, placed);
+		squeeze(b, ord[from], n, target, work, &best, best_off, off, placed);
 	}
 	for (int i = 0; i < n; i++)
 		*b[i].out = best_off[i];
@@ -379,22 +379,22 @@ static int64_t pack(Block *b, int n, int64_t target)
 }
 
 /* Every workspace b[nres..m) at the top of cap, the residencies packed around them; returns the pool. */
-static int64_t pack_ws_at_top(Block *b, int nres, int m, int64_t target, int64_t cap)
+static int64_t pack_ws_at_top(Block *b, int nres, int m, int64_t target, int64_t cap, double work)
 {
 	for (int i = nres; i < m; i++) {
 		int64_t o = (cap - b[i].size) / MEMPLAN_WS_ALIGN * MEMPLAN_WS_ALIGN;
 		b[i].fixed = o > 0 ? o : 0;
 	}
-	int64_t size = pack(b, m, target);
+	int64_t size = pack(b, m, target, work);
 	for (int i = nres; i < m; i++)
 		b[i].fixed = -1;
 	return size;
 }
 
 /* The residencies b[0..nres) packed, every workspace on top of them at one offset (no two live at once). */
-static int64_t pack_ws_on_top(Block *b, int nres, int m, int64_t target)
+static int64_t pack_ws_on_top(Block *b, int nres, int m, int64_t target, double work)
 {
-	int64_t base = align_up(pack(b, nres, target), MEMPLAN_WS_ALIGN), top = 0;
+	int64_t base = align_up(pack(b, nres, target, work), MEMPLAN_WS_ALIGN), top = 0;
 	for (int i = nres; i < m; i++) {
 		*b[i].out = base;
 		if (b[i].size > top)
@@ -409,16 +409,17 @@ static int64_t pack_ws_on_top(Block *b, int nres, int m, int64_t target)
  * other layouts, and the smallest of the three is kept: every workspace
  * at the top of the limit, and every workspace on top of the residencies.
  */
-static int64_t pack_fast(Block *b, int nres, int m, int64_t target, int64_t cap)
+static int64_t pack_fast(Block *b, int nres, int m, int64_t target, int64_t cap, double work)
 {
-	int64_t size = pack(b, m, target);
+	int64_t size = pack(b, m, target, work);
 	if (m == nres || cap <= 0 || size <= cap)
 		return size;
 	int64_t *keep = xmalloc(sizeof(int64_t) * (size_t)m);
 	for (int variant = 0; variant < 2 && size > cap; variant++) {
 		for (int i = 0; i < m; i++)
 			keep[i] = *b[i].out;
-		int64_t other = variant == 0 ? pack_ws_at_top(b, nres, m, target, cap) : pack_ws_on_top(b, nres, m, target);
+		int64_t other = variant == 0 ? pack_ws_at_top(b, nres, m, target, cap, work)
+		                                  : pack_ws_on_top(b, nres, m, target, work);
 		if (other < size)
 			size = other;
 		else
@@ -429,7 +430,7 @@ static int64_t pack_fast(Block *b, int nres, int m, int64_t target, int64_t cap)
 	return size;
 }
 
-static void plan(Placement *p, Arena *a, bool squeezed)
+static void plan(Placement *p, Arena *a, double work)
 {
 	int n = p->res.n, nw = 0;
 	if (p->ws_in_pool && p->algo) {
@@ -452,24 +453,29 @@ static void plan(Placement *p, Arena *a, bool squeezed)
 				b[m++] = all[i];
 		int64_t cap = tier == TIER_FAST && p->limit > 0 ? p->limit - p->workspace : 0;
 		if (tier == TIER_SLOW) {
-			p->slow_bytes = pack(b, m, 0);
+			p->slow_bytes = pack(b, m, 0, 0);
 			continue;
 		}
 		int nres = m;
 		m += ws_blocks(p, b + m, p->ws_offset, p->rc_ws_offset);
-		p->fast_bytes = pack_fast(b, nres, m, squeezed ? cap : 0, cap);
+		p->fast_bytes = pack_fast(b, nres, m, work > 0 ? cap : 0, cap, work);
 	}
 	follow_leads(p, all, n);
 }
 
 void memplan(Placement *p, Arena *a)
 {
-	plan(p, a, true);
+	plan(p, a, MEMPLAN_SQUEEZE_WORK);
 }
 
 void memplan_first_fit(Placement *p, Arena *a)
 {
-	plan(p, a, false);
+	plan(p, a, 0);
+}
+
+void memplan_quick(Placement *p, Arena *a)
+{
+	plan(p, a, MEMPLAN_SQUEEZE_MIN);
 }
 
 int64_t memplan_fast_peak(const Placement *p, Arena *a)

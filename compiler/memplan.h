@@ -34,6 +34,13 @@ void memplan(Placement *p, Arena *a);
 void memplan_first_fit(Placement *p, Arena *a);
 
 /*
+ * As memplan, with the fewest squeeze passes (MEMPLAN_SQUEEZE_MIN): one
+ * that packs this way under p->limit packs under memplan too (its passes
+ * are the first of memplan's).
+ */
+void memplan_quick(Placement *p, Arena *a);
+
+/*
  * The bytes of p's fast residencies live at each time point t (kernel s
  * at 2s, the boundary before it at 2s-1), as live[t + 1] for t from -1 to
  * 2 * p->s->n; without the algorithms' workspaces.

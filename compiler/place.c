@@ -378,8 +378,12 @@ void place_pack(const PlaceOptions *o, Placement *p, Arena *a)
 		return;
 	}
 	memplan_first_fit(p, a);
-	if (p->limit > 0 && p->fast_bytes + p->workspace > p->limit && p->res.n <= PLACE_SQUEEZE_SMALL)
-		memplan(p, a);
+	if (p->limit > 0 && p->fast_bytes + p->workspace > p->limit) {
+		if (p->res.n <= PLACE_SQUEEZE_SMALL)
+			memplan(p, a);
+		else
+			memplan_quick(p, a);
+	}
 }
 
 bool place_solver_log(void)

@@ -41,10 +41,13 @@ enum {
 	                                  time) after which they widen (narrow) */
 	PLACE_LNS_MIN_NONZEROS = 50000, /* auto: a program with a start and this many nonzeros is
 	                                    first improved by re-solving neighbourhoods */
-	PLACE_SQUEEZE_SMALL = 600,     /* plans packed by first fit (auto's starts and neighbourhoods) of at most
-	                                  this many residencies are squeezed where first fit leaves them above the
-	                                  limit (a squeeze of n costs up to 400 n^2: a few ms at 600 residencies,
-	                                  0.3 s at ResNet-50 b32's 2200) */
+	PLACE_WHOLE_NONZEROS = 100000, /* auto: after the neighbourhoods, a program with spanning moves is solved whole
+	                                  (for a bound) only below this many nonzeros (its root can outlast the time) */
+	PLACE_SQUEEZE_SMALL = 600,     /* plans packed by first fit (auto's starts and neighbourhoods) that it leaves
+	                                  above the limit are squeezed: fully up to this many residencies (a
+	                                  squeeze of n costs up to 400 n^2: a few ms at 600 residencies), with the
+	                                  fewest passes above (memplan_quick: 16, 30 ms at 2200; a full squeeze
+	                                  there takes 0.3 s) */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_SPAN_ROOM 2.0         /* auto: a move is offered spans until its kernels take this many times its transfer */
@@ -111,9 +114,10 @@ typedef struct PlaceOptions {
 } PlaceOptions;
 
 /*
- * Pack p (memplan), or by first fit where o->first_fit: alone, or for a
- * plan of at most PLACE_SQUEEZE_SMALL residencies that first fit leaves
- * above p->limit, squeezed too.
+ * Pack p (memplan), or by first fit where o->first_fit, and where that
+ * leaves it above p->limit, squeezed: by memplan up to
+ * PLACE_SQUEEZE_SMALL residencies, else by memplan_quick. Either way a
+ * plan that packs packs the same under memplan.
  */
 void place_pack(const PlaceOptions *o, Placement *p, Arena *a);
 

@@ -2576,7 +2576,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		lns_opt = atoi(lns_env);
 	bool lns = start && ip->recompute &&
 	           (lns_opt > 0 || (lns_opt == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
-	bool whole = !lns || ip->spans.n == 0;
+	bool whole = !lns || ip->spans.n == 0 || mip_nnz(ip->mip) < PLACE_WHOLE_NONZEROS;
 	if (lns) {
 		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
 		memcpy(bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));

@@ -1238,8 +1238,8 @@ static void test_squeeze(void)
 	test_expect(pool == free_pool, "five blocks for a limit below their peak: %" PRId64 ", as without one", pool);
 	/*
 	 * packed as auto's search packs: a small plan that first fit leaves
-	 * above the limit squeezed; one of more than PLACE_SQUEEZE_SMALL
-	 * residencies by first fit alone
+	 * above the limit squeezed (memplan); one of more than
+	 * PLACE_SQUEEZE_SMALL residencies with the fewest passes (memplan_quick)
 	 */
 	pool = pack_blocks_by(g, s, five, 5, 448, fake, &a, &peak, pack_first_fit);
 	test_expect(pool == 448, "five blocks packed by the search for 448 bytes: %" PRId64 " (squeezed)", pool);
@@ -1252,10 +1252,12 @@ static void test_squeeze(void)
 		many[i] = i < 5 ? (SqBlock){five[i].first, five[i].last, 1024 * five[i].bytes} : (SqBlock){0, 0, 64};
 	int64_t mpeak, first = pack_blocks_by(g, s, many, MANY, 0, mfake, &a, &mpeak, memplan_first_fit);
 	int64_t tight_pool = pack_blocks_by(g, s, many, MANY, mpeak, mfake, &a, &mpeak, memplan);
+	int64_t quick = pack_blocks_by(g, s, many, MANY, tight_pool, mfake, &a, &mpeak, memplan_quick);
 	int64_t searched = pack_blocks_by(g, s, many, MANY, tight_pool, mfake, &a, &mpeak, pack_first_fit);
-	test_expect(tight_pool < first && searched == first,
-	            "%d blocks: first fit %" PRId64 ", squeezed %" PRId64 ", packed by the search for the squeezed pool %"
-	            PRId64 " (first fit's expected)", MANY, first, tight_pool, searched);
+	test_expect(tight_pool < first && searched == quick && quick <= tight_pool,
+	            "%d blocks: first fit %" PRId64 ", squeezed %" PRId64 ", quickly %" PRId64
+	            ", packed by the search for the squeezed pool %" PRId64 " (the quick one expected)",
+	            MANY, first, tight_pool, quick, searched);
 	/* random instances for their live peak */
 	unsigned seed = 12345;
 	int tight = 0, fitted = 0;
@@ -1274,6 +1276,11 @@ static void test_squeeze(void)
 		test_expect(limited <= unlimited, "instance %d: %" PRId64 " bytes for its peak, %" PRId64 " without a limit", k,
 		            limited, unlimited);
 		fitted += limited <= peak;
+		/* the quick squeeze's passes are memplan's first: where it fits, memplan does */
+		int64_t quick_pool = pack_blocks_by(g, s, b, n, peak, fake, &a, &peak, memplan_quick);
+		test_expect(quick_pool >= limited && (quick_pool > peak || limited <= peak),
+		            "instance %d: quickly %" PRId64 " bytes for its peak %" PRId64 ", fully %" PRId64, k, quick_pool,
+		            peak, limited);
 	}
 	test_expect(tight > 0 && fitted > 0, "random packings: %d of %d above their peak fitted it", fitted, tight);
 	printf("packing for the live peak: %d of %d random instances that first fit left above it fitted\n", fitted,
