@@ -160,6 +160,7 @@ def main():
     g_soc = Goal("autotmc async at least 4x faster than PyTorch save_on_cpu")
     g_ckpt = Goal("autotmc async no slower than PyTorch checkpointing at the same device memory")
     g_big = Goal("resnet200 where PyTorch eager runs out of memory: autotmc trains faster than PyTorch checkpointing")
+    g_big_auto = Goal("the same with auto")
 
     by = {}
     for r in runs:
@@ -241,14 +242,19 @@ def main():
     if big_rows:
         w("## Beyond device memory\n")
         w("| model | batch | PyTorch eager | PyTorch checkpoint ms (GiB) | autotmc async ms (limit GiB) | "
-          "async / checkpoint | autotmc um ms (limit GiB) | um / checkpoint |")
-        w("|---|---|---|---|---|---|---|---|")
+          "async / checkpoint | autotmc auto ms (limit GiB) | auto / checkpoint | autotmc um ms (limit GiB) | um / checkpoint |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
     for model, batch, rs in big_rows:
         name = f"{model} b{batch}"
         ea = find(rs, "pytorch", "eager")
         ck = find(rs, "pytorch", "checkpoint")
         asy = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "async"]
         ums = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "um"]
+        aus = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "auto"]
+        au = max(aus, key=lambda r: r.get("limit_bytes") or 0) if aus else None
+        r_au = ratio(au["median_seconds"], ck["median_seconds"]) if ok(au) and ok(ck) else None
+        if r_au is not None:
+            g_big_auto.add(name, r_au < 1.0, f" {r_au:.2f}")
         an = max(asy, key=lambda r: r.get("limit_bytes") or 0) if asy else None
         um = max(ums, key=lambda r: r.get("limit_bytes") or 0) if ums else None
         r_a = ratio(an["median_seconds"], ck["median_seconds"]) if ok(an) and ok(ck) else None
@@ -267,12 +273,56 @@ def main():
                                           if ok(ck) else ck["status"])
         w(f"| {model} | {batch} | {ea['status'] if ea else '—'}"
           f"{' (' + gib(ea.get('peak_device_bytes')) + ' GiB at the failure)' if ea and ea['status'] == 'oom' and ea.get('peak_device_bytes') else ''} | "
-          f"{ck_cell} | {cell(an)} | {fx(r_a)} | {cell(um)} | {fx(r_u)} |")
+          f"{ck_cell} | {cell(an)} | {fx(r_a)} | {cell(au)} | {fx(r_au)} | {cell(um)} | {fx(r_u)} |")
     if big_rows:
         w("")
 
+    # auto (swaps and recomputation, the default optimizer under a limit)
+    g_auto50 = Goal("autotmc auto at 50% within 1.15x of all-fast")
+    g_auto25 = Goal("autotmc auto at 25% within 1.35x of all-fast")
+    g_auto_ck = Goal("autotmc auto no slower than PyTorch checkpointing at the same device memory")
+    g_pred = Goal("every autotmc run within 15% of its predicted step")
+    auto_rows = []
+    for (model, batch), rs in sorted(by.items()):
+        name = f"{model} b{batch}"
+        af = find(rs, "autotmc", "all-fast")
+        ck = find(rs, "pytorch", "checkpoint")
+        cells = []
+        for v, goal, within in (("auto-50", g_auto50, 1.15), ("auto-25", g_auto25, 1.35)):
+            r = find(rs, "autotmc", variant=v)
+            rr = ratio(r["median_seconds"], af["median_seconds"]) if ok(r) and ok(af) else None
+            if rr is not None:
+                goal.add(name, rr <= within, f" {rr:.2f}")
+            cells.append(f"{ms(r and r.get('median_seconds'))} | {gib(device_bytes(r)) if r and ok(r) else '—'} | {fx(rr)}")
+        ck_txt = match_txt = "—"
+        r_ck = None
+        if ok(ck) and ck.get("peak_device_bytes"):
+            ck_txt = f"{ms(ck['median_seconds'])} ({gib(ck['peak_device_bytes'])})"
+            cands = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "auto" and ok(r)
+                     and device_bytes(r) is not None and device_bytes(r) <= ck["peak_device_bytes"]]
+            if cands:
+                m = max(cands, key=lambda r: device_bytes(r))
+                r_ck = m["median_seconds"] / ck["median_seconds"]
+                match_txt = f"{m['variant']}: {ms(m['median_seconds'])} ({gib(device_bytes(m))})"
+                g_auto_ck.add(name, r_ck <= 1.0, f" {r_ck:.2f} ({m['variant']})")
+        if any(r.get("variant") in ("auto-50", "auto-25") for r in rs):
+            auto_rows.append(f"| {model} | {batch} | {ms(af and af.get('median_seconds'))} | {cells[0]} | "
+                             f"{cells[1]} | {ck_txt} | {match_txt} | {fx(r_ck)} |")
+        for r in rs:
+            if r["system"] == "autotmc" and ok(r) and r.get("predicted_seconds"):
+                rp = r["median_seconds"] / r["predicted_seconds"]
+                g_pred.add(f"{name} {r['variant']}", abs(rp - 1) <= 0.15, f" {rp:.3f}")
+    if auto_rows:
+        w("## auto (swaps and recomputation)\n")
+        w("| model | batch | all-fast ms | auto-50 ms | device GiB | / all-fast | auto-25 ms | device GiB | "
+          "/ all-fast | checkpoint ms (GiB) | auto at ≤ that memory | auto / checkpoint |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for row in auto_rows:
+            w(row)
+        w("")
+
     w("## Goals\n")
-    for g in (g_fast, g_bound, g_soc, g_ckpt, g_big):
+    for g in (g_fast, g_bound, g_soc, g_ckpt, g_big, g_big_auto, g_auto50, g_auto25, g_auto_ck, g_pred):
         w(f"- {g.text}: {g.verdict()}")
     w("")
     text = "\n".join(lines)
