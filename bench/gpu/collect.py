@@ -45,7 +45,11 @@ def tail(path, n=3):
 def link_bandwidth(out, pkg):
     """Copy bandwidth (bytes/s) from the profiles' move lines, at the largest
     size measured: per direction (async), both ways at once (each way), sync."""
-    files = sorted(glob.glob(os.path.join(out, "*.gpu.tsv")) + glob.glob(os.path.join(pkg, "*.gpu.tsv")))
+    return link_from(sorted(glob.glob(os.path.join(out, "*.gpu.tsv")) + glob.glob(os.path.join(pkg, "*.gpu.tsv"))))
+
+
+def link_from(files):
+    """link_bandwidth's figures from these autotm-gpu-profile files; None without move lines."""
     best = {}
     for f in files:
         for line in open(f, errors="replace"):

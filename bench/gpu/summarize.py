@@ -32,6 +32,7 @@ marked "assumed".
 
 import argparse
 import json
+import os
 import sys
 
 ASSUMED_BW = 52e9
@@ -103,8 +104,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+")
     ap.add_argument("-o", "--output", help="also write the markdown to this file")
+    ap.add_argument("--link", metavar="PROFILE", action="append", default=[],
+                    help="take the link's bandwidth from the move lines of this autotm-gpu-profile output "
+                         "where the results have none (run.sh --no-profile); repeatable")
     a = ap.parse_args()
     runs, machine, link, compiled = load(a.results)
+    if a.link and not (link and link.get("slow_to_fast_async")):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from collect import link_from
+        link = link_from(a.link)
     lines = []
     w = lines.append
 
