@@ -100,6 +100,17 @@ class Goal:
         return "**not measured**" + (f" ({'; '.join(self.notes)})" if self.notes else "")
 
 
+def within_checkpoint(rs, ck, mode):
+    """The run of autotmc's MODE with the most device memory within checkpointing's (ck), and its step over
+    checkpointing's; (None, None) if none."""
+    cands = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == mode and ok(r)
+             and device_bytes(r) is not None and device_bytes(r) <= ck["peak_device_bytes"]]
+    if not cands:
+        return None, None
+    m = max(cands, key=device_bytes)
+    return m, m["median_seconds"] / ck["median_seconds"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+")
@@ -230,11 +241,8 @@ def main():
         if ck is not None:
             ck_txt = f"{ms(ck.get('median_seconds'))} ({gib(ck.get('peak_device_bytes'))})" if ok(ck) else ck["status"]
             if ok(ck) and ck.get("peak_device_bytes"):
-                cands = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "async" and ok(r)
-                         and device_bytes(r) is not None and device_bytes(r) <= ck["peak_device_bytes"]]
-                if cands:
-                    m = max(cands, key=lambda r: device_bytes(r))
-                    r_ck = m["median_seconds"] / ck["median_seconds"]
+                m, r_ck = within_checkpoint(rs, ck, "async")
+                if m:
                     match_txt = f"{m['variant']}: {ms(m['median_seconds'])} ({gib(device_bytes(m))})"
                     g_ckpt.add(name, r_ck <= 1.0, f" {r_ck:.2f} ({m['variant']})")
                 else:
@@ -306,11 +314,8 @@ def main():
         r_ck = None
         if ok(ck) and ck.get("peak_device_bytes"):
             ck_txt = f"{ms(ck['median_seconds'])} ({gib(ck['peak_device_bytes'])})"
-            cands = [r for r in rs if r["system"] == "autotmc" and r.get("mode") == "auto" and ok(r)
-                     and device_bytes(r) is not None and device_bytes(r) <= ck["peak_device_bytes"]]
-            if cands:
-                m = max(cands, key=lambda r: device_bytes(r))
-                r_ck = m["median_seconds"] / ck["median_seconds"]
+            m, r_ck = within_checkpoint(rs, ck, "auto")
+            if m:
                 match_txt = f"{m['variant']}: {ms(m['median_seconds'])} ({gib(device_bytes(m))})"
                 g_auto_ck.add(name, r_ck <= 1.0, f" {r_ck:.2f} ({m['variant']})")
         if any(r.get("variant") in ("auto-50", "auto-25") for r in rs):
