@@ -38,7 +38,7 @@ done
 rm -rf "$out"
 mkdir -p "$out/ref" "$out/prog"
 cp "$root/tests/gpu/test-gpu-ops" "$root/tests/gpu/abi-train-cuda" "$root/autotm-gpu-profile" \
-	"$root/tests/gpu/remote/check.sh" "$root/tests/gpu/gpu-record.py" "$out/"
+	"$root/tests/gpu/remote/check.sh" "$root/tests/gpu/remote/timed.sh" "$root/tests/gpu/gpu-record.py" "$out/"
 strip --strip-debug "$out/test-gpu-ops" "$out/abi-train-cuda" "$out/autotm-gpu-profile"
 
 step() { echo "package.sh: $*" >&2; }
