@@ -45,7 +45,8 @@ for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9; do
 done
 mkdir -p "$logs/r"
 echo "== r at $(elapsed) s" | tee -a "$log"
-for part in $(ls -S -r "$pkg"/reprofile/*.part.kernels.tsv 2> /dev/null); do
+while IFS= read -r part; do
+	[ -f "$part" ] || continue
 	m=$(basename "$part" .part.kernels.tsv)
 	t=$(cap 45)
 	[ "$t" -lt 10 ] && { echo "reprofile $m: no time left" | tee -a "$log"; break; }
@@ -53,7 +54,7 @@ for part in $(ls -S -r "$pkg"/reprofile/*.part.kernels.tsv 2> /dev/null); do
 		-o "$logs/r/$m.part.gpu.tsv" > "$logs/r/$m.txt" 2>&1
 	rc=$?
 	echo "reprofile $m: exit $rc, $(grep -c '^kernel' "$logs/r/$m.part.gpu.tsv" 2> /dev/null || echo 0) kernels" | tee -a "$log"
-done
+done < <(find "$pkg/reprofile" -name '*.part.kernels.tsv' -printf '%s %p\n' 2> /dev/null | sort -n | cut -d' ' -f2-)
 pack r
 phase d 60 --only det
 SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-70} phase s 220 --only san
