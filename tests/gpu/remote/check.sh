@@ -218,7 +218,7 @@ if want reprofile; then
 			continue
 		fi
 		if python3 profile_parts.py merge "reprofile/$name.gpu.tsv" "$logs/$name.part.gpu.tsv" \
-			--note "$(date -u +%Y-%m-%d): the add kernels and the 1x1 convolutions of stride 1 (with the backend's own algorithms) measured again" \
+			--note "$(date -u +%Y-%m-%d): the add kernels, the bias gradients and the 1x1 convolutions of stride 1 (with the backend's own algorithms) measured again" \
 			-o "$logs/$name.gpu.tsv" >> "$logs/reprofile-$name.txt" 2>&1
 		then ok "reprofile $name: $(grep -c '^kernel' "$logs/$name.part.gpu.tsv") kernels, $(grep -c '^algo.*gemm_1x1' "$logs/$name.part.gpu.tsv") lines of the backend's own algorithms, merged"
 		else notok "reprofile $name: merge"; tail -3 "$logs/reprofile-$name.txt"; fi
