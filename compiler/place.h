@@ -61,6 +61,7 @@ enum {
                                      neighbourhoods is stopped at (MipOptions.deadline) */
 #define PLACE_DEADLINE_LOST 1.5    /* auto, recompute: a whole program's solve with a start that fits is stopped at this
                                      many times its time limit (plus the grace); the start is the answer then */
+#define PLACE_GREEDY_SHARE 0.1    /* auto: the share of the time for greedy swaps on checkpoint's plans (a start) */
 #define PLACE_START_MARGIN 0.01    /* auto: sync's and async's starts are placed this share below the limit */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
@@ -220,9 +221,15 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
  * A start for auto: all-fast, with the largest tensors written out and
  * read back by spanning moves over the gaps between their uses until the
  * live fast bytes of every step are at most margin x o->limit (a greedy,
- * built on auto's program). NULL where that cannot be reached.
+ * built on auto's program). With a base (checkpoint's lazy plan), its
+ * recomputed tensors keep its plan and the others are swapped so. Each
+ * step's target leaves room for the least workspace its region needs,
+ * and the program's own count of the plan's bytes must fit. NULL where
+ * that is not met; *stuck then if some step could not be freed enough
+ * (no lower margin can be reached either).
  */
-Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin, Arena *a);
+Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin,
+                           const Placement *base, bool *stuck, Arena *a);
 
 /*
  * The placement of optimizer o->optimizer for target o->target, under
@@ -289,6 +296,19 @@ enum { PLACE_PAGE = 4096 };
  */
 Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, bool lazy, int64_t least,
                                      Arena *a);
+/*
+ * The first step of each of `segments` runs of the forward kernels
+ * (1 <= segments <= place_forward_steps(s)), into first[0..segments]
+ * (first[segments]: the forward's end): of equal length, the last
+ * taking the rest (checkpoint_sequential's), or with balanced of about
+ * equal bytes written: run k ends at the first kernel where the outputs
+ * so far reach k / segments of the forward's, each run at least one
+ * kernel long.
+ */
+void place_checkpoint_starts(const Schedule *s, int segments, bool balanced, int *first);
+/* checkpoint's plan on place_checkpoint_starts' runs, equal or balanced (those: a start for the ILP). */
+Placement *place_checkpoint_runs(const Graph *g, const Schedule *s, int segments, bool balanced, bool lazy,
+                                 int64_t least, Arena *a);
 
 /* The steps of the forward pass (the first steps, whose kernels are differentiable). */
 int place_forward_steps(const Schedule *s);

@@ -115,17 +115,58 @@ int place_forward_steps(const Schedule *s)
 	return f;
 }
 
+void place_checkpoint_starts(const Schedule *s, int segments, bool balanced, int *first)
+{
+	int fwd = place_forward_steps(s);
+	int size = fwd / segments; /* as checkpoint_sequential: the last segment takes the rest */
+	for (int k = 0; k < segments; k++)
+		first[k] = k * size;
+	first[segments] = fwd;
+	if (!balanced)
+		return;
+	double total = 0, sum = 0;
+	for (int st = 0; st < fwd; st++)
+		for (int i = 0; i < s->order[st]->nout; i++)
+			total += (double)s->order[st]->out[i]->bytes;
+	for (int st = 0, k = 1; st < fwd && k < segments; st++) {
+		for (int i = 0; i < s->order[st]->nout; i++)
+			sum += (double)s->order[st]->out[i]->bytes;
+		while (k < segments && sum >= total * k / segments) {
+			first[k] = st + 1;
+			k++;
+		}
+	}
+	for (int k = 1; k < segments; k++) /* a run of at least one kernel each */
+		if (first[k] <= first[k - 1])
+			first[k] = first[k - 1] + 1;
+	for (int k = segments - 1; k > 0; k--)
+		if (first[k] >= first[k + 1])
+			first[k] = first[k + 1] - 1;
+}
+
 Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segments, bool lazy, int64_t least,
                                      Arena *a)
+{
+	return place_checkpoint_runs(g, s, segments, false, lazy, least, a);
+}
+
+Placement *place_checkpoint_runs(const Graph *g, const Schedule *s, int segments, bool balanced, bool lazy,
+                                 int64_t least, Arena *a)
 {
 	Placement *p = placement_new(g, s, a, OPT_CHECKPOINT);
 	int fwd = place_forward_steps(s);
 	if (segments > fwd)
 		segments = fwd > 0 ? fwd : 1;
-	int size = segments > 0 ? fwd / segments : fwd; /* as checkpoint_sequential: the last segment takes the rest */
+	if (segments < 1)
+		segments = 1;
+	int *first = arena_array(a, (size_t)segments + 1, sizeof(int));
+	place_checkpoint_starts(s, segments, balanced, first);
 	int *seg = arena_array(a, (size_t)s->n + 1, sizeof(int)); /* step -> its segment; -1: not checkpointed */
-	for (int st = 0; st < s->n; st++)
-		seg[st] = st < size * (segments - 1) ? st / size : -1;
+	for (int st = 0, k = 0; st < s->n; st++) {
+		while (k < segments && st >= first[k + 1])
+			k++;
+		seg[st] = st < first[segments - 1] ? k : -1;
+	}
 	/*
 	 * A tensor made in a checkpointed segment is kept when a forward kernel
 	 * of a later segment reads it (the segment's output, or a skip
@@ -144,7 +185,7 @@ Placement *place_checkpoint_segments(const Graph *g, const Schedule *s, int segm
 		const Tensor *t = g->tensors.v[i];
 		if (!recompute_candidate(t) || t == g->loss || seg[s->pos[t->producer->id]] < 0 || t->bytes <= least)
 			continue;
-		int k = seg[s->pos[t->producer->id]], end = size * (k + 1);
+		int k = seg[s->pos[t->producer->id]], end = first[k + 1];
 		bool crosses = false;
 		last_fwd[i] = s->pos[t->producer->id];
 		at[i] = s->n;

@@ -207,6 +207,7 @@ typedef struct Ilp {
 	int *algo_col;      /* step -> the first of its algorithm binaries (cm->algos), or -1 */
 	VEC(int) *rc_edges; /* step -> the recompute edges whose chain runs its kernel, where it has algorithms */
 	VEC(int) *rc_at;    /* step -> the boundary of each of those edges (its recompute runs before that step) */
+	int *reuse_col;     /* step -> without kernels_fast, build_reuse's column (1: its output over its input), or -1 */
 	int *region;        /* step -> its workspace region: runs of consecutive steps, each with its own column */
 	int *workspace;     /* region -> its workspace column (MiB), -1 until one of its kernels has algorithms */
 	int window;         /* async window */
@@ -950,6 +951,9 @@ static void add_expr(Ilp *ip, TermVec *v, ColSum e, double coef)
 static void build_reuse(Ilp *ip)
 {
 	ip->reuse_mib = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(double));
+	ip->reuse_col = arena_array(ip->a, (size_t)ip->s->n + 1, sizeof(int));
+	for (int st = 0; st < ip->s->n; st++)
+		ip->reuse_col[st] = -1;
 	for (int st = 0; st < ip->s->n; st++) {
 		const Tensor *in = schedule_reuse(ip->s, st);
 		if (!in)
@@ -963,6 +967,7 @@ static void build_reuse(Ilp *ip)
 		if (hold[0].n == 0 || hold[1].n == 0)
 			continue;
 		int u = mip_add_col(ip->mip, 0, 1, 0, false);
+		ip->reuse_col[st] = u;
 		for (int k = 0; k < 2; k++) {
 			int cols[MAX_IN_FAST + 1];
 			double vals[MAX_IN_FAST + 1];
@@ -2887,6 +2892,7 @@ typedef struct Gap {
 	bool on;
 } Gap;
 typedef VEC(Gap) GapVec;
+typedef VEC(int) StepVec;
 
 /* The gaps of f: between consecutive anchors with a write and a read that can span them. */
 static void find_gaps(const Ilp *ip, const Flow *f, int id, GapVec *out)
@@ -3026,12 +3032,60 @@ static bool swap_path(const Flow *f, const Gap *g, int ng, double *x)
 	return true;
 }
 
-Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin, Arena *a)
+/*
+ * The fast MiB the capacity rows count at each step for plan x (flow
+ * columns only; the reuse columns at 1 where both tensors are held, as
+ * build_reuse bounds them): D_s, and at a boundary with write-outs the
+ * bytes held there beside the step's outputs, the larger.
+ */
+static void plan_fast_mib(const Ilp *ip, const double *x, double *mib)
 {
+	double d = 0;
+	for (int st = 0; st < ip->s->n; st++) {
+		const TermVec *c = &ip->cap[st];
+		d += (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st];
+		for (int i = 0; i < c->n; i++)
+			d += c->v[i].coef * (x[c->v[i].col] > 0.5);
+		double w = d + ip->reuse_mib[st];
+		const TermVec *wo = &ip->writeout[st];
+		for (int i = 0; i < wo->n; i++)
+			w += wo->v[i].coef * (x[wo->v[i].col] > 0.5);
+		const Node *nd = ip->s->order[st];
+		for (int k = 0; k < nd->nout; k++)
+			w -= ip->flow[nd->out[k]->id].mib * (x[ip->flow[nd->out[k]->id].src[V_PRE]] > 0.5);
+		mib[st] = w > d ? w : d;
+	}
+}
+
+/* The least workspace (bytes) any of node n's algorithms needs; 0 without algorithms. */
+static double least_workspace(const Ilp *ip, const Node *n)
+{
+	const KernelAlgo *al;
+	int na = kernel_algos(ip, n, &al);
+	double w = na > 0 ? INFINITY : 0;
+	for (int i = 0; i < na; i++)
+		w = fmin(w, (double)memplan_round(al[i].workspace));
+	return w;
+}
+
+/* Whether gap g keeps fast every tensor at the steps where base's recomputes read it (need: tensor -> steps). */
+static bool gap_clear(const Ilp *ip, const Gap *g, const StepVec *need)
+{
+	int lo = g->free, hi = ip->flow[g->id].pt[g->b].step; /* not fast until the read arrives */
+	for (int i = 0; i < need[g->id].n; i++)
+		if (need[g->id].v[i] >= lo && need[g->id].v[i] < hi)
+			return false;
+	return true;
+}
+
+Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin,
+                           const Placement *base, bool *stuck, Arena *a)
+{
+	*stuck = false;
 	int n = s->n;
 	PlaceOptions so = *o;
 	so.optimizer = OPT_AUTO;
-	so.start = NULL;
+	so.start = base; /* its recomputes are recompute points of the program */
 	double *limit_mib = arena_array(a, (size_t)n + 1, sizeof(double));
 	for (int i = 0; i < n; i++)
 		limit_mib[i] = (double)o->limit / MIB;
@@ -3048,23 +3102,65 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	double *load_in = arena_array(a, (size_t)n + 1, sizeof(double));
 	double *load_out = arena_array(a, (size_t)n + 1, sizeof(double));
 	double *load_w = ip.duplex ? load_out : load_in;
-	for (int i = 0; i < g->tensors.n; i++)
-		for (int k = ip.flow[i].first; k <= ip.flow[i].last; k++)
-			live[k] += (double)ip.flow[i].size;
+	/*
+	 * With a base: the tensors it recomputes keep its plan (their fast
+	 * copies, and the scratch of its chains at their boundaries); the
+	 * others may be swapped, but not over a step where one of its
+	 * recomputes reads them.
+	 */
+	bool *kept = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
+	StepVec *need = arena_array(a, (size_t)g->tensors.n + 1, sizeof *need);
+	for (int i = 0; base && i < base->recomputes.n; i++) {
+		const Recompute *r = &base->recomputes.v[i];
+		kept[r->t->id] = true;
+		for (int k = 0; k < r->node->nin; k++)
+			vec_push(a, &need[r->node->in[k]->id], r->at);
+	}
+	for (int i = 0; i < g->tensors.n; i++) {
+		if (!kept[i]) {
+			for (int k = ip.flow[i].first; k <= ip.flow[i].last; k++)
+				live[k] += (double)ip.flow[i].size;
+			continue;
+		}
+		for (int j = 0; j < base->of[i].n; j++) {
+			const Residency *r = base->of[i].v[j];
+			for (int k = r->first; r->tier == TIER_FAST && k <= r->last; k++)
+				live[k] += (double)ip.flow[i].size;
+		}
+	}
+	for (int i = 0; base && i < base->res.n; i++) /* scratch of tensors not recomputed themselves */
+		if (base->res.v[i]->scratch && !kept[base->res.v[i]->t->id])
+			live[base->res.v[i]->first] += (double)memplan_round(base->res.v[i]->t->bytes);
 	for (int k = 0; k < n; k++) /* an output over its input (build_reuse): both fast there, at anchors */
 		if (schedule_reuse(s, k))
 			live[k] -= (double)ip.flow[s->order[k]->out[0]->id].size;
 	GapVec gaps = {0};
 	for (int i = 0; i < g->tensors.n; i++)
-		find_gaps(&ip, &ip.flow[i], i, &gaps); /* none for a tensor of one point */
+		if (!kept[i])
+			find_gaps(&ip, &ip.flow[i], i, &gaps); /* none for a tensor of one point */
+	/*
+	 * Each step's target: margin x the limit, less the least workspace
+	 * its region's column must hold (the largest of the smallest
+	 * workspaces of the kernels run there, recomputes included), which
+	 * the capacity rows add to the step's bytes.
+	 */
 	const CostModel *cm = o->cm;
-	double target = margin * (double)o->limit;
+	int nreg = ip.region[n] + 1;
+	double *wmin = arena_array(a, (size_t)nreg + 1, sizeof(double));
+	double *target = arena_array(a, (size_t)n + 1, sizeof(double));
+	for (int k = 0; k < n; k++)
+		wmin[ip.region[k]] = fmax(wmin[ip.region[k]], least_workspace(&ip, s->order[k]));
+	for (int i = 0; base && i < base->recomputes.n; i++)
+		wmin[ip.region[base->recomputes.v[i].at]] =
+			fmax(wmin[ip.region[base->recomputes.v[i].at]], least_workspace(&ip, base->recomputes.v[i].node));
+	for (int k = 0; k < n; k++)
+		target[k] = margin * (double)o->limit - wmin[ip.region[k]];
 	for (;;) {
 		int worst = 0;
 		for (int k = 1; k < n; k++)
-			if (live[k] > live[worst])
+			if (live[k] - target[k] > live[worst] - target[worst])
 				worst = k;
-		if (live[worst] <= target)
+		if (live[worst] <= target[worst])
 			break;
 		int best = -1;
 		Gap pick = {0};
@@ -3077,13 +3173,15 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 				continue;
 			double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
 			double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
-			if (plan_gap(&ip, &gp, load_in, load_w, wus, rus, worst)) {
+			if (plan_gap(&ip, &gp, load_in, load_w, wus, rus, worst) && gap_clear(&ip, &gp, need)) {
 				best = i;
 				pick = gp;
 			}
 		}
-		if (best < 0)
+		if (best < 0) {
+			*stuck = true;
 			return NULL;
+		}
 		/* a gap chosen before for a later step is planned again to free this one too */
 		if (gaps.v[best].on)
 			apply_gap(&ip, &gaps.v[best], -1, live, load_in, load_w);
@@ -3092,7 +3190,19 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 		apply_gap(&ip, &pick, 1, live, load_in, load_w);
 	}
 	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
+	int most = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		if (ip.flow[i].m > most)
+			most = ip.flow[i].m;
+	int *cols = arena_array(a, (size_t)(3 * most + 2), sizeof(int));
 	for (int i = 0, j = 0; i < g->tensors.n; i++) {
+		if (kept[i]) {
+			if (!start_flow(&ip.flow[i], base, x, cols)) {
+				*stuck = true; /* the program cannot express its recomputes, at any margin */
+				return NULL;
+			}
+			continue;
+		}
 		int k = j;
 		while (k < gaps.n && gaps.v[k].id == i)
 			k++;
@@ -3101,6 +3211,23 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 		j = k;
 	}
 	x[ip.one] = 1;
+	/* the program's own count (the greedy's differs: transit, write-outs, reuse) must fit beside the workspaces */
+	for (int k = 0; k < n; k++) { /* an output over its input where both are held there, as the solver would */
+		if (ip.reuse_col[k] < 0)
+			continue;
+		ColSum hold[2] = {held_at(&ip.flow[schedule_reuse(s, k)->id], k),
+		                  held_at(&ip.flow[s->order[k]->out[0]->id], k)};
+		double h[2] = {0, 0};
+		for (int j = 0; j < 2; j++)
+			for (int i = 0; i < hold[j].n; i++)
+				h[j] += x[hold[j].col[i]] > 0.5;
+		x[ip.reuse_col[k]] = h[0] >= 1 && h[1] >= 1;
+	}
+	double *mib = arena_array(a, (size_t)n + 1, sizeof(double));
+	plan_fast_mib(&ip, x, mib);
+	for (int k = 0; k < n; k++)
+		if (mib[k] + wmin[ip.region[k]] / MIB > limit_mib[k])
+			return NULL;
 	/* each kernel's fastest algorithm: cm->algos lists it first */
 	for (int k = 0; k < n; k++)
 		if (ip.algo_col[k] >= 0)

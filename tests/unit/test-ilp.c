@@ -872,6 +872,99 @@ static void test_checkpoint_start(const CostModel *cm)
 	arena_free(&a);
 }
 
+/* Output bytes of the forward kernels before step `end`. */
+static double bytes_before(const Schedule *s, int end)
+{
+	double b = 0;
+	for (int st = 0; st < end; st++)
+		for (int i = 0; i < s->order[st]->nout; i++)
+			b += (double)s->order[st]->out[i]->bytes;
+	return b;
+}
+
+/*
+ * checkpoint's runs, of equal length and balanced by bytes, and auto's
+ * start made of checkpoint's lazy plan where it does not fit with swaps
+ * of the tensors it keeps (place_ilp_swaps on a base): the placement
+ * verifies, its live bytes fit, it keeps every recompute of its base,
+ * and the ILP takes it whole as a start and is no slower than it.
+ */
+static void test_checkpoint_swaps(const CostModel *cm)
+{
+	Arena a = {0};
+	Case c = {"a chain of uneven widths",
+	          "tanh tanh tanh tanh dense(4096 => 8) tanh dense(8 => 4096) tanh tanh tanh tanh tanh dense(4096 => 2)",
+	          "4096", 2, "sgd(lr = 0.1)", -1, false, 0, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	Schedule *s = schedule_graph(g, &a);
+	int fwd = place_forward_steps(s), differ = 0;
+	int *first = arena_array(&a, (size_t)fwd + 1, sizeof(int)), *eq = arena_array(&a, (size_t)fwd + 1, sizeof(int));
+	double total = bytes_before(s, fwd);
+	for (int k = 1; k <= fwd; k++) {
+		place_checkpoint_starts(s, k, false, eq);
+		place_checkpoint_starts(s, k, true, first);
+		bool ok = first[0] == 0 && first[k] == fwd && eq[0] == 0 && eq[k] == fwd;
+		for (int j = 1; j <= k; j++)
+			ok = ok && first[j] > first[j - 1] && eq[j] > eq[j - 1] && eq[j] - eq[j - 1] >= fwd / k;
+		test_expect(ok, "%s: %d runs of %d forward kernels cover it in order, each at least one (equal runs: "
+		            "%d long at least)", c.name, k, fwd, fwd / k);
+		for (int j = 0; j < k; j++)
+			differ += first[j] != eq[j];
+	}
+	place_checkpoint_starts(s, 2, true, first); /* the first of two runs ends where it reaches half the bytes */
+	test_expect(bytes_before(s, first[1]) >= total / 2 && bytes_before(s, first[1] - 1) < total / 2,
+	            "%s: two balanced runs split at step %d: %.0f of %.0f bytes before it", c.name, first[1],
+	            bytes_before(s, first[1]), total);
+	test_expect(differ > 0, "%s: balanced runs are never other than equal ones: their checks test nothing", c.name);
+
+	int made = 0;
+	for (int b = 0; b < 2; b++)
+		for (int k = 2; k <= 4; k++)
+			for (int pct = 95; pct >= 65; pct -= 15) {
+				char err[512];
+				Placement *base = place_checkpoint_runs(g, s, k, b, true, 0, &a);
+				test_expect(placement_verify(g, base, err, sizeof err), "%s: checkpoint's %d %s runs: %s", c.name,
+				            k, b ? "balanced" : "equal", err);
+				int64_t limit = memplan_fast_peak(base, &a) * pct / 100;
+				PlaceOptions o = {.optimizer = OPT_AUTO, .limit = limit, .cm = cm, .time_limit = 10, .tiny = -1,
+				                  .gap = -1};
+				bool stuck;
+				Placement *p = place_ilp_swaps(g, s, &o, 0.98, base, &stuck, &a);
+				if (!p)
+					continue;
+				made++;
+				const char *what = b ? "balanced" : "equal";
+				test_expect(placement_verify(g, p, err, sizeof err), "%s, %d %s runs with swaps at %d%%: %s",
+				            c.name, k, what, pct, err);
+				test_expect(memplan_fast_peak(p, &a) <= limit && p->moves.n > 0,
+				            "%s, %d %s runs with swaps at %d%%: %" PRId64 " live bytes, limit %" PRId64 ", %d moves",
+				            c.name, k, what, pct, memplan_fast_peak(p, &a), limit, p->moves.n);
+				bool kept = p->recomputes.n == base->recomputes.n;
+				for (int i = 0; kept && i < base->recomputes.n; i++)
+					kept = p->recomputes.v[i].t == base->recomputes.v[i].t &&
+					       p->recomputes.v[i].at == base->recomputes.v[i].at &&
+					       p->recomputes.v[i].node == base->recomputes.v[i].node;
+				test_expect(kept, "%s, %d %s runs with swaps at %d%%: %d recomputes, not its base's %d", c.name, k,
+				            what, pct, p->recomputes.n, base->recomputes.n);
+				o.start = p;
+				PlaceStats st;
+				double t0 = placement_predict(p, cm, NULL);
+				Placement *q = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+				test_expect(q && st.start_tensors == g->tensors.n && st.objective <= t0 * (1 + 1e-9),
+				            "%s, %d %s runs with swaps at %d%%: as auto's start %d of %d tensors given, %.9g s "
+				            "from %.9g: %s", c.name, k, what, pct, st.start_tensors, g->tensors.n,
+				            q ? st.objective : 0.0, t0, q ? st.status : err);
+				printf("%s, checkpoint's %d %s runs with swaps at %d%% of their peak: %d recomputes, %d moves, "
+				       "%.6f us; auto from it %.6f us\n", c.name, k, what, pct, p->recomputes.n, p->moves.n,
+				       t0 * 1e6, q ? st.objective * 1e6 : 0.0);
+			}
+	test_expect(made > 0, "%s: no checkpoint plan with swaps fits: its checks test nothing", c.name);
+	arena_free(&a);
+}
+
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
 static int repaired;       /* placements whose solution a repair made pack */
 static int squeezed;       /* starts whose solution packed only squeezed (squeezed_check) */
@@ -1908,6 +2001,7 @@ int main(void)
 	CostModel *very = costmodel_roofline(&vr, &a);
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
+	test_checkpoint_swaps(&reread);
 	test_cutoff(&reread);
 	test_recompute_algos(&reread);
 	test_lns_jobs(&reread);
