@@ -300,12 +300,20 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * inception_v3 b64 at a quarter of its peak (measured H200 profile):
 	 * no run of checkpoint's fits, nor does recompute's program; on
 	 * balanced runs (9 of them) with swaps, 133.2 ms in 0.4 s, where
-	 * async's start had been 223-230 ms after 15 s.
+	 * async's start had been 223-230 ms after 15 s. Not where a run of
+	 * checkpoint's fits (the time is the search's), and no more after
+	 * PLACE_GREEDY_MISSES plans in a row gave none (ResNet-50 b32 at a
+	 * quarter of its peak: none of the 62 does).
 	 */
 	double greedy_end = t0 + (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) * PLACE_GREEDY_SHARE;
-	for (int b = -1; o->optimizer == OPT_AUTO && b < nover && (b < 0 || now_seconds() < greedy_end); b++) {
+	if (best.p)
+		nover = 0; /* a run of checkpoint's fits: the search starts as well from it (or better) */
+	for (int b = -1, misses = 0; o->optimizer == OPT_AUTO && b < nover && (b < 0 || now_seconds() < greedy_end) &&
+	                             misses < PLACE_GREEDY_MISSES;
+	     b++) {
 		const Placement *base = b < 0 ? NULL : over[b].p;
 		const char *name = b < 0 ? "swaps" : over[b].balanced ? "balanced checkpoint and swaps" : "checkpoint and swaps";
+		misses += b >= 0;
 		for (int i = 0; i < (int)countof(margins); i++) {
 			bool stuck;
 			Placement *p = place_ilp_swaps(g, s, o, margins[i], base, &stuck, a);
@@ -317,6 +325,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			fit_algos(p, s, o, limit, a);
 			if (p->fast_bytes + p->workspace <= limit) {
 				consider(&best, p, o->cm, name);
+				misses = 0;
 				if (place_solver_log())
 					fprintf(stderr, "start: %s (%d runs) at %.0f%% of the limit: %.1f us, by %.1f s\n", name,
 					        b < 0 ? 0 : over[b].segments, 100 * margins[i], placement_predict(p, o->cm, NULL) * 1e6,

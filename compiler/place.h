@@ -35,6 +35,8 @@ enum {
 	PLACE_WS_REGIONS = 8,          /* the ILP's workspace columns: one for each of this many runs of steps */
 	PLACE_MAX_SPAN = 1024,         /* the largest span an option may ask for */
 	PLACE_SPAN_MAX_NONZEROS = 600000, /* auto by default leaves spanning moves out of a larger program */
+	PLACE_GREEDY_MISSES = 8,       /* auto: checkpoint's plans in a row that give no start with swaps, after which no
+	                                  more are tried */
 	PLACE_LNS_WIDTH = 8,           /* steps of the first neighbourhoods */
 	PLACE_MAX_JOBS = 64,           /* neighbourhoods solved at once, at most */
 	PLACE_LNS_EASY = 8,            /* neighbourhoods in a row solved to optimality without gain (or out of
