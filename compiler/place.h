@@ -53,7 +53,8 @@ enum {
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
 #define PLACE_SPAN_ROOM 2.0         /* auto: a move is offered spans until its kernels take this many times its transfer */
-#define PLACE_LNS_OFFLOAD 0.5       /* auto: the share of the neighbourhoods' time before they open weights and state */
+#define PLACE_LNS_OFFLOAD 0.0       /* auto: the share of the neighbourhoods' time before they open weights and state
+                                       (0: open from the first) */
 #define PLACE_LNS_WINDOW 0.05      /* auto, recompute: a neighbourhood's time limit, a share of the search's (at least
                                       1 s) */
 #define PLACE_LNS_GAP 1e-3          /* auto, recompute: a neighbourhood is solved to within this share of the whole step */

@@ -2295,8 +2295,8 @@ static double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, d
 		jobs[i].buf = arena_array(ip->a, sizeof(Hood) + plan_bytes(ip), 1);
 	}
 	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
-	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any */
-	for (int i = 0; i < nt; i++)
+	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any and asked for */
+	for (int i = 0; i < nt && PLACE_LNS_OFFLOAD > 0; i++)
 		offloading = offloading && !ip->flow[i].offload;
 	bool first_done = false;
 	for (;;) {
