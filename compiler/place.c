@@ -302,12 +302,20 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * balanced runs (9 of them) with swaps, 133.2 ms in 0.4 s, where
 	 * async's start had been 223-230 ms after 15 s. Not where a run of
 	 * checkpoint's fits (the time is the search's), and no more after
-	 * PLACE_GREEDY_MISSES plans in a row gave none (ResNet-50 b32 at a
-	 * quarter of its peak: none of the 62 does).
+	 * PLACE_GREEDY_MISSES plans in a row gave none. Where no gap frees a
+	 * step, weights and optimizer state are offloaded: ResNet-50 b32 at
+	 * a quarter of its peak, whose backward steps hold 196 MiB of them
+	 * beside a region's 75 MiB of workspace, had no plan from any of the
+	 * 62 (the start was async's 108.5 ms after 15 s); with offloading,
+	 * 29 runs give 59.9 ms in 0.4 s. The plans are packed by first fit
+	 * (squeezed a little): memplan's full squeeze of each of inception_v3
+	 * b64's larger plans took seconds, and left checkpoint's no time.
 	 */
 	double greedy_end = t0 + (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) * PLACE_GREEDY_SHARE;
 	if (best.p)
 		nover = 0; /* a run of checkpoint's fits: the search starts as well from it (or better) */
+	PlaceOptions quick = *o; /* packed by first fit, else squeezed only a little: many plans are tried */
+	quick.first_fit = true;
 	for (int b = -1, misses = 0; o->optimizer == OPT_AUTO && b < nover && (b < 0 || now_seconds() < greedy_end) &&
 	                             misses < PLACE_GREEDY_MISSES;
 	     b++) {
@@ -322,7 +330,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			if (!p)
 				continue;
 			memplan_first_fit(p, a);
-			fit_algos(p, s, o, limit, a);
+			fit_algos(p, s, &quick, limit, a);
 			if (p->fast_bytes + p->workspace <= limit) {
 				consider(&best, p, o->cm, name);
 				misses = 0;

@@ -225,7 +225,10 @@ Placement *place_ilp(const Graph *g, const Schedule *s, const PlaceOptions *o, A
  * read back by spanning moves over the gaps between their uses until the
  * live fast bytes of every step are at most margin x o->limit (a greedy,
  * built on auto's program). With a base (checkpoint's lazy plan), its
- * recomputed tensors keep its plan and the others are swapped so. Each
+ * recomputed tensors keep its plan and the others are swapped so. Where
+ * no tensor's gap frees the fullest step, the largest offloadable weight
+ * or optimizer state whose path from a slow home frees it is offloaded
+ * (unless o->offload < 0), and the greedy goes on. Each
  * step's target leaves room for the least workspace its region needs,
  * and the program's own count of the plan's bytes must fit. NULL where
  * that is not met; *stuck then if some step could not be freed enough

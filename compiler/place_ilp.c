@@ -3078,6 +3078,140 @@ static bool gap_clear(const Ilp *ip, const Gap *g, const StepVec *need)
 	return true;
 }
 
+/* A persistent tensor's path from a slow home (plan_offload): its columns, and its moves on the engines. */
+typedef struct Offload {
+	int id;
+	VEC(int) col;
+	int nmove;
+	struct { bool out; double us; int lo, hi; } move[2 * 64];
+} Offload;
+
+/* Whether the columns of e hold a 1 in x. */
+static bool sum_on(const ColSum *e, const double *x)
+{
+	for (int i = 0; i < e->n; i++)
+		if (x[e->col[i]] > 0.5)
+			return true;
+	return false;
+}
+
+/*
+ * A path for offloadable f from a slow home (auto's offloading, which the
+ * program offers it): before each anchor that must be fast, the latest
+ * spanning read that fits what the read engine has left, else the
+ * longest, else a read before the anchor's kernel; after it, dropped
+ * where a spanning read can bring it back before the next, else kept; at
+ * its update, the fast copy is updated (dirty) and written back by the
+ * shortest spanning write that fits, else the longest, else after the
+ * update's kernel. False where a column is missing (f stays fast).
+ */
+static bool plan_offload(const Ilp *ip, const Flow *f, const double *load_in, const double *load_w, Offload *out,
+                         Arena *a)
+{
+	out->col.n = 0;
+	out->nmove = 0;
+	if (!f->offload || f->src[V_SLOW] < 0 || f->m < 2 || f->pt[0].user)
+		return false;
+	const CostModel *cm = ip->cm;
+	double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+	double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+#define ADD(c) do { if ((c) < 0) return false; vec_push(a, &out->col, (c)); } while (0)
+#define MOVE(o, u, l, h) do { if (out->nmove == (int)countof(out->move)) return false; \
+		out->move[out->nmove++] = (__typeof__(out->move[0])){o, u, l, h}; } while (0)
+	ADD(f->src[V_SLOW]);
+	int j = 0, cur = V_SLOW;
+	while (j < f->m) {
+		const Point *p = &f->pt[j];
+		int y = j + 1; /* the next anchor */
+		while (y < f->m && !f->pt[y].anchor)
+			y++;
+		if (cur == V_SLOW) {
+			y = j; /* the next anchor it must be fast at */
+			while (y < f->m && !(f->pt[y].anchor && y > 0 && (y < f->m - 1 || f->pt[y].user)))
+				y++;
+			if (y == f->m) { /* nothing more to read it for */
+				for (; j < f->m; j++)
+					if (j < f->m - 1 || f->pt[j].keep[V_SLOW] >= 0)
+						ADD(f->pt[j].keep[V_SLOW]);
+				break;
+			}
+			int r = -1, longest = -1;
+			for (int i = y - 1; i >= j; i--) {
+				if (f->pt[i].sread < 0 || f->pt[i].sread_to != y)
+					continue;
+				longest = i;
+				if (r < 0 && room(ip, load_in, f->pt[i].step, f->pt[y].step) >= rus)
+					r = i;
+			}
+			if (r < 0)
+				r = longest;
+			if (r >= 0) {
+				for (; j < r; j++)
+					ADD(f->pt[j].keep[V_SLOW]);
+				ADD(f->pt[r].sread);
+				MOVE(false, rus, f->pt[r].step, f->pt[y].step);
+			} else {
+				for (; j < y; j++)
+					ADD(f->pt[j].keep[V_SLOW]);
+				ADD(f->pt[y].read);
+			}
+			j = y;
+			cur = V_COPY;
+		} else if (cur == V_COPY && p->overwrite) {
+			ADD(p->dirty); /* updated in the fast copy, then written back */
+			int w = -1, wi = -1;
+			for (int i = j; i < f->m && w < 0 && (i == j || !f->pt[i].anchor); i++)
+				if (f->pt[i].nswrite > 0)
+					w = i;
+			for (int i = 0; w >= 0 && i < f->pt[w].nswrite; i++)
+				if (wi < 0 && room(ip, load_w, f->pt[w].step, f->pt[w].step + f->pt[w].swrite_len[i]) >= wus)
+					wi = i;
+			if (w >= 0 && wi < 0)
+				wi = f->pt[w].nswrite - 1;
+			if (w >= 0) {
+				for (; j < w; j++)
+					ADD(f->pt[j].keep[V_PRE]);
+				ADD(f->pt[w].swrite[wi]);
+				MOVE(true, wus, f->pt[w].step, f->pt[w].step + f->pt[w].swrite_len[wi]);
+				j = f->pt[w].swrite_to[wi];
+			} else {
+				ADD(p->write);
+				j++;
+			}
+			cur = V_SLOW;
+		} else if (cur == V_COPY) {
+			bool back = false; /* a spanning read can bring it back before the next anchor */
+			for (int i = j + 1; i < y && y < f->m && !back; i++)
+				back = f->pt[i].sread >= 0 && f->pt[i].sread_to == y;
+			if (p->drop >= 0 && (back || y >= f->m - 1) && !(y == f->m - 1 && f->pt[y].user)) {
+				ADD(p->drop);
+				j++;
+				cur = V_SLOW;
+			} else {
+				for (; j < y; j++)
+					ADD(f->pt[j].keep[V_COPY]);
+			}
+		} else {
+			return false;
+		}
+	}
+#undef ADD
+#undef MOVE
+	return cur == V_SLOW;
+}
+
+/* A gap's place in the greedy's order: its tensor's size, largest first, then its index. */
+typedef struct GapKey {
+	int64_t size;
+	int i;
+} GapKey;
+
+static int cmp_gap_key(const void *x, const void *y)
+{
+	const GapKey *a = x, *b = y;
+	return a->size != b->size ? (a->size < b->size) - (a->size > b->size) : (a->i > b->i) - (a->i < b->i);
+}
+
 Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin,
                            const Placement *base, bool *stuck, Arena *a)
 {
@@ -3155,6 +3289,22 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			fmax(wmin[ip.region[base->recomputes.v[i].at]], least_workspace(&ip, base->recomputes.v[i].node));
 	for (int k = 0; k < n; k++)
 		target[k] = margin * (double)o->limit - wmin[ip.region[k]];
+	/* weights and optimizer state offloaded where no gap frees a step (their columns; x is all 0 meanwhile) */
+	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
+	bool *offl = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
+	StepVec *ocol = arena_array(a, (size_t)g->tensors.n + 1, sizeof *ocol);
+	Offload *trial = arena_array(a, 1, sizeof(Offload)), *pick_off = arena_array(a, 1, sizeof(Offload));
+	int noff = 0;
+	GapKey *by_size = arena_array(a, (size_t)gaps.n + 1, sizeof(GapKey));
+	for (int i = 0; i < gaps.n; i++)
+		by_size[i] = (GapKey){ip.flow[gaps.v[i].id].size, i};
+	qsort(by_size, (size_t)gaps.n, sizeof(GapKey), cmp_gap_key);
+	GapKey *offable = arena_array(a, (size_t)g->tensors.n + 1, sizeof(GapKey)); /* the same, of what may be offloaded */
+	int noffable = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		if (!kept[i] && need[i].n == 0 && ip.flow[i].offload)
+			offable[noffable++] = (GapKey){ip.flow[i].size, i};
+	qsort(offable, (size_t)noffable, sizeof(GapKey), cmp_gap_key);
 	for (;;) {
 		int worst = 0;
 		for (int k = 1; k < n; k++)
@@ -3164,12 +3314,12 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			break;
 		int best = -1;
 		Gap pick = {0};
-		for (int i = 0; i < gaps.n; i++) {
+		for (int oi = 0; oi < gaps.n && best < 0; oi++) { /* the largest that plans: the first, by size */
+			int i = by_size[oi].i;
 			Gap gp = gaps.v[i];
 			const Flow *f = &ip.flow[gp.id];
 			if ((gp.on && gp.free <= worst && worst < gp.until) || f->pt[gp.a].step > worst ||
-			    f->pt[gp.b].step <= worst ||
-			    (best >= 0 && f->size <= ip.flow[pick.id].size))
+			    f->pt[gp.b].step <= worst)
 				continue;
 			double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
 			double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
@@ -3179,8 +3329,47 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			}
 		}
 		if (best < 0) {
-			*stuck = true;
-			return NULL;
+			/* no gap frees it: offload the largest weight or optimizer state whose path does */
+			int oid = -1;
+			for (int oi = 0; oi < noffable && oid < 0; oi++) {
+				int i = offable[oi].i;
+				const Flow *f = &ip.flow[i];
+				if (offl[i] || f->first > worst || f->last < worst || !plan_offload(&ip, f, load_in, load_w, trial, a))
+					continue;
+				for (int k = 0; k < trial->col.n; k++)
+					x[trial->col.v[k]] = 1;
+				ColSum e = fast_at(f, worst);
+				bool frees = !sum_on(&e, x);
+				for (int k = 0; k < trial->col.n; k++)
+					x[trial->col.v[k]] = 0;
+				if (frees) {
+					oid = i;
+					Offload *t = pick_off;
+					pick_off = trial, trial = t;
+				}
+			}
+			if (oid < 0) {
+				*stuck = true;
+				return NULL;
+			}
+			const Flow *f = &ip.flow[oid];
+			offl[oid] = true;
+			for (int k = 0; k < pick_off->col.n; k++) {
+				vec_push(a, &ocol[oid], pick_off->col.v[k]);
+				x[pick_off->col.v[k]] = 1;
+			}
+			for (int k = f->first; k <= f->last; k++) {
+				ColSum e = fast_at(f, k);
+				if (!sum_on(&e, x))
+					live[k] -= (double)f->size;
+			}
+			for (int k = 0; k < pick_off->col.n; k++)
+				x[pick_off->col.v[k]] = 0;
+			for (int k = 0; k < pick_off->nmove; k++)
+				load_span(&ip, pick_off->move[k].out ? load_w : load_in, pick_off->move[k].us, pick_off->move[k].lo,
+				          pick_off->move[k].hi);
+			noff++;
+			continue;
 		}
 		/* a gap chosen before for a later step is planned again to free this one too */
 		if (gaps.v[best].on)
@@ -3189,7 +3378,6 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 		gaps.v[best] = pick;
 		apply_gap(&ip, &pick, 1, live, load_in, load_w);
 	}
-	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
 	int most = 0;
 	for (int i = 0; i < g->tensors.n; i++)
 		if (ip.flow[i].m > most)
@@ -3201,6 +3389,11 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 				*stuck = true; /* the program cannot express its recomputes, at any margin */
 				return NULL;
 			}
+			continue;
+		}
+		if (offl[i]) {
+			for (int k = 0; k < ocol[i].n; k++)
+				x[ocol[i].v[k]] = 1;
 			continue;
 		}
 		int k = j;
@@ -3236,5 +3429,7 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	char err[256];
 	if (!placement_verify(g, p, err, sizeof err))
 		ICE("the swap start is inconsistent: %s", err);
+	if (noff > 0 && place_solver_log())
+		fprintf(stderr, "start: swaps with %d weights and optimizer state offloaded\n", noff);
 	return p;
 }

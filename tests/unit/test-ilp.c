@@ -965,6 +965,68 @@ static void test_checkpoint_swaps(const CostModel *cm)
 	arena_free(&a);
 }
 
+/*
+ * The greedy swaps offload weights and optimizer state where no gap of an
+ * activation frees a step: a chain whose weights and momentum are nearly
+ * all its bytes, its kernels reading fast memory and a copy engine per
+ * direction, as on a GPU. Without offloading there is no plan at these
+ * limits; with it, each plan verifies, fits, and is taken whole as
+ * auto's start.
+ */
+static void test_offloaded_swaps(const Roofline *r)
+{
+	Arena a = {0};
+	Roofline slow_compute = *r; /* kernels long beside a weight's move, as a GPU's large ones */
+	slow_compute.flop_rate /= 10;
+	const CostModel *base = costmodel_roofline(&slow_compute, &a);
+	Case c = {"wide dense layers with momentum",
+	          "dense(64 => 1024) relu dense(1024 => 1024) relu dense(1024 => 1024) relu dense(1024 => 1024) relu "
+	          "dense(1024 => 8)", "64", 8,
+	          "sgd(lr = 0.1, momentum = 0.9)", -1, false, 0, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", c.name);
+	if (!g)
+		return;
+	CostModel duplex = *base;
+	duplex.duplex = true;
+	Schedule *s = schedule_graph(g, &a);
+	int64_t peak = memplan_fast_peak(place_all_fast(g, s, &a), &a);
+	int made = 0, needed = 0;
+	for (int pct = 90; pct >= 40; pct -= 10) {
+		int64_t limit = peak * pct / 100;
+		PlaceOptions o = {.optimizer = OPT_AUTO, .limit = limit, .cm = &duplex, .time_limit = 10, .tiny = -1,
+		                  .gap = -1, .kernels_fast = true, .offload = -1};
+		bool stuck;
+		Placement *kept = place_ilp_swaps(g, s, &o, 0.98, NULL, &stuck, &a);
+		o.offload = 0;
+		Placement *p = place_ilp_swaps(g, s, &o, 0.98, NULL, &stuck, &a);
+		if (!p)
+			continue;
+		made++;
+		needed += !kept;
+		char err[512];
+		test_expect(placement_verify(g, p, err, sizeof err), "%s, swaps at %d%%: %s", c.name, pct, err);
+		test_expect(args_fast(g, s, p), "%s, swaps at %d%%: a kernel argument is slow", c.name, pct);
+		MoveStats ms = placement_stats(p);
+		test_expect(memplan_fast_peak(p, &a) <= limit && ms.noffloaded > 0,
+		            "%s, swaps at %d%%: %" PRId64 " live bytes, limit %" PRId64 ", %d offloaded", c.name, pct,
+		            memplan_fast_peak(p, &a), limit, ms.noffloaded);
+		o.start = p;
+		PlaceStats st;
+		double t0 = placement_predict(p, &duplex, NULL);
+		Placement *q = place_ilp(g, s, &o, &a, &st, err, sizeof err);
+		test_expect(q && st.start_tensors == g->tensors.n && st.objective <= t0 * (1 + 1e-9),
+		            "%s, swaps at %d%%: as auto's start %d of %d tensors given, %.9g s from %.9g: %s", c.name, pct,
+		            st.start_tensors, g->tensors.n, q ? st.objective : 0.0, t0, q ? st.status : err);
+		printf("%s, swaps at %d%% of the peak: %d offloaded, %d moves, %.6f us; without offloading %s; auto from it "
+		       "%.6f us\n", c.name, pct, ms.noffloaded, p->moves.n, t0 * 1e6, kept ? "a plan" : "none",
+		       q ? st.objective * 1e6 : 0.0);
+	}
+	test_expect(made > 0 && needed > 0, "%s: %d plans with offloading, %d where none without: its checks test nothing",
+	            c.name, made, needed);
+	arena_free(&a);
+}
+
 static int recompute_wins; /* limits at which recompute's optimum beats static's */
 static int repaired;       /* placements whose solution a repair made pack */
 static int squeezed;       /* starts whose solution packed only squeezed (squeezed_check) */
@@ -2002,6 +2064,7 @@ int main(void)
 	very->kernel_time = reread_kernel;
 	test_checkpoint_start(cm);
 	test_checkpoint_swaps(&reread);
+	test_offloaded_swaps(&r);
 	test_cutoff(&reread);
 	test_recompute_algos(&reread);
 	test_lns_jobs(&reread);
