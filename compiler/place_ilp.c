@@ -3212,6 +3212,66 @@ static int cmp_gap_key(const void *x, const void *y)
 	return a->size != b->size ? (a->size < b->size) - (a->size > b->size) : (a->i > b->i) - (a->i < b->i);
 }
 
+/* The greedy's offloading (place_ilp_swaps): what may be offloaded, largest first, and what is. */
+typedef struct Offloads {
+	GapKey *cand;      /* the offloadable tensors, by size, largest first */
+	int ncand;
+	bool *on;          /* tensor -> offloaded */
+	StepVec *col;      /* tensor -> its path's columns */
+	Offload *trial, *pick;
+	double *x;         /* the program's columns, all 0 between calls */
+	int n;             /* offloaded */
+} Offloads;
+
+/*
+ * Offload the largest tensor of of->cand whose path (plan_offload, with
+ * the engines loaded as they are) frees step `worst`: its columns kept,
+ * its moves on the engines, the steps it frees taken off live. False if
+ * none does.
+ */
+static bool offload_one(const Ilp *ip, Offloads *of, int worst, double *live, double *load_in, double *load_w,
+                        Arena *a)
+{
+	int oid = -1;
+	for (int oi = 0; oi < of->ncand && oid < 0; oi++) {
+		int i = of->cand[oi].i;
+		const Flow *f = &ip->flow[i];
+		if (of->on[i] || f->first > worst || f->last < worst || !plan_offload(ip, f, load_in, load_w, of->trial, a))
+			continue;
+		for (int k = 0; k < of->trial->col.n; k++)
+			of->x[of->trial->col.v[k]] = 1;
+		ColSum e = fast_at(f, worst);
+		bool frees = !sum_on(&e, of->x);
+		for (int k = 0; k < of->trial->col.n; k++)
+			of->x[of->trial->col.v[k]] = 0;
+		if (frees) {
+			oid = i;
+			Offload *t = of->pick;
+			of->pick = of->trial, of->trial = t;
+		}
+	}
+	if (oid < 0)
+		return false;
+	const Flow *f = &ip->flow[oid];
+	const Offload *pk = of->pick;
+	of->on[oid] = true;
+	for (int k = 0; k < pk->col.n; k++) {
+		vec_push(a, &of->col[oid], pk->col.v[k]);
+		of->x[pk->col.v[k]] = 1;
+	}
+	for (int k = f->first; k <= f->last; k++) {
+		ColSum e = fast_at(f, k);
+		if (!sum_on(&e, of->x))
+			live[k] -= (double)f->size;
+	}
+	for (int k = 0; k < pk->col.n; k++)
+		of->x[pk->col.v[k]] = 0;
+	for (int k = 0; k < pk->nmove; k++)
+		load_span(ip, pk->move[k].out ? load_w : load_in, pk->move[k].us, pk->move[k].lo, pk->move[k].hi);
+	of->n++;
+	return true;
+}
+
 Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin,
                            const Placement *base, bool *stuck, Arena *a)
 {
@@ -3289,22 +3349,20 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			fmax(wmin[ip.region[base->recomputes.v[i].at]], least_workspace(&ip, base->recomputes.v[i].node));
 	for (int k = 0; k < n; k++)
 		target[k] = margin * (double)o->limit - wmin[ip.region[k]];
-	/* weights and optimizer state offloaded where no gap frees a step (their columns; x is all 0 meanwhile) */
+	/* weights and optimizer state offloaded where no gap frees a step */
 	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
-	bool *offl = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
-	StepVec *ocol = arena_array(a, (size_t)g->tensors.n + 1, sizeof *ocol);
-	Offload *trial = arena_array(a, 1, sizeof(Offload)), *pick_off = arena_array(a, 1, sizeof(Offload));
-	int noff = 0;
+	Offloads of = {.on = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool)),
+	               .col = arena_array(a, (size_t)g->tensors.n + 1, sizeof(StepVec)),
+	               .trial = arena_array(a, 1, sizeof(Offload)), .pick = arena_array(a, 1, sizeof(Offload)), .x = x};
 	GapKey *by_size = arena_array(a, (size_t)gaps.n + 1, sizeof(GapKey));
 	for (int i = 0; i < gaps.n; i++)
 		by_size[i] = (GapKey){ip.flow[gaps.v[i].id].size, i};
 	qsort(by_size, (size_t)gaps.n, sizeof(GapKey), cmp_gap_key);
-	GapKey *offable = arena_array(a, (size_t)g->tensors.n + 1, sizeof(GapKey)); /* the same, of what may be offloaded */
-	int noffable = 0;
+	of.cand = arena_array(a, (size_t)g->tensors.n + 1, sizeof(GapKey));
 	for (int i = 0; i < g->tensors.n; i++)
 		if (!kept[i] && need[i].n == 0 && ip.flow[i].offload)
-			offable[noffable++] = (GapKey){ip.flow[i].size, i};
-	qsort(offable, (size_t)noffable, sizeof(GapKey), cmp_gap_key);
+			of.cand[of.ncand++] = (GapKey){ip.flow[i].size, i};
+	qsort(of.cand, (size_t)of.ncand, sizeof(GapKey), cmp_gap_key);
 	for (;;) {
 		int worst = 0;
 		for (int k = 1; k < n; k++)
@@ -3329,46 +3387,10 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			}
 		}
 		if (best < 0) {
-			/* no gap frees it: offload the largest weight or optimizer state whose path does */
-			int oid = -1;
-			for (int oi = 0; oi < noffable && oid < 0; oi++) {
-				int i = offable[oi].i;
-				const Flow *f = &ip.flow[i];
-				if (offl[i] || f->first > worst || f->last < worst || !plan_offload(&ip, f, load_in, load_w, trial, a))
-					continue;
-				for (int k = 0; k < trial->col.n; k++)
-					x[trial->col.v[k]] = 1;
-				ColSum e = fast_at(f, worst);
-				bool frees = !sum_on(&e, x);
-				for (int k = 0; k < trial->col.n; k++)
-					x[trial->col.v[k]] = 0;
-				if (frees) {
-					oid = i;
-					Offload *t = pick_off;
-					pick_off = trial, trial = t;
-				}
-			}
-			if (oid < 0) {
+			if (!offload_one(&ip, &of, worst, live, load_in, load_w, a)) {
 				*stuck = true;
 				return NULL;
 			}
-			const Flow *f = &ip.flow[oid];
-			offl[oid] = true;
-			for (int k = 0; k < pick_off->col.n; k++) {
-				vec_push(a, &ocol[oid], pick_off->col.v[k]);
-				x[pick_off->col.v[k]] = 1;
-			}
-			for (int k = f->first; k <= f->last; k++) {
-				ColSum e = fast_at(f, k);
-				if (!sum_on(&e, x))
-					live[k] -= (double)f->size;
-			}
-			for (int k = 0; k < pick_off->col.n; k++)
-				x[pick_off->col.v[k]] = 0;
-			for (int k = 0; k < pick_off->nmove; k++)
-				load_span(&ip, pick_off->move[k].out ? load_w : load_in, pick_off->move[k].us, pick_off->move[k].lo,
-				          pick_off->move[k].hi);
-			noff++;
 			continue;
 		}
 		/* a gap chosen before for a later step is planned again to free this one too */
@@ -3391,9 +3413,9 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 			}
 			continue;
 		}
-		if (offl[i]) {
-			for (int k = 0; k < ocol[i].n; k++)
-				x[ocol[i].v[k]] = 1;
+		if (of.on[i]) {
+			for (int k = 0; k < of.col[i].n; k++)
+				x[of.col[i].v[k]] = 1;
 			continue;
 		}
 		int k = j;
@@ -3429,7 +3451,7 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	char err[256];
 	if (!placement_verify(g, p, err, sizeof err))
 		ICE("the swap start is inconsistent: %s", err);
-	if (noff > 0 && place_solver_log())
-		fprintf(stderr, "start: swaps with %d weights and optimizer state offloaded\n", noff);
+	if (of.n > 0 && place_solver_log())
+		fprintf(stderr, "start: swaps with %d weights and optimizer state offloaded\n", of.n);
 	return p;
 }
