@@ -291,10 +291,10 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	if (place_solver_log())
 		fprintf(stderr, "start: checkpoint's segments in %.1f s%s%s\n", now_seconds() - t0, best.p ? ": " : "",
 		        best.p ? best.name : "");
-	/* auto: swaps over the gaps between uses by spanning moves, packed under the limit (no solver: first, so that the
-	   cutoffs below are the tighter) */
 	/*
-	 * auto: swaps, on all-fast and then on checkpoint's plans that do not
+	 * auto: swaps over the gaps between uses by spanning moves, packed
+	 * under the limit (no solver: first, so that the cutoffs below are
+	 * the tighter), on all-fast and then on checkpoint's plans that do not
 	 * fit (least peak first, for PLACE_GREEDY_SHARE of the time): the
 	 * tensors they keep are swapped over the gaps between their uses.
 	 * inception_v3 b64 at a quarter of its peak (measured H200 profile):
@@ -311,7 +311,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * (squeezed a little): memplan's full squeeze of each of inception_v3
 	 * b64's larger plans took seconds, and left checkpoint's no time.
 	 */
-	double greedy_end = t0 + (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) * PLACE_GREEDY_SHARE;
+	double total = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT;
+	double greedy_end = t0 + total * PLACE_GREEDY_SHARE;
 	if (best.p)
 		nover = 0; /* a run of checkpoint's fits: the search starts as well from it (or better) */
 	PlaceOptions quick = *o; /* packed by first fit, else squeezed only a little: many plans are tried */
@@ -386,7 +387,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * and recompute left, spent 20 s on a start no faster (200.2 ms
 	 * against 200.7), and the search ended at 156.6 ms against 143.2.
 	 */
-	double share = (o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT) / 5, sync_left = 0;
+	double share = total / 5, sync_left = 0;
 	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
 		double part_t0 = now_seconds();
 		PlaceOptions so = *o;

@@ -3045,14 +3045,14 @@ static void plan_fast_mib(const Ilp *ip, const double *x, double *mib)
 		const TermVec *c = &ip->cap[st];
 		d += (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st];
 		for (int i = 0; i < c->n; i++)
-			d += c->v[i].coef * (x[c->v[i].col] > 0.5);
+			d += c->v[i].coef * on(x, c->v[i].col);
 		double w = d + ip->reuse_mib[st];
 		const TermVec *wo = &ip->writeout[st];
 		for (int i = 0; i < wo->n; i++)
-			w += wo->v[i].coef * (x[wo->v[i].col] > 0.5);
+			w += wo->v[i].coef * on(x, wo->v[i].col);
 		const Node *nd = ip->s->order[st];
 		for (int k = 0; k < nd->nout; k++)
-			w -= ip->flow[nd->out[k]->id].mib * (x[ip->flow[nd->out[k]->id].src[V_PRE]] > 0.5);
+			w -= ip->flow[nd->out[k]->id].mib * on(x, ip->flow[nd->out[k]->id].src[V_PRE]);
 		mib[st] = w > d ? w : d;
 	}
 }
@@ -3078,19 +3078,25 @@ static bool gap_clear(const Ilp *ip, const Gap *g, const StepVec *need)
 	return true;
 }
 
+/* A move of an offloaded tensor: us microseconds on the write (out) or read engine over kernels lo..hi-1. */
+typedef struct OffloadMove {
+	bool out;
+	double us;
+	int lo, hi;
+} OffloadMove;
+
 /* A persistent tensor's path from a slow home (plan_offload): its columns, and its moves on the engines. */
 typedef struct Offload {
-	int id;
 	VEC(int) col;
 	int nmove;
-	struct { bool out; double us; int lo, hi; } move[2 * 64];
+	OffloadMove move[2 * 64];
 } Offload;
 
-/* Whether the columns of e hold a 1 in x. */
+/* Whether one of the columns of e is 1 in x. */
 static bool sum_on(const ColSum *e, const double *x)
 {
 	for (int i = 0; i < e->n; i++)
-		if (x[e->col[i]] > 0.5)
+		if (on(x, e->col[i]))
 			return true;
 	return false;
 }
@@ -3117,16 +3123,13 @@ static bool plan_offload(const Ilp *ip, const Flow *f, const double *load_in, co
 	double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
 #define ADD(c) do { if ((c) < 0) return false; vec_push(a, &out->col, (c)); } while (0)
 #define MOVE(o, u, l, h) do { if (out->nmove == (int)countof(out->move)) return false; \
-		out->move[out->nmove++] = (__typeof__(out->move[0])){o, u, l, h}; } while (0)
+		out->move[out->nmove++] = (OffloadMove){o, u, l, h}; } while (0)
 	ADD(f->src[V_SLOW]);
 	int j = 0, cur = V_SLOW;
 	while (j < f->m) {
 		const Point *p = &f->pt[j];
-		int y = j + 1; /* the next anchor */
-		while (y < f->m && !f->pt[y].anchor)
-			y++;
 		if (cur == V_SLOW) {
-			y = j; /* the next anchor it must be fast at */
+			int y = j; /* the next anchor it must be fast at */
 			while (y < f->m && !(f->pt[y].anchor && y > 0 && (y < f->m - 1 || f->pt[y].user)))
 				y++;
 			if (y == f->m) { /* nothing more to read it for */
@@ -3180,7 +3183,10 @@ static bool plan_offload(const Ilp *ip, const Flow *f, const double *load_in, co
 			}
 			cur = V_SLOW;
 		} else if (cur == V_COPY) {
-			bool back = false; /* a spanning read can bring it back before the next anchor */
+			int y = j + 1; /* the next anchor */
+			while (y < f->m && !f->pt[y].anchor)
+				y++;
+			bool back = false; /* a spanning read can bring it back before it */
 			for (int i = j + 1; i < y && y < f->m && !back; i++)
 				back = f->pt[i].sread >= 0 && f->pt[i].sread_to == y;
 			if (p->drop >= 0 && (back || y >= f->m - 1) && !(y == f->m - 1 && f->pt[y].user)) {
@@ -3430,13 +3436,8 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	for (int k = 0; k < n; k++) { /* an output over its input where both are held there, as the solver would */
 		if (ip.reuse_col[k] < 0)
 			continue;
-		ColSum hold[2] = {held_at(&ip.flow[schedule_reuse(s, k)->id], k),
-		                  held_at(&ip.flow[s->order[k]->out[0]->id], k)};
-		double h[2] = {0, 0};
-		for (int j = 0; j < 2; j++)
-			for (int i = 0; i < hold[j].n; i++)
-				h[j] += x[hold[j].col[i]] > 0.5;
-		x[ip.reuse_col[k]] = h[0] >= 1 && h[1] >= 1;
+		ColSum in = held_at(&ip.flow[schedule_reuse(s, k)->id], k), out = held_at(&ip.flow[s->order[k]->out[0]->id], k);
+		x[ip.reuse_col[k]] = sum_on(&in, x) && sum_on(&out, x);
 	}
 	double *mib = arena_array(a, (size_t)n + 1, sizeof(double));
 	plan_fast_mib(&ip, x, mib);
