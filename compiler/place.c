@@ -377,23 +377,31 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	for (int i = 0; below && i < s->n; i++)
 		below[i] = (int64_t)((double)(o->step_limit ? o->step_limit[i] : o->limit) * (1 - PLACE_START_MARGIN));
 	/*
-	 * A fifth of the time each, and recompute's also what sync left of
-	 * its fifth (cut off by its relaxation, or solved early).
+	 * A fifth of the time each, and each also what the ones before it
+	 * left of theirs (cut off by its relaxation, or solved early).
 	 * DenseNet-201 b64 at a quarter of its peak (measured H200 profile):
 	 * sync is cut off within a second, and recompute's program, which
 	 * needs 12.4 s from checkpoint's plan to find its 148.7 ms, had 12 s
 	 * less its own start: auto ended at 154.7 ms, 4% above recompute
-	 * alone. Not async's: VGG-19 b64 at half its peak, given what sync
-	 * and recompute left, spent 20 s on a start no faster (200.2 ms
-	 * against 200.7), and the search ended at 156.6 ms against 143.2.
+	 * alone. async keeps what was left only where its relaxation is
+	 * within PLACE_TIGHT of the best start (PlaceOptions.loose): there
+	 * CBC closes the gap given the time. On the CPU's Optane model,
+	 * densenet264 b32 at 4:1 and 8:1, its relaxation was 0.3% below the
+	 * greedy's start and async alone found its optimum in 32 s; with a
+	 * fifth, auto's start was the greedy's and its search ended 0.2% and
+	 * 0.08% above async alone. On VGG-19 b64 at half its peak (measured
+	 * H200 profile) the relaxation is 30% below, and the extra time
+	 * bought no better start (200.2 ms against 200.7) but took it from
+	 * the search, which ended at 151-155 ms against 143-147.
 	 */
-	double share = total / 5, sync_left = 0;
+	double share = total / 5, left = 0;
 	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
 		double part_t0 = now_seconds();
 		PlaceOptions so = *o;
 		so.optimizer = parts[i];
 		so.start = NULL;
-		so.time_limit = share + (parts[i] == OPT_RECOMPUTE ? sync_left : 0);
+		so.time_limit = share + left;
+		so.loose = parts[i] == OPT_ASYNC ? left : 0;
 		so.first_fit = true; /* as the search will pack its neighbourhoods */
 		if (parts[i] == OPT_SYNC || (parts[i] == OPT_ASYNC && crowded))
 			so.step_limit = below;
@@ -436,8 +444,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (place_solver_log())
 			fprintf(stderr, "start: %s's placement by %.1f s%s%s\n", name, now_seconds() - t0, p ? "" : ": ",
 			        p ? "" : err);
-		if (parts[i] == OPT_SYNC)
-			sync_left = fmax(0, share - (now_seconds() - part_t0));
+		left = fmax(0, share + left - (now_seconds() - part_t0));
 	}
 	st->start_name = best.name;
 	st->start_time = best.time;
@@ -926,6 +933,33 @@ static Placement *place_least(const Graph *g, const Schedule *s, PlaceOptions *p
 	return p;
 }
 
+/*
+ * The same for a ratio above that minimum where the solver proved that
+ * no placement fits (recompute at a quarter of inception_v4 b64's peak:
+ * it can only drop and remake activations): growing limits, while each
+ * is proved infeasible, up to the peak (or 4 times the limit, where the
+ * rounding of tiny tensors puts the peak below it).
+ */
+static Placement *place_above(const Graph *g, const Schedule *s, PlaceOptions *po, const char *ratio,
+                              int64_t scratch, Arena *a, PlaceStats *st, char *err, size_t errlen)
+{
+	Placement *p = NULL;
+	char b1[64], b2[64];
+	int64_t base = po->limit, top = s->peak + scratch;
+	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, where no %s placement fits (the solver proved "
+	                "it)\n", ratio ? ratio : "", fmt_bytes(base, b1, sizeof b1), optimizer_info[po->optimizer].name);
+	for (int i = 0; i < 6 && !p && st->status && !strcmp(st->status, "infeasible"); i++) {
+		po->limit = (int64_t)((double)base * (1 + 0.0625 * (1 << i)));
+		if (base < top && po->limit > top) /* up to the peak; beyond it only where rounding puts the limit there */
+			po->limit = top;
+		fprintf(stderr, "autotmc: note: placing for %s\n", fmt_bytes(po->limit, b2, sizeof b2));
+		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
+		if (base < top && po->limit >= top)
+			break;
+	}
+	return p;
+}
+
 Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a, PlaceStats *st, char *err,
                  size_t errlen)
 {
@@ -940,6 +974,8 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
 	if (!p && po.ratio && st->min_limit > po.limit)
 		p = place_least(g, s, &po, o->ratio, scratch, a, st, err, errlen);
+	else if (!p && po.ratio && st->status && !strcmp(st->status, "infeasible"))
+		p = place_above(g, s, &po, o->ratio, scratch, a, st, err, errlen);
 	if (p)
 		upgrade_algos(p, s, &po, a);
 	return p;

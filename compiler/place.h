@@ -66,6 +66,8 @@ enum {
                                      many times its time limit (plus the grace); the start is the answer then */
 #define PLACE_GREEDY_SHARE 0.1    /* auto: the share of the time for greedy swaps on checkpoint's plans (a start) */
 #define PLACE_START_MARGIN 0.01    /* auto: sync's and async's starts are placed this share below the limit */
+#define PLACE_TIGHT 0.05           /* auto: async's start keeps the time the starts before it left only where its
+                                      program's relaxation is within this share of the best start so far */
 #define PLACE_LNS_SHARE 0.6        /* auto, recompute: the share of a solve's time its neighbourhoods get */
 #define PLACE_REPAIR_SHARE 0.2     /* auto, recompute: the share of a whole program's solve kept for a repair */
 #define PLACE_REPAIR_ROOM 0.05     /* auto, recompute: without a start that packs, the share is kept only where the
@@ -115,6 +117,8 @@ typedef struct PlaceOptions {
 	                              the starts of auto's search, whose neighbourhoods are packed so */
 	double cutoff;             /* seconds: a program whose linear relaxation is no faster than this is not solved
 	                              (none is placed); 0: none. auto's starts after the first that fits */
+	double loose;              /* seconds taken off the solve's time limit where the relaxation is more than
+	                              PLACE_TIGHT below the cutoff (auto's async start: the time earlier starts left) */
 } PlaceOptions;
 
 /*

@@ -2545,6 +2545,8 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 			fprintf(stderr, "%s: relaxation %.1f us against the cutoff %.1f us, in %.2f s\n",
 			        optimizer_info[o->optimizer].name, solved && lp.status == MIP_OPTIMAL ? lp.objective : NAN,
 			        o->cutoff * US, now_seconds() - t0);
+		if (solved && lp.status == MIP_OPTIMAL && lp.objective < o->cutoff * US * (1 - PLACE_TIGHT) && o->loose > 0)
+			mo.time_limit = fmax(mo.time_limit - o->loose, fmin(mo.time_limit, 1));
 		if (solved)
 			mip_result_free(&lp);
 		if (slower) {
@@ -2723,11 +2725,19 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		st->gap = r->gap;
 		return true;
 	case MIP_INFEASIBLE:
-		snprintf(err, errlen,
-		         "the fast-tier limit %s is infeasible%s: the smallest feasible limit is %s%" PRId64 " bytes (%s)",
-		         fmt_bytes(o->limit, b1, sizeof b1), tightened(ip->s, o) ? " after tightening for fragmentation" : "",
-		         o->kernels_fast || o->step_limit ? "more than " : "", st->min_limit,
-		         fmt_bytes(st->min_limit, b2, sizeof b2));
+		if (o->kernels_fast || o->step_limit)
+			/* the limit is above st->min_limit (place_ilp), which is then only a lower bound */
+			snprintf(err, errlen,
+			         "the fast-tier limit %s is infeasible%s: the solver proved that no %s placement fits under it "
+			         "(the tensors every step must hold alone need %s)%s",
+			         fmt_bytes(o->limit, b1, sizeof b1),
+			         tightened(ip->s, o) ? " after tightening for fragmentation" : "",
+			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2),
+			         o->optimizer == OPT_RECOMPUTE ? "; recompute moves nothing to the slow tier, auto does" : "");
+		else
+			snprintf(err, errlen, "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
+			         " bytes (%s)", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
+			         fmt_bytes(st->min_limit, b2, sizeof b2));
 		break;
 	case MIP_NO_SOLUTION:
 		st->bound = r->bound > 0 ? r->bound / US : 0; /* what it proved, for a start returned instead */

@@ -34,7 +34,9 @@
  *     equals the brute force over the placements whose
  *     kernels find every argument fast, every argument of the placement
  *     returned is fast at its kernel, async is no slower, and a limit
- *     below the stated lower bound is refused;
+ *     below the stated lower bound is refused; a limit above it that the
+ *     solver proves infeasible for recompute says so, and --ratio there
+ *     places at a larger limit that works;
  *   - a solve with a deadline (MipOptions.deadline) gives what it gives
  *     without one when it finishes in time, and one that cannot finish
  *     is stopped there with the bound CBC's log reported, or at its
@@ -1844,6 +1846,68 @@ static Graph *tanh_chain_fast(Arena *a, const char *name, const CostModel *cm, S
 }
 
 /*
+ * recompute under a limit the solver proves infeasible though it is
+ * above the stated lower bound (kernels read fast memory only, so that
+ * bound is only one): the error says so, and --ratio (PlaceOptions.ratio)
+ * places at a larger limit that works, as below the bound.
+ */
+static void test_recompute_ratio(const CostModel *base)
+{
+	Arena a = {0};
+	const char *name = "a chain under recompute's floor";
+	Schedule *s;
+	Placement *fast;
+	CostModel duplex = *base; /* as on a GPU */
+	duplex.duplex = true;
+	Case c = {name, "dense(2 => 2) tanh tanh tanh tanh tanh tanh tanh tanh dense(2 => 2)", "2", 2, "sgd(lr = 0.1)",
+	          -1, false, 1, NULL};
+	Graph *g = build(&a, &c);
+	test_expect(g, "%s: builds", name);
+	if (!g)
+		return;
+	s = schedule_graph(g, &a);
+	char err[512];
+	PlaceOptions fo = {.optimizer = OPT_ALL_FAST, .cm = &duplex};
+	fast = place(g, s, &fo, &a, NULL, err, sizeof err);
+	test_expect(fast, "%s: all-fast places: %s", name, err);
+	if (!fast)
+		return;
+	PlaceOptions o = {.optimizer = OPT_RECOMPUTE, .target = TARGET_GPU, .cm = &duplex, .time_limit = 20, .tiny = -1,
+	                  .gap = -1};
+	o.limit = 64;
+	test_expect(!place(g, s, &o, &a, NULL, err, sizeof err) && strstr(err, "at least "),
+	            "%s: a 64-byte limit accepted, or no bound stated: %s", name, err);
+	const char *at = strstr(err, "at least ");
+	int64_t bound = at ? strtoll(at + strlen("at least "), NULL, 10) : 0, top = memplan_fast_peak(fast, &a);
+	int64_t worst = 0; /* the largest limit proved infeasible above the bound */
+	for (int k = 19; k >= 1 && bound > 0 && worst == 0; k--) {
+		o.limit = (bound + (top - bound) * k / 20) / 64 * 64;
+		if (!place(g, s, &o, &a, NULL, err, sizeof err) && strstr(err, "the solver proved"))
+			worst = o.limit;
+	}
+	test_expect(worst > 0, "%s: no limit is proved infeasible above the bound: the check tests nothing", name);
+	if (worst == 0) {
+		arena_free(&a);
+		return;
+	}
+	test_expect(strstr(err, "recompute moves nothing to the slow tier"), "%s: the message: %s", name, err);
+	printf("%s, limit %" PRId64 " (the bound %" PRId64 ", all-fast %" PRId64 "): %s\n", name, worst, bound, top, err);
+	o.ratio = "test";
+	o.fast_fraction = (double)worst / (double)(s->peak + place_kernel_scratch(s, &duplex));
+	PlaceStats st;
+	Placement *p = place(g, s, &o, &a, &st, err, sizeof err);
+	test_expect(p, "%s: --ratio at %" PRId64 " places nothing: %s", name, worst, err);
+	if (p) {
+		test_expect(placement_verify(g, p, err, sizeof err), "%s: --ratio: placement_verify: %s", name, err);
+		test_expect(p->limit > worst && p->fast_bytes + p->workspace <= p->limit,
+		            "%s: --ratio at %" PRId64 ": placed for %" PRId64 ", pool %" PRId64, name, worst, p->limit,
+		            p->fast_bytes);
+		printf("%s: --ratio at %" PRId64 " placed for %" PRId64 " bytes\n", name, worst, p->limit);
+	}
+	arena_free(&a);
+}
+
+/*
  * The linear relaxation (MipOptions.relax) on both backends, and a
  * cutoff (auto's starts after the first) through place_ilp: a program
  * whose relaxation is no faster than the cutoff is not solved; one whose
@@ -2108,6 +2172,7 @@ int main(void)
 	test_checkpoint_swaps(&reread);
 	test_offloaded_swaps(&r);
 	test_cutoff(&reread);
+	test_recompute_ratio(&reread);
 	test_recompute_algos(&reread);
 	test_lns_jobs(&reread);
 	test_span_needed(&reread);
