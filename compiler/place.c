@@ -904,56 +904,34 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 	}
 }
 
-/*
- * A ratio is relative: below what can work, it means as little as can
- * work. The stated minimum (st->min_limit) is a lower bound (exact on a
- * CPU; on a GPU, or after packing, a little more may be needed), so a few
- * growing limits are tried, up to the peak.
- */
-static Placement *place_least(const Graph *g, const Schedule *s, PlaceOptions *po, const char *ratio,
-                              int64_t scratch, Arena *a, PlaceStats *st, char *err, size_t errlen)
+/* Whether the solver proved that no placement fits the limit (its status, place_ilp). */
+static bool proved_infeasible(const PlaceStats *st)
 {
-	Placement *p = NULL;
-	char b1[64], b2[64];
-	int64_t floor = st->min_limit;
-	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
-	                "placing for %s\n", ratio ? ratio : "", fmt_bytes(po->limit, b1, sizeof b1),
-	        fmt_bytes(floor, b2, sizeof b2));
-	for (int i = 0; i < 6 && !p; i++) {
-		po->limit = i == 0 ? floor : (int64_t)((double)floor * (1 + 0.025 * (1 << i)));
-		if (po->limit > s->peak + scratch && i > 0)
-			po->limit = s->peak + scratch;
-		if (i > 0)
-			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(floor, b1, sizeof b1),
-			        fmt_bytes(po->limit, b2, sizeof b2));
-		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
-		if (po->limit >= s->peak + scratch)
-			break;
-	}
-	return p;
+	return st->status && !strcmp(st->status, "infeasible");
 }
 
 /*
- * The same for a ratio above that minimum where the solver proved that
- * no placement fits (recompute at a quarter of resnet50 b32's peak on its
- * measured H200 profile: it can only drop and remake activations, and is
- * placed for 1.02 GiB against 697 MiB): growing limits, while each is
- * proved infeasible, up to the peak (or 3 times the limit, where the
- * rounding of tiny tensors puts the peak below it).
+ * A ratio is relative: below what can work, it means as little as can
+ * work. Growing limits from `base`, base x (1 + grow 2^i) for i = 0..5
+ * (from base itself where from_base), up to the peak; beyond it only
+ * where base is already there (the rounding of tiny tensors). Where
+ * while_proved, only while the solver proves each infeasible.
  */
-static Placement *place_above(const Graph *g, const Schedule *s, PlaceOptions *po, const char *ratio,
-                              int64_t scratch, Arena *a, PlaceStats *st, char *err, size_t errlen)
+static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions *po, int64_t scratch, int64_t base,
+                                double grow, bool from_base, bool while_proved, Arena *a, PlaceStats *st, char *err,
+                                size_t errlen)
 {
 	Placement *p = NULL;
 	char b1[64], b2[64];
-	int64_t base = po->limit, top = s->peak + scratch;
-	fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, where no %s placement fits (the solver proved "
-	                "it)\n", ratio ? ratio : "", fmt_bytes(base, b1, sizeof b1), optimizer_info[po->optimizer].name);
-	for (int i = 0; i < 6 && !p && st->status && !strcmp(st->status, "infeasible"); i++) {
-		po->limit = (int64_t)((double)base * (1 + 0.0625 * (1 << i)));
-		if (base < top && po->limit > top) /* up to the peak; beyond it only where rounding puts the limit there */
+	int64_t top = s->peak + scratch;
+	for (int i = 0; i < 6 && !p && (!while_proved || proved_infeasible(st)); i++) {
+		int64_t tried = po->limit;
+		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));
+		if (base < top && po->limit > top)
 			po->limit = top;
-		fprintf(stderr, "autotmc: note: placing for %s\n", fmt_bytes(po->limit, b2, sizeof b2));
+		if (i > 0 || !from_base) /* base itself: the caller's note says so */
+			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(tried, b1, sizeof b1),
+			        fmt_bytes(po->limit, b2, sizeof b2));
 		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
 		if (base < top && po->limit >= top)
 			break;
@@ -973,10 +951,28 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	if (po.ratio)
 		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
 	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
-	if (!p && po.ratio && st->min_limit > po.limit)
-		p = place_least(g, s, &po, o->ratio, scratch, a, st, err, errlen);
-	else if (!p && po.ratio && st->status && !strcmp(st->status, "infeasible"))
-		p = place_above(g, s, &po, o->ratio, scratch, a, st, err, errlen);
+	char b1[64], b2[64];
+	if (!p && po.ratio && st->min_limit > po.limit) {
+		/*
+		 * below the stated minimum (st->min_limit): a lower bound (exact
+		 * on a CPU; on a GPU, or after packing, a little more may be
+		 * needed), so from it in steps of 5% and more
+		 */
+		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
+		        "placing for %s\n", o->ratio, fmt_bytes(po.limit, b1, sizeof b1), fmt_bytes(st->min_limit, b2, sizeof b2));
+		p = place_growing(g, s, &po, scratch, st->min_limit, 0.025, true, false, a, st, err, errlen);
+	} else if (!p && po.ratio && proved_infeasible(st)) {
+		/*
+		 * above it, where the solver proved that no placement fits
+		 * (recompute at a quarter of resnet50 b32's peak on its measured
+		 * H200 profile: it can only drop and remake activations, and is
+		 * placed for 1.02 GiB against 697 MiB): in steps of 1/16 and
+		 * more, while each is proved infeasible
+		 */
+		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, where no %s placement fits (the solver "
+		        "proved it)\n", o->ratio, fmt_bytes(po.limit, b1, sizeof b1), optimizer_info[po.optimizer].name);
+		p = place_growing(g, s, &po, scratch, po.limit, 0.0625, false, true, a, st, err, errlen);
+	}
 	if (p)
 		upgrade_algos(p, s, &po, a);
 	return p;
