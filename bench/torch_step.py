@@ -48,20 +48,24 @@ import sys
 import time
 
 
-def gpt_model(layers, heads, width, vocab, seq):
+def gpt_model(layers, heads, width, vocab, seq, composed=False):
     """GPT-2 as examples/gpt2.net has it (nanoGPT's layout), a torch.nn module:
-    token ids [B, T] -> logits [B, T, vocab]."""
+    token ids [B, T] -> logits [B, T, vocab].  Attention is
+    F.scaled_dot_product_attention (causal), or with `composed` (and on a
+    torch before 2.0) written out as autotmc composes it: the scaled product
+    of queries and keys, a causal mask, softmax, the product with values."""
     import math
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
 
-    def attend(q, k, v):  # scaled_dot_product_attention came with torch 2.0
-        if hasattr(F, "scaled_dot_product_attention"):
+    def attend(q, k, v):
+        if not composed and hasattr(F, "scaled_dot_product_attention"):
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         t = q.shape[-2]
         a = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-        return F.softmax(a.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf")), dim=-1) @ v
+        mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+        return F.softmax(a.masked_fill(mask, float("-inf")), dim=-1) @ v
 
     class Block(nn.Module):
         def __init__(self):

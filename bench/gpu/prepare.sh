@@ -15,6 +15,10 @@
 #   64, 299x299):  all-fast; async and auto at 50% (--ratio 1:1) and 25%
 #   (--ratio 3:1) of the all-fast peak of live bytes; um without a cap
 #   (unified memory that fits in the device: see run.sh).
+#   gpt2 (examples/gpt2.net, GPT-2 small, batch 8, 1024 positions):
+#   all-fast; auto at 50% and 25%; PyTorch eager (scaled_dot_product_attention)
+#   and composed (attention as autotmc composes it).  Its size column is the
+#   sequence length (-D seq).
 #   resnet200 (--big-batch, default 640: the smallest batch at which
 #   PyTorch eager runs out of an H200's memory, bench/gpu/oom_batch.sh):
 #   async and auto at --limit-big (default 128GiB: the H200's 139 GiB less
@@ -27,7 +31,8 @@
 # Times come from --hw (default h100-pcie5, modeled) or, with --gpu-profile,
 # from a profile measured by autotm-gpu-profile (docs/gpu.md): one file for
 # every model, or a directory holding MODEL-bBATCH.gpu.tsv for each (as
-# bench/gpu/profiles/ does).  A build that fails is recorded in the
+# bench/gpu/profiles/ does; a model without one there is placed with the
+# --hw times).  A build that fails is recorded in the
 # manifest with its error and the rest go on; the exit status is then 1.
 #
 # DIR gets: the programs (M-bB-VARIANT, debug info stripped), one
@@ -89,6 +94,7 @@ else
 		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu checkpoint"
 		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
 		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
+		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1|eager composed"
 		"resnet200|examples/resnet200.net|$big_batch|224|async@$limit_big auto@$limit_big|eager checkpoint"
 	)
 fi
@@ -110,7 +116,8 @@ times=(--hw "$hw")
 
 mkdir -p "$out/logs"
 here=$root/bench/gpu
-cp "$here/run.sh" "$here/torch_gpu.py" "$here/collect.py" "$here/summarize.py" "$here/README.md" "$out/"
+cp "$here/run.sh" "$here/torch_gpu.py" "$root/bench/torch_step.py" "$here/collect.py" "$here/summarize.py" \
+	"$here/README.md" "$out/"
 if [ -x "$root/autotm-gpu-profile" ]; then
 	cp "$root/autotm-gpu-profile" "$out/"
 else
@@ -143,13 +150,18 @@ for c in "${config[@]}"; do
 	IFS='|' read -r model net batch size variants modes <<< "$c"
 	selected "$model" || continue
 	drop_runs "$model" "$batch"
-	defs=(-D "batch=$batch" -D "size=$size")
-	echo "== $model batch $batch, ${size}x$size" >&2
+	case $model in
+	gpt*) defs=(-D "batch=$batch" -D "seq=$size"); echo "== $model batch $batch, $size positions" >&2 ;;
+	*) defs=(-D "batch=$batch" -D "size=$size"); echo "== $model batch $batch, ${size}x$size" >&2 ;;
+	esac
 	"$autotmc" profile "$net" "${defs[@]}" --backend gpu --export "$out/$model-b$batch.kernels.tsv" > /dev/null
 	if [ -d "$gpu_profile" ]; then
 		# a directory of measured profiles: this model's, by name
 		times=(--gpu-profile "$gpu_profile/$model-b$batch.gpu.tsv")
-		[ -f "${times[1]}" ] || echo "prepare.sh: warning: no ${times[1]}: $model's builds will fail" >&2
+		if [ ! -f "${times[1]}" ]; then
+			echo "prepare.sh: note: no ${times[1]}: $model is placed with modeled times (--hw $hw)" >&2
+			times=(--hw "$hw")
+		fi
 	fi
 	for v in $variants; do
 		case $v in

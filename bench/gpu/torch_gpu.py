@@ -25,9 +25,19 @@ Models (num_classes 1000 unless --classes):
   test_vgg      examples/test_vgg.net (as bench/torch_step.py), for smoke tests
 SGD with the .net file's lr and momentum (DEFAULTS below), no weight decay;
 cross-entropy on N(0, 1) input and random labels, the same batch every step.
+  gpt2          examples/gpt2.net (GPT-2 small: 12 layers, 12 heads, 768 wide,
+                vocabulary 50257; --size is the sequence length, default
+                1024) as nanoGPT writes it: bench/torch_step.py's gpt_model,
+                which the package has beside this script.  AdamW (lr 6e-4,
+                betas 0.9, 0.95, weight decay 0.1), gradients clipped to norm
+                1, cross-entropy of every position; random token ids and
+                next-token ids, the same batch every step.
 
 Modes:
-  eager         the plain training step
+  eager         the plain training step (gpt2: attention by
+                F.scaled_dot_product_attention, whichever kernel PyTorch picks)
+  composed      (GPTs) eager with attention written out as autotmc composes
+                it: matmul, causal mask, softmax, matmul
   save_on_cpu   forward under torch.autograd.graph.save_on_cpu(pin_memory=True):
                 every tensor saved for backward goes to pinned host memory
   checkpoint    (ResNets) torch.utils.checkpoint.checkpoint_sequential over the
@@ -53,6 +63,7 @@ and after it, then synchronised.  --device cpu (with a small --batch and
 import argparse
 import inspect
 import json
+import os
 import platform
 import statistics
 import sys
@@ -67,12 +78,19 @@ DEFAULTS = {  # the .net files' defaults: batch, size, classes, lr, momentum
     "densenet201": (32, 224, 1000, 0.1, 0.9),
     "inception_v3": (32, 299, 1000, 0.045, 0.9),
     "test_vgg": (8, 32, 10, 0.01, 0.9),
+    "gpt2": (8, 1024, 50257, 0.0006, 0.0),  # size: positions; classes: the vocabulary
 }
+GPT = ("gpt2",)
 RESNETS = ("resnet50", "resnet152", "resnet200")
 
 
 def build_model(args):
     from torch import nn
+    if args.model in GPT:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path[:0] = [here, os.path.dirname(here)]  # the package has torch_step.py beside this script, the tree in bench/
+        from torch_step import gpt_model
+        return gpt_model(12, 12, 768, args.classes, args.size, composed=args.mode == "composed")
     if args.model == "test_vgg":
         def stage(cin, cout):
             return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(),
@@ -199,7 +217,7 @@ def main():
     p.add_argument("--classes", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--momentum", type=float)
-    p.add_argument("--mode", default="eager", choices=["eager", "save_on_cpu", "checkpoint"])
+    p.add_argument("--mode", default="eager", choices=["eager", "save_on_cpu", "checkpoint", "composed"])
     p.add_argument("--segments", type=int, default=8, help="checkpoint segments (default 8)")
     p.add_argument("--iters", type=int, default=10, help="timed steps (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
@@ -224,6 +242,8 @@ def main():
     args.momentum = momentum if args.momentum is None else args.momentum
     if args.mode == "checkpoint" and args.model not in RESNETS:
         p.error(f"--mode checkpoint is for the ResNets ({', '.join(RESNETS)})")
+    if args.mode == "composed" and args.model not in GPT:
+        p.error(f"--mode composed is for the GPTs ({', '.join(GPT)})")
 
     import torch  # after parsing, so that --help is quick
     import torch.nn.functional as F
@@ -269,18 +289,29 @@ def main():
             seq = resnet_sequential(model)
             out["sequential_modules"] = len(seq)
             forward, out["checkpoint_impl"] = make_checkpointed(torch, seq, args.segments)
-        x = torch.randn(args.batch, 3, args.size, args.size, device=dev)
-        y = torch.randint(0, args.classes, (args.batch,), device=dev)
-        opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+        if args.model in GPT:
+            x = torch.randint(0, args.classes, (args.batch, args.size), device=dev)
+            y = torch.randint(0, args.classes, (args.batch, args.size), device=dev)
+            opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
+        else:
+            x = torch.randn(args.batch, 3, args.size, args.size, device=dev)
+            y = torch.randint(0, args.classes, (args.batch,), device=dev)
+            opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+
+        def loss_of(x, y):
+            out = forward(x)
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
         def step():
             opt.zero_grad(set_to_none=True)
             if args.mode == "save_on_cpu":
                 with torch.autograd.graph.save_on_cpu(pin_memory=True):
-                    loss = F.cross_entropy(forward(x), y)
+                    loss = loss_of(x, y)
             else:
-                loss = F.cross_entropy(forward(x), y)
+                loss = loss_of(x, y)
             loss.backward()
+            if args.model in GPT:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             return loss
 

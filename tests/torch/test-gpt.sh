@@ -8,6 +8,10 @@
 # program in float32 within 1e-5 (losses, and every final weight within
 # 1e-5 or as close to PyTorch's float64 result as PyTorch's float32 one:
 # torch_check.py). Also the FLOPs of the dense gradients over [N, T, C].
+# And the same judgement split in two as the GPU machine needs it
+# (tests/gpu/remote): PyTorch's reference written here (torch_check.py
+# --reference), the compiled program trained from its files and judged by
+# tests/torch/agree.py, which must also reject the untrained weights.
 # The parameter count and the FLOPs need no PyTorch; the rest is skipped
 # (77) without it.
 set -uo pipefail
@@ -54,4 +58,21 @@ for mode in "interpret-f64 1e-6 --f64" "program-f32 1e-5 --run"; do
 	fi
 	printf '%s\n' "$out" | sed 's/^/#   /'
 done
+ref=$work/ref
+mkdir -p "$ref"
+if out=$("$py" "$srcdir/tests/torch/torch_check.py" "$autotmc" "$model" "$ref" 5 1e-5 --reference 2>&1) &&
+	"$autotmc" run "$model" --iters 5 --weights "$ref/init.safetensors" --input "$ref/x.npy" --labels "$ref/y.npy" \
+		--results "$work/ref-run.json" --save-weights "$work/ref-final.safetensors" > /dev/null 2>&1; then
+	if out=$("$py" "$srcdir/tests/torch/agree.py" "$ref" "$work/ref-run.json" "$work/ref-final.safetensors" 2>&1); then
+		ok "the program against PyTorch's written reference (agree.py)"
+	else
+		fail "the program against PyTorch's written reference (agree.py)"
+	fi
+	printf '%s\n' "$out" | tail -2 | sed 's/^/#   /'
+	"$py" "$srcdir/tests/torch/agree.py" "$ref" "$work/ref-run.json" "$ref/init.safetensors" > /dev/null 2>&1
+	rc=$?
+	[ $rc = 1 ] && ok "agree.py rejects the untrained weights" || fail "agree.py on the untrained weights: exit $rc"
+else
+	fail "PyTorch's written reference: $out"
+fi
 finish

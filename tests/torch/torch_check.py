@@ -27,12 +27,20 @@ such as that of attention's key bias, exactly 0 in exact arithmetic,
 moves its weight by steps that no float32 computation repeats); each
 such tensor is printed with both differences.
 
+With --reference, PyTorch's side only, for a program run elsewhere (a GPU
+machine without the compiler, tests/gpu/remote): WORKDIR gets the input,
+the labels and the initial weights as above, PyTorch's losses in float32
+and float64 (ref.json) and its final tensors (torch-f32.safetensors and
+torch-f64.safetensors, in those types); tests/torch/agree.py then judges a
+program's results record and saved weights by the rules above.
+
 With --eval, the evaluation instead (check_eval): the compiled program
 trained with --val, then `autotmc eval --outputs`, against PyTorch's
 model.eval() from the saved weights and running statistics; the
 arguments after -- place the training program (--limit, --optimizer).
 
 usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run]
+       torch_check.py AUTOTMC MODEL.net WORKDIR ITERS RTOL --reference
        torch_check.py AUTOTMC MODEL.net WORKDIR 0 RTOL --eval [-- PLACEMENT...]
 Exit status: 0 agreement, 1 disagreement, 77 PyTorch or NumPy missing.
 """
@@ -65,6 +73,21 @@ def read_safetensors(path):
         b, en = e["data_offsets"]
         out[name] = np.frombuffer(body[b:en], dtype="<f4").reshape(e["shape"]).copy()
     return out
+
+
+def write_safetensors(path, tensors, dtype):
+    """name -> array, every one saved as dtype ("F32" or "F64")"""
+    npt = {"F32": "<f4", "F64": "<f8"}[dtype]
+    header, blobs, at = {}, [], 0
+    for name, v in tensors.items():
+        b = np.ascontiguousarray(v, dtype=npt).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(v.shape), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
 
 
 def run(cmd):
@@ -301,13 +324,37 @@ def train_torch(graph, init, by_name, x, cls, nclass, iters, dtype, verbose):
     return losses, weights, stats, clipped
 
 
+def reference(graph, work, x, cls, nclass, iters, rtol):
+    """PyTorch's training in float32 and float64 from WORKDIR's initial
+    weights, input and labels: its losses into WORKDIR/ref.json, its final
+    tensors (weights and running statistics, by name) into
+    WORKDIR/torch-f32.safetensors and WORKDIR/torch-f64.safetensors."""
+    tensors = graph["tensors"]
+    init = read_safetensors(f"{work}/init.safetensors")
+    by_name = {tensors[i]["name"]: i for i in range(len(tensors))}
+    ref = {"model": graph.get("model"), "iters": iters, "rtol": rtol, "clip": graph["optimizer"]["clip"],
+           "torch": torch.__version__}
+    for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+        losses, weights, stats, clipped = train_torch(graph, init, by_name, x, cls, nclass, iters, dtype,
+                                                      tag == "f32")
+        final = {name: (stats[i] if i in stats else weights[i]).detach().numpy() for name, i in by_name.items()
+                 if name in init}
+        write_safetensors(f"{work}/torch-{tag}.safetensors", final, tag.upper())
+        ref["losses_" + tag] = losses
+        ref["clipped_steps_" + tag] = clipped
+    with open(f"{work}/ref.json", "w") as f:
+        json.dump(ref, f, indent=1)
+    print(f"{work}: PyTorch's losses in float32 {ref['losses_f32']}, {len(init)} tensors")
+    sys.exit(0)
+
+
 def main():
     argv = sys.argv[1:]
     place = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     flags = {a for a in argv if a.startswith("--")}
     args = [a for a in argv if not a.startswith("--")]
-    if len(args) < 3 or flags - {"--f64", "--run", "--eval"}:
+    if len(args) < 3 or flags - {"--f64", "--run", "--eval", "--reference"}:
         sys.exit(__doc__)
     autotmc, model, work = args[:3]
     iters = int(args[3]) if len(args) > 3 else 3
@@ -333,6 +380,8 @@ def main():
     np.save(f"{work}/y.npy", cls)
 
     run([autotmc, "interpret", model, "--iters", "0", "--save-weights", f"{work}/init.safetensors"])
+    if "--reference" in flags:
+        reference(graph, work, x, cls, nclass, iters, rtol)
     out = run([autotmc, "run" if "--run" in flags else "interpret", model, "--iters", str(iters),
                "--weights", f"{work}/init.safetensors", "--input", f"{work}/x.npy", "--labels", f"{work}/y.npy",
                "--save-weights", f"{work}/final.safetensors"] + (["--f64"] if f64 else []))

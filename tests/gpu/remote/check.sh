@@ -2,7 +2,7 @@
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
 # the package that tests/gpu/remote/package.sh built (it is copied there):
 #
-#   ./check.sh [LOGDIR] [--only ops,abi,train,eval,det,san,profile,reprofile]
+#   ./check.sh [LOGDIR] [--only ops,abi,train,gpt,eval,det,san,profile,reprofile]
 #
 #   ops    test-gpu-ops: every op against the interpreter (1e-4)
 #   abi    abi-train on the GPU (device memory, managed memory capped at
@@ -12,6 +12,10 @@
 #          first, 2e-2 for the others); tokennet (tests/torch): all-fast,
 #          sync, auto within 1e-4; the device pool within the limit;
 #          unified memory capped below its pool refused
+#   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast and auto
+#          at 50%, 5 AdamW steps from ref/gpt's weights and data: losses
+#          and final weights against PyTorch's within 1e-5 (agree.py);
+#          at batch 48 auto (moves and recomputation) bitwise all-fast
 #   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
 #          the parking of the training step's tensors) evaluates the same
 #          weights on the same 27 samples as the CPU program: loss within
@@ -34,7 +38,7 @@
 set -uo pipefail
 pkg=$(cd "$(dirname "$0")" && pwd)
 logs=$pkg/logs
-only=ops,abi,train,eval,det,san,profile
+only=ops,abi,train,gpt,eval,det,san,profile
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
@@ -151,6 +155,50 @@ if want train; then
 		ok "unified memory capped below its pool: refused"
 	else
 		notok "unified memory capped below its pool: exit $rc"; tail -3 "$f"
+	fi
+fi
+
+# same_run A B: the two runs' losses and saved weights are bitwise identical
+same_run() {
+	python3 - "$1" "$2" <<'EOF'
+import hashlib, json, sys
+def facts(p):
+    r = json.load(open(p + ".json"))
+    return r, hashlib.sha256(open(p + ".safetensors", "rb").read()).hexdigest()
+(r0, h0), (r1, h1) = facts(sys.argv[1]), facts(sys.argv[2])
+print(f"#   {sys.argv[2].rsplit('/', 1)[1]}: {r1.get('num_move_nodes', 0)} moves, "
+      f"{r1.get('num_recomputed', 0)} recomputed, {r1['actual_runtime']*1e3:.3f} ms; "
+      f"{sys.argv[1].rsplit('/', 1)[1]}: {r0['actual_runtime']*1e3:.3f} ms")
+sys.exit(0 if r0["losses"] == r1["losses"] and h0 == h1 else 1)
+EOF
+}
+
+if want gpt; then
+	for name in gpt-all-fast gpt-auto; do
+		f=$logs/$name
+		if [ ! -f ref/gpt/ref.json ]; then
+			notok "$name against PyTorch: the package has no reference (package.sh found no PyTorch)"; continue
+		fi
+		timeout -k 5 60 "prog/$name" --iters 5 --weights ref/gpt/init.safetensors --input ref/gpt/x.npy \
+			--labels ref/gpt/y.npy --results "$f.json" --save-weights "$f.safetensors" > "$f.txt" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			notok "$name against PyTorch (exit $rc)"; tail -3 "$f.txt"
+		elif python3 agree.py ref/gpt "$f.json" "$f.safetensors" 1e-5 > "$f.agree.txt" 2>&1; then
+			ok "$name against PyTorch (5 AdamW steps, 1e-5)"; tail -2 "$f.agree.txt" | sed 's/^/#   /'
+		else
+			notok "$name against PyTorch"; sed 's/^/#   /' "$f.agree.txt"
+		fi
+	done
+	for name in gptb48-all-fast gptb48-auto; do
+		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
+			--save-weights "$logs/$name.safetensors" > "$logs/$name.txt" 2>&1 ||
+			notok "$name (exit $?)"
+	done
+	if same_run "$logs/gptb48-all-fast" "$logs/gptb48-auto"; then
+		ok "gpt batch 48, auto at 50% (moves, recomputation): bitwise all-fast"
+	else
+		notok "gpt batch 48, auto at 50%: not bitwise identical to all-fast"
 	fi
 fi
 

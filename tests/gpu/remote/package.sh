@@ -12,6 +12,10 @@
 # all-fast, and async at 25% of its peak, which moves most activations),
 # a small async program for compute-sanitizer, evaluation programs
 # (tests/torch/evalnet.net with the evaluation pass, all-fast and sync),
+# the small GPT of tests/torch/gpt.net (batch 3: all-fast and auto, with
+# PyTorch's 5 AdamW steps from the same weights and data as the reference,
+# written by torch_check.py --reference when this machine's Python has
+# PyTorch; batch 48: all-fast and auto with moves and recomputation),
 # the references computed here: the interpreter's losses of each train
 # model, the CPU runtime's losses of abi-train, and the CPU runtime's
 # evaluation of evalnet's weights on a small validation set, and the parts
@@ -140,6 +144,28 @@ EOF
 	--results "$out/ref/evalnet-eval.json" --slow-dir "${TMPDIR:-/tmp}" > /dev/null
 build evalnet-all-fast "$evalnet" 4 all-fast --with-eval
 build evalnet-sync "$evalnet" 4 sync --with-eval --ratio 1:3 --solver-time 20
+
+# the small GPT: against PyTorch (batch 3; the reference needs PyTorch and
+# NumPy here, tests/python.sh's rule) and auto with moves and recomputation
+# against all-fast, bit for bit (batch 48)
+gpt=$root/tests/torch/gpt.net
+gpt_py=
+for cand in python3 /usr/bin/python3; do
+	if command -v "$cand" > /dev/null && "$cand" -c "import torch, numpy" 2> /dev/null; then gpt_py=$cand; break; fi
+done
+if [ -n "$gpt_py" ]; then
+	mkdir -p "$out/ref/gpt"
+	"$gpt_py" "$root/tests/torch/torch_check.py" "$autotmc" "$gpt" "$out/ref/gpt" 5 1e-5 --reference > /dev/null
+	cp "$root/tests/torch/agree.py" "$out/"
+else
+	echo "package.sh: warning: no python3 with torch and numpy: the package has no PyTorch reference for gpt" >&2
+fi
+build gpt-all-fast "$gpt" 3 all-fast
+build gpt-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20
+build gptb48-all-fast "$gpt" 48 all-fast
+build gptb48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20
+grep -q '^recomputation:' "$out/prog/gptb48-auto.build.txt" ||
+	echo "package.sh: warning: gptb48-auto recomputes nothing" >&2
 
 cp "$out/prog/libcjson.so.1" "$out/"
 
