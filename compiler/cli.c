@@ -199,7 +199,7 @@ static const Option options[] = {
 	{"weights", 0, V_TEXT, F(weights), C_TRAIN | C(EVAL), 0, 0, "W", "load the weights from the safetensors file W"},
 	{"save-weights", 0, V_OUTPUT, F(save_weights), C_TRAIN, 0, 0, "OUT", "save the weights after training (safetensors)"},
 	{"input", 0, V_TEXT, F(input), C_TRAIN, 0, 0, "X.npy", "the input batch (default: N(0, 1) from the seed)"},
-	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats or [N] class indices"},
+	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats, or class indices ([N]; [N, T] for labels per position)"},
 	{"results", 0, V_OUTPUT, F(results), C(RUN) | C(EVAL), 0, 0, "R.json", "write the results record"},
 	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
 	{"checkpoint", 0, V_TEXT, F(checkpoint), C(RUN), 0, 0, "DIR",

@@ -13,7 +13,7 @@
 #          sync, auto within 1e-4; the device pool within the limit;
 #          unified memory capped below its pool refused
 #   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast and auto
-#          at 50%, 5 AdamW steps from ref/gpt's weights and data: losses
+#          (--ratio 1:1, placed at its floor), 5 AdamW steps from ref/gpt's weights and data: losses
 #          and final weights against PyTorch's within 1e-5 (agree.py);
 #          at batch 48 auto (moves and recomputation) bitwise all-fast
 #   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
