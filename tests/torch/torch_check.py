@@ -58,21 +58,13 @@ except ImportError as e:  # the test is skipped where PyTorch is missing
     print(f"skipping: {e}")
     sys.exit(77)
 
+import agree  # tests/torch/agree.py, beside this script
+
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (hlen,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + hlen])
-    body = data[8 + hlen:]
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", e["dtype"]
-        b, en = e["data_offsets"]
-        out[name] = np.frombuffer(body[b:en], dtype="<f4").reshape(e["shape"]).copy()
-    return out
+    """name -> array (float32, or float64 for F64 tensors): agree.py's reader"""
+    return {name: np.frombuffer(a, dtype="<f4" if a.typecode == "f" else "<f8").reshape(shape).copy()
+            for name, (shape, a) in agree.read_safetensors(path).items()}
 
 
 def write_safetensors(path, tensors, dtype):
