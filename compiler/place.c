@@ -37,6 +37,7 @@
 
 #include "memplan.h"
 #include "predict.h"
+#include "solver.h"
 #include "ticker.h"
 #include "util.h"
 
@@ -930,7 +931,9 @@ static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions 
 		if (base < top && po->limit > top)
 			po->limit = top;
 		if (i > 0 || !from_base) /* base itself: the caller's note says so */
-			fprintf(stderr, "autotmc: note: %s did not fit; placing for %s\n", fmt_bytes(tried, b1, sizeof b1),
+			fprintf(stderr, "autotmc: note: %s %s; placing for %s\n", fmt_bytes(tried, b1, sizeof b1),
+			        st->status && !strcmp(st->status, mip_status_name(MIP_NO_SOLUTION))
+			                ? "was not placed in the solver's time" : "did not fit",
 			        fmt_bytes(po->limit, b2, sizeof b2));
 		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
 		if (base < top && po->limit >= top)

@@ -2658,6 +2658,17 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		 * of 43 s). Later, as stopping loses what it found.
 		 */
 		mo.deadline = mo.time_limit * PLACE_DEADLINE_LOST + PLACE_DEADLINE_GRACE;
+	else if (!o->start && ip->moves && ip->recompute)
+		/*
+		 * auto without a start: every start failed (sync's and async's
+		 * programs proved infeasible, recompute's bound above the limit),
+		 * so the limit is likely infeasible too, and proving it can take
+		 * CBC's root relaxation far past its time limit: GPT-2 small b8 at
+		 * 3.50 GiB on the modeled GPU, 182 s of its 60. Stopped at the same
+		 * point, the placement fails as not solved in time; --ratio then
+		 * goes on to a larger limit.
+		 */
+		mo.deadline = mo.time_limit * PLACE_DEADLINE_LOST + PLACE_DEADLINE_GRACE;
 	if (whole && better < INFINITY)
 		ticker_note("the whole program from %.3f ms, for a bound", 1e-3 * better);
 	else if (whole)
