@@ -905,10 +905,10 @@ static void upgrade_algos(Placement *p, const Schedule *s, const PlaceOptions *o
 	}
 }
 
-/* Whether the solver proved that no placement fits the limit (its status, place_ilp). */
-static bool proved_infeasible(const PlaceStats *st)
+/* Whether the last solve ended as `s` (its status, place_ilp): MIP_INFEASIBLE, proved that nothing fits. */
+static bool solver_said(const PlaceStats *st, MipStatus s)
 {
-	return st->status && !strcmp(st->status, "infeasible");
+	return st->status && !strcmp(st->status, mip_status_name(s));
 }
 
 /*
@@ -925,15 +925,14 @@ static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions 
 	Placement *p = NULL;
 	char b1[64], b2[64];
 	int64_t top = s->peak + scratch;
-	for (int i = 0; i < 6 && !p && (!while_proved || proved_infeasible(st)); i++) {
+	for (int i = 0; i < 6 && !p && (!while_proved || solver_said(st, MIP_INFEASIBLE)); i++) {
 		int64_t tried = po->limit;
 		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));
 		if (base < top && po->limit > top)
 			po->limit = top;
 		if (i > 0 || !from_base) /* base itself: the caller's note says so */
 			fprintf(stderr, "autotmc: note: %s %s; placing for %s\n", fmt_bytes(tried, b1, sizeof b1),
-			        st->status && !strcmp(st->status, mip_status_name(MIP_NO_SOLUTION))
-			                ? "was not placed in the solver's time" : "did not fit",
+			        solver_said(st, MIP_NO_SOLUTION) ? "was not placed in the solver's time" : "did not fit",
 			        fmt_bytes(po->limit, b2, sizeof b2));
 		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
 		if (base < top && po->limit >= top)
@@ -964,7 +963,7 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
 		        "placing for %s\n", o->ratio, fmt_bytes(po.limit, b1, sizeof b1), fmt_bytes(st->min_limit, b2, sizeof b2));
 		p = place_growing(g, s, &po, scratch, st->min_limit, 0.025, true, false, a, st, err, errlen);
-	} else if (!p && po.ratio && proved_infeasible(st)) {
+	} else if (!p && po.ratio && solver_said(st, MIP_INFEASIBLE)) {
 		/*
 		 * above it, where the solver proved that no placement fits
 		 * (recompute at a quarter of resnet50 b32's peak on its measured

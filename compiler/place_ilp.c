@@ -2641,32 +2641,27 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	 * a repair a quarter more.
 	 */
 	bool repairable = ip->recompute && o->repair >= 0;
+	bool start_fits = o->start && o->start->fast_bytes + o->start->workspace <= o->limit;
 	bool reserve = whole && repairable &&
-	               ((o->start && o->start->fast_bytes + o->start->workspace <= o->limit) ||
-	                (double)o->limit >= (double)st->min_limit * (1 + PLACE_REPAIR_ROOM));
+	               (start_fits || (double)o->limit >= (double)st->min_limit * (1 + PLACE_REPAIR_ROOM));
 	if (reserve)
 		mo.time_limit *= 1 - PLACE_REPAIR_SHARE;
 	if (lns && better < INFINITY) {
 		mo.deadline = mo.time_limit + PLACE_DEADLINE_GRACE;
 		mo.deadline_late = 2 * mo.time_limit + PLACE_DEADLINE_GRACE; /* if it found better */
 		mo.beat = better;
-	} else if (o->start && o->start->fast_bytes + o->start->workspace <= o->limit)
+	} else if (start_fits || (!o->start && ip->moves && ip->recompute))
 		/*
-		 * With a start that fits, the answer if this solve gives none: it
-		 * is stopped where CBC has clearly lost its clock (densenet201 b64
-		 * at half its peak, without a start: 222 s at the root for a limit
-		 * of 43 s). Later, as stopping loses what it found.
-		 */
-		mo.deadline = mo.time_limit * PLACE_DEADLINE_LOST + PLACE_DEADLINE_GRACE;
-	else if (!o->start && ip->moves && ip->recompute)
-		/*
-		 * auto without a start: every start failed (sync's and async's
-		 * programs proved infeasible, recompute's bound above the limit),
-		 * so the limit is likely infeasible too, and proving it can take
-		 * CBC's root relaxation far past its time limit: GPT-2 small b8 at
-		 * 3.50 GiB on the modeled GPU, 182 s of its 60. Stopped at the same
-		 * point, the placement fails as not solved in time; --ratio then
-		 * goes on to a larger limit.
+		 * Stopped where CBC has clearly lost its clock, later than the
+		 * above, as stopping loses what it found: with a start that fits,
+		 * the answer if this solve gives none (densenet201 b64 at half its
+		 * peak, without a start: 222 s at the root for a limit of 43 s);
+		 * and auto without any start, where every start failed (sync's and
+		 * async's programs proved infeasible, recompute's bound above the
+		 * limit), so the limit is likely infeasible too and proving it can
+		 * keep CBC in its root relaxation (GPT-2 small b8 at 3.50 GiB on
+		 * the modeled GPU: 182 s of its 60). The placement then fails as
+		 * not solved in time, and --ratio goes on to a larger limit.
 		 */
 		mo.deadline = mo.time_limit * PLACE_DEADLINE_LOST + PLACE_DEADLINE_GRACE;
 	if (whole && better < INFINITY)

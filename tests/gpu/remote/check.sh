@@ -158,18 +158,26 @@ if want train; then
 	fi
 fi
 
-# same_run A B: the two runs' losses and saved weights are bitwise identical
+# same_run REF RUN...: each RUN's losses and saved weights (RUN.json,
+# RUN.safetensors) are bitwise REF's; a line each
 same_run() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import hashlib, json, sys
 def facts(p):
     r = json.load(open(p + ".json"))
     return r, hashlib.sha256(open(p + ".safetensors", "rb").read()).hexdigest()
-(r0, h0), (r1, h1) = facts(sys.argv[1]), facts(sys.argv[2])
-print(f"#   {sys.argv[2].rsplit('/', 1)[1]}: {r1.get('num_move_nodes', 0)} moves, "
-      f"{r1.get('num_recomputed', 0)} recomputed, {r1['actual_runtime']*1e3:.3f} ms; "
-      f"{sys.argv[1].rsplit('/', 1)[1]}: {r0['actual_runtime']*1e3:.3f} ms")
-sys.exit(0 if r0["losses"] == r1["losses"] and h0 == h1 else 1)
+name = lambda p: p.rsplit("/", 1)[1]
+r0, h0 = facts(sys.argv[1])
+print(f"#   {name(sys.argv[1])}: losses {r0['losses']}, weights sha256 {h0[:16]}, {r0['actual_runtime']*1e3:.3f} ms")
+bad = 0
+for p in sys.argv[2:]:
+    r, h = facts(p)
+    same = r["losses"] == r0["losses"] and h == h0
+    bad += not same
+    print(f"#   {name(p)}: {r.get('num_move_nodes', 0)} moves, {r.get('num_recomputed', 0)} recomputed, "
+          f"{r['actual_runtime']*1e3:.3f} ms, pool {r['dram_alloc_size']} B of {r['dram_limit']} B: "
+          f"{'bitwise identical' if same else 'DIFFERENT: losses ' + str(r['losses'])}")
+sys.exit(1 if bad else 0)
 EOF
 }
 
@@ -216,25 +224,7 @@ if want det; then
 			notok "det async run $i (exit $?)"
 		runs+=("$logs/det-async-$i")
 	done
-	if python3 - "$logs/det-all-fast-1" "${runs[@]}" <<'EOF'
-import hashlib, json, sys
-ref = sys.argv[1]
-def facts(p):
-    r = json.load(open(p + ".json"))
-    h = hashlib.sha256(open(p + ".safetensors", "rb").read()).hexdigest()
-    return r, h
-r0, h0 = facts(ref)
-print(f"#   all-fast: losses {r0['losses']}, weights sha256 {h0[:16]}, {r0['actual_runtime']*1e3:.2f} ms")
-bad = 0
-for p in sys.argv[2:]:
-    r, h = facts(p)
-    same = r["losses"] == r0["losses"] and h == h0
-    bad += not same
-    print(f"#   {p.rsplit('/', 1)[1]}: {r.get('num_move_nodes', 0)} moves, "
-          f"{r['actual_runtime']*1e3:.2f} ms, pool {r['dram_alloc_size']} B of {r['dram_limit']} B: "
-          f"{'bitwise identical' if same else 'DIFFERENT: losses ' + str(r['losses'])}")
-sys.exit(1 if bad else 0)
-EOF
+	if same_run "$logs/det-all-fast-1" "${runs[@]}"
 	then ok "async at 25%, 5 runs: losses and weights bitwise identical to all-fast"
 	else notok "async at 25%: not bitwise identical to all-fast"; fi
 fi

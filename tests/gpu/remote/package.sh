@@ -146,13 +146,11 @@ build evalnet-all-fast "$evalnet" 4 all-fast --with-eval
 build evalnet-sync "$evalnet" 4 sync --with-eval --ratio 1:3 --solver-time 20
 
 # the small GPT: against PyTorch (batch 3; the reference needs PyTorch and
-# NumPy here, tests/python.sh's rule) and auto with moves and recomputation
+# NumPy here: tests/python.sh) and auto with moves and recomputation
 # against all-fast, bit for bit (batch 48)
 gpt=$root/tests/torch/gpt.net
-gpt_py=
-for cand in python3 /usr/bin/python3; do
-	if command -v "$cand" > /dev/null && "$cand" -c "import torch, numpy" 2> /dev/null; then gpt_py=$cand; break; fi
-done
+# shellcheck source=../../python.sh
+gpt_py=$(. "$root/tests/python.sh"; need_python "torch, numpy" python3-torch > /dev/null && echo "$py") || true
 if [ -n "$gpt_py" ]; then
 	mkdir -p "$out/ref/gpt"
 	"$gpt_py" "$root/tests/torch/torch_check.py" "$autotmc" "$gpt" "$out/ref/gpt" 5 1e-5 --reference > /dev/null
