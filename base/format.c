@@ -4,6 +4,7 @@
 #include "format.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 const char *fmt_bytes(int64_t bytes, char *buf, size_t size)
 {
@@ -19,4 +20,21 @@ const char *fmt_bytes(int64_t bytes, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%.2f %s", v, unit[u]);
 	return buf;
+}
+
+const char *fmt_file_kind(unsigned mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISREG(mode))
+		return "a regular file";
+	return "not a regular file";
 }

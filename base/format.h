@@ -10,4 +10,7 @@
 /* A byte count as "1.50 GiB" (or "512 B") into buf; returns buf. */
 const char *fmt_bytes(int64_t bytes, char *buf, size_t size);
 
+/* What a file of this st_mode is, for messages: "a directory", "a FIFO", ... */
+const char *fmt_file_kind(unsigned mode);
+
 #endif

@@ -66,6 +66,44 @@ static void fail(char *err, size_t errlen, const char *path, const char *why)
 }
 
 /*
+ * mkstemp's template for the temporary file that becomes dir/base:
+ * "DIR/.BASE.XXXXXX", or "DIR/.autotmc.XXXXXX" where that name would be
+ * longer than the directory's file system allows (a legal name of 248 to
+ * 255 bytes) or the path longer than PATH_MAX. A heap string; NULL with
+ * errno ENAMETOOLONG when even the short one does not fit.
+ */
+static char *tmp_template(const char *dir, const char *base)
+{
+	long name_max = pathconf(dir, _PC_NAME_MAX);
+	if (name_max <= 0)
+		name_max = NAME_MAX;
+	size_t own_len = strlen(dir) + strlen(base) + sizeof "/..XXXXXX"; /* with the NUL */
+	bool own = strlen(base) + sizeof "..XXXXXX" - 1 <= (size_t)name_max && own_len <= PATH_MAX;
+	size_t len = own ? own_len : strlen(dir) + sizeof "/.autotmc.XXXXXX";
+	if (len > PATH_MAX) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	char *t = malloc(len);
+	if (t)
+		snprintf(t, len, "%s/.%s.XXXXXX", dir, own ? base : "autotmc");
+	return t;
+}
+
+/* Whether the temporary file for path (resolved, a regular or new file) can be named; false with errno. */
+static bool tmp_fits(const char *real)
+{
+	char *dir = dir_of(real);
+	const char *slash = strrchr(real, '/');
+	char *t = dir ? tmp_template(dir, slash ? slash + 1 : real) : NULL;
+	int saved = errno;
+	free(dir);
+	free(t);
+	errno = saved;
+	return t != NULL;
+}
+
+/*
  * Whether path names something that exists and is neither a regular file
  * nor a directory (a device, a FIFO, a terminal), following links as
  * open() does: such a destination is written straight through by its own
@@ -105,6 +143,13 @@ bool outfile_check(const char *path, char *err, size_t errlen)
 			fail(err, errlen, path, strerror(errno));
 			ok = false;
 		}
+	} else if (errno == ENAMETOOLONG) { /* a name or a path longer than the system takes */
+		fail(err, errlen, path, strerror(errno));
+		ok = false;
+	}
+	if (ok && !tmp_fits(real)) {
+		fail(err, errlen, path, "the path is too long for the temporary file it is written through");
+		ok = false;
 	}
 	if (ok) {
 		/* a new or regular file is renamed into its directory */
@@ -181,10 +226,7 @@ bool outfile_open_mode(OutFile *o, const char *path, int new_mode, char *err, si
 	}
 	char *dir = dir_of(o->path);
 	const char *base = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
-	size_t len = strlen(dir) + strlen(base) + 16;
-	o->tmp = malloc(len);
-	if (o->tmp)
-		snprintf(o->tmp, len, "%s/.%s.XXXXXX", dir, base);
+	o->tmp = dir ? tmp_template(dir, base) : NULL;
 	free(dir);
 	int fd = o->tmp ? mkstemp(o->tmp) : -1;
 	if (fd >= 0 && exists)
@@ -259,4 +301,64 @@ bool outfile_write(const char *path, const void *data, size_t len, char *err, si
 		return false;
 	}
 	return outfile_commit(&o, err, errlen);
+}
+
+/*
+ * Where path lands, for comparing: links followed, the directory made
+ * absolute by realpath; a heap string, NULL when it cannot be resolved.
+ */
+static char *canonical(const char *path)
+{
+	char *real = resolve(path), *dir = real ? dir_of(real) : NULL;
+	char *abs = dir ? realpath(dir, NULL) : NULL, *out = NULL;
+	if (abs) {
+		const char *slash = strrchr(real, '/'), *base = slash ? slash + 1 : real;
+		size_t len = strlen(abs) + strlen(base) + 2;
+		if ((out = malloc(len)))
+			snprintf(out, len, "%s/%s", strcmp(abs, "/") ? abs : "", base);
+	}
+	free(real);
+	free(dir);
+	free(abs);
+	return out;
+}
+
+bool outfile_same(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea || eb) /* a device or FIFO is written straight through, and shared harmlessly */
+		return ea && eb && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	char *ca = canonical(a), *cb = canonical(b);
+	bool same = ca && cb && strcmp(ca, cb) == 0;
+	free(ca);
+	free(cb);
+	return same;
+}
+
+bool outfile_clash(const FileUse *u, int n, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			const FileUse *x = &u[i], *y = &u[j];
+			if (!x->path || !y->path || (!x->writes && !y->writes))
+				continue;
+			if (!x->writes) { /* the output first */
+				const FileUse *t = x;
+				x = y;
+				y = t;
+			}
+			if (x->may_replace && !y->writes && strcmp(x->may_replace, y->flag) == 0)
+				continue;
+			if (!outfile_same(x->path, y->path))
+				continue;
+			if (y->writes)
+				snprintf(err, errlen, "%s %s and %s %s name the same file; give each output a file of its own",
+				         x->flag, x->path, y->flag, y->path);
+			else
+				snprintf(err, errlen, "%s %s would replace %s %s, which is read by this run; write it to "
+				         "another file", x->flag, x->path, y->flag, y->path);
+			return true;
+		}
+	return false;
 }

@@ -48,4 +48,27 @@ void outfile_abort(OutFile *o);
 /* The whole of data into path: open, write, commit. */
 bool outfile_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
 
+/*
+ * Whether two paths name one file: the same regular file (device and
+ * inode) where both exist, the same destination once links and the
+ * directory are resolved where neither does. Devices and FIFOs are never
+ * the same file (they are written straight through).
+ */
+bool outfile_same(const char *a, const char *b);
+
+/* A file a command reads or writes, named by its option. */
+typedef struct FileUse {
+	const char *flag;        /* the option, for messages ("--results") */
+	const char *path;        /* the file; NULL when the option is not given */
+	bool writes;             /* an output (else an input) */
+	const char *may_replace; /* an output: the flag of an input it may replace (--checkpoint: --resume) */
+} FileUse;
+
+/*
+ * Whether two of the n uses name one file where at least one of them is
+ * written (an output that overwrites another, or an input the run still
+ * reads): true with the message in err.
+ */
+bool outfile_clash(const FileUse *u, int n, char *err, size_t errlen);
+
 #endif

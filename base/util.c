@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "util.h"
+#include "format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,22 +114,6 @@ char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *file_type_name(mode_t mode)
-{
-	if (S_ISDIR(mode))
-		return "a directory";
-	if (S_ISFIFO(mode))
-		return "a FIFO";
-	if (S_ISCHR(mode))
-		return "a character device";
-	if (S_ISBLK(mode))
-		return "a block device";
-	if (S_ISSOCK(mode))
-		return "a socket";
-	return "not a regular file";
-}
-
 char *read_regular_file(const char *path, size_t max, size_t *len, const char **not_regular)
 {
 	*not_regular = NULL;
@@ -144,7 +129,7 @@ char *read_regular_file(const char *path, size_t max, size_t *len, const char **
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		*not_regular = file_type_name(st.st_mode);
+		*not_regular = fmt_file_kind(st.st_mode);
 		return NULL;
 	}
 	if ((uint64_t)st.st_size > max) {

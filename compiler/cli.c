@@ -202,6 +202,8 @@ static const Option options[] = {
 	{"labels", 0, V_TEXT, F(labels), C_TRAIN, 0, 0, "Y.npy", "the labels: one-hot [N, K] floats, or class indices ([N]; [N, T] for labels per position)"},
 	{"results", 0, V_OUTPUT, F(results), C(RUN) | C(EVAL), 0, 0, "R.json", "write the results record"},
 	{"profile-kernels", 0, V_FLAG, F(profile_kernels), C(RUN), 0, 0, NULL, "print the time of every kernel"},
+	{"overcommit", 0, V_FLAG, F(overcommit), C(RUN) | C(EVAL), 0, 0, NULL,
+	 "make the memory pools even where they need more memory than is free\n(default: refuse before any step, with the figures)"},
 	{"checkpoint", 0, V_TEXT, F(checkpoint), C(RUN), 0, 0, "DIR",
 	 "save the run's state to DIR/checkpoint.safetensors at the end, on Ctrl-C and\nevery --save-every K steps"},
 	{"save-every", 0, V_LONG, F(save_every), C(RUN), 1, 1000000000, "K", "with --checkpoint: a checkpoint every K steps"},
@@ -584,6 +586,54 @@ static void check_placement(Settings *s)
 		usage_error(cmd, "--no-offload is for --optimizer auto");
 }
 
+/* DIR/file, or NULL without a DIR. */
+static const char *in_dir(Arena *a, const char *dir, const char *file)
+{
+	return dir ? arena_printf(a, "%s/%s", dir, file) : NULL;
+}
+
+/*
+ * No file the command writes may be another it writes, nor one it reads
+ * (the model, its weights and data, the profiles): a wrong command line,
+ * refused before any work. --checkpoint DIR continues --resume DIR.
+ */
+static void check_distinct(Arena *a, const Settings *s, const char *hw_path)
+{
+	FileUse use[NUM_CLI_OPTIONS + 16];
+	int n = 0;
+	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
+		const Option *o = &options[i];
+		const char *path = o->kind == V_OUTPUT && (o->cmds >> s->cmd & 1) ? *(const char **)((char *)s + o->field)
+		                                                                   : NULL;
+		if (!path)
+			continue;
+		const char *flag = o->short_name ? arena_printf(a, "-%c", o->short_name) : arena_printf(a, "--%s", o->name);
+		use[n++] = (FileUse){flag, path, true, NULL};
+		if (o->field == F(output) && s->emit_llvm)
+			use[n++] = (FileUse){"--emit-llvm", arena_printf(a, "%s.ll", path), true, NULL};
+	}
+	const FileUse more[] = {
+		{"--checkpoint", in_dir(a, s->checkpoint, "checkpoint.safetensors"), true, "--resume"},
+		{"--resume", in_dir(a, s->resume, "checkpoint.safetensors"), false, NULL},
+		{"the model", s->file, false, NULL},
+		{"--weights", s->weights, false, NULL},
+		{"--input", s->input, false, NULL},
+		{"--labels", s->labels, false, NULL},
+		{"--data", in_dir(a, s->data, "x.npy"), false, NULL},
+		{"--data", in_dir(a, s->data, "y.npy"), false, NULL},
+		{"--val", in_dir(a, s->val, "x.npy"), false, NULL},
+		{"--val", in_dir(a, s->val, "y.npy"), false, NULL},
+		{"--profile-db", s->db, false, NULL},
+		{"--gpu-profile", s->gpu_profile, false, NULL},
+		{"--hw", hw_path, false, NULL},
+	};
+	for (size_t i = 0; i < countof(more); i++)
+		use[n++] = more[i];
+	char err[8192];
+	if (outfile_clash(use, n, err, sizeof err))
+		usage_error(s->cmd, "%s", err);
+}
+
 /*
  * Every file the command will write must be writable now, and the hw
  * file it reads readable and valid, before any work: a wrong path is an
@@ -592,15 +642,17 @@ static void check_placement(Settings *s)
 static void check_files(Arena *a, const Settings *s)
 {
 	/* an input that decides the cost model: read now, not after an hour of profiling */
+	const char *hw_path = NULL;
 	if (s->hw) {
 		char err[1024];
 		HwModel hw;
-		const char *path = hw_find(s->hw, a, err, sizeof err);
-		if (!path || !hw_load(path, &hw, err, sizeof err)) {
+		hw_path = hw_find(s->hw, a, err, sizeof err);
+		if (!hw_path || !hw_load(hw_path, &hw, err, sizeof err)) {
 			fprintf(stderr, "autotmc: error: %s\n", err);
 			exit(1);
 		}
 	}
+	check_distinct(a, s, hw_path);
 	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
 		const Option *o = &options[i];
 		const char *path = o->kind == V_OUTPUT && (o->cmds >> s->cmd & 1) ? *(const char **)((char *)s + o->field)

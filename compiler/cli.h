@@ -81,6 +81,7 @@ typedef struct Settings {
 	long epochs;              /* --epochs E (0: not given) */
 	const char *results;      /* --results R.json */
 	bool profile_kernels;     /* run --profile-kernels */
+	bool overcommit;          /* run, eval --overcommit: passed to the program */
 	const char *checkpoint;   /* run --checkpoint DIR */
 	long save_every;          /* run --save-every K (0: not given) */
 	const char *resume;       /* run --resume DIR */

@@ -348,12 +348,20 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 	return true;
 }
 
+/* A hw file is a few dozen lines; anything larger is not one. */
+enum { HW_MAX_BYTES = 1 << 20 };
+
 bool hw_load(const char *path, HwModel *hw, char *err, size_t errlen)
 {
 	size_t len;
-	char *text = read_file(path, &len);
+	const char *kind;
+	char *text = read_regular_file(path, HW_MAX_BYTES, &len, &kind);
 	if (!text) {
-		snprintf(err, errlen, "cannot read the hw file %s: %s", path, strerror(errno));
+		int e = errno;
+		char why[96];
+		snprintf(why, sizeof why, "it is %s, not a regular file", kind ? kind : "?");
+		snprintf(err, errlen, "cannot read the hw file %s: %s", path,
+		         kind ? why : e == EFBIG ? "larger than a hw file can be (1 MiB)" : strerror(e));
 		return false;
 	}
 	bool ok = strlen(text) == len ? hw_parse(path, text, hw, err, errlen)

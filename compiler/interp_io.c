@@ -56,31 +56,29 @@ bool interp_load_npy(Interp *ip, const Tensor *t, const char *path)
 	if (t->dtype == DT_I32 && ok && ints) { /* ids, each in the range its users accept */
 		double *v = ip->buf[t->id];
 		int64_t range = tensor_id_range(t);
-		tio_to_f64(a, v);
-		for (int64_t i = 0; i < a->nelems; i++)
-			if (!(v[i] >= 0 && v[i] < (double)range)) {
-				error_plain("%s: element %lld (%.0f) is not an id in [0, %lld)", path, (long long)i, v[i],
-				            (long long)range);
+		for (int64_t i = 0; i < a->nelems; i++) {
+			int64_t id = tio_int_at(a, i);
+			if (id < 0 || id >= range) {
+				error_plain("%s: element %lld (%lld) is not an id in [0, %lld)", path, (long long)i,
+				            (long long)id, (long long)range);
 				tio_close(f);
 				return false;
 			}
+			v[i] = (double)id;
+		}
 	} else if (classes) {
-		double *cls = xmalloc(sizeof(double) * (size_t)a->nelems);
-		tio_to_f64(a, cls);
 		double *y = ip->buf[t->id];
 		for (int64_t r = 0; r < s->d[0]; r++) {
-			int64_t k = (int64_t)cls[r];
+			int64_t k = tio_int_at(a, r);
 			if (k < 0 || k >= s->d[1]) {
 				error_plain("%s: label %lld of row %lld is not a class in [0, %lld)", path, (long long)k,
 				            (long long)r, (long long)s->d[1]);
-				free(cls);
 				tio_close(f);
 				return false;
 			}
 			for (int64_t j = 0; j < s->d[1]; j++)
 				y[r * s->d[1] + j] = j == k;
 		}
-		free(cls);
 	} else if (ok && t->dtype != DT_I32 && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
 		tio_to_f64(a, ip->buf[t->id]);
 		if (!check_finite(ip->buf[t->id], a->nelems, ip->f64, path)) {

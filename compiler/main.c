@@ -65,11 +65,16 @@ static int cmd_interpret(const Settings *s, Arena *a)
 	          (!s->labels || interp_load_npy(ip, c.g->labels, s->labels));
 	InterpFeed *feed = NULL;
 	long iters = s->iters;
+	bool unreadable = false; /* a batch could not be read: the steps taken so far are kept */
 	if (ok && s->data)
 		ok = (feed = interp_feed_open(ip, s->data, seed, s->epochs, s->iters, &iters)) != NULL;
 	for (long i = 0; ok && i < iters; i++) {
 		if (feed && !interp_feed_step(ip, feed, i)) {
 			ok = false;
+			unreadable = true;
+			if (s->save_weights)
+				fprintf(stderr, "autotmc: stopped before step %ld; saving the weights of the %ld steps taken\n",
+				        i + 1, i);
 			break;
 		}
 		double loss = interp_step(ip);
@@ -80,8 +85,8 @@ static int cmd_interpret(const Settings *s, Arena *a)
 			ok = false;
 		}
 	}
-	if (ok && s->save_weights)
-		ok = interp_save_weights(ip, s->save_weights);
+	if ((ok || unreadable) && s->save_weights && !interp_save_weights(ip, s->save_weights))
+		ok = false;
 	interp_feed_close(feed);
 	interp_free(ip);
 	return ok ? 0 : 1;
@@ -205,6 +210,8 @@ static int cmd_run(const Settings *s, Arena *a)
 	}
 	if (s->profile_kernels)
 		args[n++] = "--profile-kernels";
+	if (s->overcommit)
+		args[n++] = "--overcommit";
 	args[n] = NULL;
 	printf("program: %s\n", c.exe);
 	schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);

@@ -223,12 +223,20 @@ static bool parse(const char *path, char *text, bool allow_nondet, const Profile
 	return true;
 }
 
+/* A GPU profile holds a line per kernel signature and algorithm: megabytes; anything beyond 1 GiB is not one. */
+enum { GPU_PROFILE_MAX_BYTES = 1 << 30 };
+
 CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const Graph *g, const Schedule *s,
                                  Arena *a, char *err, size_t errlen)
 {
-	char *text = read_file(path, NULL);
+	const char *kind;
+	char *text = read_regular_file(path, GPU_PROFILE_MAX_BYTES, NULL, &kind);
 	if (!text) {
-		snprintf(err, errlen, "cannot read the GPU profile %s: %s", path, strerror(errno));
+		int e = errno;
+		char why[96];
+		snprintf(why, sizeof why, "it is %s, not a regular file", kind ? kind : "?");
+		snprintf(err, errlen, "cannot read the GPU profile %s: %s", path,
+		         kind ? why : e == EFBIG ? "larger than a GPU profile can be (1 GiB)" : strerror(e));
 		return NULL;
 	}
 	ProfileSigs *sigs = profile_signatures(g, s, a);

@@ -83,16 +83,25 @@ static char *file_in(const char *dir)
 	return p;
 }
 
-/* Remove the temporary files (".checkpoint.safetensors.XXXXXX") that a killed save left in dir. */
+/* Whether name is prefix followed by mkstemp's six characters. */
+static bool temp_name(const char *name, const char *prefix)
+{
+	return strncmp(name, prefix, strlen(prefix)) == 0 && strlen(name) == strlen(prefix) + 6;
+}
+
+/*
+ * Remove the temporary files that a killed save left in dir:
+ * ".checkpoint.safetensors.XXXXXX", or ".autotmc.XXXXXX" where the
+ * directory's path is too long for the other (base/outfile.c).
+ */
 static void remove_stale(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
-	static const char prefix[] = "." CHECKPOINT_FILE ".";
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
-		if (strncmp(e->d_name, prefix, sizeof prefix - 1) != 0 || strlen(e->d_name) != sizeof prefix - 1 + 6)
+		if (!temp_name(e->d_name, "." CHECKPOINT_FILE ".") && !temp_name(e->d_name, ".autotmc."))
 			continue;
 		char path[PATH_MAX];
 		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
@@ -101,15 +110,22 @@ static void remove_stale(const char *dir)
 	closedir(d);
 }
 
-/* A whole number of a checkpoint's header, or fatal. */
-static uint64_t meta_count(const char *path, const char *key, const char *v)
+/*
+ * A whole number of a checkpoint's header, at most max, or fatal: decimal
+ * digits only (no sign, no spaces), as rt_checkpoint_save writes them.
+ */
+static uint64_t meta_count(const char *path, const char *key, const char *v, uint64_t max)
 {
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (errno || !*v || *end || *v == '-')
+	if (!*v || strspn(v, "0123456789") != strlen(v))
 		rt_fatal("%s: its %s, '%s', is not a whole number", path, key, v);
-	return (uint64_t)x;
+	uint64_t x = 0;
+	bool over = false;
+	for (const char *p = v; *p && !over; p++)
+		over = __builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x);
+	if (over || x > max)
+		rt_fatal("%s: its %s, %s, is beyond any run's (at most %" PRIu64 "); the checkpoint is damaged", path, key,
+		         v, max);
+	return x;
 }
 
 void rt_checkpoint_begin(RtCtx *ctx)
@@ -129,7 +145,7 @@ void rt_checkpoint_begin(RtCtx *ctx)
 		const char *name = ctx->program->model ? ctx->program->model : "?";
 		if (strcmp(model, name) != 0)
 			rt_fatal("%s is a checkpoint of the model '%s', not of '%s'", path, model, name);
-		uint64_t s = meta_count(path, "step", step), sd = meta_count(path, "seed", seed);
+		uint64_t s = meta_count(path, "step", step, RT_MAX_STEPS), sd = meta_count(path, "seed", seed, 0x7fffffff);
 		if (o->seed_given && sd != o->seed)
 			rt_usage_error("--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64
 			               "; a resumed run keeps its seed", o->seed, sd);

@@ -131,32 +131,27 @@ static void load_npy(const RtTensor *t, const char *path, float *dst)
 			rt_fatal("%s: the array is %s%s but %s '%s' is i32%s (integer ids)", path, tio_dtype_name(a->dtype),
 			         shape_str(a->ndim, a->shape, got, sizeof got), kind_name(t->kind), t->name,
 			         shape_str((int)t->ndim, t->shape, want, sizeof want));
-		double *v = rt_xmalloc(sizeof *v * (size_t)(a->nelems ? a->nelems : 1));
-		tio_to_f64(a, v);
 		for (int64_t i = 0; i < a->nelems; i++) {
-			if (!(v[i] >= 0 && v[i] < t->hi))
-				rt_fatal("%s: element %lld (%.0f) is not an id in [0, %.0f)", path, (long long)i, v[i], t->hi);
-			dst[i] = (float)v[i];
+			int64_t v = tio_int_at(a, i);
+			if (!(v >= 0 && (double)v < t->hi))
+				rt_fatal("%s: element %lld (%lld) is not an id in [0, %.0f)", path, (long long)i, (long long)v, t->hi);
+			dst[i] = (float)v;
 		}
-		free(v);
 		tio_close(f);
 		return;
 	}
 	bool classes = t->kind == RT_TENSOR_LABELS && t->ndim == 2 && a->ndim == 1 && a->shape[0] == t->shape[0] &&
 	               (a->dtype == TIO_I32 || a->dtype == TIO_I64);
 	if (classes) {
-		double *cls = rt_xmalloc(sizeof *cls * (size_t)a->nelems);
-		tio_to_f64(a, cls);
 		int64_t k = t->shape[1];
 		for (int64_t r = 0; r < t->shape[0]; r++) {
-			int64_t c = (int64_t)cls[r];
+			int64_t c = tio_int_at(a, r);
 			if (c < 0 || c >= k)
 				rt_fatal("%s: label %lld of row %lld is not a class in [0, %lld)", path, (long long)c,
 				         (long long)r, (long long)k);
 			for (int64_t j = 0; j < k; j++)
 				dst[r * k + j] = j == c ? 1.0f : 0.0f;
 		}
-		free(cls);
 	} else if (ok && (a->dtype == TIO_F32 || a->dtype == TIO_F64)) {
 		to_float(a, dst, path);
 	} else {
@@ -272,10 +267,30 @@ void rt_data(RtCtx *ctx, int32_t which, void *dst)
 	ctx->backend->memory.store(dst, src, (size_t)b->bytes);
 }
 
+/* A tensor of the weights file that no rt_tensor took, or NULL. */
+static const char *unused_tensor(const RtCtx *ctx)
+{
+	const TioFile *f = ctx->weights_file;
+	for (int i = 0; i < f->n; i++) {
+		bool used = false;
+		for (int w = 0; w < ctx->nweights && !used; w++)
+			used = strcmp(ctx->weights[w].name, f->t[i].name) == 0;
+		if (!used)
+			return f->t[i].name;
+	}
+	return NULL;
+}
+
 void rt_data_finish_loading(RtCtx *ctx)
 {
 	if (ctx->weights_file) {
 		int unused = ctx->weights_file->n - ctx->weights_used;
+		/* state this run has no place for (momentum or AdamW's into plain SGD) would silently change its training */
+		if (unused > 0 && ctx->resuming)
+			rt_fatal("%s holds %d tensors that this program does not have, such as '%s': it was saved by a run "
+			         "with another optimizer (momentum or AdamW state), which resuming would drop; resume it "
+			         "with that optimizer, or start from its weights with --weights", ctx->opt.weights, unused,
+			         unused_tensor(ctx));
 		/* an evaluation program reads a checkpoint's or a training's weights: what it leaves is the training's */
 		if (unused > 0 && !(ctx->program->flags & RT_PROGRAM_EVAL_ONLY))
 			rt_warn("%s holds %d tensors that the model does not use", ctx->opt.weights, unused);

@@ -2,17 +2,22 @@
  * dataset.c - training data from a directory of .npy files (see
  * autotm/dataset.h).
  *
- * Everything that can be checked without reading the samples is checked
- * when the dataset is opened, before the first step: the files' types and
- * shapes against the model's input and labels, the labels themselves
- * (class ids in range, soft labels finite; they are small), and that the
- * dataset holds a batch. The samples are read only when a batch is
- * gathered, so a sample that is not finite is named then, by its row.
+ * Everything is checked when the dataset is opened, before the first
+ * step, so that a bad sample never ends a run late (a validation set's
+ * after the whole training): the files' types and shapes against the
+ * model's input and labels, the labels (class ids in range, soft labels
+ * finite), every sample (finite floats, or ids in range; one pass over
+ * the mapped file), and that the dataset holds a batch. A batch is
+ * checked again when it is gathered, for a file changed during the run;
+ * a file truncated under the run is an error naming it, not a SIGBUS.
  */
 #include "autotm/dataset.h"
 #include "autotm/random.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,6 +68,75 @@ static char *join(const char *dir, const char *file)
 	if (p)
 		snprintf(p, n, "%s%s%s", dir, n > 2 && dir[strlen(dir) - 1] == '/' ? "" : "/", file);
 	return p;
+}
+
+/* ---- reading the mapped files ------------------------------------------- */
+
+/*
+ * The files are mapped, and a file truncated while a run reads it (a
+ * smaller x.npy written over it) would end the process with SIGBUS at the
+ * first read past its new end: no message, no checkpoint. So every read
+ * of the samples goes through guarded(), which catches a SIGBUS raised in
+ * its own thread (bus_jump is per thread: batches are gathered on the
+ * feed's thread) and turns it into an error naming the file. A SIGBUS
+ * anywhere else gets the action it had before.
+ */
+static _Thread_local sigjmp_buf *bus_jump;   /* where a SIGBUS in this thread's read returns */
+static _Thread_local const void *bus_addr;   /* the address that faulted */
+static struct sigaction bus_before;          /* SIGBUS's action before ours */
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void on_bus(int sig, siginfo_t *info, void *context)
+{
+	(void)context;
+	if (bus_jump) {
+		bus_addr = info->si_addr;
+		siglongjmp(*bus_jump, 1);
+	}
+	sigaction(sig, &bus_before, NULL); /* not a read of ours: the fault recurs with the action it had */
+}
+
+static void install_bus_handler(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_bus, .sa_flags = SA_SIGINFO};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &bus_before);
+}
+
+/* The file of d whose mapping holds addr, or NULL. */
+static const TioFile *file_at(const DsDataset *d, const void *addr)
+{
+	const unsigned char *p = addr;
+	const TioFile *files[] = {d->x, d->y};
+	for (int i = 0; i < 2; i++)
+		if (files[i]->map && p >= files[i]->map && p < files[i]->map + files[i]->size)
+			return files[i];
+	return NULL;
+}
+
+typedef struct Read {
+	DsDataset *d;
+	int (*fn)(struct Read *r, char *err, size_t errlen); /* the reads */
+	int64_t step, first, count; /* its arguments */
+	float *x, *y;               /* its buffers */
+} Read;
+
+/* r->fn(r), with a file that shrinks under it an error rather than SIGBUS. */
+static int guarded(Read *r, char *err, size_t errlen)
+{
+	pthread_once(&bus_once, install_bus_handler);
+	sigjmp_buf here;
+	if (sigsetjmp(here, 1)) {
+		bus_jump = NULL;
+		const TioFile *f = file_at(r->d, bus_addr);
+		uint64_t at = f ? (uint64_t)((const unsigned char *)bus_addr - f->map) : 0;
+		return fail(err, errlen, "%s: cannot read byte %llu: the file was truncated while this run used it "
+		            "(write a dataset's files only between runs)", f ? f->path : r->d->dir, (unsigned long long)at);
+	}
+	bus_jump = &here;
+	int rc = r->fn(r, err, errlen);
+	bus_jump = NULL;
+	return rc;
 }
 
 /* The samples: float32 [N, shape[1..]], or integer ids of that shape. */
@@ -117,23 +191,85 @@ static int check_y(DsDataset *d, const DsModel *m, char *err, size_t errlen)
 	if (y->shape[0] != d->n)
 		return fail(err, errlen, "%s: %lld labels for the %lld samples of %s", d->y_path, (long long)y->shape[0],
 		            (long long)d->n, d->x_path);
-	double *v = malloc(sizeof *v * (size_t)(y->nelems ? y->nelems : 1));
-	if (!v)
-		return fail(err, errlen, "%s: out of memory reading the labels", d->y_path);
-	tio_to_f64(y, v);
-	int rc = 0;
-	for (int64_t i = 0; i < y->nelems && !rc; i++) {
-		if (d->class_ids && (v[i] < 0 || v[i] >= (double)k))
-			rc = fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)", d->y_path,
-			          (long long)(i / (y->nelems / d->n)), (long long)v[i], (long long)k);
-		else if (!d->class_ids && !isfinite(v[i]))
-			rc = fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
-			          (long long)(i / k), (long long)(i % k), isnan(v[i]) ? "NaN" : "infinite");
-		else if (!d->class_ids && isinf((float)v[i]))
-			rc = fail(err, errlen, "%s: the label of sample %lld, class %lld, (%g) is too large for float32",
-			          d->y_path, (long long)(i / k), (long long)(i % k), v[i]);
+	int64_t per = d->n ? y->nelems / d->n : 1; /* labels of a sample */
+	for (int64_t i = 0; i < y->nelems; i++) {
+		if (d->class_ids) {
+			int64_t c = tio_int_at(y, i);
+			if (c < 0 || c >= k)
+				return fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)",
+				            d->y_path, (long long)(i / per), (long long)c, (long long)k);
+			continue;
+		}
+		double v = tio_f64_at(y, i);
+		if (!isfinite(v))
+			return fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
+			            (long long)(i / k), (long long)(i % k), isnan(v) ? "NaN" : "infinite");
+		if (isinf((float)v))
+			return fail(err, errlen, "%s: the label of sample %lld, class %lld, (%g) is too large for float32",
+			            d->y_path, (long long)(i / k), (long long)(i % k), v);
 	}
-	free(v);
+	return 0;
+}
+
+/*
+ * Sample i of the files into x (sample_elems floats) and its one-hot or
+ * soft labels, or its class ids, into y (label_elems floats). The files'
+ * data may be unaligned (a .npy header of any length): elements are read
+ * by tensorio's accessors, or copied as bytes.
+ */
+static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char *err, size_t errlen)
+{
+	const TioTensor *xt = &d->x->t[0], *yt = &d->y->t[0];
+	int64_t e = d->sample_elems, k = d->classes;
+	if (d->x_ids > 0) {
+		for (int64_t j = 0; j < e; j++) {
+			int64_t v = tio_int_at(xt, i * e + j);
+			if (v < 0 || v >= d->x_ids)
+				return fail(err, errlen, "%s: sample %lld holds %lld at element %lld, not an id in [0, %lld)",
+				            d->x_path, (long long)i, (long long)v, (long long)j, (long long)d->x_ids);
+			x[j] = (float)v;
+		}
+	} else {
+		memcpy(x, xt->data + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
+		for (int64_t j = 0; j < e; j++)
+			if (!isfinite(x[j]))
+				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
+				            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+	}
+	if (d->y_ids) { /* checked in range when opened */
+		for (int64_t j = 0; j < d->label_elems; j++)
+			y[j] = (float)tio_int_at(yt, i * d->label_elems + j);
+		return 0;
+	}
+	if (yt->dtype == TIO_F32 || yt->dtype == TIO_F64) {
+		for (int64_t j = 0; j < k; j++)
+			y[j] = (float)tio_f64_at(yt, i * k + j);
+		return 0;
+	}
+	int64_t c = tio_int_at(yt, i);
+	for (int64_t j = 0; j < k; j++)
+		y[j] = j == c ? 1.0f : 0.0f;
+	return 0;
+}
+
+/* Every sample, each checked as a batch's are: done when the dataset is opened. */
+static int scan_samples(Read *r, char *err, size_t errlen)
+{
+	for (int64_t i = 0; i < r->d->n; i++)
+		if (gather_sample(r->d, i, r->x, r->y, err, errlen))
+			return -1;
+	return 0;
+}
+
+/* Every sample and label checked before the first step, so that a bad one never stops a run late. */
+static int check_samples(DsDataset *d, char *err, size_t errlen)
+{
+	float *x = malloc(sizeof *x * (size_t)d->sample_elems), *y = malloc(sizeof *y * (size_t)d->label_elems);
+	int rc = x && y ? 0 : fail(err, errlen, "%s: out of memory for a sample", d->dir);
+	Read r = {.d = d, .fn = scan_samples, .x = x, .y = y};
+	rc = rc ? rc : guarded(&r, err, errlen);
+	free(x);
+	free(y);
 	return rc;
 }
 
@@ -176,6 +312,8 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 	}
 	d->sample_elems = d->x->t[0].nelems / d->n;
 	d->steps_per_epoch = d->n / d->batch;
+	if (check_samples(d, err, errlen))
+		goto out;
 	if (!(d->perm = malloc(sizeof *d->perm * (size_t)d->n))) {
 		fail(err, errlen, "%s: out of memory for the order of %lld samples", d->dir, (long long)d->n);
 		goto out;
@@ -197,19 +335,6 @@ int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, c
 int ds_open_eval(const char *dir, const DsModel *m, DsDataset **out, char *err, size_t errlen)
 {
 	return open_dataset(dir, 0, m, false, out, err, errlen);
-}
-
-/* Element i of an int32 or int64 array at p (unaligned). */
-static int64_t int_at(const unsigned char *p, TioDtype t, int64_t i)
-{
-	if (t == TIO_I32) {
-		int32_t v;
-		memcpy(&v, p + (size_t)i * sizeof v, sizeof v);
-		return v;
-	}
-	int64_t v;
-	memcpy(&v, p + (size_t)i * sizeof v, sizeof v);
-	return v;
 }
 
 void ds_close(DsDataset *d)
@@ -257,75 +382,43 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
 	return 0;
 }
 
-/*
- * Sample i of the files into x (sample_elems floats) and its one-hot or
- * soft labels, or its class ids, into y (label_elems floats).
- */
-static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char *err, size_t errlen)
+static int gather_step(Read *r, char *err, size_t errlen)
 {
-	/* the files' data may be unaligned (a .npy header of any length): bytes, copied */
-	const unsigned char *xs = d->x->t[0].data, *ys = d->y->t[0].data;
-	TioDtype yt = d->y->t[0].dtype;
-	int64_t e = d->sample_elems, k = d->classes;
-	if (d->x_ids > 0) {
-		for (int64_t j = 0; j < e; j++) {
-			int64_t v = int_at(xs, d->x->t[0].dtype, i * e + j);
-			if (v < 0 || v >= d->x_ids)
-				return fail(err, errlen, "%s: sample %lld holds %lld at element %lld, not an id in [0, %lld)",
-				            d->x_path, (long long)i, (long long)v, (long long)j, (long long)d->x_ids);
-			x[j] = (float)v;
-		}
-	} else {
-		memcpy(x, xs + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
-		for (int64_t j = 0; j < e; j++)
-			if (!isfinite(x[j]))
-				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
-				            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+	DsDataset *d = r->d;
+	int64_t epoch = r->step / d->steps_per_epoch, index = r->step % d->steps_per_epoch;
+	if (epoch != d->perm_epoch) {
+		ds_order(d->seed, epoch, d->n, d->perm);
+		d->perm_epoch = epoch;
 	}
-	if (d->y_ids) { /* checked in range when opened */
-		for (int64_t j = 0; j < d->label_elems; j++)
-			y[j] = (float)int_at(ys, yt, i * d->label_elems + j);
-		return 0;
+	for (int64_t b = 0; b < d->batch; b++)
+		if (gather_sample(d, d->perm[index * d->batch + b], r->x + b * d->sample_elems,
+		                  r->y + b * d->label_elems, err, errlen))
+			return -1;
+	return 0;
+}
+
+static int gather_rows(Read *r, char *err, size_t errlen)
+{
+	const DsDataset *d = r->d;
+	for (int64_t b = 0; b < d->batch; b++) {
+		/* rows past the end repeat the first of the batch: finite, and ignored by the caller */
+		int64_t i = r->first + (b < r->count ? b : 0);
+		if (gather_sample(d, i, r->x + b * d->sample_elems, r->y + b * d->label_elems, err, errlen))
+			return -1;
 	}
-	if (yt == TIO_F32) {
-		memcpy(y, ys + (size_t)(i * k) * sizeof(float), sizeof *y * (size_t)k);
-		return 0;
-	}
-	if (yt == TIO_F64) {
-		for (int64_t j = 0; j < k; j++) {
-			double v;
-			memcpy(&v, ys + (size_t)(i * k + j) * sizeof v, sizeof v);
-			y[j] = (float)v;
-		}
-		return 0;
-	}
-	int64_t c = int_at(ys, yt, i);
-	for (int64_t j = 0; j < k; j++)
-		y[j] = j == c ? 1.0f : 0.0f;
 	return 0;
 }
 
 int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen)
 {
-	int64_t epoch = step / d->steps_per_epoch, index = step % d->steps_per_epoch;
-	if (epoch != d->perm_epoch) {
-		ds_order(d->seed, epoch, d->n, d->perm);
-		d->perm_epoch = epoch;
-	}
-	for (int64_t r = 0; r < d->batch; r++)
-		if (gather_sample(d, d->perm[index * d->batch + r], x + r * d->sample_elems, y + r * d->label_elems, err,
-		                  errlen))
-			return -1;
-	return 0;
+	if (step < 0)
+		return fail(err, errlen, "%s: no batch for step %lld", d->dir, (long long)step);
+	Read r = {.d = d, .fn = gather_step, .step = step, .x = x, .y = y};
+	return guarded(&r, err, errlen);
 }
 
 int ds_gather_rows(const DsDataset *d, int64_t first, int64_t count, float *x, float *y, char *err, size_t errlen)
 {
-	for (int64_t r = 0; r < d->batch; r++) {
-		/* rows past the end repeat the first of the batch: finite, and ignored by the caller */
-		int64_t i = first + (r < count ? r : 0);
-		if (gather_sample(d, i, x + r * d->sample_elems, y + r * d->label_elems, err, errlen))
-			return -1;
-	}
-	return 0;
+	Read r = {.d = (DsDataset *)d, .fn = gather_rows, .first = first, .count = count, .x = x, .y = y};
+	return guarded(&r, err, errlen);
 }

@@ -78,7 +78,7 @@ void rt_feed_open(RtCtx *ctx)
 
 	const DsDataset *d = f->ds;
 	RtOptions *o = &ctx->opt;
-	if (ds_steps(d, o->epochs, o->iters_given ? o->iters : -1, 1000000000, &o->iters, err, sizeof err))
+	if (ds_steps(d, o->epochs, o->iters_given ? o->iters : -1, RT_MAX_STEPS, &o->iters, err, sizeof err))
 		rt_fatal("%s", err);
 	if (!o->quiet) {
 		int64_t dropped = d->n % d->batch;
@@ -97,7 +97,7 @@ void rt_feed_open(RtCtx *ctx)
 	}
 }
 
-void rt_feed_next(RtCtx *ctx)
+bool rt_feed_next(RtCtx *ctx, char *err, size_t errlen)
 {
 	RtFeed *f = ctx->feed;
 	RtBatch *in = &ctx->batch[RT_DATA_INPUT], *lab = &ctx->batch[RT_DATA_LABELS];
@@ -109,16 +109,18 @@ void rt_feed_next(RtCtx *ctx)
 		f->running = false;
 		if (f->pending != step)
 			RT_ICE("the batch of step %lld prepared for step %lld", (long long)f->pending, (long long)step);
-		if (f->failed)
-			rt_fatal("%s", f->err);
+		if (f->failed) {
+			snprintf(err, errlen, "%s", f->err);
+			return false;
+		}
 		float *t = in->data;
 		in->data = f->spare[0];
 		f->spare[0] = t;
 		t = lab->data;
 		lab->data = f->spare[1];
 		f->spare[1] = t;
-	} else if (ds_gather(f->ds, step, in->data, lab->data, f->err, sizeof f->err)) {
-		rt_fatal("%s", f->err);
+	} else if (ds_gather(f->ds, step, in->data, lab->data, err, errlen)) {
+		return false;
 	}
 	if (step + 1 < ctx->opt.iters && f->ahead) {
 		f->pending = step + 1;
@@ -127,6 +129,7 @@ void rt_feed_next(RtCtx *ctx)
 			rt_fatal("starting the thread that prepares batches: %s", strerror(rc));
 		f->running = true;
 	}
+	return true;
 }
 
 int64_t rt_feed_epoch(const RtCtx *ctx, int64_t step, int64_t *steps_per_epoch)

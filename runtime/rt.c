@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -189,6 +190,8 @@ static void usage_eval(FILE *f, const RtProgram *p)
 	        "  --results R.json     write the results record (JSON) to R.json\n"
 	        "  --slow KIND          the slow tier: pmem (default), dax-kmem or numa:N\n"
 	        "  --slow-dir DIR       where the pmem slow pool's file goes\n"
+	        "  --overcommit         make the pools even where they need more memory than\n"
+	        "                       is free (default: refuse, with the figures)\n"
 	        "  --profile-kernels    time every kernel launch and print a table at the end\n"
 	        "  -q, --quiet          print only the loss and the accuracy\n"
 	        "  -h, --help           show this help\n"
@@ -241,6 +244,8 @@ static void usage(FILE *f, const RtProgram *p)
 	        "  --slow-dir DIR       where the pmem slow pool's file goes (default: $TMPDIR\n"
 	        "                       or /tmp); a fresh directory is made there and removed\n"
 	        "                       at exit\n"
+	        "  --overcommit         make the pools even where they need more memory than\n"
+	        "                       is free (default: refuse, with the figures)\n"
 	        "  --profile-kernels    time every kernel launch and print a table at the end\n"
 	        "  -q, --quiet          print nothing but errors and warnings\n"
 	        "  -h, --help           show this help\n"
@@ -301,7 +306,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 {
 	enum { O_ITERS = 256, O_THREADS, O_SEED, O_WEIGHTS, O_SAVE, O_INPUT, O_LABELS, O_RESULTS, O_SLOW,
 	       O_SLOW_DIR, O_PROFILE, O_DATA, O_EPOCHS, O_CHECKPOINT, O_SAVE_EVERY, O_RESUME, O_PLOT, O_VAL,
-	       O_EVAL_EVERY, O_OUTPUTS };
+	       O_EVAL_EVERY, O_OUTPUTS, O_OVERCOMMIT };
 	static const struct option opts[] = {
 		{"iters", required_argument, NULL, O_ITERS},
 		{"threads", required_argument, NULL, O_THREADS},
@@ -323,6 +328,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		{"val", required_argument, NULL, O_VAL},
 		{"eval-every", required_argument, NULL, O_EVAL_EVERY},
 		{"outputs", required_argument, NULL, O_OUTPUTS},
+		{"overcommit", no_argument, NULL, O_OVERCOMMIT},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -335,7 +341,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 	while ((ch = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_ITERS:
-			o->iters = parse_count("--iters", optarg, 0, 1000000000);
+			o->iters = parse_count("--iters", optarg, 0, RT_MAX_STEPS);
 			o->iters_given = true;
 			break;
 		case O_DATA:
@@ -355,7 +361,7 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			o->checkpoint = optarg;
 			break;
 		case O_SAVE_EVERY:
-			o->save_every = parse_count("--save-every", optarg, 1, 1000000000);
+			o->save_every = parse_count("--save-every", optarg, 1, RT_MAX_STEPS);
 			break;
 		case O_RESUME:
 			o->resume = optarg;
@@ -367,10 +373,13 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 			o->val = optarg;
 			break;
 		case O_EVAL_EVERY:
-			o->eval_every = parse_count("--eval-every", optarg, 1, 1000000000);
+			o->eval_every = parse_count("--eval-every", optarg, 1, RT_MAX_STEPS);
 			break;
 		case O_OUTPUTS:
 			o->outputs = optarg;
+			break;
+		case O_OVERCOMMIT:
+			o->overcommit = true;
 			break;
 		case O_WEIGHTS:
 			o->weights = optarg;
@@ -432,6 +441,45 @@ static void parse_options(int argc, char **argv, const RtProgram *program, RtOpt
 		rt_usage_error("--resume loads the weights from the checkpoint; give it or --weights, not both");
 }
 
+/* DIR/file in buf, or NULL without a DIR. */
+static const char *in_dir(const char *dir, const char *file, char *buf, size_t size)
+{
+	if (!dir)
+		return NULL;
+	snprintf(buf, size, "%s/%s", dir, file);
+	return buf;
+}
+
+/*
+ * No output may overwrite another, nor a file the run reads (its weights,
+ * its data, the program itself); --checkpoint DIR continues --resume DIR.
+ */
+static void check_distinct(const RtOptions *o)
+{
+	char ck[PATH_MAX], re[PATH_MAX], dx[PATH_MAX], dy[PATH_MAX], vx[PATH_MAX], vy[PATH_MAX], exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	const FileUse use[] = {
+		{"--save-weights", o->save_weights, true, NULL},
+		{"--results", o->results, true, NULL},
+		{"--plot", o->plot, true, NULL},
+		{"--outputs", o->outputs, true, NULL},
+		{"--checkpoint", in_dir(o->checkpoint, "checkpoint.safetensors", ck, sizeof ck), true, "--resume"},
+		{"--resume", in_dir(o->resume, "checkpoint.safetensors", re, sizeof re), false, NULL},
+		{"--weights", o->weights, false, NULL},
+		{"--input", o->input, false, NULL},
+		{"--labels", o->labels, false, NULL},
+		{"--data", in_dir(o->data, "x.npy", dx, sizeof dx), false, NULL},
+		{"--data", in_dir(o->data, "y.npy", dy, sizeof dy), false, NULL},
+		{"--val", in_dir(o->val, "x.npy", vx, sizeof vx), false, NULL},
+		{"--val", in_dir(o->val, "y.npy", vy, sizeof vy), false, NULL},
+		{"the program", n > 0 ? exe : NULL, false, NULL},
+	};
+	char err[4 * PATH_MAX];
+	if (outfile_clash(use, (int)(sizeof use / sizeof use[0]), err, sizeof err))
+		rt_usage_error("%s", err);
+}
+
 /*
  * The files written at the end (--save-weights, --results) are checked
  * before anything is allocated or trained, so that a run never ends by
@@ -451,6 +499,7 @@ static void check_outputs(const RtOptions *o)
 		if (out[i].path && !outfile_check(out[i].path, err, sizeof err))
 			rt_fatal("%s: %s", out[i].flag, err);
 	}
+	check_distinct(o);
 }
 
 /* ---- begin and end -------------------------------------------------------- */
@@ -469,6 +518,7 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	check_eval_options(program, &ctx->opt);
 	check_outputs(&ctx->opt);
 
+	rt_check_memory(ctx);
 	if (program->flags & RT_PROGRAM_MANAGED)
 		b->memory.open_managed(&ctx->fast, program->fast_bytes, program->fast_limit);
 	else
@@ -892,6 +942,25 @@ static void report_step(RtCtx *ctx)
 	fflush(stdout);
 }
 
+/*
+ * A batch that cannot be read (a dataset file changed or truncated under
+ * the run) ends it as Ctrl-C does: what the steps taken so far trained is
+ * kept (--save-weights, and a last checkpoint to resume from once the data
+ * is whole again), then exit 1.
+ */
+static noreturn void stop_unreadable(RtCtx *ctx, const char *why)
+{
+	ctx->in_step = false;
+	rt_end_progress_line();
+	fprintf(stderr, "%s: error: %s\n", prog_name, why);
+	if (ctx->opt.save_weights || ctx->opt.checkpoint)
+		fprintf(stderr, "%s: stopped before step %" PRIu64 "; saving what the %lld steps taken trained\n", prog_name,
+		        ctx->step + 1, (long long)ctx->nsteps);
+	ctx->stopped = true; /* no evaluation at this end */
+	rt_end(ctx);
+	rt_exit_error(1);
+}
+
 void rt_step_begin(RtCtx *ctx)
 {
 	if (ctx->in_step)
@@ -904,8 +973,9 @@ void rt_step_begin(RtCtx *ctx)
 	}
 	ctx->in_step = true;
 	ctx->step_start = rt_now();
-	if (ctx->feed)
-		rt_feed_next(ctx); /* this step's batch: waits for it within the step's time */
+	char err[1024];
+	if (ctx->feed && !rt_feed_next(ctx, err, sizeof err)) /* this step's batch: waited for within the step */
+		stop_unreadable(ctx, err);
 }
 
 void rt_step_end(RtCtx *ctx, const float *loss)

@@ -64,6 +64,9 @@
 #include "ops.h"    /* base/ */
 #include "optim.h"  /* base/ */
 
+/* The most steps a run takes (--iters, --epochs); a checkpoint's step beyond it is damaged. */
+enum { RT_MAX_STEPS = 1000000000 };
+
 /* ---- errors ------------------------------------------------------------ */
 
 /* "PROG: error: message" on stderr, then exit(1). */
@@ -121,11 +124,25 @@ typedef struct RtPool {
 /* A fast pool of `bytes` under a non-zero `limit`: fatal if over it (rt.c, for both backends). */
 void rt_pool_fast_check(int64_t bytes, int64_t limit);
 
+/* What pools take, before they are made (RtMemoryOps.footprint). */
+typedef struct RtFootprint {
+	int64_t host_fast;    /* bytes of host memory the fast pool takes (0: it is a device's) */
+	int64_t host_slow;    /* the same for the slow pool (0: it is in a file or another node) */
+	const char *slow_where; /* where a slow pool in host memory is, for messages (" in tmpfs") */
+	int64_t device;       /* bytes of device memory the pools take */
+	int64_t device_free;  /* the device's free memory; -1 without a device */
+} RtFootprint;
+
+/* Before the pools are made: fatal, with the figures, if they need more memory than there is (memcheck.c). */
+void rt_check_memory(const RtCtx *ctx);
+
 /*
  * Memory: the pools, and the way between host memory and them. A pool is
  * opened zeroed, and every failure is fatal.
  */
 typedef struct RtMemoryOps {
+	/* What pools of these sizes would take, from the host and from a device (see RtFootprint). */
+	void (*footprint)(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out);
 	/* The fast pool; fatal if over a non-zero limit (rt_pool_fast_check). */
 	void (*open_fast)(RtPool *p, int64_t bytes, int64_t limit);
 	/*
@@ -246,6 +263,7 @@ typedef struct RtOptions {
 	const char *val;          /* --val: the dataset a training program evaluates */
 	int64_t eval_every;       /* --eval-every: steps between evaluations (0: only at the end) */
 	const char *outputs;      /* --outputs: an evaluation program's logits of every sample (.npy) */
+	bool overcommit;          /* --overcommit: make the pools even where they exceed the free memory */
 } RtOptions;
 
 /* A kernel created by rt_kernel. */
@@ -357,8 +375,12 @@ void rt_data_free(RtCtx *ctx);
  * announce it; fatal on a dataset that does not fit the model.
  */
 void rt_feed_open(RtCtx *ctx);
-/* feed.c: put step ctx->step's batch into the input and labels batches; start preparing the next. */
-void rt_feed_next(RtCtx *ctx);
+/*
+ * feed.c: put step ctx->step's batch into the input and labels batches;
+ * start preparing the next. False with a message naming the file when the
+ * batch cannot be read (a file changed under the run).
+ */
+bool rt_feed_next(RtCtx *ctx, char *err, size_t errlen);
 /* feed.c: the epoch (from 0) and the steps an epoch of step `step` (from 0); 0 without --data. */
 int64_t rt_feed_epoch(const RtCtx *ctx, int64_t step, int64_t *steps_per_epoch);
 /* feed.c: stop the prefetching and close the dataset. */

@@ -1,18 +1,22 @@
 /*
  * tensorio.c - safetensors and .npy files (see autotm/tensorio.h).
  *
- * Readers map the file and check everything the header claims against
- * the file before anything is read: a truncated or oversized file, a
- * header that is not JSON, a name given twice, a tensor whose byte range
- * is outside the data, overlaps another's or does not match its shape,
- * are all errors naming the file and the tensor. The safetensors header
- * is parsed with cJSON. A .npy element type that is not read is named in
- * words ('>f4' is big-endian float32).
+ * Readers open only regular files (without blocking: a FIFO is refused,
+ * not waited on), map them, and check everything the header claims
+ * against the file before anything is read: a truncated or oversized
+ * file, a header that is not one JSON object, a key given twice at any
+ * level, a NUL in a name, a shape whose size overflows 64 bits, a tensor
+ * whose byte range is outside the data or does not match its shape, data
+ * that overlaps another tensor's or belongs to none, are all errors
+ * naming the file and the tensor. The safetensors header is parsed with
+ * cJSON. A .npy element type that is not read is named in words ('>f4'
+ * is big-endian float32).
  *
  * The writer goes through base/outfile.h: a regular or new file is
  * replaced atomically, a device or FIFO written straight through.
  */
 #include "autotm/tensorio.h"
+#include "format.h"  /* base/ */
 #include "outfile.h" /* base/ */
 
 #include <cjson/cJSON.h>
@@ -74,17 +78,26 @@ void tio_close(TioFile *f)
 	free(f);
 }
 
-/* Map a whole file read-only. */
+/*
+ * Map a whole file read-only. It is opened without blocking (a FIFO with
+ * no writer would otherwise wait forever in open) and refused unless it
+ * is a regular file.
+ */
 static TioFile *map_file(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return NULL;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		fail(err, errlen, "'%s' is not a regular file", path);
+	if (fstat(fd, &st) != 0) {
+		fail(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fail(err, errlen, "'%s' is not a regular file (it is %s)", path, fmt_file_kind(st.st_mode));
 		close(fd);
 		return NULL;
 	}
@@ -124,7 +137,7 @@ static int add_tensor(TioFile *f, const char *name, char *err, size_t errlen)
 	return 0;
 }
 
-/* Element count of a shape, or -1 if it overflows the file's possible size. */
+/* Element count of a shape, or -1 if it overflows 64 bits. */
 static int64_t count(const int64_t *shape, int ndim)
 {
 	int64_t n = 1;
@@ -132,6 +145,24 @@ static int64_t count(const int64_t *shape, int ndim)
 		if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n))
 			return -1;
 	return n;
+}
+
+/* The bytes of n elements of type d; false when they do not fit 64 bits. */
+static bool elem_bytes(int64_t n, TioDtype d, uint64_t *bytes)
+{
+	return n >= 0 && !__builtin_mul_overflow((uint64_t)n, (uint64_t)dtype_size(d), bytes);
+}
+
+/* "(2, 3)", a shape as NumPy writes it, for messages. */
+static const char *shape_tuple(const TioTensor *t, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "(");
+	for (int i = 0; i < t->ndim && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%lld%s", i ? " " : "", (long long)t->shape[i],
+		                      i + 1 < t->ndim || t->ndim == 1 ? "," : "");
+	if (n < size)
+		snprintf(buf + n, size - n, ")");
+	return buf;
 }
 
 /* A JSON number that is a whole number, small enough for a size or an offset in a file. */
@@ -152,8 +183,6 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 	const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
 	if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
 		return fail(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets", p, name);
-	if (tio_find(f, name))
-		return fail(err, errlen, "%s: tensor '%s' appears twice in the header", p, name);
 	if (add_tensor(f, name, err, errlen))
 		return -1;
 	TioTensor *t = &f->t[f->n - 1];
@@ -178,15 +207,17 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 	if (!whole(ob) || !whole(oe) || oe->valuedouble < ob->valuedouble)
 		return fail(err, errlen, "%s: tensor '%s' has invalid data offsets (two whole numbers, begin <= end)", p,
 		            name);
-	double b = ob->valuedouble, en = oe->valuedouble;
-	if (en > (double)datalen)
-		return fail(err, errlen, "%s: tensor '%s' has data offsets [%.0f, %.0f) outside the %" PRIu64
+	uint64_t b = (uint64_t)ob->valuedouble, en = (uint64_t)oe->valuedouble, bytes;
+	if (en > datalen)
+		return fail(err, errlen, "%s: tensor '%s' has data offsets [%" PRIu64 ", %" PRIu64 ") outside the %" PRIu64
 		            " bytes of data (is the file truncated?)", p, name, b, en, datalen);
 	t->nelems = count(t->shape, t->ndim);
-	if (t->nelems < 0 || (double)t->nelems * dtype_size(t->dtype) != en - b)
-		return fail(err, errlen, "%s: tensor '%s' has %.0f bytes of data, which does not match its shape", p,
-		            name, en - b);
-	t->data = data + (uint64_t)b;
+	if (!elem_bytes(t->nelems, t->dtype, &bytes) || bytes != en - b) {
+		char shape[TIO_MAX_DIMS * 24];
+		return fail(err, errlen, "%s: tensor '%s' has %" PRIu64 " bytes of data, which does not match its shape %s",
+		            p, name, en - b, shape_tuple(t, shape, sizeof shape));
+	}
+	t->data = data + b;
 	return 0;
 }
 
@@ -203,34 +234,72 @@ static uint64_t data_end(const TioTensor *t, const unsigned char *data)
 }
 
 /*
- * Refuse tensors whose bytes overlap: each byte of the data (from `data`)
- * belongs to one tensor at most. Sorted by where they begin, a tensor
- * overlaps an earlier one iff it begins before the furthest end so far.
+ * The tensors' bytes must tile the data, as the format's reference reader
+ * requires: sorted by where they begin, each begins where the one before
+ * ends (the first at 0), and the last ends at the end of the file. So no
+ * byte belongs to two tensors, and none to no tensor. Empty tensors own no
+ * bytes and take no part.
  */
-static int check_overlaps(const TioFile *f, const unsigned char *data, char *err, size_t errlen)
+static int check_layout(const TioFile *f, const unsigned char *data, uint64_t datalen, char *err, size_t errlen)
 {
 	const TioTensor **by_start = malloc(sizeof *by_start * (size_t)(f->n ? f->n : 1));
 	if (!by_start)
 		return fail(err, errlen, "out of memory");
 	int n = 0;
 	for (int i = 0; i < f->n; i++)
-		if (f->t[i].nelems > 0)
+		if (f->t[i].nelems > 0) /* an empty tensor has no bytes to place */
 			by_start[n++] = &f->t[i];
 	qsort(by_start, (size_t)n, sizeof *by_start, cmp_data);
-	const TioTensor *reach = NULL; /* of the tensors so far, the one whose data ends last */
+	const TioTensor *prev = NULL; /* the tensor whose data ends where the next must begin */
+	uint64_t at = 0;
 	int rc = 0;
 	for (int i = 0; i < n && !rc; i++) {
 		const TioTensor *t = by_start[i];
 		uint64_t begin = (uint64_t)(t->data - data);
-		if (reach && begin < data_end(reach, data))
+		if (begin < at)
 			rc = fail(err, errlen, "%s: the data of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64
 			          ")) overlaps that of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64 "))", f->path, t->name,
-			          begin, data_end(t, data), reach->name, (uint64_t)(reach->data - data),
-			          data_end(reach, data));
-		if (!reach || data_end(t, data) > data_end(reach, data))
-			reach = t;
+			          begin, data_end(t, data), prev->name, (uint64_t)(prev->data - data), data_end(prev, data));
+		else if (begin > at)
+			rc = fail(err, errlen, "%s: bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor (%s%s%s"
+			          "tensor '%s' begins at %" PRIu64 ")", f->path, at, begin, prev ? "'" : "",
+			          prev ? prev->name : "", prev ? "' ends there, " : "", t->name, begin);
+		prev = t;
+		at = data_end(t, data);
 	}
+	if (!rc && at != datalen)
+		rc = fail(err, errlen, "%s: the last %" PRIu64 " bytes of the file belong to no tensor (the data of the "
+		          "tensors ends at byte %" PRIu64 " of %" PRIu64 ")", f->path, datalen - at, at, datalen);
 	free(by_start);
+	return rc;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/*
+ * Refuse a JSON object that names a key twice (cJSON keeps both; which
+ * one a reader takes is anyone's guess). `what` names the object.
+ */
+static int check_unique(const TioFile *f, const cJSON *obj, const char *what, char *err, size_t errlen)
+{
+	int n = cJSON_GetArraySize(obj);
+	if (n < 2)
+		return 0;
+	const cJSON **keys = malloc(sizeof *keys * (size_t)n);
+	if (!keys)
+		return fail(err, errlen, "out of memory");
+	int k = 0;
+	for (const cJSON *e = obj->child; e && k < n; e = e->next)
+		keys[k++] = e;
+	qsort(keys, (size_t)k, sizeof *keys, cmp_key);
+	int rc = 0;
+	for (int i = 1; i < k && !rc; i++)
+		if (strcmp(keys[i - 1]->string, keys[i]->string) == 0)
+			rc = fail(err, errlen, "%s: '%s' appears twice in %s", f->path, keys[i]->string, what);
+	free(keys);
 	return rc;
 }
 
@@ -239,6 +308,8 @@ static int parse_metadata(TioFile *f, const cJSON *m, char *err, size_t errlen)
 {
 	if (!cJSON_IsObject(m))
 		return fail(err, errlen, "%s: __metadata__ is not an object of strings", f->path);
+	if (check_unique(f, m, "the header's __metadata__", err, errlen))
+		return -1;
 	int n = cJSON_GetArraySize(m);
 	f->meta = calloc((size_t)n + 1, sizeof *f->meta);
 	if (!f->meta)
@@ -266,6 +337,79 @@ const char *tio_meta(const TioFile *f, const char *key)
 	return NULL;
 }
 
+/*
+ * Whether the JSON text holds a string with the escape \u0000: a NUL
+ * inside a name would cut it short in C (the format's reference reader
+ * refuses such a name too).
+ */
+static bool has_nul_escape(const char *s, size_t n)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!in_string) {
+			in_string = s[i] == '"';
+		} else if (s[i] == '"') {
+			in_string = false;
+		} else if (s[i] == '\\' && i + 1 < n) {
+			if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0)
+				return true;
+			i++; /* the escaped character */
+		}
+	}
+	return false;
+}
+
+/*
+ * The header's JSON: one object and, after it, nothing but the spaces
+ * that pad it; no NUL byte, raw or escaped. NULL with a message otherwise.
+ */
+static cJSON *parse_header(const TioFile *f, uint64_t hlen, char *err, size_t errlen)
+{
+	const char *text = (const char *)f->map + 8, *end = NULL;
+	if (memchr(text, '\0', (size_t)hlen) || has_nul_escape(text, (size_t)hlen)) {
+		fail(err, errlen, "%s: the header holds a NUL character (in a name or a value); not a safetensors file",
+		     f->path);
+		return NULL;
+	}
+	cJSON *h = cJSON_ParseWithLengthOpts(text, (size_t)hlen, &end, false);
+	if (!h || !cJSON_IsObject(h)) {
+		cJSON_Delete(h);
+		fail(err, errlen, "%s: the header is not a JSON object; not a safetensors file", f->path);
+		return NULL;
+	}
+	size_t used = (size_t)(end - text);
+	while (used < hlen && strchr(" \t\r\n", text[used]))
+		used++;
+	if (used < hlen) {
+		cJSON_Delete(h);
+		fail(err, errlen, "%s: %" PRIu64 " bytes follow the header's JSON object inside the header; not a "
+		     "safetensors file, or a damaged one", f->path, hlen - (uint64_t)used);
+		return NULL;
+	}
+	return h;
+}
+
+/* The header's entries: the tensors, and the metadata. */
+static int parse_entries(TioFile *f, const cJSON *h, const unsigned char *data, uint64_t datalen, char *err,
+                         size_t errlen)
+{
+	if (check_unique(f, h, "the header", err, errlen))
+		return -1;
+	for (const cJSON *e = h->child; e; e = e->next) {
+		if (strcmp(e->string, "__metadata__") == 0) {
+			if (parse_metadata(f, e, err, errlen))
+				return -1;
+			continue;
+		}
+		char what[300];
+		snprintf(what, sizeof what, "the header's entry for tensor '%.200s'", e->string);
+		if ((cJSON_IsObject(e) && check_unique(f, e, what, err, errlen)) ||
+		    parse_entry(f, e, data, datalen, err, errlen))
+			return -1;
+	}
+	return 0;
+}
+
 int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -286,31 +430,12 @@ int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errl
 		return fail(err, errlen, "%s: header length %" PRIu64 " exceeds the file's %" PRIu64
 		            " bytes (truncated, or not a safetensors file)", path, hlen, size);
 	}
-	cJSON *h = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
-	if (!h || !cJSON_IsObject(h)) {
-		cJSON_Delete(h);
-		tio_close(f);
-		return fail(err, errlen, "%s: the header is not a JSON object; not a safetensors file", path);
-	}
+	cJSON *h = parse_header(f, hlen, err, errlen);
 	const unsigned char *data = f->map + 8 + hlen;
 	uint64_t datalen = f->size - 8 - hlen;
-	for (const cJSON *e = h->child; e; e = e->next) {
-		if (strcmp(e->string, "__metadata__") == 0) {
-			if (parse_metadata(f, e, err, errlen)) {
-				cJSON_Delete(h);
-				tio_close(f);
-				return -1;
-			}
-			continue;
-		}
-		if (parse_entry(f, e, data, datalen, err, errlen)) {
-			cJSON_Delete(h);
-			tio_close(f);
-			return -1;
-		}
-	}
+	int rc = !h || parse_entries(f, h, data, datalen, err, errlen) || check_layout(f, data, datalen, err, errlen);
 	cJSON_Delete(h);
-	if (check_overlaps(f, data, err, errlen)) {
+	if (rc) {
 		tio_close(f);
 		return -1;
 	}
@@ -326,17 +451,35 @@ const TioTensor *tio_find(const TioFile *f, const char *name)
 	return NULL;
 }
 
+double tio_f64_at(const TioTensor *t, int64_t i)
+{
+	const unsigned char *p = t->data + (size_t)i * (size_t)dtype_size(t->dtype);
+	switch (t->dtype) {
+	case TIO_F32: { float v; memcpy(&v, p, 4); return v; }
+	case TIO_F64: { double v; memcpy(&v, p, 8); return v; }
+	case TIO_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case TIO_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+	}
+	return 0;
+}
+
+int64_t tio_int_at(const TioTensor *t, int64_t i)
+{
+	const unsigned char *p = t->data + (size_t)i * (size_t)dtype_size(t->dtype);
+	if (t->dtype == TIO_I32) {
+		int32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	int64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
 void tio_to_f64(const TioTensor *t, double *dst)
 {
-	for (int64_t i = 0; i < t->nelems; i++) {
-		const unsigned char *p = t->data + i * dtype_size(t->dtype);
-		switch (t->dtype) {
-		case TIO_F32: { float v; memcpy(&v, p, 4); dst[i] = v; break; }
-		case TIO_F64: { double v; memcpy(&v, p, 8); dst[i] = v; break; }
-		case TIO_I32: { int32_t v; memcpy(&v, p, 4); dst[i] = v; break; }
-		case TIO_I64: { int64_t v; memcpy(&v, p, 8); dst[i] = (double)v; break; }
-		}
-	}
+	for (int64_t i = 0; i < t->nelems; i++)
+		dst[i] = tio_f64_at(t, i);
 }
 
 /* ---- .npy ---------------------------------------------------------- */
@@ -505,10 +648,19 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 		p = end;
 	}
 	t->nelems = count(t->shape, t->ndim);
-	size_t need = t->nelems < 0 ? SIZE_MAX : (size_t)t->nelems * (size_t)dtype_size(dt);
-	if (t->nelems < 0 || need != f->size - hstart - hlen) {
-		fail(err, errlen, "%s: the data is %zu bytes but its shape needs %zu (truncated or corrupt)", path,
-		     f->size - hstart - hlen, need);
+	uint64_t need, have = f->size - hstart - hlen;
+	if (!elem_bytes(t->nelems, dt, &need)) {
+		char shape[TIO_MAX_DIMS * 24];
+		double approx = (double)dtype_size(dt);
+		for (int i = 0; i < t->ndim; i++)
+			approx *= (double)t->shape[i];
+		fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape %s needs %.3g, more than a 64-bit "
+		     "size holds (corrupt)", path, have, shape_tuple(t, shape, sizeof shape), approx);
+		goto out;
+	}
+	if (need != have) {
+		fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape needs %" PRIu64 " (truncated or corrupt)",
+		     path, have, need);
 		goto out;
 	}
 	t->data = m + hstart + hlen;

@@ -10,6 +10,7 @@
 const RtBackend rt_cpu_backend = {
 	.name = "cpu",
 	.memory = {
+		.footprint = cpu_pool_footprint,
 		.open_fast = cpu_pool_open_fast,
 		.open_managed = cpu_pool_open_managed,
 		.open_slow = cpu_pool_open_slow,

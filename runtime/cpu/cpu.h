@@ -15,6 +15,7 @@
 
 /* ---- memory (cpu/pool.c; store and load in cpu/move.c) ------------------- */
 
+void cpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out);
 void cpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit);
 void cpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit);
 void cpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node);

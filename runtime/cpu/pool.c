@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <memkind.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -50,6 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -176,6 +178,29 @@ void cpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit)
 	rt_fatal("this program was compiled for unified memory on a GPU (managed); link it with libautotmrt-cuda.a");
 }
 
+/* ---- what the pools take ------------------------------------------------ */
+
+/* The directory a pmem pool's own is made in: --slow-dir, $TMPDIR or /tmp. */
+static const char *pmem_parent(const char *dir)
+{
+	if (dir && dir[0])
+		return dir;
+	return getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+}
+
+void cpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out)
+{
+	(void)managed;
+	*out = (RtFootprint){.host_fast = round_up(fast, POOL_ALIGN), .device_free = -1};
+	/* a pmem file in a file system in RAM is memory like the fast pool; on a disk it is the disk's */
+	struct statfs fs;
+	if (kind == RT_SLOW_PMEM && slow > 0 && statfs(pmem_parent(dir), &fs) == 0 &&
+	    (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
+		out->host_slow = round_up(slow, POOL_ALIGN);
+		out->slow_where = fs.f_type == TMPFS_MAGIC ? " in tmpfs" : " in ramfs";
+	}
+}
+
 /* ---- slow -------------------------------------------------------------- */
 
 /* A memkind call returning a memkind error code: fatal with file:line, the call and memkind's reason. */
@@ -243,8 +268,7 @@ static void remove_stale_dirs(const char *parent)
 static void open_pmem(RtPool *p, CpuPool *c, const char *parent)
 {
 	char b1[32], b2[32];
-	if (!parent || !parent[0])
-		parent = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	parent = pmem_parent(parent);
 	remove_stale_dirs(parent);
 	char tmpl[PATH_MAX];
 	if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/%s%ld.XXXXXX", parent, SLOW_PREFIX, (long)getpid()) >= sizeof tmpl)

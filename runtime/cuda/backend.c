@@ -10,6 +10,7 @@
 const RtBackend rt_cuda_backend = {
 	.name = "cuda",
 	.memory = {
+		.footprint = gpu_pool_footprint,
 		.open_fast = gpu_pool_open_fast,
 		.open_managed = gpu_pool_open_managed,
 		.open_slow = gpu_pool_open_slow,

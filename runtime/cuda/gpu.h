@@ -37,6 +37,7 @@ cudaStream_t gpu_stream(void);
 
 /* ---- memory and copies (cuda/memory.c) ------------------------------------ */
 
+void gpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out);
 void gpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit);
 void gpu_pool_open_managed(RtPool *p, int64_t bytes, int64_t limit);
 void gpu_pool_open_slow(RtPool *p, int64_t bytes, RtSlowKind kind, const char *dir, int numa_node);

@@ -122,6 +122,20 @@ static void zero_device(RtPool *p)
 	CUDA_CHECK(cudaStreamSynchronize(gpu_stream()));
 }
 
+void gpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out)
+{
+	(void)kind, (void)dir;
+	*out = (RtFootprint){.host_slow = round_up(slow, POOL_ALIGN), .slow_where = " in pinned memory",
+	                     .device_free = -1};
+	if (managed || fast == 0) /* a managed pool is capped by its own balloon, not refused */
+		return;
+	size_t free_bytes, total;
+	gpu_stream();
+	CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+	out->device = round_up(fast, POOL_ALIGN);
+	out->device_free = (int64_t)free_bytes;
+}
+
 void gpu_pool_open_fast(RtPool *p, int64_t bytes, int64_t limit)
 {
 	char b1[32];

@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +202,64 @@ static int file_has(const char *path, const char *text)
 	return 1;
 }
 
+/* A figure of /proc/meminfo in bytes ("MemTotal:"), or 0. */
+static int64_t meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long kib = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, key, strlen(key)) == 0)
+			sscanf(line + strlen(key), "%lld", &kib);
+	if (f)
+		fclose(f);
+	return (int64_t)kib * 1024;
+}
+
+/*
+ * Pools larger than the memory there is are refused before they are made,
+ * with the figures, instead of meeting the OOM killer; --overcommit makes
+ * them anyway (here: the allocation fails, where the kernel refuses one
+ * larger than RAM and swap).
+ */
+static void test_memory(const char *dir, const char *err)
+{
+	int64_t total = meminfo("MemTotal:"), swap = meminfo("SwapTotal:");
+	if (total <= 0) {
+		printf("# skipped: no /proc/meminfo\n");
+		return;
+	}
+	int64_t huge = 2 * (total + swap) + ((int64_t)1 << 30);
+	char *plain[] = {"prog", NULL};
+	int st = child(plain, huge, 0, 0, END, dir, err);
+	report(WIFEXITED(st) && WEXITSTATUS(st) == 1 && file_has(err, "prog: error: the pools need ") &&
+	           file_has(err, " of this machine's memory (the fast pool ") && file_has(err, " is available ("),
+	       "a fast pool larger than the free memory is refused before it is made");
+
+	struct statfs fs;
+	if (statfs("/dev/shm", &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+		char *shm[] = {"prog", "--slow-dir", "/dev/shm", NULL};
+		st = child(shm, 1 << 20, huge, 0, END, dir, err);
+		report(WIFEXITED(st) && WEXITSTATUS(st) == 1 && file_has(err, ", the slow pool ") &&
+		           file_has(err, " in tmpfs), but "),
+		       "a slow pool in tmpfs counts as memory");
+	}
+
+	FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+	int mode = -1;
+	if (f) {
+		if (fscanf(f, "%d", &mode) != 1)
+			mode = -1;
+		fclose(f);
+	}
+	if (mode == 0 || mode == 2) { /* the kernel refuses an allocation beyond RAM and swap: safe to try */
+		char *over[] = {"prog", "--overcommit", NULL};
+		st = child(over, huge, 0, 0, END, dir, err);
+		report(WIFEXITED(st) && WEXITSTATUS(st) == 1 && file_has(err, "prog: error: cannot allocate the fast pool"),
+		       "--overcommit skips the check (and the allocation then fails)");
+	}
+}
+
 static void test_pools(const char *tmp)
 {
 	char dir[600], err[700];
@@ -262,6 +322,7 @@ static void test_pools(const char *tmp)
 	           file_has(err, "cannot create the slow pool's directory in '/nonexistent/dir'"),
 	       "a --slow-dir that cannot be used is an error");
 
+	test_memory(dir, err);
 	unlink(err);
 	rmdir(dir);
 }

@@ -84,7 +84,7 @@ expect_error "a well-formed hand-made file is read" "has no tensor 'dense1.weigh
     "$autotmc" interpret m.net --weights good.st
 # A name twice: which one would be meant?
 st dup.st "{\"a\":$(f4 2 0 8),\"a\":$(f4 2 8 16)}" 16
-expect_error "duplicate names" "dup.st: tensor 'a' appears twice in the header" \
+expect_error "duplicate names" "dup.st: 'a' appears twice in the header" \
     "$autotmc" interpret m.net --weights dup.st
 # Overlapping data: b starts inside a; c lies wholly inside a.
 st overlap.st "{\"a\":$(f4 4 0 16),\"b\":$(f4 4 8 24)}" 24
@@ -105,7 +105,7 @@ expect_error "fractional offsets" "frac.st: tensor 'a' has invalid data offsets"
     "$autotmc" interpret m.net --weights frac.st
 # The program reads weights through the same code.
 "$autotmc" build m.net -o prog >build.out 2>&1 || { echo "FAIL: build"; cat build.out; exit 1; }
-expect_error "duplicate names (program)" "prog: error: dup.st: tensor 'a' appears twice in the header" \
+expect_error "duplicate names (program)" "prog: error: dup.st: 'a' appears twice in the header" \
     ./prog --iters 1 --weights dup.st
 expect_error "overlapping data (program)" "prog: error: overlap.st: the data of tensor 'b'" \
     ./prog --iters 1 --weights overlap.st

@@ -11,8 +11,9 @@
  *           (class[batch, ...]), integer class ids of their shape [N, ...],
  *
  * as numpy.save writes them. Both files are memory-mapped, never read
- * whole, so a dataset larger than memory works; only the samples of a
- * batch are touched when it is gathered.
+ * whole, so a dataset larger than memory works: they are read once when
+ * opened, to check every sample, and then only the samples of a batch
+ * when it is gathered.
  *
  * Training draws batches in a shuffled order: epoch e is the permutation
  * ds_order(seed, e, N), and step t of the run is batch t % S of epoch
@@ -66,7 +67,8 @@ typedef struct DsModel {
 /*
  * Open DIR as the data of model m, its batches drawn in the order of
  * `seed`: check both files' types and shapes, that every class id is in
- * range and every soft label finite, and that N holds a batch.
+ * range, every soft label and sample finite and every id sample in
+ * range, and that N holds a batch.
  */
 int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, char *err, size_t errlen);
 /*

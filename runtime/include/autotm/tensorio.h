@@ -67,6 +67,10 @@ const char *tio_dtype_name(TioDtype d);
 
 /* Convert the n elements of t into doubles. */
 void tio_to_f64(const TioTensor *t, double *dst);
+/* Element i of t as a double. */
+double tio_f64_at(const TioTensor *t, int64_t i);
+/* Element i of an integer tensor (I32 or I64), exactly. */
+int64_t tio_int_at(const TioTensor *t, int64_t i);
 
 /* The value of a safetensors file's __metadata__ key, or NULL. */
 const char *tio_meta(const TioFile *f, const char *key);
