@@ -111,21 +111,46 @@ static void remove_stale(const char *dir)
 }
 
 /*
- * A whole number of a checkpoint's header, at most max, or fatal: decimal
+ * A whole number of a checkpoint's header into *x, at most max: decimal
  * digits only (no sign, no spaces), as rt_checkpoint_save writes them.
+ * False with a message otherwise.
  */
-static uint64_t meta_count(const char *path, const char *key, const char *v, uint64_t max)
+static bool meta_count(const char *path, const char *key, const char *v, uint64_t max, uint64_t *x, char *err,
+                       size_t errlen)
 {
-	if (!*v || strspn(v, "0123456789") != strlen(v))
-		rt_fatal("%s: its %s, '%s', is not a whole number", path, key, v);
-	uint64_t x = 0;
+	if (!*v || strspn(v, "0123456789") != strlen(v)) {
+		snprintf(err, errlen, "%s: its %s, '%s', is not a whole number", path, key, v);
+		return false;
+	}
 	bool over = false;
+	*x = 0;
 	for (const char *p = v; *p && !over; p++)
-		over = __builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, (uint64_t)(*p - '0'), &x);
-	if (over || x > max)
-		rt_fatal("%s: its %s, %s, is beyond any run's (at most %" PRIu64 "); the checkpoint is damaged", path, key,
-		         v, max);
-	return x;
+		over = __builtin_mul_overflow(*x, 10, x) || __builtin_add_overflow(*x, (uint64_t)(*p - '0'), x);
+	if (over || *x > max) {
+		snprintf(err, errlen, "%s: its %s, %s, is beyond any run's (at most %" PRIu64 "); the checkpoint is damaged",
+		         path, key, v, max);
+		return false;
+	}
+	return true;
+}
+
+int rt_checkpoint_position(const TioFile *f, const char *model, uint64_t *step, uint64_t *seed, char *err,
+                           size_t errlen)
+{
+	const char *format = tio_meta(f, "format"), *saved = tio_meta(f, "model");
+	const char *st = tio_meta(f, "step"), *sd = tio_meta(f, "seed");
+	if (!format || strcmp(format, CHECKPOINT_FORMAT) != 0 || !saved || !st || !sd) {
+		snprintf(err, errlen, "%s is not an autotmc checkpoint (its header lacks the run's position)", f->path);
+		return -1;
+	}
+	if (strcmp(saved, model) != 0) {
+		snprintf(err, errlen, "%s is a checkpoint of the model '%s', not of '%s'", f->path, saved, model);
+		return -1;
+	}
+	return meta_count(f->path, "step", st, RT_MAX_STEPS, step, err, errlen) &&
+	               meta_count(f->path, "seed", sd, 0x7fffffff, seed, err, errlen)
+	           ? 0
+	           : -1;
 }
 
 void rt_checkpoint_begin(RtCtx *ctx)
@@ -137,15 +162,10 @@ void rt_checkpoint_begin(RtCtx *ctx)
 		char err[PATH_MAX + 256];
 		if (tio_safetensors_open(path, &ctx->weights_file, err, sizeof err))
 			rt_fatal("--resume %s: %s", o->resume, err);
-		const TioFile *f = ctx->weights_file;
-		const char *format = tio_meta(f, "format"), *model = tio_meta(f, "model");
-		const char *step = tio_meta(f, "step"), *seed = tio_meta(f, "seed");
-		if (!format || strcmp(format, CHECKPOINT_FORMAT) != 0 || !model || !step || !seed)
-			rt_fatal("%s is not an autotmc checkpoint (its header lacks the run's position)", path);
-		const char *name = ctx->program->model ? ctx->program->model : "?";
-		if (strcmp(model, name) != 0)
-			rt_fatal("%s is a checkpoint of the model '%s', not of '%s'", path, model, name);
-		uint64_t s = meta_count(path, "step", step, RT_MAX_STEPS), sd = meta_count(path, "seed", seed, 0x7fffffff);
+		uint64_t s, sd;
+		if (rt_checkpoint_position(ctx->weights_file, ctx->program->model ? ctx->program->model : "?", &s, &sd, err,
+		                           sizeof err))
+			rt_fatal("%s", err);
 		if (o->seed_given && sd != o->seed)
 			rt_usage_error("--seed %" PRIu64 " differs from the checkpoint's seed %" PRIu64
 			               "; a resumed run keeps its seed", o->seed, sd);

@@ -348,6 +348,14 @@ void rt_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * and checked, SIGINT and SIGTERM caught); fatal on a bad checkpoint.
  */
 void rt_checkpoint_begin(RtCtx *ctx);
+/*
+ * checkpoint.c: where the run of checkpoint f stands: its step (at most
+ * RT_MAX_STEPS) and seed, from the header's __metadata__ (format, model,
+ * step, seed, each checked; the model against `model`). 0, or -1 with a
+ * message naming the file.
+ */
+int rt_checkpoint_position(const TioFile *f, const char *model, uint64_t *step, uint64_t *seed, char *err,
+                           size_t errlen);
 /* checkpoint.c: once the run's steps are known: refuse a checkpoint beyond them, announce the resumption. */
 void rt_checkpoint_iters(RtCtx *ctx);
 /* checkpoint.c: save the weights, state and statistics with the run's position; false after a message. */
