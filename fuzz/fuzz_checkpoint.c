@@ -10,13 +10,8 @@
  *
  *   make fuzz FUZZ_TARGET=checkpoint   (seeds: fuzz/corpus/seeds-checkpoint)
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create */
-#endif
+#include "fuzz_file.h" /* first: it asks for memfd_create */
 #include "rt_internal.h"
-#include "fuzz_file.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,11 +10,17 @@
 #ifndef AUTOTM_FUZZ_FILE_H
 #define AUTOTM_FUZZ_FILE_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* libFuzzer's entry point, which each target defines. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A memory file holding size bytes of data, by path; slot picks one of a few (each rewritten in place). */
 static const char *fuzz_file(int slot, const void *data, size_t size)

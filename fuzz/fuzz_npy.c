@@ -15,16 +15,11 @@
  *
  *   make fuzz FUZZ_TARGET=npy   (seeds: fuzz/corpus/seeds-npy)
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create */
-#endif
+#include "fuzz_file.h" /* first: it asks for memfd_create */
 #include <string.h>
 #include <sys/stat.h>
 
 #include "autotm/dataset.h"
-#include "fuzz_file.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A .npy file of n little-endian elements of `descr` ("<f4", "<i4", "<i8") in a memory file. */
 static const char *npy(int slot, const char *descr, int ndim, const int64_t *shape, const void *elems, size_t bytes)

@@ -10,20 +10,15 @@
  *
  *   make fuzz FUZZ_TARGET=safetensors   (seeds: fuzz/corpus/seeds-safetensors)
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create */
-#endif
+#include "fuzz_file.h" /* first: it asks for memfd_create */
 #include <string.h>
 
 #include "autotm/tensorio.h"
-#include "fuzz_file.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	TioFile *f;
-	char err[1024];
+	char err[1024] = "";
 	if (tio_safetensors_open(fuzz_file(0, data, size), &f, err, sizeof err)) {
 		if (!err[0])
 			abort(); /* refused without a message */

@@ -530,7 +530,9 @@ static const char *npy_type_words(const char *code, char *buf, size_t size)
 {
 	const char *order = code[0] == '<' ? "little-endian " : code[0] == '>' ? "big-endian " : "";
 	const char *p = code[0] && strchr("<>|=", code[0]) ? code + 1 : code;
-	int bytes = atoi(p + (p[0] ? 1 : 0));
+	long bytes = p[0] ? strtol(p + 1, NULL, 10) : 0;
+	if (bytes > 64)
+		bytes = 0; /* no element type is larger: not a size */
 	const char *kind = NULL;
 	switch (p[0]) {
 	case 'f': kind = "float"; break;
@@ -547,7 +549,7 @@ static const char *npy_type_words(const char *code, char *buf, size_t size)
 	default: break;
 	}
 	if (kind && bytes > 0)
-		snprintf(buf, size, "%s%s%d", bytes > 1 ? order : "", kind, 8 * bytes);
+		snprintf(buf, size, "%s%s%ld", bytes > 1 ? order : "", kind, 8 * bytes);
 	else
 		snprintf(buf, size, "an unknown type");
 	return buf;

@@ -90,6 +90,13 @@ def wrapped(path):
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + b"\0" * 32)
 os.makedirs("wrap", exist_ok=True)
 wrapped("wrap/x.npy"); wrapped("wrap/y.npy"); wrapped("wrapped.npy")
+# an element type whose size overflows an int (found by fuzzing)
+os.makedirs("typesize", exist_ok=True)
+h = "{'descr': '<i411111111111111111', 'fortran_order': False, 'shape': (20, 12), }"
+h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+with open("typesize/x.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + x.tobytes())
+np.save("typesize/y.npy", y)
 bad = y.copy(); bad[3] = 2**63 - 1
 save("biglabel", x, bad)
 nan = x.copy(); nan[13, 5] = np.nan
@@ -106,6 +113,8 @@ expect 1 "$want" "$autotmc" run tokens.net -D seq=4 --data tgood4 --val wrap --i
 expect 1 "$want" "$autotmc" interpret tokens.net -D seq=4 --data wrap
 expect 1 "wrapped.npy: the data is 32 bytes" "$autotmc" run small.net --labels wrapped.npy --iters 1
 expect 1 "wrapped.npy: the data is 32 bytes" "$autotmc" interpret small.net --input wrapped.npy
+expect 1 "typesize/x.npy: element type '<i411111111111111111' (an unknown type) is not supported" \
+    "$autotmc" run small.net --data typesize
 expect 1 "biglabel/y.npy: the label of sample 3 is 9223372036854775807, not a class in [0, 3)" \
     "$autotmc" run small.net --data biglabel
 
