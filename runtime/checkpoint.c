@@ -158,7 +158,7 @@ void rt_checkpoint_begin(RtCtx *ctx)
 	RtOptions *o = &ctx->opt;
 	ctx->checkpoint_step = UINT64_MAX;
 	if (o->resume) {
-		char *path = file_in(o->resume);
+		char *path = ctx->resume_path = file_in(o->resume);
 		char err[PATH_MAX + 256];
 		if (tio_safetensors_open(path, &ctx->weights_file, err, sizeof err))
 			rt_fatal("--resume %s: %s", o->resume, err);

@@ -773,6 +773,8 @@ int rt_end(RtCtx *ctx)
 	rt_data_free(ctx);
 	free(ctx->step_times);
 	free(ctx->losses);
+	free(ctx->checkpoint_path);
+	free(ctx->resume_path);
 	free(ctx);
 	return status;
 }

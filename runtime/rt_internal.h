@@ -315,6 +315,7 @@ struct RtCtx {
 	bool resuming;             /* --resume: weights_file is the checkpoint, state included */
 	uint64_t first_step;       /* the step this run starts at (--resume: the checkpoint's) */
 	char *checkpoint_path;     /* --checkpoint: DIR/checkpoint.safetensors */
+	char *resume_path;         /* --resume: DIR/checkpoint.safetensors (opt.weights points to it) */
 	uint64_t checkpoint_step;  /* the step of the last checkpoint this run saved (UINT64_MAX: none) */
 	bool checkpoint_failed;    /* saving one failed (the run's status becomes 1) */
 	int ntensors;              /* rt_tensor calls so far */
