@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "tempfiles.h"
 #include "util.h"
 
 /* FNV-1a, 64 bits */
@@ -69,11 +71,31 @@ const char *cache_program_path(Arena *a, const char *model, const char *ir, cons
 	const char *dir = cache_dir(a);
 	if (!dir)
 		return NULL;
+	temp_sweep(dir, NULL); /* what killed builds left */
 	uint64_t h = hash_bytes(FNV_OFFSET, (const unsigned char *)ir, strlen(ir));
 	char sum[64];
 	if (runtime && file_sum(runtime, sum, sizeof sum)) /* a program of another runtime is another program */
 		h = hash_bytes(h, (const unsigned char *)sum, strlen(sum));
-	return arena_printf(a, "%s/%s-%016" PRIx64, dir, model, h);
+	/* the model's name, shortened: the hash tells programs apart, and every name must fit the file system */
+	return arena_printf(a, "%s/%.*s-%016" PRIx64, dir, CACHE_NAME_CHARS, model, h);
+}
+
+bool cache_check(Arena *a, char *err, size_t errlen)
+{
+	const char *dir = cache_dir(a);
+	if (!dir) {
+		snprintf(err, errlen, "the program cache cannot be made (above)");
+		return false;
+	}
+	/* the longest name written there: NAME-HASH.tmpPID.sum */
+	size_t longest = CACHE_NAME_CHARS + sizeof "-0123456789abcdef.tmp2147483647.sum";
+	long name_max = pathconf(dir, _PC_NAME_MAX);
+	if (strlen(dir) + 1 + longest > PATH_MAX || (name_max > 0 && longest > (size_t)name_max)) {
+		snprintf(err, errlen, "the program cache %s is too deep a directory for its programs' names (set "
+		         "XDG_CACHE_HOME to a shorter path)", dir);
+		return false;
+	}
+	return true;
 }
 
 bool cache_valid(Arena *a, const char *path)

@@ -22,8 +22,18 @@
  * The cache's path of the program of `model` whose module text is ir,
  * linked with the runtime library at `runtime` (its bytes are part of the
  * key: a rebuilt runtime makes new programs); NULL after an error message.
+ * The name holds the model's first CACHE_NAME_CHARS characters, so that it
+ * fits any file system whatever the model is called. Temporary files that
+ * killed builds left in the cache are removed on the way (tempfiles.h).
  */
+enum { CACHE_NAME_CHARS = 64 };
 const char *cache_program_path(Arena *a, const char *model, const char *ir, const char *runtime);
+
+/*
+ * Before any work: that the cache exists (made if missing) and takes the
+ * longest name a build writes there; false with the reason in err.
+ */
+bool cache_check(Arena *a, char *err, size_t errlen);
 
 /* Whether path holds a program whose bytes match the checksum recorded when it was installed. */
 bool cache_valid(Arena *a, const char *path);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "autotm/profile.h"
+#include "cache.h"
 #include "hwmodel.h"
 #include "outfile.h"
 #include "plot.h"
@@ -653,6 +654,11 @@ static void check_files(Arena *a, const Settings *s)
 		}
 	}
 	check_distinct(a, s, hw_path);
+	char cerr[PATH_MAX + 256];
+	if ((s->cmd == CMD_RUN || s->cmd == CMD_EVAL || s->cmd == CMD_SWEEP) && !cache_check(a, cerr, sizeof cerr)) {
+		fprintf(stderr, "autotmc: error: %s\n", cerr);
+		exit(1);
+	}
 	for (int i = 0; i < NUM_CLI_OPTIONS; i++) {
 		const Option *o = &options[i];
 		const char *path = o->kind == V_OUTPUT && (o->cmds >> s->cmd & 1) ? *(const char **)((char *)s + o->field)

@@ -31,6 +31,7 @@
 #include "memplan.h"
 #include "predict.h"
 #include "report_schedule.h"
+#include "tempfiles.h"
 #include "util.h"
 #include "autotm/rt.h"
 
@@ -109,10 +110,15 @@ static bool link_module(const Compilation *c, const Module *m, Arena *a, char *e
 {
 	const Settings *s = c->set;
 	const char *tmp = arena_printf(a, "%s.tmp%d", c->exe, (int)getpid()), *obj = arena_printf(a, "%s.o", tmp);
+	const char *temps[] = {obj, tmp, arena_printf(a, "%s.sum", tmp)}; /* removed on Ctrl-C (tempfiles.h) */
+	for (size_t i = 0; i < countof(temps); i++)
+		temp_track(temps[i]);
 	bool ok = module_write_object(m, obj, err, errlen) &&                           /* -> object */
 	          link_program(obj, s->output ? c->exe : tmp, s->target, err, errlen) &&  /* -> executable */
 	          (s->output || cache_install(a, tmp, c->exe, err, errlen));
 	unlink(obj);
+	for (size_t i = 0; i < countof(temps); i++)
+		temp_untrack(temps[i]);
 	return ok;
 }
 

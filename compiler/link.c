@@ -14,6 +14,9 @@
  * libraries but maybe nothing else of ours: the copy of libcjson this
  * compiler runs with is put beside it and found there through an
  * $ORIGIN run path.
+ *
+ * The linker writes $TMPDIR/autotm-link.PID.XXXXXX, removed on every path
+ * out, on Ctrl-C (tempfiles.h), and by the next link after a kill -9.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "tempfiles.h"
 #include "util.h"
 
 #ifndef AUTOTM_LIBDIR
@@ -111,14 +115,16 @@ bool link_program(const char *obj, const char *out, TargetId target, char *err, 
 	int argc = 0;
 	/* the linker writes a temporary file; out is written from it as base/outfile.h writes files */
 	const char *tmpdir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	temp_sweep(tmpdir, "autotm-link.");
 	char linked[PATH_MAX];
-	snprintf(linked, sizeof linked, "%s/autotm-link.XXXXXX", tmpdir);
+	snprintf(linked, sizeof linked, "%s/autotm-link.%ld.XXXXXX", tmpdir, (long)getpid());
 	int lfd = mkstemp(linked);
 	if (lfd < 0) {
 		snprintf(err, errlen, "cannot create a temporary file in %s: %s", tmpdir, strerror(errno));
 		free(libs);
 		return false;
 	}
+	temp_track(linked);
 	close(lfd);
 	argv[argc++] = cc;
 	argv[argc++] = "-o";
@@ -146,6 +152,7 @@ bool link_program(const char *obj, const char *out, TargetId target, char *err, 
 			snprintf(err, errlen, "waiting for the linker: %s", strerror(errno));
 			free(libs);
 			unlink(linked);
+			temp_untrack(linked);
 			return false;
 		}
 	free(libs);
@@ -153,11 +160,13 @@ bool link_program(const char *obj, const char *out, TargetId target, char *err, 
 		snprintf(err, errlen, "linking %s failed (%s exited with status %d)", out, cc,
 		         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		unlink(linked);
+		temp_untrack(linked);
 		return false;
 	}
 	size_t len = 0;
 	char *bytes = read_file(linked, &len);
 	unlink(linked);
+	temp_untrack(linked);
 	if (!bytes) {
 		snprintf(err, errlen, "cannot read the linked program %s: %s", linked, strerror(errno));
 		return false;

@@ -10,6 +10,8 @@
  *   measurements  (machine, backend, threads, signature, config, seconds, spread, runs, measured_at)
  *   moves         (machine, backend, threads, direction, mode, bytes, seconds, spread, runs, measured_at)
  *
+ * A new database is made whole, schema and all, in a file of its own and
+ * linked into place, so no reader ever finds one without its schema.
  * Every write is a statement of its own, committed when it returns, so a
  * profile killed at any point keeps every measurement it finished. The
  * database runs in WAL mode (readers do not block the profiler) with a
@@ -444,9 +446,44 @@ static bool prepare(ProfileDb *db, const char *sql, sqlite3_stmt **st, char *err
 	return db_error(db, "preparing a statement (is it a profile database of this version?)", err, errlen);
 }
 
+/*
+ * Make the database at path whole or not at all: the schema is written to
+ * a file of its own beside it (PATH.new.PID), which is then linked to
+ * path unless another process got there first. So a database that exists
+ * always has its schema, and a reader starting beside the first profiler
+ * never finds it empty. True when path holds a database now.
+ */
+static bool create_whole(const char *path, char *err, size_t errlen)
+{
+	if (access(path, F_OK) == 0)
+		return true;
+	char tmp[PATH_MAX + 32];
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.new.%ld", path, (long)getpid()) >= sizeof tmp) {
+		snprintf(err, errlen, "the profile database's path %s is too long", path);
+		return false;
+	}
+	unlink(tmp); /* a leftover of a killed process with this pid */
+	ProfileDb db = {.path = path};
+	bool ok = sqlite3_open_v2(tmp, &db.h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK;
+	if (!ok)
+		snprintf(err, errlen, "cannot create the profile database %s: %s", path,
+		         db.h ? sqlite3_errmsg(db.h) : "out of memory");
+	ok = ok && exec(&db, schema_sql, "creating the schema", err, errlen);
+	if (db.h && sqlite3_close(db.h) != SQLITE_OK && ok) {
+		snprintf(err, errlen, "cannot create the profile database %s: closing it failed", path);
+		ok = false;
+	}
+	if (ok && link(tmp, path) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create the profile database %s: %s", path, strerror(errno));
+		ok = false;
+	}
+	unlink(tmp);
+	return ok;
+}
+
 ProfileDb *pdb_open(const char *path, bool create, char *err, size_t errlen)
 {
-	if (create && !pdb_make_parent(path, err, errlen))
+	if (create && (!pdb_make_parent(path, err, errlen) || !create_whole(path, err, errlen)))
 		return NULL;
 	if (!create && access(path, F_OK) != 0) {
 		snprintf(err, errlen, "no profile database at %s (run autotmc profile first)", path);
