@@ -44,6 +44,8 @@
 
 /* The longest a measured kernel or move may take: a time beyond it in a profile is damage, not a measurement. */
 #define PROFILE_MAX_SECONDS 1e4
+/* Kernel scratch or workspace read from a profile beyond this (1 PiB) is damage: sums of it must not overflow. */
+#define PROFILE_MAX_SCRATCH ((int64_t)1 << 50)
 
 /* How to profile, and which profiles to read. Zero fields take the defaults. */
 typedef struct ProfileOptions {

@@ -701,7 +701,7 @@ bool pdb_load_kernels(ProfileDb *db, const ProfileKey *k, ProfileSigs *sigs, Are
 		sig->rule = rule_of(sqlite3_column_text(st, 1));
 		sig->complete = sqlite3_column_int(st, 2) != 0 && sig->rule != RULE_UNDECIDED;
 		sig->scratch = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
-		if (sig->scratch < 0)
+		if (sig->scratch < 0 || sig->scratch > PROFILE_MAX_SCRATCH)
 			sig->scratch = -1; /* unknown, or damage: measured again */
 	}
 	sqlite3_finalize(st);

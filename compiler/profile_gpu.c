@@ -203,8 +203,8 @@ static bool parse(const char *path, char *text, bool allow_nondet, const Profile
 				           "<TAB>NAME<TAB>SECONDS<TAB>WORKSPACE<TAB>NUMBER'");
 			errno = 0;
 			long long wsb = strtoll(f[5], &end, 10);
-			if (*end || errno || wsb < 0)
-				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count", f[5]);
+			if (*end || errno || wsb < 0 || wsb > PROFILE_MAX_SCRATCH)
+				return bad(err, errlen, path, lineno, "the workspace '%s' is not a byte count (at most 2^50)", f[5]);
 			/* cuDNN's nondeterministic algorithms (they add with atomics) are offered to the
 			   placement only when asked: by default a run gives the same bits every time */
 			bool nondeterministic = (strcmp(f[2], "bwd_data") == 0 && number == 0) ||

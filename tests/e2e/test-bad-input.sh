@@ -147,6 +147,18 @@ c.commit()
 PY
     expect 1 "is damaged" "$autotmc" schedule "$mlp" -D batch=2 --ratio 4:1 --profile-db odd.db
 done
+# a kernel's scratch near 2^62 (sums of it would overflow): unknown, so measured again
+cp "$work/fresh.db" odd.db
+python3 - odd.db <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("update kernels set scratch = ? where rowid = (select min(rowid) from kernels)", (1 << 62,))
+c.commit()
+PY
+expect 0 "" "$autotmc" schedule "$mlp" -D batch=2 --ratio 4:1 --profile-db odd.db --summary
+big=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select max(scratch) from kernels").fetchone()[0])' odd.db)
+[ "$big" -lt $((1 << 50)) ] && ok "a scratch of 2^62 in the database is measured again ($big)" ||
+    fail "a scratch of 2^62 was kept: $big"
 expect 0 "" "$autotmc" check "$mlp" -D batch=1099511627776
 if grep -q "FLOPs: -\|FLOPs -" out.txt || ! grep -q "too many to count" out.txt; then
     fail "FLOPs of a batch of 2^40: $(grep FLOP out.txt)"

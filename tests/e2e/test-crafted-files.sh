@@ -281,6 +281,13 @@ changed "truncate -s 1000 live/x.npy" \
 changed "$py -c \"import numpy as np; a = np.lib.format.open_memmap('live/x.npy', mode='r+'); a[:] = np.nan; a.flush()\"" \
     "live/x.npy: sample "
 
+# ---- sizes in other files ---------------------------------------------------------------
+# a convolution algorithm's workspace near 2^63 in a GPU profile: beyond any device, and
+# sums of it would overflow
+printf '# autotm gpu profile 1\nmachine\tcrafted\nalgo\tsig\tfwd\tbig\t0.001\t9223372036854775000\t1\n' >huge.tsv
+expect 1 "huge.tsv:3: the workspace '9223372036854775000' is not a byte count (at most 2^50)" \
+    "$autotmc" schedule small.net --backend gpu --gpu-profile huge.tsv --optimizer all-fast
+
 # ---- FIFOs as inputs: refused, not waited on ------------------------------------------------------
 mkdir -p fifo ckf && mkfifo fifo/x.npy wf.st ckf/checkpoint.safetensors && cp good/y.npy fifo/
 expect 1 "'fifo/x.npy' is not a regular file (it is a FIFO)" "$prog" --iters 1 --data fifo
