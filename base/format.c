@@ -3,6 +3,7 @@
  */
 #include "format.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -37,4 +38,27 @@ const char *fmt_file_kind(unsigned mode)
 	if (S_ISREG(mode))
 		return "a regular file";
 	return "not a regular file";
+}
+
+const char *fmt_shape(int ndim, const int64_t *shape, const char *lead, char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, "[");
+	for (int i = 0; i < ndim && n < size; i++) {
+		if (i == 0 && lead)
+			n += (size_t)snprintf(buf + n, size - n, "%s", lead);
+		else
+			n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+int fmt_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
 }

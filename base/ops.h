@@ -3,7 +3,7 @@
  * runtime both see them: the enum, names, arities, which inputs an op
  * overwrites and which activation it computes. What only the compiler
  * needs (shape and FLOP rules) is expanded from the same rows in
- * compiler/graph.c and compiler/flops.c.
+ * compiler/front/graph.c and compiler/front/flops.c.
  */
 #ifndef AUTOTM_OPS_H
 #define AUTOTM_OPS_H

@@ -22,7 +22,7 @@ The models are the .net files layer for layer:
 
 Initial values: PyTorch's defaults for Linear and Conv2d, U(-1/sqrt(fan_in),
 1/sqrt(fan_in)) for weights and biases, which is autotmc's rule
-(compiler/weights.c); not the same numbers.  The batch is N(0, 1) with random
+(compiler/front/weights.c); not the same numbers.  The batch is N(0, 1) with random
 one-hot labels, the same batch every step, as in an autotmc program.
 
   gpt (examples/gpt2.net and examples/tinygpt.net, stdlib/transformer.net):

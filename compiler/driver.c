@@ -1,15 +1,15 @@
 /*
- * driver.c - the pipeline of ../shared/ARCHITECTURE.md, one pass a line.
+ * driver.c - the pipeline (docs/compiler.md), one pass a line.
  *
- *   .net source --elaborate--> forward graph              elaborate.c (lang/)
- *     --autodiff--> training step                         autodiff.c
- *     --schedule--> order + liveness                      schedule.c
- *     --profile--> profile database                       profile_cpu.c
- *     --cost model--> kernel and move times               costmodel.c
- *     --place--> tier of every tensor at every step       place.c
- *     --memplan--> offset of every tensor in its pool     memplan.c
- *     --emit--> LLVM module, object                       emit_llvm.c
- *     --link--> executable                                link.c, cache.c
+ *   .net source --elaborate--> forward graph              lang/, front/elaborate.c
+ *     --autodiff--> training step                         front/autodiff.c
+ *     --schedule--> order + liveness                      front/schedule.c
+ *     --profile--> profile database                       cost/profile_cpu.c
+ *     --cost model--> kernel and move times               cost/costmodel.c
+ *     --place--> tier of every tensor at every step       place/place.c
+ *     --memplan--> offset of every tensor in its pool     place/memplan.c
+ *     --emit--> LLVM module, object                       emit/emit_llvm.c
+ *     --link--> executable                                emit/link.c, emit/cache.c
  *
  * A command runs the passes as far as it needs (Stage). What the passes
  * decide is not here: placement policy is in place.c, the choice of a

@@ -31,17 +31,6 @@
 
 #include "autotm/random.h"
 
-/* "[2, 3]" */
-static const char *shape_str(int ndim, const int64_t *shape, char *buf, size_t size)
-{
-	size_t n = (size_t)snprintf(buf, size, "[");
-	for (int i = 0; i < ndim && n < size; i++)
-		n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-	if (n < size)
-		snprintf(buf + n, size - n, "]");
-	return buf;
-}
-
 static const char *kind_name(int32_t kind)
 {
 	switch (kind) {
@@ -104,9 +93,9 @@ static void load_weight(RtCtx *ctx, const RtTensor *t, float *dst)
 		same = w->shape[k] == t->shape[k];
 	if (!same) {
 		char got[256], want[256];
-		shape_str(w->ndim, w->shape, got, sizeof got);
+		fmt_shape(w->ndim, w->shape, NULL, got, sizeof got);
 		rt_fatal("%s: tensor '%s' has shape %s in the file but %s in the model", path, t->name, got,
-		         shape_str((int)t->ndim, t->shape, want, sizeof want));
+		         fmt_shape((int)t->ndim, t->shape, NULL, want, sizeof want));
 	}
 	char what[1024];
 	snprintf(what, sizeof what, "%s: tensor '%s'", path, t->name);
@@ -129,8 +118,8 @@ static void load_npy(const RtTensor *t, const char *path, float *dst)
 		char want[256], got[256];
 		if (!ok || (a->dtype != TIO_I32 && a->dtype != TIO_I64))
 			rt_fatal("%s: the array is %s%s but %s '%s' is i32%s (integer ids)", path, tio_dtype_name(a->dtype),
-			         shape_str(a->ndim, a->shape, got, sizeof got), kind_name(t->kind), t->name,
-			         shape_str((int)t->ndim, t->shape, want, sizeof want));
+			         fmt_shape(a->ndim, a->shape, NULL, got, sizeof got), kind_name(t->kind), t->name,
+			         fmt_shape((int)t->ndim, t->shape, NULL, want, sizeof want));
 		for (int64_t i = 0; i < a->nelems; i++) {
 			int64_t v = tio_int_at(a, i);
 			if (!(v >= 0 && (double)v < t->hi))
@@ -156,9 +145,9 @@ static void load_npy(const RtTensor *t, const char *path, float *dst)
 		to_float(a, dst, path);
 	} else {
 		char got[256], want[256];
-		shape_str(a->ndim, a->shape, got, sizeof got);
+		fmt_shape(a->ndim, a->shape, NULL, got, sizeof got);
 		rt_fatal("%s: the array is %s%s but %s '%s' is f32%s", path, tio_dtype_name(a->dtype), got,
-		         kind_name(t->kind), t->name, shape_str((int)t->ndim, t->shape, want, sizeof want));
+		         kind_name(t->kind), t->name, fmt_shape((int)t->ndim, t->shape, NULL, want, sizeof want));
 	}
 	tio_close(f);
 }

@@ -13,6 +13,7 @@
  */
 #include "autotm/dataset.h"
 #include "autotm/random.h"
+#include "format.h" /* base/ */
 
 #include <math.h>
 #include <pthread.h>
@@ -24,16 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* numpy's name of a file's element type. */
 static const char *np_name(TioDtype d)
 {
@@ -44,21 +35,6 @@ static const char *np_name(TioDtype d)
 	case TIO_I64: return "int64";
 	}
 	return "?";
-}
-
-/* "[1797, 1, 8, 8]", with "N" for the first size when lead is given. */
-static const char *shape_str(const char *lead, int ndim, const int64_t *shape, char *buf, size_t size)
-{
-	size_t n = (size_t)snprintf(buf, size, "[");
-	for (int i = 0; i < ndim && n < size; i++) {
-		if (i == 0 && lead)
-			n += (size_t)snprintf(buf + n, size - n, "%s", lead);
-		else
-			n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
-	}
-	if (n < size)
-		snprintf(buf + n, size - n, "]");
-	return buf;
 }
 
 static char *join(const char *dir, const char *file)
@@ -130,8 +106,8 @@ static int guarded(Read *r, char *err, size_t errlen)
 		bus_jump = NULL;
 		const TioFile *f = file_at(r->d, bus_addr);
 		uint64_t at = f ? (uint64_t)((const unsigned char *)bus_addr - f->map) : 0;
-		return fail(err, errlen, "%s: cannot read byte %llu: the file was truncated while this run used it "
-		            "(write a dataset's files only between runs)", f ? f->path : r->d->dir, (unsigned long long)at);
+		return fmt_fail(err, errlen, "%s: cannot read byte %llu: the file was truncated while this run used it "
+		                "(write a dataset's files only between runs)", f ? f->path : r->d->dir, (unsigned long long)at);
 	}
 	bus_jump = &here;
 	int rc = r->fn(r, err, errlen);
@@ -147,18 +123,18 @@ static int check_x(const DsDataset *d, const char *input, int ndim, const int64_
 	for (int i = 1; same && i < ndim; i++)
 		same = x->shape[i] == shape[i];
 	char got[256], want[256];
-	shape_str(NULL, x->ndim, x->shape, got, sizeof got);
-	shape_str("N", ndim, shape, want, sizeof want);
+	fmt_shape(x->ndim, x->shape, NULL, got, sizeof got);
+	fmt_shape(ndim, shape, "N", want, sizeof want);
 	if (!same || x->ndim < 1)
-		return fail(err, errlen, "%s: the samples are %s %s, but the model's input '%s' needs %s (its shape "
-		            "without the batch, after the number of samples N)", d->x_path, np_name(x->dtype), got,
-		            input, want);
+		return fmt_fail(err, errlen, "%s: the samples are %s %s, but the model's input '%s' needs %s (its shape "
+		                "without the batch, after the number of samples N)", d->x_path, np_name(x->dtype), got,
+		                input, want);
 	if (d->x_ids > 0 && x->dtype != TIO_I32 && x->dtype != TIO_I64)
-		return fail(err, errlen, "%s: the samples are %s; the model's input '%s' is ids: it needs int32 or int64 "
-		            "(numpy: x.astype(numpy.int32))", d->x_path, np_name(x->dtype), input);
+		return fmt_fail(err, errlen, "%s: the samples are %s; the model's input '%s' is ids: it needs int32 or int64 "
+		                "(numpy: x.astype(numpy.int32))", d->x_path, np_name(x->dtype), input);
 	if (!d->x_ids && x->dtype != TIO_F32)
-		return fail(err, errlen, "%s: the samples are %s; the model's input '%s' needs float32 (numpy: "
-		            "x.astype(numpy.float32))", d->x_path, np_name(x->dtype), input);
+		return fmt_fail(err, errlen, "%s: the samples are %s; the model's input '%s' needs float32 (numpy: "
+		                "x.astype(numpy.float32))", d->x_path, np_name(x->dtype), input);
 	return 0;
 }
 
@@ -168,45 +144,45 @@ static int check_y(DsDataset *d, const DsModel *m, char *err, size_t errlen)
 	const TioTensor *y = &d->y->t[0];
 	int64_t k = d->classes;
 	char got[256], want[256];
-	shape_str(NULL, y->ndim, y->shape, got, sizeof got);
+	fmt_shape(y->ndim, y->shape, NULL, got, sizeof got);
 	bool ints = y->dtype == TIO_I32 || y->dtype == TIO_I64;
 	bool same = y->ndim == m->y_ndim;
 	for (int i = 1; same && i < y->ndim; i++)
 		same = y->shape[i] == m->y_shape[i];
 	if (d->y_ids) {
 		if (!ints || !same)
-			return fail(err, errlen, "%s: the labels are %s %s, but the model's are class ids %s (int32 or int64, "
-			            "each in [0, %lld))", d->y_path, np_name(y->dtype), got,
-			            shape_str("N", m->y_ndim, m->y_shape, want, sizeof want), (long long)k);
+			return fmt_fail(err, errlen, "%s: the labels are %s %s, but the model's are class ids %s (int32 or int64, "
+			                "each in [0, %lld))", d->y_path, np_name(y->dtype), got,
+			                fmt_shape(m->y_ndim, m->y_shape, "N", want, sizeof want), (long long)k);
 		d->class_ids = 1;
 	} else if (y->ndim == 1 && ints) {
 		d->class_ids = 1;
 	} else if (y->ndim == 2 && !ints && y->shape[1] == k) {
 		d->class_ids = 0;
 	} else {
-		return fail(err, errlen, "%s: the labels are %s %s, but the model has %lld classes: give class ids "
-		            "(int32 or int64 [N]) or one-hot or soft labels (float32 or float64 [N, %lld])",
-		            d->y_path, np_name(y->dtype), got, (long long)k, (long long)k);
+		return fmt_fail(err, errlen, "%s: the labels are %s %s, but the model has %lld classes: give class ids "
+		                "(int32 or int64 [N]) or one-hot or soft labels (float32 or float64 [N, %lld])",
+		                d->y_path, np_name(y->dtype), got, (long long)k, (long long)k);
 	}
 	if (y->shape[0] != d->n)
-		return fail(err, errlen, "%s: %lld labels for the %lld samples of %s", d->y_path, (long long)y->shape[0],
-		            (long long)d->n, d->x_path);
+		return fmt_fail(err, errlen, "%s: %lld labels for the %lld samples of %s", d->y_path, (long long)y->shape[0],
+		                (long long)d->n, d->x_path);
 	int64_t per = d->n ? y->nelems / d->n : 1; /* labels of a sample */
 	for (int64_t i = 0; i < y->nelems; i++) {
 		if (d->class_ids) {
 			int64_t c = tio_int_at(y, i);
 			if (c < 0 || c >= k)
-				return fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)",
-				            d->y_path, (long long)(i / per), (long long)c, (long long)k);
+				return fmt_fail(err, errlen, "%s: the label of sample %lld is %lld, not a class in [0, %lld)",
+				                d->y_path, (long long)(i / per), (long long)c, (long long)k);
 			continue;
 		}
 		double v = tio_f64_at(y, i);
 		if (!isfinite(v))
-			return fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
-			            (long long)(i / k), (long long)(i % k), isnan(v) ? "NaN" : "infinite");
+			return fmt_fail(err, errlen, "%s: the label of sample %lld, class %lld, is %s", d->y_path,
+			                (long long)(i / k), (long long)(i % k), isnan(v) ? "NaN" : "infinite");
 		if (isinf((float)v))
-			return fail(err, errlen, "%s: the label of sample %lld, class %lld, (%g) is too large for float32",
-			            d->y_path, (long long)(i / k), (long long)(i % k), v);
+			return fmt_fail(err, errlen, "%s: the label of sample %lld, class %lld, (%g) is too large for float32",
+			                d->y_path, (long long)(i / k), (long long)(i % k), v);
 	}
 	return 0;
 }
@@ -225,16 +201,16 @@ static int gather_sample(const DsDataset *d, int64_t i, float *x, float *y, char
 		for (int64_t j = 0; j < e; j++) {
 			int64_t v = tio_int_at(xt, i * e + j);
 			if (v < 0 || v >= d->x_ids)
-				return fail(err, errlen, "%s: sample %lld holds %lld at element %lld, not an id in [0, %lld)",
-				            d->x_path, (long long)i, (long long)v, (long long)j, (long long)d->x_ids);
+				return fmt_fail(err, errlen, "%s: sample %lld holds %lld at element %lld, not an id in [0, %lld)",
+				                d->x_path, (long long)i, (long long)v, (long long)j, (long long)d->x_ids);
 			x[j] = (float)v;
 		}
 	} else {
 		memcpy(x, xt->data + (size_t)(i * e) * sizeof(float), sizeof *x * (size_t)e);
 		for (int64_t j = 0; j < e; j++)
 			if (!isfinite(x[j]))
-				return fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
-				            isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
+				return fmt_fail(err, errlen, "%s: sample %lld holds %s at element %lld", d->x_path, (long long)i,
+				                isnan(x[j]) ? "a NaN" : "an infinite value", (long long)j);
 	}
 	if (d->y_ids) { /* checked in range when opened */
 		for (int64_t j = 0; j < d->label_elems; j++)
@@ -265,7 +241,7 @@ static int scan_samples(Read *r, char *err, size_t errlen)
 static int check_samples(DsDataset *d, char *err, size_t errlen)
 {
 	float *x = malloc(sizeof *x * (size_t)d->sample_elems), *y = malloc(sizeof *y * (size_t)d->label_elems);
-	int rc = x && y ? 0 : fail(err, errlen, "%s: out of memory for a sample", d->dir);
+	int rc = x && y ? 0 : fmt_fail(err, errlen, "%s: out of memory for a sample", d->dir);
 	Read r = {.d = d, .fn = scan_samples, .x = x, .y = y};
 	rc = rc ? rc : guarded(&r, err, errlen);
 	free(x);
@@ -281,7 +257,7 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 	DsDataset *d = calloc(1, sizeof *d);
 	if (!d || !(d->dir = strdup(dir)) || !(d->x_path = join(dir, "x.npy")) || !(d->y_path = join(dir, "y.npy"))) {
 		ds_close(d);
-		return fail(err, errlen, "%s: out of memory", dir);
+		return fmt_fail(err, errlen, "%s: out of memory", dir);
 	}
 	d->seed = seed;
 	d->batch = m->x_shape[0];
@@ -302,12 +278,12 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 	if (check_x(d, m->input, m->x_ndim, m->x_shape, err, errlen) || check_y(d, m, err, errlen))
 		goto out;
 	if (d->n < 1) {
-		fail(err, errlen, "%s: no samples", d->x_path);
+		fmt_fail(err, errlen, "%s: no samples", d->x_path);
 		goto out;
 	}
 	if (whole_batch && d->n < d->batch) {
-		fail(err, errlen, "%s: %lld samples, fewer than a batch of %lld (give the model a smaller batch)",
-		     d->x_path, (long long)d->n, (long long)d->batch);
+		fmt_fail(err, errlen, "%s: %lld samples, fewer than a batch of %lld (give the model a smaller batch)",
+		         d->x_path, (long long)d->n, (long long)d->batch);
 		goto out;
 	}
 	d->sample_elems = d->x->t[0].nelems / d->n;
@@ -315,7 +291,7 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 	if (check_samples(d, err, errlen))
 		goto out;
 	if (!(d->perm = malloc(sizeof *d->perm * (size_t)d->n))) {
-		fail(err, errlen, "%s: out of memory for the order of %lld samples", d->dir, (long long)d->n);
+		fmt_fail(err, errlen, "%s: out of memory for the order of %lld samples", d->dir, (long long)d->n);
 		goto out;
 	}
 	rc = 0;
@@ -376,8 +352,8 @@ int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int
 {
 	int64_t spe = d->steps_per_epoch, e = epochs > 0 ? epochs : 1;
 	if ((epochs > 0 || iters < 0) && e > max / spe)
-		return fail(err, errlen, "%s: %lld epoch%s of %lld steps %s more than %lld steps", d->dir, (long long)e,
-		            e > 1 ? "s" : "", (long long)spe, e > 1 ? "are" : "is", (long long)max);
+		return fmt_fail(err, errlen, "%s: %lld epoch%s of %lld steps %s more than %lld steps", d->dir, (long long)e,
+		                e > 1 ? "s" : "", (long long)spe, e > 1 ? "are" : "is", (long long)max);
 	*steps = epochs > 0 ? epochs * spe : iters >= 0 ? iters : spe;
 	return 0;
 }
@@ -412,7 +388,7 @@ static int gather_rows(Read *r, char *err, size_t errlen)
 int ds_gather(DsDataset *d, int64_t step, float *x, float *y, char *err, size_t errlen)
 {
 	if (step < 0)
-		return fail(err, errlen, "%s: no batch for step %lld", d->dir, (long long)step);
+		return fmt_fail(err, errlen, "%s: no batch for step %lld", d->dir, (long long)step);
 	Read r = {.d = d, .fn = gather_step, .step = step, .x = x, .y = y};
 	return guarded(&r, err, errlen);
 }

@@ -415,7 +415,7 @@ const RtEvalResult *rt_eval_results(const RtCtx *ctx, int *n, double *batch_seco
 /* eval.c: close the evaluation set, free the pass. */
 void rt_eval_free(RtCtx *ctx);
 
-/* An update kernel's optimizer, from its description (compiler/kdesc.c writes it). */
+/* An update kernel's optimizer, from its description (compiler/cost/kdesc.c writes it). */
 static inline OptimHyper rt_optim_hyper(const int64_t *d)
 {
 	OptimHyper h;

@@ -34,16 +34,6 @@
 
 enum { MAX_HEADER = 100 << 20 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 const char *tio_dtype_name(TioDtype d)
 {
 	switch (d) {
@@ -87,17 +77,17 @@ static TioFile *map_file(const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		fmt_fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return NULL;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
-		fail(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+		fmt_fail(err, errlen, "cannot read '%s': %s", path, strerror(errno));
 		close(fd);
 		return NULL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fail(err, errlen, "'%s' is not a regular file (it is %s)", path, fmt_file_kind(st.st_mode));
+		fmt_fail(err, errlen, "'%s' is not a regular file (it is %s)", path, fmt_file_kind(st.st_mode));
 		close(fd);
 		return NULL;
 	}
@@ -105,7 +95,7 @@ static TioFile *map_file(const char *path, char *err, size_t errlen)
 	if (!f || !(f->path = strdup(path))) {
 		free(f);
 		close(fd);
-		fail(err, errlen, "out of memory");
+		fmt_fail(err, errlen, "out of memory");
 		return NULL;
 	}
 	f->size = (size_t)st.st_size;
@@ -114,7 +104,7 @@ static TioFile *map_file(const char *path, char *err, size_t errlen)
 		if (f->map == MAP_FAILED) {
 			f->map = NULL;
 			f->size = 0;
-			fail(err, errlen, "cannot map '%s': %s", path, strerror(errno));
+			fmt_fail(err, errlen, "cannot map '%s': %s", path, strerror(errno));
 			close(fd);
 			tio_close(f);
 			return NULL;
@@ -128,11 +118,11 @@ static int add_tensor(TioFile *f, const char *name, char *err, size_t errlen)
 {
 	TioTensor *t = realloc(f->t, sizeof(TioTensor) * (size_t)(f->n + 1));
 	if (!t)
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	f->t = t;
 	memset(&f->t[f->n], 0, sizeof(TioTensor));
 	if (!(f->t[f->n].name = strdup(name)))
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	f->n++;
 	return 0;
 }
@@ -177,12 +167,12 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 {
 	const char *p = f->path, *name = e->string;
 	if (!cJSON_IsObject(e))
-		return fail(err, errlen, "%s: header entry '%s' is not an object", p, name);
+		return fmt_fail(err, errlen, "%s: header entry '%s' is not an object", p, name);
 	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
 	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
 	const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
 	if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || !cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2)
-		return fail(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets", p, name);
+		return fmt_fail(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets", p, name);
 	if (add_tensor(f, name, err, errlen))
 		return -1;
 	TioTensor *t = &f->t[f->n - 1];
@@ -191,31 +181,31 @@ static int parse_entry(TioFile *f, const cJSON *e, const unsigned char *data, ui
 	else if (strcmp(dt->valuestring, "F64") == 0)
 		t->dtype = TIO_F64;
 	else
-		return fail(err, errlen, "%s: tensor '%s' has dtype %s; only F32 and F64 are supported", p, name,
-		            dt->valuestring);
+		return fmt_fail(err, errlen, "%s: tensor '%s' has dtype %s; only F32 and F64 are supported", p, name,
+		                dt->valuestring);
 	t->ndim = cJSON_GetArraySize(sh);
 	if (t->ndim > TIO_MAX_DIMS)
-		return fail(err, errlen, "%s: tensor '%s' has %d dimensions (at most %d)", p, name, t->ndim,
-		            TIO_MAX_DIMS);
+		return fmt_fail(err, errlen, "%s: tensor '%s' has %d dimensions (at most %d)", p, name, t->ndim,
+		                TIO_MAX_DIMS);
 	for (int i = 0; i < t->ndim; i++) {
 		const cJSON *d = cJSON_GetArrayItem(sh, i);
 		if (!whole(d))
-			return fail(err, errlen, "%s: tensor '%s' has an invalid shape", p, name);
+			return fmt_fail(err, errlen, "%s: tensor '%s' has an invalid shape", p, name);
 		t->shape[i] = (int64_t)d->valuedouble;
 	}
 	const cJSON *ob = cJSON_GetArrayItem(off, 0), *oe = cJSON_GetArrayItem(off, 1);
 	if (!whole(ob) || !whole(oe) || oe->valuedouble < ob->valuedouble)
-		return fail(err, errlen, "%s: tensor '%s' has invalid data offsets (two whole numbers, begin <= end)", p,
-		            name);
+		return fmt_fail(err, errlen, "%s: tensor '%s' has invalid data offsets (two whole numbers, begin <= end)", p,
+		                name);
 	uint64_t b = (uint64_t)ob->valuedouble, en = (uint64_t)oe->valuedouble, bytes;
 	if (en > datalen)
-		return fail(err, errlen, "%s: tensor '%s' has data offsets [%" PRIu64 ", %" PRIu64 ") outside the %" PRIu64
-		            " bytes of data (is the file truncated?)", p, name, b, en, datalen);
+		return fmt_fail(err, errlen, "%s: tensor '%s' has data offsets [%" PRIu64 ", %" PRIu64 ") outside the %" PRIu64
+		                " bytes of data (is the file truncated?)", p, name, b, en, datalen);
 	t->nelems = count(t->shape, t->ndim);
 	if (!elem_bytes(t->nelems, t->dtype, &bytes) || bytes != en - b) {
 		char shape[TIO_MAX_DIMS * 24];
-		return fail(err, errlen, "%s: tensor '%s' has %" PRIu64 " bytes of data, which does not match its shape %s",
-		            p, name, en - b, shape_tuple(t, shape, sizeof shape));
+		return fmt_fail(err, errlen, "%s: tensor '%s' has %" PRIu64 " bytes of data, which does not match its shape %s",
+		                p, name, en - b, shape_tuple(t, shape, sizeof shape));
 	}
 	t->data = data + b;
 	return 0;
@@ -244,7 +234,7 @@ static int check_layout(const TioFile *f, const unsigned char *data, uint64_t da
 {
 	const TioTensor **by_start = malloc(sizeof *by_start * (size_t)(f->n ? f->n : 1));
 	if (!by_start)
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	int n = 0;
 	for (int i = 0; i < f->n; i++)
 		if (f->t[i].nelems > 0) /* an empty tensor has no bytes to place */
@@ -257,19 +247,19 @@ static int check_layout(const TioFile *f, const unsigned char *data, uint64_t da
 		const TioTensor *t = by_start[i];
 		uint64_t begin = (uint64_t)(t->data - data);
 		if (begin < at)
-			rc = fail(err, errlen, "%s: the data of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64
-			          ")) overlaps that of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64 "))", f->path, t->name,
-			          begin, data_end(t, data), prev->name, (uint64_t)(prev->data - data), data_end(prev, data));
+			rc = fmt_fail(err, errlen, "%s: the data of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64
+			              ")) overlaps that of tensor '%s' (bytes [%" PRIu64 ", %" PRIu64 "))", f->path, t->name,
+			              begin, data_end(t, data), prev->name, (uint64_t)(prev->data - data), data_end(prev, data));
 		else if (begin > at)
-			rc = fail(err, errlen, "%s: bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor (%s%s%s"
-			          "tensor '%s' begins at %" PRIu64 ")", f->path, at, begin, prev ? "'" : "",
-			          prev ? prev->name : "", prev ? "' ends there, " : "", t->name, begin);
+			rc = fmt_fail(err, errlen, "%s: bytes [%" PRIu64 ", %" PRIu64 ") of the data belong to no tensor (%s%s%s"
+			              "tensor '%s' begins at %" PRIu64 ")", f->path, at, begin, prev ? "'" : "",
+			              prev ? prev->name : "", prev ? "' ends there, " : "", t->name, begin);
 		prev = t;
 		at = data_end(t, data);
 	}
 	if (!rc && at != datalen)
-		rc = fail(err, errlen, "%s: the last %" PRIu64 " bytes of the file belong to no tensor (the data of the "
-		          "tensors ends at byte %" PRIu64 " of %" PRIu64 ")", f->path, datalen - at, at, datalen);
+		rc = fmt_fail(err, errlen, "%s: the last %" PRIu64 " bytes of the file belong to no tensor (the data of the "
+		              "tensors ends at byte %" PRIu64 " of %" PRIu64 ")", f->path, datalen - at, at, datalen);
 	free(by_start);
 	return rc;
 }
@@ -290,7 +280,7 @@ static int check_unique(const TioFile *f, const cJSON *obj, const char *what, ch
 		return 0;
 	const cJSON **keys = malloc(sizeof *keys * (size_t)n);
 	if (!keys)
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	int k = 0;
 	for (const cJSON *e = obj->child; e && k < n; e = e->next)
 		keys[k++] = e;
@@ -298,7 +288,7 @@ static int check_unique(const TioFile *f, const cJSON *obj, const char *what, ch
 	int rc = 0;
 	for (int i = 1; i < k && !rc; i++)
 		if (strcmp(keys[i - 1]->string, keys[i]->string) == 0)
-			rc = fail(err, errlen, "%s: '%s' appears twice in %s", f->path, keys[i]->string, what);
+			rc = fmt_fail(err, errlen, "%s: '%s' appears twice in %s", f->path, keys[i]->string, what);
 	free(keys);
 	return rc;
 }
@@ -307,21 +297,21 @@ static int check_unique(const TioFile *f, const cJSON *obj, const char *what, ch
 static int parse_metadata(TioFile *f, const cJSON *m, char *err, size_t errlen)
 {
 	if (!cJSON_IsObject(m))
-		return fail(err, errlen, "%s: __metadata__ is not an object of strings", f->path);
+		return fmt_fail(err, errlen, "%s: __metadata__ is not an object of strings", f->path);
 	if (check_unique(f, m, "the header's __metadata__", err, errlen))
 		return -1;
 	int n = cJSON_GetArraySize(m);
 	f->meta = calloc((size_t)n + 1, sizeof *f->meta);
 	if (!f->meta)
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	for (const cJSON *e = m->child; e; e = e->next) {
 		if (!cJSON_IsString(e))
-			return fail(err, errlen, "%s: __metadata__ entry '%s' is not a string", f->path, e->string);
+			return fmt_fail(err, errlen, "%s: __metadata__ entry '%s' is not a string", f->path, e->string);
 		char *k = strdup(e->string), *v = strdup(e->valuestring);
 		if (!k || !v) {
 			free(k);
 			free(v);
-			return fail(err, errlen, "out of memory");
+			return fmt_fail(err, errlen, "out of memory");
 		}
 		f->meta[f->nmeta].key = k;
 		f->meta[f->nmeta++].value = v;
@@ -367,14 +357,14 @@ static cJSON *parse_header(const TioFile *f, uint64_t hlen, char *err, size_t er
 {
 	const char *text = (const char *)f->map + 8, *end = NULL;
 	if (memchr(text, '\0', (size_t)hlen) || has_nul_escape(text, (size_t)hlen)) {
-		fail(err, errlen, "%s: the header holds a NUL character (in a name or a value); not a safetensors file",
-		     f->path);
+		fmt_fail(err, errlen, "%s: the header holds a NUL character (in a name or a value); not a safetensors file",
+		         f->path);
 		return NULL;
 	}
 	cJSON *h = cJSON_ParseWithLengthOpts(text, (size_t)hlen, &end, false);
 	if (!h || !cJSON_IsObject(h)) {
 		cJSON_Delete(h);
-		fail(err, errlen, "%s: the header is not a JSON object; not a safetensors file", f->path);
+		fmt_fail(err, errlen, "%s: the header is not a JSON object; not a safetensors file", f->path);
 		return NULL;
 	}
 	size_t used = (size_t)(end - text);
@@ -382,8 +372,8 @@ static cJSON *parse_header(const TioFile *f, uint64_t hlen, char *err, size_t er
 		used++;
 	if (used < hlen) {
 		cJSON_Delete(h);
-		fail(err, errlen, "%s: %" PRIu64 " bytes follow the header's JSON object inside the header; not a "
-		     "safetensors file, or a damaged one", f->path, hlen - (uint64_t)used);
+		fmt_fail(err, errlen, "%s: %" PRIu64 " bytes follow the header's JSON object inside the header; not a "
+		         "safetensors file, or a damaged one", f->path, hlen - (uint64_t)used);
 		return NULL;
 	}
 	return h;
@@ -419,7 +409,7 @@ int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errl
 	if (f->size < 8) {
 		size_t size = f->size;
 		tio_close(f);
-		return fail(err, errlen, "%s: truncated: %zu bytes, too short for a safetensors header", path, size);
+		return fmt_fail(err, errlen, "%s: truncated: %zu bytes, too short for a safetensors header", path, size);
 	}
 	uint64_t hlen = 0;
 	for (int i = 7; i >= 0; i--)
@@ -427,8 +417,8 @@ int tio_safetensors_open(const char *path, TioFile **out, char *err, size_t errl
 	if (hlen > MAX_HEADER || hlen > f->size - 8) {
 		uint64_t size = f->size;
 		tio_close(f);
-		return fail(err, errlen, "%s: header length %" PRIu64 " exceeds the file's %" PRIu64
-		            " bytes (truncated, or not a safetensors file)", path, hlen, size);
+		return fmt_fail(err, errlen, "%s: header length %" PRIu64 " exceeds the file's %" PRIu64
+		                " bytes (truncated, or not a safetensors file)", path, hlen, size);
 	}
 	cJSON *h = parse_header(f, hlen, err, errlen);
 	const unsigned char *data = f->map + 8 + hlen;
@@ -564,7 +554,7 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 	const unsigned char *m = f->map;
 	if (f->size < 10 || memcmp(m, "\x93NUMPY", 6) != 0 || m[6] < 1 || m[6] > 3) {
 		tio_close(f);
-		return fail(err, errlen, "%s: not a .npy file (bad magic)", path);
+		return fmt_fail(err, errlen, "%s: not a .npy file (bad magic)", path);
 	}
 	size_t hlen, hstart;
 	if (m[6] == 1) {
@@ -573,38 +563,38 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 	} else {
 		if (f->size < 12) {
 			tio_close(f);
-			return fail(err, errlen, "%s: truncated .npy header", path);
+			return fmt_fail(err, errlen, "%s: truncated .npy header", path);
 		}
 		hlen = (size_t)m[8] | (size_t)m[9] << 8 | (size_t)m[10] << 16 | (size_t)m[11] << 24;
 		hstart = 12;
 	}
 	if (hlen > f->size - hstart || hlen > 65536) {
 		tio_close(f);
-		return fail(err, errlen, "%s: truncated .npy header", path);
+		return fmt_fail(err, errlen, "%s: truncated .npy header", path);
 	}
 	char *h = strndup((const char *)m + hstart, hlen);
 	if (!h) {
 		tio_close(f);
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	}
 	int rc = -1;
 	const char *descr = npy_field(h, "descr"), *fo = npy_field(h, "fortran_order"), *sh = npy_field(h, "shape");
 	TioDtype dt = TIO_F32;
 	if (!descr || !fo || !sh) {
-		fail(err, errlen, "%s: .npy header lacks descr, fortran_order or shape", path);
+		fmt_fail(err, errlen, "%s: .npy header lacks descr, fortran_order or shape", path);
 		goto out;
 	}
 	if (descr[0] == '[') {
 		int len = 0; /* the list, up to its closing bracket */
 		for (int depth = 0; descr[len] && (len == 0 || depth > 0); len++)
 			depth += (descr[len] == '[' || descr[len] == '(') - (descr[len] == ']' || descr[len] == ')');
-		fail(err, errlen, "%s: element type %.*s%s is a structured type, which is not supported; %s", path,
-		     len > 60 ? 60 : len, descr, len > 60 ? "..." : "", NPY_TYPES);
+		fmt_fail(err, errlen, "%s: element type %.*s%s is a structured type, which is not supported; %s", path,
+		         len > 60 ? 60 : len, descr, len > 60 ? "..." : "", NPY_TYPES);
 		goto out;
 	}
 	char code[32];
 	if (!npy_type_code(descr, code, sizeof code)) {
-		fail(err, errlen, "%s: cannot read the element type (descr) of the .npy header", path);
+		fmt_fail(err, errlen, "%s: cannot read the element type (descr) of the .npy header", path);
 		goto out;
 	}
 	if (strcmp(code, "<f4") == 0)
@@ -617,12 +607,12 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 		dt = TIO_I64;
 	else {
 		char words[64];
-		fail(err, errlen, "%s: element type '%s' (%s) is not supported; %s", path, code,
-		     npy_type_words(code, words, sizeof words), NPY_TYPES);
+		fmt_fail(err, errlen, "%s: element type '%s' (%s) is not supported; %s", path, code,
+		         npy_type_words(code, words, sizeof words), NPY_TYPES);
 		goto out;
 	}
 	if (strncmp(fo, "False", 5) != 0) {
-		fail(err, errlen, "%s: Fortran-ordered arrays are not supported (save a C-contiguous array)", path);
+		fmt_fail(err, errlen, "%s: Fortran-ordered arrays are not supported (save a C-contiguous array)", path);
 		goto out;
 	}
 	if (add_tensor(f, "", err, errlen))
@@ -631,7 +621,7 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 	t->dtype = dt;
 	const char *p = sh;
 	if (*p++ != '(') {
-		fail(err, errlen, "%s: cannot read the shape", path);
+		fmt_fail(err, errlen, "%s: cannot read the shape", path);
 		goto out;
 	}
 	for (;;) {
@@ -643,7 +633,7 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 		errno = 0;
 		long long v = strtoll(p, &end, 10);
 		if (end == p || v < 0 || errno || t->ndim == TIO_MAX_DIMS) {
-			fail(err, errlen, "%s: cannot read the shape", path);
+			fmt_fail(err, errlen, "%s: cannot read the shape", path);
 			goto out;
 		}
 		t->shape[t->ndim++] = v;
@@ -656,13 +646,13 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 		double approx = (double)dtype_size(dt);
 		for (int i = 0; i < t->ndim; i++)
 			approx *= (double)t->shape[i];
-		fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape %s needs %.3g, more than a 64-bit "
-		     "size holds (corrupt)", path, have, shape_tuple(t, shape, sizeof shape), approx);
+		fmt_fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape %s needs %.3g, more than a 64-bit "
+		         "size holds (corrupt)", path, have, shape_tuple(t, shape, sizeof shape), approx);
 		goto out;
 	}
 	if (need != have) {
-		fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape needs %" PRIu64 " (truncated or corrupt)",
-		     path, have, need);
+		fmt_fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape needs %" PRIu64 " (truncated or corrupt)",
+		         path, have, need);
 		goto out;
 	}
 	t->data = m + hstart + hlen;
@@ -711,7 +701,7 @@ int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const T
 				m = NULL;
 		if (!m) {
 			cJSON_Delete(h);
-			return fail(err, errlen, "out of memory");
+			return fmt_fail(err, errlen, "out of memory");
 		}
 	}
 	uint64_t off = 0;
@@ -721,7 +711,7 @@ int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const T
 		cJSON *offs = e ? cJSON_AddArrayToObject(e, "data_offsets") : NULL;
 		if (!cJSON_AddStringToObject(e, "dtype", "F32") || !shape || !offs) {
 			cJSON_Delete(h);
-			return fail(err, errlen, "out of memory");
+			return fmt_fail(err, errlen, "out of memory");
 		}
 		int64_t nel = count(t[i].shape, t[i].ndim);
 		for (int d = 0; d < t[i].ndim; d++)
@@ -733,7 +723,7 @@ int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const T
 	char *js = h ? cJSON_PrintUnformatted(h) : NULL;
 	cJSON_Delete(h);
 	if (!js)
-		return fail(err, errlen, "out of memory");
+		return fmt_fail(err, errlen, "out of memory");
 	/* Pad the header with spaces to 8 bytes, as the reference writer does. */
 	size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
 
@@ -761,7 +751,7 @@ int tio_safetensors_write_meta(const char *path, const TioOut *t, int n, const T
 	}
 	free(js);
 	if (!ok) {
-		fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		fmt_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		outfile_abort(&o);
 		return -1;
 	}

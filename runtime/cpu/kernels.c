@@ -40,7 +40,7 @@
  * order threads finish), so placements that differ only in moves train
  * identically.
  *
- * The reference for every kernel is compiler/interp.c; the unit test
+ * The reference for every kernel is compiler/interp/interp.c; the unit test
  * tests/unit/test-runtime-ops.c checks each against it.
  */
 #include "cpu.h"

@@ -10,7 +10,7 @@
  *   # autotm gpu kernels 1
  *   <signature> TAB <d0>,<d1>,...,<d(RT_DESC_LEN-1)>
  *
- * one line per distinct kernel, its signature (compiler/kdesc.h) and its
+ * one line per distinct kernel, its signature (compiler/cost/kdesc.h) and its
  * description (autotm/rt.h's layout); `#` lines are comments, empty lines
  * are ignored. The whole file is read and checked before CUDA is touched,
  * so that a bad file is reported at its line on any machine.

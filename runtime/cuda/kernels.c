@@ -4,7 +4,7 @@
  * stream, as cuDNN, cuBLAS or a CUDA kernel of cuda/elementwise.cu.
  *
  * The semantics are the CPU backend's (runtime/cpu/kernels.c) and the
- * reference interpreter's (compiler/interp.c); every tensor is plain
+ * reference interpreter's (compiler/interp/interp.c); every tensor is plain
  * row-major f32 (NCHW), wherever its pool is. Who computes what:
  *
  *   cuDNN     convolution forward, backward data and backward filter

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The status line of a placement (compiler/ticker.h): on a terminal (a
+# The status line of a placement (compiler/place/ticker.h): on a terminal (a
 # pseudo-terminal made by script(1)) a placement that takes seconds draws
 # "placing (auto) [bar] N/M s  note" on standard error and clears it at
 # the end, while its JSON on standard output stays whole; off a terminal,

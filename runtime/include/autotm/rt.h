@@ -2,7 +2,7 @@
  * autotm/rt.h - the ABI between generated training programs and
  * libautotmrt, the autotmc runtime.
  *
- * A program emitted by autotmc (compiler/emit_llvm.c) is a `main` and a
+ * A program emitted by autotmc (compiler/emit/emit_llvm.c) is a `main` and a
  * `step` function that call these functions and nothing else:
  *
  *   main:  ctx = rt_begin(argc, argv, &program)        options, pools
@@ -124,7 +124,7 @@ static inline int rt_ids_arg(const int64_t *desc, int64_t *range)
 enum { RT_POOL_FAST = 0, RT_POOL_SLOW = 1 };
 enum { RT_DATA_INPUT = 0, RT_DATA_LABELS = 1 };
 
-/* Tensor roles, as compiler/graph.h's TensorKind. */
+/* Tensor roles, as compiler/front/graph.h's TensorKind. */
 /*
  * RT_TENSOR_STATE is the optimizer's (momentum); RT_TENSOR_STATS is state
  * of the model (batchnorm's running statistics), loaded from --weights

@@ -7,6 +7,7 @@
  * shapes. The elaborator adds the layer's name and source location.
  */
 #include "graph.h"
+#include "format.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,12 +95,7 @@ bool shape_eq(Shape a, Shape b)
 
 const char *shape_str(Shape s, char *buf, size_t size)
 {
-	size_t n = (size_t)snprintf(buf, size, "[");
-	for (int i = 0; i < s.ndim && n < size; i++)
-		n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, i ? ", " : "", s.d[i]);
-	if (n < size)
-		snprintf(buf + n, size - n, "]");
-	return buf;
+	return fmt_shape(s.ndim, s.d, NULL, buf, size);
 }
 
 const char *dtype_name(DType dt)
