@@ -535,6 +535,22 @@ static bool each_in_list(Arena *a, const char *list, bool (*ok)(const char *item
 	}
 }
 
+/* What an option that one kind of optimizer takes asks of the chosen one (optimizers.def's columns). */
+static bool has_segments(OptimizerId o)
+{
+	return optimizer_has(o, OFLAG_SEGMENTS);
+}
+
+static bool spans(OptimizerId o)
+{
+	return optimizer_info[o].moves == MOVES_SPANNING;
+}
+
+static bool offloads(OptimizerId o)
+{
+	return optimizer_has(o, OFLAG_OFFLOADS);
+}
+
 /* An optimizer a sweep varies: one that takes a limit and runs on the CPU. */
 static bool sweep_optimizer(const char *name)
 {
@@ -577,14 +593,16 @@ static void check_placement(Settings *s)
 	if (oi->limit == LIMIT_NONE && sized)
 		usage_error(cmd, "optimizer '%s' takes no fast-tier size (%s): drop --limit and --ratio", oi->name,
 		            oi->summary);
-	if (s->optimizer == OPT_CHECKPOINT && !sized && s->segments == 0)
-		usage_error(cmd, "optimizer 'checkpoint' needs --segments K or the fast tier's size (--limit or --ratio)");
-	if (s->optimizer != OPT_CHECKPOINT && s->segments != 0)
-		usage_error(cmd, "--segments is for --optimizer checkpoint");
-	if (s->optimizer != OPT_AUTO && s->span != 0)
-		usage_error(cmd, "--span is for --optimizer auto");
-	if (s->optimizer != OPT_AUTO && s->no_offload)
-		usage_error(cmd, "--no-offload is for --optimizer auto");
+	bool segments = optimizer_has(s->optimizer, OFLAG_SEGMENTS);
+	char which[256];
+	if (segments && !sized && s->segments == 0)
+		usage_error(cmd, "optimizer '%s' needs --segments K or the fast tier's size (--limit or --ratio)", oi->name);
+	if (!segments && s->segments != 0)
+		usage_error(cmd, "--segments is for --optimizer %s", optimizer_names_if(has_segments, which, sizeof which));
+	if (oi->moves != MOVES_SPANNING && s->span != 0)
+		usage_error(cmd, "--span is for --optimizer %s", optimizer_names_if(spans, which, sizeof which));
+	if (!optimizer_has(s->optimizer, OFLAG_OFFLOADS) && s->no_offload)
+		usage_error(cmd, "--no-offload is for --optimizer %s", optimizer_names_if(offloads, which, sizeof which));
 }
 
 /* DIR/file, or NULL without a DIR. */
@@ -700,10 +718,10 @@ static void check_settings(Arena *a, Settings *s)
 	case CMD_BUILD:
 	case CMD_RUN:
 		if (s->optimizer == NUM_OPTIMIZERS)
-			s->optimizer = s->limit >= 0 || s->ratio ? OPT_AUTO : OPT_ALL_FAST;
+			s->optimizer = optimizer_default(s->limit >= 0 || s->ratio);
 		check_placement(s);
-		if ((s->val || s->with_eval || cmd == CMD_EVAL) && s->optimizer == OPT_UM)
-			usage_error(cmd, "the evaluation pass is not built for --optimizer um");
+		if ((s->val || s->with_eval || cmd == CMD_EVAL) && optimizer_has(s->optimizer, OFLAG_MANAGED))
+			usage_error(cmd, "the evaluation pass is not built for --optimizer %s", optimizer_info[s->optimizer].name);
 		if (cmd == CMD_BUILD && !s->output)
 			usage_error(cmd, "no output given (-o PROG)");
 		if (cmd == CMD_RUN && s->iters < 0 && !s->data)

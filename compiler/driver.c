@@ -55,7 +55,7 @@ static CostRequest cost_request(const Settings *s)
 		.target = s->target, .hw = s->hw, .gpu_profile = s->gpu_profile, .db = s->db, .threads = s->threads,
 		.nondeterministic = s->nondeterministic,
 		.slow_dir = s->slow_dir, .model = s->file,
-		.fast_only = s->optimizer == OPT_ALL_FAST || s->optimizer == OPT_UM,
+		.fast_only = optimizer_has(s->optimizer, OFLAG_FAST_ONLY),
 	};
 }
 
@@ -73,7 +73,7 @@ static PlaceOptions place_options(const Settings *s, const CostModel *cm)
 
 static EmitOptions emit_options(const Compilation *c, Arena *a)
 {
-	bool um = c->place->optimizer == OPT_UM;
+	bool um = optimizer_has(c->place->optimizer, OFLAG_MANAGED); /* the driver pages: nothing predicted */
 	EmitOptions o = {
 		.record = schedule_record(c->g, c->sched, c->place, c->cm, &c->st, c->set->target, c->set->file, a),
 		.predicted_seconds = um ? 0 : placement_predict(c->place, c->cm, NULL),
@@ -175,8 +175,8 @@ static bool place_eval_pass(Arena *a, const Settings *s, Compilation *c)
 	PlaceOptions po = place_options(s, NULL);
 	po.ratio = NULL;
 	po.limit = c->place->limit;
-	if (po.optimizer == OPT_CHECKPOINT) /* segments of a backward pass: the pass has none */
-		po.optimizer = po.limit > 0 ? OPT_AUTO : OPT_ALL_FAST;
+	if (optimizer_has(po.optimizer, OFLAG_SEGMENTS)) /* segments of a backward pass: the pass has none */
+		po.optimizer = optimizer_default(po.limit > 0);
 	if (!place_graph(a, s, c->eval, &po))
 		return false;
 	const Placement *t = c->place, *e = c->eval->place;
@@ -222,8 +222,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 	if (stage == STAGE_TRAINING)
 		return true;
 	PlaceOptions po = place_options(s, NULL);
-	if (eval_only && po.optimizer == OPT_CHECKPOINT) /* segments of a backward pass: the evaluation has none */
-		po.optimizer = OPT_AUTO;
+	if (eval_only && optimizer_has(po.optimizer, OFLAG_SEGMENTS)) /* segments of a backward pass: the evaluation has none */
+		po.optimizer = optimizer_default(true);
 	if (!place_graph(a, s, c, &po))                                                 /* -> tiers, moves, offsets */
 		return false;
 	if (!eval_only && (s->val || s->with_eval) && !place_eval_pass(a, s, c))        /* -> evaluation pass */

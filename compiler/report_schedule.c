@@ -289,7 +289,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	cJSON_AddNumberToObject(root, "recomputed_tensors", ms.nrecomputed);
 	cJSON_AddNumberToObject(root, "recompute_kernels", ms.nrecompute_kernels);
 	cJSON_AddNumberToObject(root, "recompute_seconds", rtime);
-	if (p->optimizer == OPT_CHECKPOINT)
+	if (optimizer_has(p->optimizer, OFLAG_SEGMENTS))
 		cJSON_AddNumberToObject(root, "segments", st->segments);
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
 	tier_usage(p, fast, slow);
@@ -455,11 +455,11 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	if (ms.noffloaded > 0)
 		fprintf(f, "offload: %d weight or optimizer state tensor%s updated in fast copies of slow homes, %s written back\n",
 		        ms.noffloaded, ms.noffloaded == 1 ? "" : "s", fmt_bytes(ms.bytes_offloaded, b1, sizeof b1));
-	if (ms.nrecompute_kernels > 0 || p->optimizer == OPT_CHECKPOINT) {
+	if (ms.nrecompute_kernels > 0 || optimizer_has(p->optimizer, OFLAG_SEGMENTS)) {
 		fprintf(f, "recomputation: %d tensor%s made again by %d kernel%s, %.3f ms per step", ms.nrecomputed,
 		        ms.nrecomputed == 1 ? "" : "s", ms.nrecompute_kernels, ms.nrecompute_kernels == 1 ? "" : "s",
 		        1e3 * recompute_seconds(p, cm));
-		if (p->optimizer == OPT_CHECKPOINT)
+		if (optimizer_has(p->optimizer, OFLAG_SEGMENTS))
 			fprintf(f, "; %d segment%s", st->segments, st->segments == 1 ? "" : "s");
 		fputc('\n', f);
 	}
@@ -488,7 +488,7 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	if (st->nattempts > 0 && st->spans_dropped > 0)
 		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
 		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
-	if (p->optimizer == OPT_UM)
+	if (optimizer_has(p->optimizer, OFLAG_MANAGED))
 		fprintf(f, "predicted step time: none (unified memory: the driver pages on demand)\n");
 	else
 		fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, cm, NULL), cm->source);
@@ -572,14 +572,14 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddNumberToObject(r, "num_recompute_kernels", ms.nrecompute_kernels);
 	cJSON_AddNumberToObject(r, "recompute_time", recompute_seconds(p, cm));
 	cJSON_AddNumberToObject(r, "nondeterministic_kernels", nondeterministic_steps(p));
-	if (p->optimizer == OPT_CHECKPOINT)
+	if (optimizer_has(p->optimizer, OFLAG_SEGMENTS))
 		cJSON_AddNumberToObject(r, "segments", st->segments);
 	cJSON_AddNumberToObject(r, "dram_limit", (double)p->limit);
 	if (p->workspace > 0)
 		cJSON_AddNumberToObject(r, "workspace_bytes", (double)p->workspace);
 	cJSON_AddStringToObject(r, "times", cm->source);
 	cJSON_AddBoolToObject(r, "modeled", cm->modeled);
-	if (p->optimizer != OPT_UM) /* the driver's paging is not modeled */
+	if (!optimizer_has(p->optimizer, OFLAG_MANAGED)) /* the driver's paging is not modeled */
 		cJSON_AddNumberToObject(r, "predicted_runtime", placement_predict(p, cm, NULL));
 	cJSON_AddStringToObject(r, "compiled_for", target_info[target].name);
 	if (st->nattempts > 0) {

@@ -14,10 +14,16 @@ const TargetInfo target_info[NUM_TARGETS] = {
 };
 
 const OptimizerInfo optimizer_info[NUM_OPTIMIZERS] = {
-#define OPTIMIZER(id, nm, kind, limit, targets, sum) [OPT_##id] = {nm, kind, limit, targets, sum},
+#define OPTIMIZER(id, nm, kind, limit, targets, moves, flags, fallback, sum) \
+	[OPT_##id] = {nm, kind, limit, targets, moves, flags, OPT_##fallback, sum},
 #include "optimizers.def"
 #undef OPTIMIZER
 };
+
+bool optimizer_has(OptimizerId o, unsigned flags)
+{
+	return (optimizer_info[o].flags & flags) == flags;
+}
 
 bool optimizer_find(const char *name, OptimizerId *out)
 {
@@ -44,12 +50,13 @@ bool optimizer_allowed(OptimizerId o, TargetId t)
 	return optimizer_info[o].targets >> t & 1;
 }
 
-const char *optimizer_names(unsigned targets, char *buf, size_t size)
+/* The names of the optimizers allowed on a target of `targets` for which keep() holds (NULL: all). */
+static const char *names(unsigned targets, bool (*keep)(OptimizerId o), char *buf, size_t size)
 {
 	size_t len = 0;
 	buf[0] = '\0';
 	for (int i = 0; i < NUM_OPTIMIZERS; i++) {
-		if (!(optimizer_info[i].targets & targets))
+		if (!(optimizer_info[i].targets & targets) || (keep && !keep((OptimizerId)i)))
 			continue;
 		int n = snprintf(buf + len, size - len, "%s%s", len ? ", " : "", optimizer_info[i].name);
 		if (n < 0 || (size_t)n >= size - len)
@@ -57,4 +64,19 @@ const char *optimizer_names(unsigned targets, char *buf, size_t size)
 		len += (size_t)n;
 	}
 	return buf;
+}
+
+const char *optimizer_names(unsigned targets, char *buf, size_t size)
+{
+	return names(targets, NULL, buf, size);
+}
+
+const char *optimizer_names_if(bool (*keep)(OptimizerId o), char *buf, size_t size)
+{
+	return names(~0u, keep, buf, size);
+}
+
+OptimizerId optimizer_default(bool sized)
+{
+	return sized ? OPT_AUTO : OPT_ALL_FAST;
 }

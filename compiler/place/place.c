@@ -84,7 +84,7 @@ static const KernelAlgo *fastest_algo(const PlaceOptions *o, const Node *n, int6
 static void set_algos(Placement *p, const Schedule *s, const PlaceOptions *o, const int64_t *room, int64_t uniform,
                       Arena *a)
 {
-	p->ws_in_pool = p->optimizer != OPT_UM;
+	p->ws_in_pool = !optimizer_has(p->optimizer, OFLAG_MANAGED);
 	int64_t most = 0;
 	for (int k = 0; k < s->n; k++) {
 		const KernelAlgo *al = fastest_algo(o, s->order[k], room ? room[k] : uniform);
@@ -318,7 +318,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		nover = 0; /* a run of checkpoint's fits: the search starts as well from it (or better) */
 	PlaceOptions quick = *o; /* packed by first fit, else squeezed only a little: many plans are tried */
 	quick.first_fit = true;
-	for (int b = -1, misses = 0; o->optimizer == OPT_AUTO && b < nover && (b < 0 || now_seconds() < greedy_end) &&
+	bool portfolio = optimizer_has(o->optimizer, OFLAG_PORTFOLIO);
+	for (int b = -1, misses = 0; portfolio && b < nover && (b < 0 || now_seconds() < greedy_end) &&
 	                             misses < PLACE_GREEDY_MISSES;
 	     b++) {
 		const Placement *base = b < 0 ? NULL : over[b].p;
@@ -374,7 +375,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * is repaired instead (its plans, tightened, were no faster).
 	 */
 	bool crowded = false;
-	int64_t *below = o->optimizer == OPT_AUTO ? arena_array(a, (size_t)s->n + 1, sizeof(int64_t)) : NULL;
+	int64_t *below = portfolio ? arena_array(a, (size_t)s->n + 1, sizeof(int64_t)) : NULL;
 	for (int i = 0; below && i < s->n; i++)
 		below[i] = (int64_t)((double)(o->step_limit ? o->step_limit[i] : o->limit) * (1 - PLACE_START_MARGIN));
 	/*
@@ -396,15 +397,16 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * the search, which ended at 151-155 ms against 143-147.
 	 */
 	double share = total / 5, left = 0;
-	for (int i = 0; o->optimizer == OPT_AUTO && i < (int)countof(parts); i++) {
+	for (int i = 0; portfolio && i < (int)countof(parts); i++) {
+		MoveKind moves = optimizer_info[parts[i]].moves;
 		double part_t0 = now_seconds();
 		PlaceOptions so = *o;
 		so.optimizer = parts[i];
 		so.start = NULL;
 		so.time_limit = share + left;
-		so.loose = parts[i] == OPT_ASYNC ? left : 0;
+		so.loose = moves == MOVES_ASYNC ? left : 0;
 		so.first_fit = true; /* as the search will pack its neighbourhoods */
-		if (parts[i] == OPT_SYNC || (parts[i] == OPT_ASYNC && crowded))
+		if (moves == MOVES_SYNC || (moves == MOVES_ASYNC && crowded))
 			so.step_limit = below;
 		so.cutoff = best.p ? best.time : 0; /* a slower one is no start */
 		PlaceStats sst;
@@ -421,7 +423,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			so.time_limit -= sst.total_time;
 			p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		}
-		if (!p && parts[i] != OPT_RECOMPUTE && so.offload == 0 && sst.total_time < so.time_limit / 2) {
+		if (!p && optimizer_has(parts[i], OFLAG_MAY_OFFLOAD) && so.offload == 0 && sst.total_time < so.time_limit / 2) {
 			/*
 			 * none with every weight and optimizer state in one tier: with
 			 * auto's offloading (a slow home updated in a fast copy). VGG-19
@@ -436,7 +438,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
 		}
 		const char *name = optimizer_info[so.optimizer].name;
-		if (parts[i] == OPT_SYNC && sst.nattempts > 0)
+		if (moves == MOVES_SYNC && sst.nattempts > 0)
 			crowded = sst.attempt_pool[0] > sst.attempt_limit[0];
 		if (p)
 			consider(&best, p, o->cm, name);
@@ -548,7 +550,7 @@ static Placement *fragmentation_loop(const Graph *g, const Schedule *s, const Pl
 	double bound0 = 0;          /* the first attempt's bound: the only one valid at the limit */
 	for (int attempt = 0; attempt < PLACE_MAX_ATTEMPTS && spent < (fallback ? budget : 2 * budget); attempt++) {
 		opt.time_limit = budget - spent > budget / 4 || fallback ? budget - spent : budget / 4;
-		if (attempt == 0 && (o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE)) {
+		if (attempt == 0 && optimizer_has(o->optimizer, OFLAG_STARTS)) {
 			double start_seconds = 0;
 			Start sq;
 			Placement *sp = ilp_start_placement(g, s, &opt, a, &start, &start_seconds, &sq);
@@ -725,7 +727,8 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
                                char *err, size_t errlen)
 {
 	Placement *p = fragmentation_loop(g, s, o, a, st, err, errlen);
-	if (p || o->optimizer != OPT_ASYNC || st->nattempts < 2)
+	OptimizerId fallback = optimizer_info[o->optimizer].fallback;
+	if (p || fallback == OPT_NONE || st->nattempts < 2)
 		return p;
 	PlaceOptions so;
 	/*
@@ -734,7 +737,7 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 	 * spoken for); sync's placement is one async may choose.
 	 */
 	so = *o;
-	so.optimizer = OPT_SYNC;
+	so.optimizer = fallback;
 	PlaceStats sst;
 	char serr[512];
 	p = fragmentation_loop(g, s, &so, a, &sst, serr, sizeof serr);
@@ -744,7 +747,7 @@ static Placement *place_by_ilp(const Graph *g, const Schedule *s, const PlaceOpt
 	*st = sst;
 	st->total_time += async_time;
 	st->status = "sync's placement (async's re-solves for fragmentation found none)";
-	p->optimizer = OPT_ASYNC;
+	p->optimizer = o->optimizer;
 	return p;
 }
 
@@ -754,13 +757,9 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 {
 	memset(st, 0, sizeof *st);
 	Placement *p = NULL;
-	switch (o->optimizer) {
-	case OPT_AUTO:
-	case OPT_RECOMPUTE:
-	case OPT_STATIC:
-	case OPT_SYNC:
-	case OPT_ASYNC:
+	if (optimizer_info[o->optimizer].kind == OPTIMIZER_ILP)
 		return place_by_ilp(g, s, o, a, st, err, errlen);
+	switch (o->optimizer) { /* the baselines, each its rule */
 	case OPT_CHECKPOINT:
 		p = checkpoint(g, s, o, a, st, err, errlen);
 		if (!p)
@@ -786,6 +785,11 @@ static Placement *place_once(const Graph *g, const Schedule *s, const PlaceOptio
 		p->limit = o->limit;
 		st->status = "baseline";
 		return p;
+	case OPT_AUTO: /* the ILP's, above */
+	case OPT_RECOMPUTE:
+	case OPT_STATIC:
+	case OPT_SYNC:
+	case OPT_ASYNC:
 	case NUM_OPTIMIZERS:
 		unreachable();
 	}
@@ -811,7 +815,7 @@ int64_t place_kernel_scratch(const Schedule *s, const CostModel *cm)
 static Placement *place_beside_scratch(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t scratch,
                                        Arena *a, PlaceStats *st, char *err, size_t errlen)
 {
-	if (scratch == 0 || o->optimizer == OPT_UM) { /* um: the managed pool is not held under the limit */
+	if (scratch == 0 || optimizer_has(o->optimizer, OFLAG_MANAGED)) { /* a managed pool is not held under the limit */
 		Placement *p = place_once(g, s, o, a, st, err, errlen);
 		if (p)
 			p->workspace += scratch;

@@ -292,8 +292,9 @@ static bool offloads(const Schedule *s, const Tensor *t, bool offload, int64_t t
 /* Whether o's program offloads weights and optimizer state (PlaceOptions.offload). */
 static bool offload_on(const PlaceOptions *o)
 {
-	return o->optimizer != OPT_RECOMPUTE && o->optimizer != OPT_STATIC &&
-	       (o->offload > 0 || (o->offload == 0 && o->optimizer == OPT_AUTO));
+	bool by_default = optimizer_has(o->optimizer, OFLAG_OFFLOADS);
+	return (by_default || optimizer_has(o->optimizer, OFLAG_MAY_OFFLOAD)) &&
+	       (o->offload > 0 || (o->offload == 0 && by_default));
 }
 
 /*
@@ -1664,15 +1665,18 @@ static void ilp_build(Ilp *ip, const Graph *g, const Schedule *s, const PlaceOpt
 {
 	int n = s->n;
 	double t0 = now_seconds();
+	const OptimizerInfo *oi = &optimizer_info[o->optimizer];
+	bool recomputes = oi->flags & OFLAG_RECOMPUTES;
 	*ip = (Ilp){
 		.g = g, .s = s, .cm = o->cm, .a = a, .mip = mip_new(),
-		.is_async = o->optimizer == OPT_ASYNC || o->optimizer == OPT_AUTO, .is_static = o->optimizer == OPT_STATIC,
-		.moves = o->optimizer != OPT_RECOMPUTE,
-		.recompute = o->optimizer == OPT_AUTO || o->optimizer == OPT_RECOMPUTE,
+		.is_async = oi->moves >= MOVES_ASYNC, .is_static = oi->flags & OFLAG_STATIC_TIERS,
+		/* all but a program that only recomputes (static's single points move nothing anyway) */
+		.moves = oi->moves != MOVES_NONE || !recomputes,
+		.recompute = recomputes,
 		.kernels_fast = o->kernels_fast,
 		.offload = offload_on(o),
 		.window = o->window > 0 ? o->window : PLACE_WINDOW,
-		.span = o->optimizer != OPT_AUTO || o->span < 0 ? 0 : o->span > 0 ? o->span : PLACE_SPAN,
+		.span = oi->moves != MOVES_SPANNING || o->span < 0 ? 0 : o->span > 0 ? o->span : PLACE_SPAN,
 		.span_all = o->span_all,
 		.tiny = o->tiny == 0 ? PLACE_TINY : o->tiny,
 		.fit = o->fit > 0 ? o->fit : o->cm->modeled ? PLACE_FIT_MODELED : PLACE_FIT_MEASURED,
@@ -2508,9 +2512,29 @@ static void keep_squeezed(const Ilp *ip, const PlaceOptions *o, const double *x,
 }
 
 /* Solve ip's program (and free it); false with a message in err when it gives no placement. */
+/*
+ * For the message of a limit that an optimizer which only recomputes
+ * found infeasible: "; recompute moves nothing to the slow tier, auto
+ * does", or "" for any other.
+ */
+static bool portfolio(OptimizerId o)
+{
+	return optimizer_has(o, OFLAG_PORTFOLIO);
+}
+
+static const char *nothing_moves(OptimizerId o, char *buf, size_t size)
+{
+	char movers[128];
+	if (optimizer_info[o].moves != MOVES_NONE || !optimizer_has(o, OFLAG_RECOMPUTES))
+		return "";
+	snprintf(buf, size, "; %s moves nothing to the slow tier, %s does", optimizer_info[o].name,
+	         optimizer_names_if(portfolio, movers, sizeof movers));
+	return buf;
+}
+
 static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
 {
-	char b1[64], b2[64];
+	char b1[64], b2[64], b3[256];
 	double *start = NULL;
 	if (o->start) {
 		start = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
@@ -2739,7 +2763,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 			         fmt_bytes(o->limit, b1, sizeof b1),
 			         tightened(ip->s, o) ? " after tightening for fragmentation" : "",
 			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2),
-			         o->optimizer == OPT_RECOMPUTE ? "; recompute moves nothing to the slow tier, auto does" : "");
+			         nothing_moves(o->optimizer, b3, sizeof b3));
 		else
 			snprintf(err, errlen, "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
 			         " bytes (%s)", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
