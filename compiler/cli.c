@@ -24,6 +24,7 @@
 #include "hwmodel.h"
 #include "outfile.h"
 #include "plot.h"
+#include "solver.h"
 #include "util.h"
 
 #ifndef AUTOTM_STDLIBDIR
@@ -474,8 +475,10 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 			usage_error(cmd, "unknown backend '%s' (cpu or gpu)", v);
 		break;
 	case V_SOLVER:
-		if (strcmp(v, "cbc") != 0 && strcmp(v, "lp_solve") != 0)
-			usage_error(cmd, "unknown solver '%s' (cbc or lp_solve)", v);
+		if (!mip_backend_known(v)) {
+			char names[64];
+			usage_error(cmd, "unknown solver '%s' (%s)", v, mip_backend_names(names, sizeof names));
+		}
 		*(const char **)field = v;
 		break;
 	case V_THREADS:

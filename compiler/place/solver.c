@@ -743,23 +743,60 @@ static void solve_cbc_deadline(const Mip *m, const MipOptions *o, MipResult *r)
 	free(res);
 }
 
+/* CBC in this process, or, with a deadline, in a child that can be stopped (solve_cbc_deadline). */
+static void solve_cbc_any(const Mip *m, const MipOptions *o, MipResult *r)
+{
+	if (o->deadline > 0 && !o->relax)
+		solve_cbc_deadline(m, o, r);
+	else
+		solve_cbc(m, o, r);
+}
+
+/* The back ends, the first the default: the name --solver takes (and another it also takes), and the solve. */
+static const struct {
+	const char *name, *alias;
+	void (*solve)(const Mip *m, const MipOptions *o, MipResult *r);
+} backends[] = {
+	{"cbc", NULL, solve_cbc_any},
+	{"lp_solve", "lpsolve", solve_lpsolve},
+};
+
+/* The back end of that name (NULL: the default), or -1. */
+static int backend_index(const char *name)
+{
+	for (int i = 0; i < (int)countof(backends); i++)
+		if (!name || !strcmp(name, backends[i].name) || (backends[i].alias && !strcmp(name, backends[i].alias)))
+			return i;
+	return -1;
+}
+
+bool mip_backend_known(const char *name)
+{
+	return backend_index(name) >= 0;
+}
+
+const char *mip_backend_names(char *buf, size_t size)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < (int)countof(backends) && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : i + 1 < (int)countof(backends) ? ", " : " or ",
+		                      backends[i].name);
+	return buf;
+}
+
 bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
 	r->status = MIP_ERROR;
-	const char *backend = o->backend ? o->backend : "cbc";
-	bool cbc = !strcmp(backend, "cbc");
-	if (!cbc && strcmp(backend, "lp_solve") != 0 && strcmp(backend, "lpsolve") != 0) {
-		snprintf(err, errlen, "unknown solver '%s' (cbc or lp_solve)", backend);
+	int b = backend_index(o->backend);
+	if (b < 0) {
+		char names[64];
+		snprintf(err, errlen, "unknown solver '%s' (%s)", o->backend, mip_backend_names(names, sizeof names));
 		return false;
 	}
 	int saved = stdout_to_stderr();
-	if (cbc && o->deadline > 0 && !o->relax)
-		solve_cbc_deadline(m, o, r);
-	else if (cbc)
-		solve_cbc(m, o, r);
-	else
-		solve_lpsolve(m, o, r);
+	backends[b].solve(m, o, r);
 	stdout_restore(saved);
 	return true;
 }

@@ -116,6 +116,10 @@ Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant
  * could not be run at all (unknown backend), with a message in err.
  */
 bool mip_solve(const Mip *m, const MipOptions *o, MipResult *r, char *err, size_t errlen);
+/* Whether a back end of that name exists (MipOptions.backend). */
+bool mip_backend_known(const char *name);
+/* "cbc or lp_solve", the back ends, into buf. */
+const char *mip_backend_names(char *buf, size_t size);
 void mip_result_free(MipResult *r);
 
 /*
