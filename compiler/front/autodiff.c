@@ -322,9 +322,105 @@ static void emit_layer_grads(AD *ad, const Node *f, Tensor *dy, Op data_op, Op w
 		emit_grad(ad, x, data_op, (Tensor *[]){dy, w}, 2, a);
 }
 
-static void differentiate(AD *ad, const Node *f)
+/* dense: dx (dense_bwd_data) and dw (dense_bwd_weight), and db over the rows (bias_grad). */
+static void grad_dense(AD *ad, const Node *f, Tensor *dy)
+{
+	Attrs b = {.axis = dy->shape.ndim > 2 ? dy->shape.ndim - 1 : 0}; /* the last dimension's (0: 1) */
+	emit_layer_grads(ad, f, dy, OP_DENSE_BWD_DATA, OP_DENSE_BWD_WEIGHT, NULL, &b);
+}
+
+/* batchnorm, layernorm: one node gives all three gradients; outputs not needed are named anyway. */
+static void grad_norm(AD *ad, const Node *f, Tensor *dy)
 {
 	Graph *g = ad->g;
+	Tensor *x = f->in[0];
+	const Attrs *fa = &f->attr;
+	/* One node gives all three gradients; outputs not needed are named anyway. */
+	Tensor *in[5] = {x, f->in[1], f->out[1], f->out[2], dy};
+	Node *n = bwd_node(ad, f->op == OP_BATCHNORM ? OP_BATCHNORM_BWD : OP_LAYERNORM_BWD, in, 5, fa,
+	                   arena_printf(g->arena, "%s.bwd", f->name));
+	for (int k = 0; k < 3; k++) {
+		const Tensor *t = k == 0 ? x : f->in[k];
+		if (k == 0 && !ad->needs[t->id]) {
+			tensor_rename(g, n->out[0], arena_printf(g->arena, "%s.unused", grad_name(g, x)));
+			continue;
+		}
+		tensor_rename(g, n->out[k], part_name(ad, t));
+		add_part(ad, t, n->out[k], true);
+	}
+	if (f->op == OP_BATCHNORM)
+		emit_batchnorm_stats(ad, f);
+}
+
+/* An activation: the gradient op of ops.def's act column reads y or x, and dy. */
+static void grad_activation(AD *ad, const Node *f, Tensor *dy)
+{
+	Tensor *x = f->in[0];
+	Act act = op_info[f->op].act;
+	Tensor *saved = act_from(act) == ACT_FROM_X ? x : f->out[0];
+	emit_grad(ad, x, op_grad_of_act(act), (Tensor *[]){saved, dy}, 2, NULL);
+}
+
+/* concat: each input's gradient is its slice of dy. */
+static void grad_concat(AD *ad, const Node *f, Tensor *dy)
+{
+	const Attrs *fa = &f->attr;
+	int64_t off = 0;
+	for (int k = 0; k < f->nin; k++) {
+		Attrs s = {.axis = fa->axis, .offset = off, .shape = f->in[k]->shape};
+		emit_grad(ad, f->in[k], OP_SLICE, &dy, 1, &s);
+		off += f->in[k]->shape.d[fa->axis];
+	}
+}
+
+/* c = alpha op(a) op(b): each gradient is a product of dc with the other factor. */
+static void grad_matmul(AD *ad, const Node *f, Tensor *dy)
+{
+	const Attrs *fa = &f->attr;
+	/* c = alpha op(a) op(b): each gradient is a product of dc with the other factor */
+	Tensor *A = f->in[0], *B = f->in[1];
+	bool ta = fa->trans_a, tb = fa->trans_b;
+	if (!ta)
+		emit_matmul(ad, A, dy, B, false, !tb, fa->alpha);
+	else
+		emit_matmul(ad, A, B, dy, tb, true, fa->alpha);
+	if (!tb)
+		emit_matmul(ad, B, A, dy, !ta, false, fa->alpha);
+	else
+		emit_matmul(ad, B, dy, A, true, ta, fa->alpha);
+}
+
+/* split_heads: the splits of one tensor get one gradient, their gradients' heads merged. */
+static void grad_split_heads(AD *ad, const Node *f)
+{
+	Tensor *x = f->in[0];
+	/* The splits of one tensor get one gradient: their gradients' heads merged, made
+	   when the last split (the first one met here) is differentiated. */
+	const Node *parts[OP_MAX_ARGS];
+	int n = split_group(x, parts);
+	if (parts[n - 1] != f || !ad->needs[x->id])
+		return;
+	Tensor *in[OP_MAX_ARGS];
+	for (int k = 0; k < n; k++)
+		if (!(in[k] = grad_of(ad, parts[k]->out[0])))
+			ICE("%s has no gradient", parts[k]->out[0]->name);
+	emit_grad(ad, x, OP_MERGE_HEADS, in, n, NULL);
+}
+
+/* merge_heads: each input's gradient is its heads split off dy. */
+static void grad_merge_heads(AD *ad, const Node *f, Tensor *dy)
+{
+	int64_t off = 0;
+	for (int k = 0; k < f->nin; k++) {
+		const Shape *h = &f->in[k]->shape;
+		Attrs s = {.offset = off, .shape = *h};
+		emit_grad(ad, f->in[k], OP_SPLIT_HEADS, &dy, 1, &s);
+		off += h->d[1] * h->d[3];
+	}
+}
+
+static void differentiate(AD *ad, const Node *f)
+{
 	Tensor *dy = grad_of(ad, f->out[0]);
 	if (!dy)
 		return; /* the output does not reach the loss */
@@ -336,11 +432,9 @@ static void differentiate(AD *ad, const Node *f)
 		a.shape = x->shape;
 		emit_layer_grads(ad, f, dy, OP_CONV2D_BWD_DATA, OP_CONV2D_BWD_FILTER, &a, NULL);
 		break;
-	case OP_DENSE: {
-		Attrs b = {.axis = dy->shape.ndim > 2 ? dy->shape.ndim - 1 : 0}; /* the last dimension's (0: 1) */
-		emit_layer_grads(ad, f, dy, OP_DENSE_BWD_DATA, OP_DENSE_BWD_WEIGHT, NULL, &b);
+	case OP_DENSE:
+		grad_dense(ad, f, dy);
 		break;
-	}
 	case OP_EMBEDDING: /* the ids have no gradient */
 		a.shape = f->in[1]->shape;
 		emit_grad(ad, f->in[1], OP_EMBEDDING_BWD, (Tensor *[]){dy, x}, 2, &a);
@@ -363,33 +457,15 @@ static void differentiate(AD *ad, const Node *f)
 		emit_grad(ad, x, OP_GLOBALAVGPOOL_BWD, &dy, 1, &a);
 		break;
 	case OP_BATCHNORM:
-	case OP_LAYERNORM: {
-		/* One node gives all three gradients; outputs not needed are named anyway. */
-		Tensor *in[5] = {x, f->in[1], f->out[1], f->out[2], dy};
-		Node *n = bwd_node(ad, f->op == OP_BATCHNORM ? OP_BATCHNORM_BWD : OP_LAYERNORM_BWD, in, 5, fa,
-		                   arena_printf(g->arena, "%s.bwd", f->name));
-		for (int k = 0; k < 3; k++) {
-			const Tensor *t = k == 0 ? x : f->in[k];
-			if (k == 0 && !ad->needs[t->id]) {
-				tensor_rename(g, n->out[0], arena_printf(g->arena, "%s.unused", grad_name(g, x)));
-				continue;
-			}
-			tensor_rename(g, n->out[k], part_name(ad, t));
-			add_part(ad, t, n->out[k], true);
-		}
-		if (f->op == OP_BATCHNORM)
-			emit_batchnorm_stats(ad, f);
+	case OP_LAYERNORM:
+		grad_norm(ad, f, dy);
 		break;
-	}
 	case OP_RELU: /* activations: the gradient op of ops.def's act column reads y or x, and dy */
 	case OP_SIGMOID:
 	case OP_TANH:
-	case OP_GELU: {
-		Act act = op_info[f->op].act;
-		Tensor *saved = act_from(act) == ACT_FROM_X ? x : f->out[0];
-		emit_grad(ad, x, op_grad_of_act(act), (Tensor *[]){saved, dy}, 2, NULL);
+	case OP_GELU:
+		grad_activation(ad, f, dy);
 		break;
-	}
 	case OP_SOFTMAX:
 		emit_grad(ad, x, OP_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;
@@ -406,53 +482,18 @@ static void differentiate(AD *ad, const Node *f)
 			if (ad->needs[f->in[k]->id])
 				add_part(ad, f->in[k], dy, false);
 		break;
-	case OP_CONCAT: {
-		int64_t off = 0;
-		for (int k = 0; k < f->nin; k++) {
-			Attrs s = {.axis = fa->axis, .offset = off, .shape = f->in[k]->shape};
-			emit_grad(ad, f->in[k], OP_SLICE, &dy, 1, &s);
-			off += f->in[k]->shape.d[fa->axis];
-		}
+	case OP_CONCAT:
+		grad_concat(ad, f, dy);
 		break;
-	}
-	case OP_MATMUL: {
-		/* c = alpha op(a) op(b): each gradient is a product of dc with the other factor */
-		Tensor *A = f->in[0], *B = f->in[1];
-		bool ta = fa->trans_a, tb = fa->trans_b;
-		if (!ta)
-			emit_matmul(ad, A, dy, B, false, !tb, fa->alpha);
-		else
-			emit_matmul(ad, A, B, dy, tb, true, fa->alpha);
-		if (!tb)
-			emit_matmul(ad, B, A, dy, !ta, false, fa->alpha);
-		else
-			emit_matmul(ad, B, dy, A, true, ta, fa->alpha);
+	case OP_MATMUL:
+		grad_matmul(ad, f, dy);
 		break;
-	}
-	case OP_SPLIT_HEADS: {
-		/* The splits of one tensor get one gradient: their gradients' heads merged, made
-		   when the last split (the first one met here) is differentiated. */
-		const Node *parts[OP_MAX_ARGS];
-		int n = split_group(x, parts);
-		if (parts[n - 1] != f || !ad->needs[x->id])
-			break;
-		Tensor *in[OP_MAX_ARGS];
-		for (int k = 0; k < n; k++)
-			if (!(in[k] = grad_of(ad, parts[k]->out[0])))
-				ICE("%s has no gradient", parts[k]->out[0]->name);
-		emit_grad(ad, x, OP_MERGE_HEADS, in, n, NULL);
+	case OP_SPLIT_HEADS:
+		grad_split_heads(ad, f);
 		break;
-	}
-	case OP_MERGE_HEADS: {
-		int64_t off = 0;
-		for (int k = 0; k < f->nin; k++) {
-			const Shape *h = &f->in[k]->shape;
-			Attrs s = {.offset = off, .shape = *h};
-			emit_grad(ad, f->in[k], OP_SPLIT_HEADS, &dy, 1, &s);
-			off += h->d[1] * h->d[3];
-		}
+	case OP_MERGE_HEADS:
+		grad_merge_heads(ad, f, dy);
 		break;
-	}
 	case OP_CAUSAL_SOFTMAX:
 		emit_grad(ad, x, OP_CAUSAL_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;

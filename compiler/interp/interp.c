@@ -251,6 +251,397 @@ static void softmax_rows(const double *z, double *p, int64_t rows, int64_t k)
 	}
 }
 
+/* Convolution: y = conv(x, w) (+ bias per channel). */
+static void eval_conv2d(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	int64_t ny = shape_elems(nd->out[0]->shape);
+	Dims yd = dims4(nd->out[0]);
+	conv_loop(CONV_FWD, a, dims4(nd->in[0]), yd, in[0], in[1], out[0]);
+	if (nd->nin == 3)
+		for (int64_t i = 0; i < ny; i++)
+			out[0][i] += in[2][(i / (yd.h * yd.w)) % yd.c];
+}
+
+/* element i is in column (i / inner) % C, inner the elements after the bias' axis */
+static void eval_bias_grad(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int ax = a->axis > 0 ? a->axis : 1;
+	int64_t c = nd->in[0]->shape.d[ax], inner = 1;
+	for (int d = ax + 1; d < nd->in[0]->shape.ndim; d++)
+		inner *= nd->in[0]->shape.d[d];
+	for (int64_t i = 0; i < nx; i++)
+		out[0][(i / inner) % c] += in[0][i];
+}
+
+/* rows: every dimension but the last */
+static void eval_dense(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->out[0]), n = nx / fi;
+	for (int64_t r = 0; r < n; r++)
+		for (int64_t o = 0; o < fo; o++) {
+			double s = nd->nin == 3 ? in[2][o] : 0;
+			for (int64_t i = 0; i < fi; i++)
+				s += in[0][r * fi + i] * in[1][o * fi + i];
+			out[0][r * fo + o] = s;
+		}
+}
+
+/* dx[r, i] = sum over o of dy[r, o] w[o, i]. */
+static void eval_dense_bwd_data(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t fo = last_dim(nd->in[0]), fi = last_dim(nd->out[0]), n = nx / fo;
+	for (int64_t r = 0; r < n; r++)
+		for (int64_t i = 0; i < fi; i++) {
+			double s = 0;
+			for (int64_t o = 0; o < fo; o++)
+				s += in[0][r * fo + o] * in[1][o * fi + i];
+			out[0][r * fi + i] = s;
+		}
+}
+
+/* dw[o, i] = sum over rows r of dy[r, o] x[r, i]. */
+static void eval_dense_bwd_weight(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->in[1]), n = nx / fi;
+	for (int64_t o = 0; o < fo; o++)
+		for (int64_t i = 0; i < fi; i++) {
+			double s = 0;
+			for (int64_t r = 0; r < n; r++)
+				s += in[0][r * fi + i] * in[1][r * fo + o];
+			out[0][o * fi + i] = s;
+		}
+}
+
+/* Max pooling and its gradient: both find each window's first maximum (padding excluded). */
+static void eval_maxpool(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	/* Both passes find each window's first maximum (padding excluded). */
+	bool bwd = nd->op == OP_MAXPOOL_BWD;
+	Dims xd = dims4(nd->in[0]), yd = bwd ? dims4(nd->in[1]) : dims4(nd->out[0]);
+	for (int64_t n = 0; n < yd.n; n++)
+		for (int64_t c = 0; c < yd.c; c++)
+			for (int64_t i = 0; i < yd.h; i++)
+				for (int64_t j = 0; j < yd.w; j++) {
+					int64_t h0, w0, best = -1;
+					pool_window(a, i, j, &h0, &w0);
+					for (int64_t h = h0; h < h0 + a->kh; h++)
+						for (int64_t w = w0; w < w0 + a->kw; w++)
+							if (h >= 0 && h < xd.h && w >= 0 && w < xd.w &&
+							    (best < 0 || in[0][AT(xd, n, c, h, w)] > in[0][best]))
+								best = AT(xd, n, c, h, w);
+					if (best < 0)
+						ICE("empty pooling window in %s", nd->name);
+					if (bwd)
+						out[0][best] += in[1][AT(yd, n, c, i, j)];
+					else
+						out[0][AT(yd, n, c, i, j)] = in[0][best];
+				}
+}
+
+/* Average pooling and its gradient: padding counts in the average (the divisor is kh * kw). */
+static void eval_avgpool(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	/* Padding counts in the average: the divisor is always kh * kw. */
+	bool bwd = nd->op == OP_AVGPOOL_BWD;
+	Dims xd = bwd ? dims4(nd->out[0]) : dims4(nd->in[0]), yd = bwd ? dims4(nd->in[0]) : dims4(nd->out[0]);
+	double *x = bwd ? out[0] : in[0], *y = bwd ? in[0] : out[0];
+	double div = (double)(a->kh * a->kw);
+	for (int64_t n = 0; n < yd.n; n++)
+		for (int64_t c = 0; c < yd.c; c++)
+			for (int64_t i = 0; i < yd.h; i++)
+				for (int64_t j = 0; j < yd.w; j++) {
+					int64_t h0, w0;
+					pool_window(a, i, j, &h0, &w0);
+					for (int64_t h = h0; h < h0 + a->kh; h++)
+						for (int64_t w = w0; w < w0 + a->kw; w++) {
+							if (h < 0 || h >= xd.h || w < 0 || w >= xd.w)
+								continue;
+							if (bwd)
+								x[AT(xd, n, c, h, w)] += y[AT(yd, n, c, i, j)] / div;
+							else
+								y[AT(yd, n, c, i, j)] += x[AT(xd, n, c, h, w)] / div;
+						}
+				}
+}
+
+/* The mean of each channel's plane. */
+static void eval_globalavgpool(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	Dims d = dims4(nd->in[0]);
+	for (int64_t i = 0; i < nx; i++)
+		out[0][i / (d.h * d.w)] += in[0][i] / (double)(d.h * d.w);
+}
+
+/* Each channel's gradient spread evenly over its plane. */
+static void eval_globalavgpool_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t ny = shape_elems(nd->out[0]->shape);
+	Dims d = dims4(nd->out[0]);
+	for (int64_t i = 0; i < ny; i++)
+		out[0][i] = in[0][i / (d.h * d.w)] / (double)(d.h * d.w);
+}
+
+/* dx = y (dy - sum_j y_j dy_j), per row. */
+static void eval_softmax_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
+	for (int64_t r = 0; r < rows; r++) {
+		double dot = 0;
+		for (int64_t j = 0; j < k; j++)
+			dot += in[0][r * k + j] * in[1][r * k + j];
+		for (int64_t j = 0; j < k; j++)
+			out[0][r * k + j] = in[0][r * k + j] * (in[1][r * k + j] - dot);
+	}
+}
+
+/* Concatenation along an axis and its gradient (slices): blocks of `inner` elements side by side. */
+static void eval_concat(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	/* Copy blocks of `inner` elements; along the axis the pieces are side by side. */
+	const Shape *whole = nd->op == OP_CONCAT ? &nd->out[0]->shape : &nd->in[0]->shape;
+	int64_t outer = 1, inner = 1;
+	for (int d = 0; d < a->axis; d++)
+		outer *= whole->d[d];
+	for (int d = a->axis + 1; d < whole->ndim; d++)
+		inner *= whole->d[d];
+	int64_t off = nd->op == OP_SLICE ? a->offset : 0;
+	int npieces = nd->op == OP_CONCAT ? nd->nin : 1;
+	for (int k = 0; k < npieces; k++) {
+		const Shape *piece = nd->op == OP_CONCAT ? &nd->in[k]->shape : &nd->out[0]->shape;
+		int64_t len = piece->d[a->axis] * inner, stride = whole->d[a->axis] * inner;
+		for (int64_t o = 0; o < outer; o++) {
+			double *w = (nd->op == OP_CONCAT ? out[0] : in[0]) + o * stride + off * inner;
+			double *p = (nd->op == OP_CONCAT ? in[k] : out[0]) + o * len;
+			if (nd->op == OP_CONCAT)
+				memcpy(w, p, sizeof(double) * (size_t)len);
+			else
+				memcpy(p, w, sizeof(double) * (size_t)len);
+		}
+		off += piece->d[a->axis];
+	}
+}
+
+/* Cross-entropy of softmax against soft labels: loss = mean over rows of -sum_j y_j log p_j; its gradient. */
+static void eval_softmax_xent(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	/* loss = mean over rows of -sum_j y_j (z_j - logsumexp(z)) */
+	int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
+	double *p = xmalloc(sizeof(double) * (size_t)nx);
+	softmax_rows(in[0], p, rows, k);
+	double loss = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		double ysum = 0;
+		for (int64_t j = 0; j < k; j++)
+			ysum += in[1][r * k + j];
+		for (int64_t j = 0; j < k; j++) {
+			int64_t i = r * k + j;
+			if (nd->op == OP_SOFTMAX_XENT)
+				loss -= in[1][i] * log(p[i] > 0 ? p[i] : 1e-300);
+			else
+				out[0][i] = (p[i] * ysum - in[1][i]) / (double)rows;
+		}
+	}
+	if (nd->op == OP_SOFTMAX_XENT)
+		out[0][0] = loss / (double)rows;
+	free(p);
+}
+
+/* The sum of squares of a gradient (gradient clipping), added to the running sum of an input before it. */
+static void eval_grad_sumsq(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	double sum = nd->nin == 2 ? in[1][0] : 0;
+	for (int64_t i = 0; i < nx; i++)
+		sum += in[0][i] * in[0][i];
+	out[0][0] = sum;
+}
+
+/* The optimizers' updates, in place (base/optim.h), with the clipping scale. */
+static void eval_sgd(const Interp *ip, const Node *nd, double **in)
+{
+	const Attrs *a = &nd->attr;
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	const OptimHyper *h = &a->upd;
+	OptimStep st = optim_step(h, ip->step);
+	double scale = nd->nin > op_info[nd->op].min_in ? optim_clip_scale(h->clip, in[nd->nin - 1][0]) : 1.0;
+	for (int64_t i = 0; i < nx; i++) {
+		if (nd->op == OP_ADAMW)
+			in[0][i] = optim_adamw(h, &st, scale, in[0][i], in[1][i], &in[2][i], &in[3][i]);
+		else if (nd->op == OP_SGD_MOMENTUM)
+			in[0][i] = optim_sgd_momentum(h, &st, scale, in[0][i], in[1][i], &in[2][i]);
+		else
+			in[0][i] = optim_sgd(h, &st, scale, in[0][i], in[1][i]);
+	}
+}
+
+/* Batchnorm's running statistics updated in place from the batch's. */
+static void eval_batchnorm_stats(const Node *nd, double **in)
+{
+	const Attrs *a = &nd->attr;
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	double m = a->momentum, unbias = op_bn_unbias(shape_elems(a->shape) / a->shape.d[1]);
+	for (int64_t i = 0; i < nx; i++) {
+		in[0][i] = (1 - m) * in[0][i] + m * in[3][i];
+		in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * unbias;
+	}
+	in[2][0] += 1;
+}
+
+/* y[i, :] = weight[ids[i], :] */
+static void eval_embedding(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t c = last_dim(nd->out[0]);
+	for (int64_t i = 0; i < nx; i++)
+		for (int64_t j = 0; j < c; j++)
+			out[0][i * c + j] = in[1][(int64_t)in[0][i] * c + j];
+}
+
+/* dweight[ids[i], :] += dy[i, :] */
+static void eval_embedding_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t c = last_dim(nd->in[0]), rows = nx / c;
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < c; j++)
+			out[0][(int64_t)in[1][i] * c + j] += in[0][i * c + j];
+}
+
+/* y[n, t, :] = x[n, t, :] + weight[t, :] */
+static void eval_position(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
+	for (int64_t i = 0; i < nx; i++)
+		out[0][i] = in[0][i] + in[1][i % tc];
+}
+
+/* dweight[t, :] = sum over n of dy[n, t, :] */
+static void eval_position_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
+	for (int64_t i = 0; i < nx; i++)
+		out[0][i % tc] += in[0][i];
+}
+
+/* Cross-entropy of softmax against class ids: loss = mean over rows of logsumexp(z) - z[id]; its gradient. */
+static void eval_softmax_xent_ids(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	/* loss = mean over rows of logsumexp(z) - z[id] */
+	int64_t k = last_dim(nd->in[0]), rows = nx / k;
+	double *p = xmalloc(sizeof(double) * (size_t)nx);
+	softmax_rows(in[0], p, rows, k);
+	double loss = 0;
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t id = (int64_t)in[1][r];
+		if (nd->op == OP_SOFTMAX_XENT_IDS)
+			loss -= log(p[r * k + id] > 0 ? p[r * k + id] : 1e-300);
+		else
+			for (int64_t j = 0; j < k; j++)
+				out[0][r * k + j] = (p[r * k + j] - (j == id)) / (double)rows;
+	}
+	if (nd->op == OP_SOFTMAX_XENT_IDS)
+		out[0][0] = loss / (double)rows;
+	free(p);
+}
+
+/* per matrix of the batch: c[i, j] = alpha sum_k op(a)[i, k] op(b)[k, j] */
+static void eval_matmul(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	int64_t ny = shape_elems(nd->out[0]->shape);
+	Shape as = nd->in[0]->shape, cs = nd->out[0]->shape;
+	int r = cs.ndim - 2;
+	int64_t m = cs.d[r], n = cs.d[r + 1], kk = as.d[r + !a->trans_a], batch = ny / (m * n);
+	for (int64_t bt = 0; bt < batch; bt++) {
+		const double *A = in[0] + bt * m * kk, *B = in[1] + bt * kk * n;
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++) {
+				double sum = 0;
+				for (int64_t k = 0; k < kk; k++)
+					sum += (a->trans_a ? A[k * m + i] : A[i * kk + k]) *
+					       (a->trans_b ? B[j * kk + k] : B[k * n + j]);
+				out[0][bt * m * n + i * n + j] = a->alpha * sum;
+			}
+	}
+}
+
+/* y[n, h, t, d] = x[n, t, offset + h D + d] */
+static void eval_split_heads(const Node *nd, double **in, double **out)
+{
+	const Attrs *a = &nd->attr;
+	int64_t ny = shape_elems(nd->out[0]->shape);
+	const int64_t *y = nd->out[0]->shape.d;
+	int64_t w = last_dim(nd->in[0]);
+	for (int64_t i = 0; i < ny; i++) {
+		int64_t d = i % y[3], t = i / y[3] % y[2], h = i / (y[3] * y[2]) % y[1], n = i / (y[3] * y[2] * y[1]);
+		out[0][i] = in[0][(n * y[2] + t) * w + a->offset + h * y[3] + d];
+	}
+}
+
+/* y[n, t, k H D + h D + d] = xk[n, h, t, d] */
+static void eval_merge_heads(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	for (int k = 0; k < nd->nin; k++) {
+		const int64_t *x = nd->in[k]->shape.d;
+		int64_t w = last_dim(nd->out[0]);
+		for (int64_t i = 0; i < nx; i++) {
+			int64_t d = i % x[3], t = i / x[3] % x[2], h = i / (x[3] * x[2]) % x[1], n = i / (x[3] * x[2] * x[1]);
+			out[0][(n * x[2] + t) * w + k * x[1] * x[3] + h * x[3] + d] = in[k][i];
+		}
+	}
+}
+
+/* row r is position r % T: entries 0..r % T */
+static void eval_causal_softmax(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t t = last_dim(nd->in[0]);
+	for (int64_t r = 0; r < nx / t; r++)
+		softmax_rows(in[0] + r * t, out[0] + r * t, 1, r % t + 1);
+}
+
+/* The gradient of the causal softmax, per row over its entries 0..r % T. */
+static void eval_causal_softmax_bwd(const Node *nd, double **in, double **out)
+{
+	int64_t nx = shape_elems(nd->in[0]->shape);
+	int64_t t = last_dim(nd->in[0]);
+	for (int64_t r = 0; r < nx / t; r++) {
+		const double *y = in[0] + r * t, *dy = in[1] + r * t;
+		double dot = 0;
+		for (int64_t j = 0; j <= r % t; j++)
+			dot += y[j] * dy[j];
+		for (int64_t j = 0; j <= r % t; j++)
+			out[0][r * t + j] = y[j] * (dy[j] - dot);
+	}
+}
+
+/* float32 mode: what node nd wrote is what a float32 backend stores. */
+static void round_to_f32(const Node *nd, double **in, double **out)
+{
+	for (int k = 0; k < nd->nout; k++)
+		for (int64_t i = 0; i < shape_elems(nd->out[k]->shape); i++)
+			out[k][i] = (float)out[k][i];
+	for (int k = 0; k < nd->nin; k++)
+		if (op_info[nd->op].inplace >> k & 1)
+			for (int64_t i = 0; i < shape_elems(nd->in[k]->shape); i++)
+				in[k][i] = (float)in[k][i];
+}
+
 void interp_node(Interp *ip, const Node *nd)
 {
 	double *in[OP_MAX_ARGS], *out[OP_MAX_ARGS];
@@ -265,124 +656,41 @@ void interp_node(Interp *ip, const Node *nd)
 	int64_t ny = nd->nout ? shape_elems(nd->out[0]->shape) : 0;
 
 	switch (nd->op) {
-	case OP_CONV2D: {
-		Dims yd = dims4(nd->out[0]);
-		conv_loop(CONV_FWD, a, dims4(nd->in[0]), yd, in[0], in[1], out[0]);
-		if (nd->nin == 3)
-			for (int64_t i = 0; i < ny; i++)
-				out[0][i] += in[2][(i / (yd.h * yd.w)) % yd.c];
+	case OP_CONV2D:
+		eval_conv2d(nd, in, out);
 		break;
-	}
 	case OP_CONV2D_BWD_DATA:
 		conv_loop(CONV_BWD_DATA, a, dims4(nd->out[0]), dims4(nd->in[0]), out[0], in[1], in[0]);
 		break;
 	case OP_CONV2D_BWD_FILTER:
 		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
 		break;
-	case OP_BIAS_GRAD: { /* element i is in column (i / inner) % C, inner the elements after the bias' axis */
-		int ax = a->axis > 0 ? a->axis : 1;
-		int64_t c = nd->in[0]->shape.d[ax], inner = 1;
-		for (int d = ax + 1; d < nd->in[0]->shape.ndim; d++)
-			inner *= nd->in[0]->shape.d[d];
-		for (int64_t i = 0; i < nx; i++)
-			out[0][(i / inner) % c] += in[0][i];
+	case OP_BIAS_GRAD:
+		eval_bias_grad(nd, in, out);
 		break;
-	}
-	case OP_DENSE: { /* rows: every dimension but the last */
-		int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->out[0]), n = nx / fi;
-		for (int64_t r = 0; r < n; r++)
-			for (int64_t o = 0; o < fo; o++) {
-				double s = nd->nin == 3 ? in[2][o] : 0;
-				for (int64_t i = 0; i < fi; i++)
-					s += in[0][r * fi + i] * in[1][o * fi + i];
-				out[0][r * fo + o] = s;
-			}
+	case OP_DENSE:
+		eval_dense(nd, in, out);
 		break;
-	}
-	case OP_DENSE_BWD_DATA: {
-		int64_t fo = last_dim(nd->in[0]), fi = last_dim(nd->out[0]), n = nx / fo;
-		for (int64_t r = 0; r < n; r++)
-			for (int64_t i = 0; i < fi; i++) {
-				double s = 0;
-				for (int64_t o = 0; o < fo; o++)
-					s += in[0][r * fo + o] * in[1][o * fi + i];
-				out[0][r * fi + i] = s;
-			}
+	case OP_DENSE_BWD_DATA:
+		eval_dense_bwd_data(nd, in, out);
 		break;
-	}
-	case OP_DENSE_BWD_WEIGHT: {
-		int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->in[1]), n = nx / fi;
-		for (int64_t o = 0; o < fo; o++)
-			for (int64_t i = 0; i < fi; i++) {
-				double s = 0;
-				for (int64_t r = 0; r < n; r++)
-					s += in[0][r * fi + i] * in[1][r * fo + o];
-				out[0][o * fi + i] = s;
-			}
+	case OP_DENSE_BWD_WEIGHT:
+		eval_dense_bwd_weight(nd, in, out);
 		break;
-	}
 	case OP_MAXPOOL:
-	case OP_MAXPOOL_BWD: {
-		/* Both passes find each window's first maximum (padding excluded). */
-		bool bwd = nd->op == OP_MAXPOOL_BWD;
-		Dims xd = dims4(nd->in[0]), yd = bwd ? dims4(nd->in[1]) : dims4(nd->out[0]);
-		for (int64_t n = 0; n < yd.n; n++)
-			for (int64_t c = 0; c < yd.c; c++)
-				for (int64_t i = 0; i < yd.h; i++)
-					for (int64_t j = 0; j < yd.w; j++) {
-						int64_t h0, w0, best = -1;
-						pool_window(a, i, j, &h0, &w0);
-						for (int64_t h = h0; h < h0 + a->kh; h++)
-							for (int64_t w = w0; w < w0 + a->kw; w++)
-								if (h >= 0 && h < xd.h && w >= 0 && w < xd.w &&
-								    (best < 0 || in[0][AT(xd, n, c, h, w)] > in[0][best]))
-									best = AT(xd, n, c, h, w);
-						if (best < 0)
-							ICE("empty pooling window in %s", nd->name);
-						if (bwd)
-							out[0][best] += in[1][AT(yd, n, c, i, j)];
-						else
-							out[0][AT(yd, n, c, i, j)] = in[0][best];
-					}
+	case OP_MAXPOOL_BWD:
+		eval_maxpool(nd, in, out);
 		break;
-	}
 	case OP_AVGPOOL:
-	case OP_AVGPOOL_BWD: {
-		/* Padding counts in the average: the divisor is always kh * kw. */
-		bool bwd = nd->op == OP_AVGPOOL_BWD;
-		Dims xd = bwd ? dims4(nd->out[0]) : dims4(nd->in[0]), yd = bwd ? dims4(nd->in[0]) : dims4(nd->out[0]);
-		double *x = bwd ? out[0] : in[0], *y = bwd ? in[0] : out[0];
-		double div = (double)(a->kh * a->kw);
-		for (int64_t n = 0; n < yd.n; n++)
-			for (int64_t c = 0; c < yd.c; c++)
-				for (int64_t i = 0; i < yd.h; i++)
-					for (int64_t j = 0; j < yd.w; j++) {
-						int64_t h0, w0;
-						pool_window(a, i, j, &h0, &w0);
-						for (int64_t h = h0; h < h0 + a->kh; h++)
-							for (int64_t w = w0; w < w0 + a->kw; w++) {
-								if (h < 0 || h >= xd.h || w < 0 || w >= xd.w)
-									continue;
-								if (bwd)
-									x[AT(xd, n, c, h, w)] += y[AT(yd, n, c, i, j)] / div;
-								else
-									y[AT(yd, n, c, i, j)] += x[AT(xd, n, c, h, w)] / div;
-							}
-					}
+	case OP_AVGPOOL_BWD:
+		eval_avgpool(nd, in, out);
 		break;
-	}
-	case OP_GLOBALAVGPOOL: {
-		Dims d = dims4(nd->in[0]);
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i / (d.h * d.w)] += in[0][i] / (double)(d.h * d.w);
+	case OP_GLOBALAVGPOOL:
+		eval_globalavgpool(nd, in, out);
 		break;
-	}
-	case OP_GLOBALAVGPOOL_BWD: {
-		Dims d = dims4(nd->out[0]);
-		for (int64_t i = 0; i < ny; i++)
-			out[0][i] = in[0][i / (d.h * d.w)] / (double)(d.h * d.w);
+	case OP_GLOBALAVGPOOL_BWD:
+		eval_globalavgpool_bwd(nd, in, out);
 		break;
-	}
 	case OP_BATCHNORM:
 		batchnorm_fwd(nd, in, out);
 		break;
@@ -415,17 +723,9 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_SOFTMAX:
 		softmax_rows(in[0], out[0], nd->in[0]->shape.d[0], nd->in[0]->shape.d[1]);
 		break;
-	case OP_SOFTMAX_BWD: {
-		int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
-		for (int64_t r = 0; r < rows; r++) {
-			double dot = 0;
-			for (int64_t j = 0; j < k; j++)
-				dot += in[0][r * k + j] * in[1][r * k + j];
-			for (int64_t j = 0; j < k; j++)
-				out[0][r * k + j] = in[0][r * k + j] * (in[1][r * k + j] - dot);
-		}
+	case OP_SOFTMAX_BWD:
+		eval_softmax_bwd(nd, in, out);
 		break;
-	}
 	case OP_RESHAPE:
 		memcpy(out[0], in[0], sizeof(double) * (size_t)nx);
 		break;
@@ -440,200 +740,60 @@ void interp_node(Interp *ip, const Node *nd)
 				out[0][i] += in[k][i];
 		break;
 	case OP_CONCAT:
-	case OP_SLICE: {
-		/* Copy blocks of `inner` elements; along the axis the pieces are side by side. */
-		const Shape *whole = nd->op == OP_CONCAT ? &nd->out[0]->shape : &nd->in[0]->shape;
-		int64_t outer = 1, inner = 1;
-		for (int d = 0; d < a->axis; d++)
-			outer *= whole->d[d];
-		for (int d = a->axis + 1; d < whole->ndim; d++)
-			inner *= whole->d[d];
-		int64_t off = nd->op == OP_SLICE ? a->offset : 0;
-		int npieces = nd->op == OP_CONCAT ? nd->nin : 1;
-		for (int k = 0; k < npieces; k++) {
-			const Shape *piece = nd->op == OP_CONCAT ? &nd->in[k]->shape : &nd->out[0]->shape;
-			int64_t len = piece->d[a->axis] * inner, stride = whole->d[a->axis] * inner;
-			for (int64_t o = 0; o < outer; o++) {
-				double *w = (nd->op == OP_CONCAT ? out[0] : in[0]) + o * stride + off * inner;
-				double *p = (nd->op == OP_CONCAT ? in[k] : out[0]) + o * len;
-				if (nd->op == OP_CONCAT)
-					memcpy(w, p, sizeof(double) * (size_t)len);
-				else
-					memcpy(p, w, sizeof(double) * (size_t)len);
-			}
-			off += piece->d[a->axis];
-		}
+	case OP_SLICE:
+		eval_concat(nd, in, out);
 		break;
-	}
 	case OP_SOFTMAX_XENT:
-	case OP_SOFTMAX_XENT_BWD: {
-		/* loss = mean over rows of -sum_j y_j (z_j - logsumexp(z)) */
-		int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
-		double *p = xmalloc(sizeof(double) * (size_t)nx);
-		softmax_rows(in[0], p, rows, k);
-		double loss = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			double ysum = 0;
-			for (int64_t j = 0; j < k; j++)
-				ysum += in[1][r * k + j];
-			for (int64_t j = 0; j < k; j++) {
-				int64_t i = r * k + j;
-				if (nd->op == OP_SOFTMAX_XENT)
-					loss -= in[1][i] * log(p[i] > 0 ? p[i] : 1e-300);
-				else
-					out[0][i] = (p[i] * ysum - in[1][i]) / (double)rows;
-			}
-		}
-		if (nd->op == OP_SOFTMAX_XENT)
-			out[0][0] = loss / (double)rows;
-		free(p);
+	case OP_SOFTMAX_XENT_BWD:
+		eval_softmax_xent(nd, in, out);
 		break;
-	}
-	case OP_GRAD_SUMSQ: {
-		double sum = nd->nin == 2 ? in[1][0] : 0;
-		for (int64_t i = 0; i < nx; i++)
-			sum += in[0][i] * in[0][i];
-		out[0][0] = sum;
+	case OP_GRAD_SUMSQ:
+		eval_grad_sumsq(nd, in, out);
 		break;
-	}
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
-	case OP_ADAMW: {
-		const OptimHyper *h = &a->upd;
-		OptimStep st = optim_step(h, ip->step);
-		double scale = nd->nin > op_info[nd->op].min_in ? optim_clip_scale(h->clip, in[nd->nin - 1][0]) : 1.0;
-		for (int64_t i = 0; i < nx; i++) {
-			if (nd->op == OP_ADAMW)
-				in[0][i] = optim_adamw(h, &st, scale, in[0][i], in[1][i], &in[2][i], &in[3][i]);
-			else if (nd->op == OP_SGD_MOMENTUM)
-				in[0][i] = optim_sgd_momentum(h, &st, scale, in[0][i], in[1][i], &in[2][i]);
-			else
-				in[0][i] = optim_sgd(h, &st, scale, in[0][i], in[1][i]);
-		}
+	case OP_ADAMW:
+		eval_sgd(ip, nd, in);
 		break;
-	}
-	case OP_BATCHNORM_STATS: {
-		double m = a->momentum, unbias = op_bn_unbias(shape_elems(a->shape) / a->shape.d[1]);
-		for (int64_t i = 0; i < nx; i++) {
-			in[0][i] = (1 - m) * in[0][i] + m * in[3][i];
-			in[1][i] = (1 - m) * in[1][i] + m * in[4][i] * unbias;
-		}
-		in[2][0] += 1;
+	case OP_BATCHNORM_STATS:
+		eval_batchnorm_stats(nd, in);
 		break;
-	}
-	case OP_EMBEDDING: { /* y[i, :] = weight[ids[i], :] */
-		int64_t c = last_dim(nd->out[0]);
-		for (int64_t i = 0; i < nx; i++)
-			for (int64_t j = 0; j < c; j++)
-				out[0][i * c + j] = in[1][(int64_t)in[0][i] * c + j];
+	case OP_EMBEDDING:
+		eval_embedding(nd, in, out);
 		break;
-	}
-	case OP_EMBEDDING_BWD: { /* dweight[ids[i], :] += dy[i, :] */
-		int64_t c = last_dim(nd->in[0]), rows = nx / c;
-		for (int64_t i = 0; i < rows; i++)
-			for (int64_t j = 0; j < c; j++)
-				out[0][(int64_t)in[1][i] * c + j] += in[0][i * c + j];
+	case OP_EMBEDDING_BWD:
+		eval_embedding_bwd(nd, in, out);
 		break;
-	}
-	case OP_POSITION: { /* y[n, t, :] = x[n, t, :] + weight[t, :] */
-		int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i] = in[0][i] + in[1][i % tc];
+	case OP_POSITION:
+		eval_position(nd, in, out);
 		break;
-	}
-	case OP_POSITION_BWD: { /* dweight[t, :] = sum over n of dy[n, t, :] */
-		int64_t tc = nd->in[0]->shape.d[1] * nd->in[0]->shape.d[2];
-		for (int64_t i = 0; i < nx; i++)
-			out[0][i % tc] += in[0][i];
+	case OP_POSITION_BWD:
+		eval_position_bwd(nd, in, out);
 		break;
-	}
 	case OP_SOFTMAX_XENT_IDS:
-	case OP_SOFTMAX_XENT_IDS_BWD: {
-		/* loss = mean over rows of logsumexp(z) - z[id] */
-		int64_t k = last_dim(nd->in[0]), rows = nx / k;
-		double *p = xmalloc(sizeof(double) * (size_t)nx);
-		softmax_rows(in[0], p, rows, k);
-		double loss = 0;
-		for (int64_t r = 0; r < rows; r++) {
-			int64_t id = (int64_t)in[1][r];
-			if (nd->op == OP_SOFTMAX_XENT_IDS)
-				loss -= log(p[r * k + id] > 0 ? p[r * k + id] : 1e-300);
-			else
-				for (int64_t j = 0; j < k; j++)
-					out[0][r * k + j] = (p[r * k + j] - (j == id)) / (double)rows;
-		}
-		if (nd->op == OP_SOFTMAX_XENT_IDS)
-			out[0][0] = loss / (double)rows;
-		free(p);
+	case OP_SOFTMAX_XENT_IDS_BWD:
+		eval_softmax_xent_ids(nd, in, out);
 		break;
-	}
-	case OP_MATMUL: { /* per matrix of the batch: c[i, j] = alpha sum_k op(a)[i, k] op(b)[k, j] */
-		Shape as = nd->in[0]->shape, cs = nd->out[0]->shape;
-		int r = cs.ndim - 2;
-		int64_t m = cs.d[r], n = cs.d[r + 1], kk = as.d[r + !a->trans_a], batch = ny / (m * n);
-		for (int64_t bt = 0; bt < batch; bt++) {
-			const double *A = in[0] + bt * m * kk, *B = in[1] + bt * kk * n;
-			for (int64_t i = 0; i < m; i++)
-				for (int64_t j = 0; j < n; j++) {
-					double sum = 0;
-					for (int64_t k = 0; k < kk; k++)
-						sum += (a->trans_a ? A[k * m + i] : A[i * kk + k]) *
-						       (a->trans_b ? B[j * kk + k] : B[k * n + j]);
-					out[0][bt * m * n + i * n + j] = a->alpha * sum;
-				}
-		}
+	case OP_MATMUL:
+		eval_matmul(nd, in, out);
 		break;
-	}
-	case OP_SPLIT_HEADS: { /* y[n, h, t, d] = x[n, t, offset + h D + d] */
-		const int64_t *y = nd->out[0]->shape.d;
-		int64_t w = last_dim(nd->in[0]);
-		for (int64_t i = 0; i < ny; i++) {
-			int64_t d = i % y[3], t = i / y[3] % y[2], h = i / (y[3] * y[2]) % y[1], n = i / (y[3] * y[2] * y[1]);
-			out[0][i] = in[0][(n * y[2] + t) * w + a->offset + h * y[3] + d];
-		}
+	case OP_SPLIT_HEADS:
+		eval_split_heads(nd, in, out);
 		break;
-	}
-	case OP_MERGE_HEADS: /* y[n, t, k H D + h D + d] = xk[n, h, t, d] */
-		for (int k = 0; k < nd->nin; k++) {
-			const int64_t *x = nd->in[k]->shape.d;
-			int64_t w = last_dim(nd->out[0]);
-			for (int64_t i = 0; i < nx; i++) {
-				int64_t d = i % x[3], t = i / x[3] % x[2], h = i / (x[3] * x[2]) % x[1], n = i / (x[3] * x[2] * x[1]);
-				out[0][(n * x[2] + t) * w + k * x[1] * x[3] + h * x[3] + d] = in[k][i];
-			}
-		}
+	case OP_MERGE_HEADS:
+		eval_merge_heads(nd, in, out);
 		break;
-	case OP_CAUSAL_SOFTMAX: { /* row r is position r % T: entries 0..r % T */
-		int64_t t = last_dim(nd->in[0]);
-		for (int64_t r = 0; r < nx / t; r++)
-			softmax_rows(in[0] + r * t, out[0] + r * t, 1, r % t + 1);
+	case OP_CAUSAL_SOFTMAX:
+		eval_causal_softmax(nd, in, out);
 		break;
-	}
-	case OP_CAUSAL_SOFTMAX_BWD: {
-		int64_t t = last_dim(nd->in[0]);
-		for (int64_t r = 0; r < nx / t; r++) {
-			const double *y = in[0] + r * t, *dy = in[1] + r * t;
-			double dot = 0;
-			for (int64_t j = 0; j <= r % t; j++)
-				dot += y[j] * dy[j];
-			for (int64_t j = 0; j <= r % t; j++)
-				out[0][r * t + j] = y[j] * (dy[j] - dot);
-		}
+	case OP_CAUSAL_SOFTMAX_BWD:
+		eval_causal_softmax_bwd(nd, in, out);
 		break;
-	}
 	case NUM_OPS:
 		unreachable();
 	}
-	if (ip->f64)
-		return;
-	/* float32 mode: what the node wrote is what a float32 backend stores */
-	for (int k = 0; k < nd->nout; k++)
-		for (int64_t i = 0; i < shape_elems(nd->out[k]->shape); i++)
-			out[k][i] = (float)out[k][i];
-	for (int k = 0; k < nd->nin; k++)
-		if (op_info[nd->op].inplace >> k & 1)
-			for (int64_t i = 0; i < shape_elems(nd->in[k]->shape); i++)
-				in[k][i] = (float)in[k][i];
+	if (!ip->f64)
+		round_to_f32(nd, in, out);
 }
 
 double interp_step(Interp *ip)

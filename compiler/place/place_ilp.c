@@ -74,9 +74,9 @@ static const char *nothing_moves(OptimizerId o, char *buf, size_t size)
 	return buf;
 }
 
-static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
+/* The solver's options for ip, with its start from o->start (checked against every row), if any. */
+static MipOptions solve_options(Ilp *ip, const PlaceOptions *o, PlaceStats *st)
 {
-	char b1[64], b2[64], b3[256];
 	double *start = NULL;
 	if (o->start) {
 		start = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
@@ -86,46 +86,148 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 			ICE("the start from %s's placement breaks row %d of the program", optimizer_info[o->start->optimizer].name,
 			    bad);
 	}
-	MipOptions mo = {
+	return (MipOptions){
 		.start = start,
 		.backend = o->solver,
 		.time_limit = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT,
 		.gap = o->gap == 0 ? PLACE_GAP : o->gap,
 		.verbose = o->verbose || place_solver_log(),
 	};
-	/*
-	 * A cutoff (auto's starts after the first): a program whose
-	 * relaxation is no faster is not solved. Only the relaxation: CBC's
-	 * own cutoff hampered its search for a first solution below it
-	 * (resnet200 b32 at 8:1 on the Optane model: async's start found
-	 * none in its 12 s with sync's time as the cutoff, and 9.457 s
-	 * after 9 s without it).
-	 */
-	if (o->cutoff > 0) {
-		MipResult lp;
-		double t0 = now_seconds();
-		bool solved = mip_solve(ip->mip, &(MipOptions){.backend = o->solver, .time_limit = mo.time_limit, .relax = true},
-		                        &lp, err, errlen);
-		bool slower = solved && lp.status == MIP_OPTIMAL && lp.objective >= o->cutoff * US;
-		if (place_solver_log())
-			fprintf(stderr, "%s: relaxation %.1f us against the cutoff %.1f us, in %.2f s\n",
-			        optimizer_info[o->optimizer].name, solved && lp.status == MIP_OPTIMAL ? lp.objective : NAN,
-			        o->cutoff * US, now_seconds() - t0);
-		if (solved && lp.status == MIP_OPTIMAL && lp.objective < o->cutoff * US * (1 - PLACE_TIGHT) && o->loose > 0)
-			mo.time_limit = fmax(mo.time_limit - o->loose, fmin(mo.time_limit, 1));
-		if (solved)
-			mip_result_free(&lp);
-		if (slower) {
-			mip_free(ip->mip);
-			ip->mip = NULL;
-			st->solve_time = now_seconds() - t0;
-			st->status = "no placement faster than the cutoff";
-			snprintf(err, errlen, "no placement faster than %.6f s: the program's relaxation is no faster",
-			         o->cutoff);
-			return false;
-		}
-		/* the solve keeps its time: async's start there found its first plan after 9 s of its 12 */
+}
+
+/*
+ * A cutoff (auto's starts after the first): a program whose relaxation
+ * is no faster is not solved (false, with the program freed and a
+ * message). Only the relaxation: CBC's own cutoff hampered its search for
+ * a first solution below it (resnet200 b32 at 8:1 on the Optane model:
+ * async's start found none in its 12 s with sync's time as the cutoff,
+ * and 9.457 s after 9 s without it). A relaxation well below it gives
+ * back o->loose of the time.
+ */
+static bool beats_cutoff(Ilp *ip, const PlaceOptions *o, MipOptions *mo, PlaceStats *st, char *err, size_t errlen)
+{
+	MipResult lp;
+	double t0 = now_seconds();
+	bool solved = mip_solve(ip->mip, &(MipOptions){.backend = o->solver, .time_limit = mo->time_limit, .relax = true},
+	                        &lp, err, errlen);
+	bool slower = solved && lp.status == MIP_OPTIMAL && lp.objective >= o->cutoff * US;
+	if (place_solver_log())
+		fprintf(stderr, "%s: relaxation %.1f us against the cutoff %.1f us, in %.2f s\n",
+		        optimizer_info[o->optimizer].name, solved && lp.status == MIP_OPTIMAL ? lp.objective : NAN,
+		        o->cutoff * US, now_seconds() - t0);
+	if (solved && lp.status == MIP_OPTIMAL && lp.objective < o->cutoff * US * (1 - PLACE_TIGHT) && o->loose > 0)
+		mo->time_limit = fmax(mo->time_limit - o->loose, fmin(mo->time_limit, 1));
+	if (solved)
+		mip_result_free(&lp);
+	if (!slower)
+		return true; /* the solve keeps its time: async's start there found its first plan after 9 s of its 12 */
+	mip_free(ip->mip);
+	ip->mip = NULL;
+	st->solve_time = now_seconds() - t0;
+	st->status = "no placement faster than the cutoff";
+	snprintf(err, errlen, "no placement faster than %.6f s: the program's relaxation is no faster", o->cutoff);
+	return false;
+}
+
+/* The message of a solve that gave no placement (r's status), into err. */
+static void no_placement(const Ilp *ip, const PlaceOptions *o, PlaceStats *st, const MipResult *r, double time_limit,
+                         char *err, size_t errlen)
+{
+	char b1[64], b2[64], b3[256];
+	switch (r->status) {
+	case MIP_OPTIMAL:
+	case MIP_FEASIBLE:
+		ICE("no placement from a solution");
+	case MIP_INFEASIBLE:
+		if (o->kernels_fast || o->step_limit)
+			/* the limit is above st->min_limit (place_ilp), which is then only a lower bound */
+			snprintf(err, errlen,
+			         "the fast-tier limit %s is infeasible%s: the solver proved that no %s placement fits under it "
+			         "(the tensors every step must hold alone need %s)%s",
+			         fmt_bytes(o->limit, b1, sizeof b1),
+			         tightened(ip->s, o) ? " after tightening for fragmentation" : "",
+			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2),
+			         nothing_moves(o->optimizer, b3, sizeof b3));
+		else
+			snprintf(err, errlen, "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
+			         " bytes (%s)", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
+			         fmt_bytes(st->min_limit, b2, sizeof b2));
+		break;
+	case MIP_NO_SOLUTION:
+		st->bound = r->bound > 0 ? r->bound / US : 0; /* what it proved, for a start returned instead */
+		st->gap = 1;
+		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
+		         o->solver ? o->solver : "cbc", time_limit);
+		break;
+	case MIP_ERROR:
+		snprintf(err, errlen, "the %s solver failed on the placement problem", o->solver ? o->solver : "cbc");
+		break;
 	}
+}
+
+/*
+ * A large program of moves and recomputation with a start: first its
+ * neighbourhoods (ilp_improve), from the start; their best solution into
+ * *bx, its objective returned (INFINITY: none that packs). mo is left set
+ * for the whole program's solve after them, from their solution, and
+ * *whole says whether that solve runs (not after a search still gaining
+ * fast, which took its time).
+ */
+static double search_first(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipOptions *mo, const double *start,
+                           double t0, double **bx, bool *whole)
+{
+	*bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
+	memcpy(*bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));
+	int *owner = ilp_column_owners(ip);
+	double share = *whole ? mo->time_limit * PLACE_LNS_SHARE : mo->time_limit;
+	bool uncompleted = false;
+	double better = ilp_improve(ip, o, owner, *bx, share, *whole ? mo->time_limit - share : 0, st, &uncompleted);
+	/*
+	 * A start the solver could not complete (some tensors' paths not
+	 * given, the rest infeasible with them): CBC would only spend its
+	 * root on it. inception_v4 b64 at a quarter of its peak: the
+	 * greedy swaps' start has moves that span kernels, which its
+	 * program (too large to keep spans) cannot express; CBC tried to
+	 * complete it for 24 s and found its first plan at 30 s, right at
+	 * its time limit, in one run of two; without it, at 18 s in three
+	 * of three.
+	 */
+	if (uncompleted)
+		mo->start = NULL;
+	double spent = now_seconds() - t0, least = mo->time_limit * (1 - PLACE_LNS_SHARE);
+	if (better < INFINITY) { /* its paths; CBC completes the rest (continuous values in a start crashed it) */
+		double *sx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
+		for (int c = 0; c < mip_ncols(ip->mip); c++)
+			sx[c] = owner[c] >= 0 ? round((*bx)[c]) : NAN;
+		sx[ip->one] = 1;
+		mo->start = sx;
+	}
+	mo->time_limit = mo->time_limit - spent > least ? mo->time_limit - spent : least;
+	mo->no_preprocess = better < INFINITY; /* CglPreProcess crashed on such a start (densenet201 b64) */
+	/*
+	 * and without probing: after the neighbourhoods the whole program
+	 * is solved for its bound, and one probing pass at its root took
+	 * 6.8 s on densenet264 b32 at half its peak, past the time limit
+	 * (CBC looks at the clock between passes), and moved no bound
+	 */
+	mo->no_probing = better < INFINITY;
+	/*
+	 * and stopped at its time limit wherever CBC is (MipOptions.deadline):
+	 * with the neighbourhoods' solution in hand, it is solved for its bound
+	 * and an improvement within the time asked for. Its root took 9-13 s
+	 * past its limit on densenet264 b32 and densenet201 b64 at a quarter
+	 * of their peaks (a heuristic, a pass of cuts): mo->deadline, below.
+	 */
+	*whole = (*whole && !st->lns_extended) || better == INFINITY;
+	return better;
+}
+
+static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult *r, char *err, size_t errlen)
+{
+	MipOptions mo = solve_options(ip, o, st);
+	const double *start = mo.start;
+	if (o->cutoff > 0 && !beats_cutoff(ip, o, &mo, st, err, errlen))
+		return false;
 	/*
 	 * A large program of moves and recomputation (auto) with a start:
 	 * first its neighbourhoods, then the whole program from the best of
@@ -150,51 +252,8 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	bool lns = start && ip->recompute &&
 	           (lns_opt > 0 || (lns_opt == 0 && ip->moves && mip_nnz(ip->mip) >= PLACE_LNS_MIN_NONZEROS));
 	bool whole = !lns || ip->spans.n == 0 || mip_nnz(ip->mip) < PLACE_WHOLE_NONZEROS;
-	if (lns) {
-		bx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
-		memcpy(bx, start, sizeof(double) * (size_t)mip_ncols(ip->mip));
-		int *owner = ilp_column_owners(ip);
-		double share = whole ? mo.time_limit * PLACE_LNS_SHARE : mo.time_limit;
-		bool uncompleted = false;
-		better = ilp_improve(ip, o, owner, bx, share, whole ? mo.time_limit - share : 0, st, &uncompleted);
-		/*
-		 * A start the solver could not complete (some tensors' paths not
-		 * given, the rest infeasible with them): CBC would only spend its
-		 * root on it. inception_v4 b64 at a quarter of its peak: the
-		 * greedy swaps' start has moves that span kernels, which its
-		 * program (too large to keep spans) cannot express; CBC tried to
-		 * complete it for 24 s and found its first plan at 30 s, right at
-		 * its time limit, in one run of two; without it, at 18 s in three
-		 * of three.
-		 */
-		if (uncompleted)
-			mo.start = NULL;
-		double spent = now_seconds() - t0, least = mo.time_limit * (1 - PLACE_LNS_SHARE);
-		if (better < INFINITY) { /* its paths; CBC completes the rest (continuous values in a start crashed it) */
-			double *sx = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
-			for (int c = 0; c < mip_ncols(ip->mip); c++)
-				sx[c] = owner[c] >= 0 ? round(bx[c]) : NAN;
-			sx[ip->one] = 1;
-			mo.start = sx;
-		}
-		mo.time_limit = mo.time_limit - spent > least ? mo.time_limit - spent : least;
-		mo.no_preprocess = better < INFINITY; /* CglPreProcess crashed on such a start (densenet201 b64) */
-		/*
-		 * and without probing: after the neighbourhoods the whole program
-		 * is solved for its bound, and one probing pass at its root took
-		 * 6.8 s on densenet264 b32 at half its peak, past the time limit
-		 * (CBC looks at the clock between passes), and moved no bound
-		 */
-		mo.no_probing = better < INFINITY;
-		/*
-		 * and stopped at its time limit wherever CBC is (MipOptions.deadline):
-		 * with the neighbourhoods' solution in hand, it is solved for its bound
-		 * and an improvement within the time asked for. Its root took 9-13 s
-		 * past its limit on densenet264 b32 and densenet201 b64 at a quarter
-		 * of their peaks (a heuristic, a pass of cuts): mo.deadline, below.
-		 */
-		whole = (whole && !st->lns_extended) || better == INFINITY;
-	}
+	if (lns)
+		better = search_first(ip, o, st, &mo, start, t0, &bx, &whole);
 	bool ran = true;
 	/*
 	 * The whole program keeps a share of its time for a repair, so that
@@ -289,38 +348,13 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		st->status = mip_status_name(r->status);
 	if (!ran)
 		return false;
-	switch (r->status) {
-	case MIP_OPTIMAL:
-	case MIP_FEASIBLE:
+	if (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) {
 		st->objective = r->objective / US;
 		st->bound = r->bound / US;
 		st->gap = r->gap;
 		return true;
-	case MIP_INFEASIBLE:
-		if (o->kernels_fast || o->step_limit)
-			/* the limit is above st->min_limit (place_ilp), which is then only a lower bound */
-			snprintf(err, errlen,
-			         "the fast-tier limit %s is infeasible%s: the solver proved that no %s placement fits under it "
-			         "(the tensors every step must hold alone need %s)%s",
-			         fmt_bytes(o->limit, b1, sizeof b1),
-			         tightened(ip->s, o) ? " after tightening for fragmentation" : "",
-			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2),
-			         nothing_moves(o->optimizer, b3, sizeof b3));
-		else
-			snprintf(err, errlen, "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
-			         " bytes (%s)", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
-			         fmt_bytes(st->min_limit, b2, sizeof b2));
-		break;
-	case MIP_NO_SOLUTION:
-		st->bound = r->bound > 0 ? r->bound / US : 0; /* what it proved, for a start returned instead */
-		st->gap = 1;
-		snprintf(err, errlen, "the %s solver found no placement within its time limit of %g s",
-		         o->solver ? o->solver : "cbc", mo.time_limit);
-		break;
-	case MIP_ERROR:
-		snprintf(err, errlen, "the %s solver failed on the placement problem", o->solver ? o->solver : "cbc");
-		break;
 	}
+	no_placement(ip, o, st, r, mo.time_limit, err, errlen);
 	mip_result_free(r);
 	return false;
 }
