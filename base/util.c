@@ -204,3 +204,12 @@ int online_cores(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
 }
+
+const char *read_failure(const char *not_regular, int err, const char *too_large, char *buf, size_t size)
+{
+	if (not_regular)
+		snprintf(buf, size, "it is %s, not a regular file", not_regular);
+	else
+		snprintf(buf, size, "%s", err == EFBIG ? too_large : strerror(err));
+	return buf;
+}

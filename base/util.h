@@ -52,6 +52,11 @@ char *read_file(const char *path, size_t *len);
  * it holds more than max bytes, or what open or read failed with.
  */
 char *read_regular_file(const char *path, size_t max, size_t *len, const char **not_regular);
+/*
+ * Why read_regular_file failed, in words, into buf: "it is a FIFO, not a
+ * regular file" (not_regular set), `too_large` (EFBIG), or err's message.
+ */
+const char *read_failure(const char *not_regular, int err, const char *too_large, char *buf, size_t size);
 
 /* The directory of the running executable (for files installed beside it), or NULL. */
 const char *exe_dir(void);

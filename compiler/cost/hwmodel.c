@@ -357,11 +357,9 @@ bool hw_load(const char *path, HwModel *hw, char *err, size_t errlen)
 	const char *kind;
 	char *text = read_regular_file(path, HW_MAX_BYTES, &len, &kind);
 	if (!text) {
-		int e = errno;
-		char why[96];
-		snprintf(why, sizeof why, "it is %s, not a regular file", kind ? kind : "?");
+		char why[128];
 		snprintf(err, errlen, "cannot read the hw file %s: %s", path,
-		         kind ? why : e == EFBIG ? "larger than a hw file can be (1 MiB)" : strerror(e));
+		         read_failure(kind, errno, "larger than a hw file can be (1 MiB)", why, sizeof why));
 		return false;
 	}
 	bool ok = strlen(text) == len ? hw_parse(path, text, hw, err, errlen)

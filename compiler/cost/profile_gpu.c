@@ -232,11 +232,9 @@ CostModel *costmodel_gpu_profile(const char *path, bool nondeterministic, const 
 	const char *kind;
 	char *text = read_regular_file(path, GPU_PROFILE_MAX_BYTES, NULL, &kind);
 	if (!text) {
-		int e = errno;
-		char why[96];
-		snprintf(why, sizeof why, "it is %s, not a regular file", kind ? kind : "?");
+		char why[128];
 		snprintf(err, errlen, "cannot read the GPU profile %s: %s", path,
-		         kind ? why : e == EFBIG ? "larger than a GPU profile can be (1 GiB)" : strerror(e));
+		         read_failure(kind, errno, "larger than a GPU profile can be (1 GiB)", why, sizeof why));
 		return NULL;
 	}
 	ProfileSigs *sigs = profile_signatures(g, s, a);
