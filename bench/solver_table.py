@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """solver_table.py - bench/out/solver.tsv (bench/solver.sh) as the markdown
-table of docs/performance.md: one row per model, ratio and optimizer, CBC
+table of docs/performance-journal.md: one row per model, ratio and optimizer, CBC
 beside lp_solve.
 
     python3 bench/solver_table.py [bench/out/solver.tsv]
