@@ -5,6 +5,8 @@
  *
  *   ilp_program.c  the program: decision points, flows, kernels, capacity,
  *                  a start from a placement, a solution's placement
+ *   ilp_rows.c     its rows in words: kinds, what binds, where a limit
+ *                  that nothing fits under overflows
  *   ilp_search.c   improving a start: neighbourhoods, solved in worker
  *                  processes, and the repair of what does not pack
  *   ilp_swaps.c    a start with swaps: the greedy's plans
@@ -30,6 +32,37 @@ enum { MAX_SPANS = 11 };              /* spanning writes per point: lengths 1, 2
 enum { MAX_IN_FAST = 40 };            /* columns of one inFast expression */
 #define US 1e6                        /* objective unit: microseconds */
 #define MIB (1024.0 * 1024.0)         /* capacity unit: MiB */
+
+/*
+ * What each row of the program states (its MipTag's kind), for the
+ * solver's diagnostics and the message of a limit that binds
+ * (ilp_row_name): ROW_X's name is row_kind_name[ROW_X] (ilp_rows.c).
+ */
+typedef enum RowKind {
+	ROW_NONE,
+	ROW_SOURCE,        /* a tensor's one unit of flow leaves its source */
+	ROW_FLOW,          /* a vertex of a tensor's network at a point: inflow = outflow */
+	ROW_COPY_KEPT,     /* an async read's copy is still there after its kernel */
+	ROW_HOME,          /* an offloaded tensor ends the step in its home's tier */
+	ROW_READY,         /* a recompute reads its chain's inputs where they are ready */
+	ROW_IN_PLACE,      /* an output written over its dying input: both fast in the copies the kernel uses */
+	ROW_ARGS_FAST,     /* kernels read and write fast memory only */
+	ROW_ALGO,          /* a kernel runs one of its algorithms */
+	ROW_ALGO_SPACE,    /* its region's workspace holds the chosen algorithm's */
+	ROW_CONFIG,        /* a kernel runs in one configuration of its arguments' tiers */
+	ROW_CONFIG_FAST,   /* that configuration agrees with an argument's tier */
+	ROW_OVERLAP,       /* the moves charged to a kernel hide behind it or cost their excess */
+	ROW_OVERLAP_CUT,   /* a move longer than its kernel can take costs its excess on its own */
+	ROW_RC_SPACE,      /* a recompute's workspace in another region */
+	ROW_RC_ALGO,       /* a recompute runs its step's algorithm, charged its time */
+	ROW_SPAN_CUT,      /* a spanning move costs its excess over the kernels it spans */
+	ROW_FAST_BYTES,    /* the fast bytes at a step: those before and what changes there */
+	ROW_CAPACITY,      /* the fast bytes at a step within the limit (a column bound, a row in ilp_overflow) */
+	ROW_CAP_SPACE,     /* ... with the workspace of its kernel */
+	ROW_CAP_BOUNDARY,  /* ... at the boundary before it, where outputs are made and copies written out */
+	ROW_NKINDS
+} RowKind;
+#define ROW_TAG(kind, step, object) ((MipTag){(kind), (step), (object)})
 
 /* One decision point of a tensor's flow network; edge fields are MIP columns, -1 if absent. */
 typedef struct Point {
@@ -183,6 +216,24 @@ void ilp_span_shares(const Ilp *ip, int lo, int hi, double *share);
 ColSum ilp_fast_at(const Flow *f, int step);
 /* Fast at kernel `step` in a copy the kernel reads or writes: not in a spanning move's flight. */
 ColSum ilp_held_at(const Flow *f, int step);
+
+
+/* ---- ilp_rows.c: the rows in words ---- */
+
+/* Row `row` of ip's program in words: "capacity with workspace at step 37 (conv2)", into buf. */
+const char *ilp_row_name(const Ilp *ip, int row, char *buf, size_t size);
+/* Whether a row kind bounds the fast tier's bytes (ROW_CAPACITY, ROW_CAP_SPACE, ROW_CAP_BOUNDARY). */
+bool ilp_capacity_row(MipTag t);
+/* The steps whose capacity binds in solution x (within 1% of the limit): "the fast tier is within 1% of its limit at 3 of 120 steps: 37-39 (...)". */
+const char *ilp_binding(const Ilp *ip, const double *x, char *buf, size_t size);
+/*
+ * For a limit under which the solver proved nothing fits: where the fast
+ * tier overflows it least ("; even with moves in fractions it overflows
+ * at 37-41 (conv5 .. relu7), by up to 2.25 MiB"), from the relaxation of
+ * the elastic program, or where it fits, from its search of at most
+ * PLACE_OVERFLOW_TIME; "" where neither tells.
+ */
+const char *ilp_overflow(const Ilp *ip, const PlaceOptions *o, char *buf, size_t size);
 
 /* Whether a binary column is on in solution x. */
 bool ilp_on(const double *x, int col);

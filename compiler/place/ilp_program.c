@@ -614,7 +614,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	for (int j = 0; j < f->m; j++) {
 		const Point *p = &f->pt[j];
 		if (p->aread >= 0)
-			mip_add_row(mip, 2, (int[]){p->aread, p->keep[V_COPY]}, (double[]){1, -1}, -MIP_INF, 0);
+			mip_add_row(mip, ROW_TAG(ROW_COPY_KEPT, p->step, f->t->id), 2, (int[]){p->aread, p->keep[V_COPY]}, (double[]){1, -1}, -MIP_INF, 0);
 	}
 
 	/* one unit from the source; inflow = outflow at every vertex */
@@ -628,7 +628,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 	cols[n] = f->src[V_PRE], vals[n++] = 1;
 	if (f->src[V_SLOW] >= 0)
 		cols[n] = f->src[V_SLOW], vals[n++] = 1;
-	mip_add_row(mip, n, cols, vals, 1, 1);
+	mip_add_row(mip, ROW_TAG(ROW_SOURCE, f->first, f->t->id), n, cols, vals, 1, 1);
 #define TERM(c, v) do { if ((c) >= 0) { cols[n] = (c); vals[n++] = (v); } } while (0)
 	for (int j = 0; j < f->m; j++) {
 		const Point *p = &f->pt[j], *q = j ? &f->pt[j - 1] : NULL;
@@ -643,7 +643,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		TERM(p->discard, -1);
 		for (int i = 0; i < p->nswrite; i++)
 			TERM(p->swrite[i], -1);
-		mip_add_row(mip, n, cols, vals, 0, 0);
+		mip_add_row(mip, ROW_TAG(ROW_FLOW, p->step, f->t->id), n, cols, vals, 0, 0);
 		/* GONE */
 		if (p->gone) {
 			n = 0;
@@ -651,7 +651,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(q->discard, 1);
 			TERM(p->keep[V_GONE], -1);
 			TERM(p->recomp, -1);
-			mip_add_row(mip, n, cols, vals, 0, 0);
+			mip_add_row(mip, ROW_TAG(ROW_FLOW, p->step, f->t->id), n, cols, vals, 0, 0);
 		}
 		/* COPY */
 		if (p->copy) {
@@ -664,7 +664,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(p->dirty, -1);
 			for (int i = 0; i < p->in_copy.n; i++)
 				TERM(p->in_copy.v[i], 1);
-			mip_add_row(mip, n, cols, vals, 0, 0);
+			mip_add_row(mip, ROW_TAG(ROW_FLOW, p->step, f->t->id), n, cols, vals, 0, 0);
 		}
 		/* SLOW */
 		if (!f->forced) {
@@ -683,7 +683,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 			TERM(p->sread, -1);
 			for (int i = 0; i < p->in_slow.n; i++)
 				TERM(p->in_slow.v[i], 1);
-			mip_add_row(mip, n, cols, vals, 0, 0);
+			mip_add_row(mip, ROW_TAG(ROW_FLOW, p->step, f->t->id), n, cols, vals, 0, 0);
 		}
 	}
 	/* an offloaded tensor ends the step in its home's tier: fast at the sink exactly when fast at the source */
@@ -691,7 +691,7 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		n = 0;
 		TERM(f->pt[f->m - 1].keep[V_PRE], 1);
 		TERM(f->src[V_PRE], -1);
-		mip_add_row(mip, n, cols, vals, 0, 0);
+		mip_add_row(mip, ROW_TAG(ROW_HOME, f->last, f->t->id), n, cols, vals, 0, 0);
 	}
 #undef TERM
 }
@@ -781,7 +781,7 @@ static void build_ready(Ilp *ip)
 				cols[m] = p->recomp, vals[m++] = 1;
 				for (int k = 0; k < r.n; k++)
 					cols[m] = r.col[k], vals[m++] = -1;
-				mip_add_row(ip->mip, m, cols, vals, -MIP_INF, 0);
+				mip_add_row(ip->mip, ROW_TAG(ROW_READY, p->step, f->t->id), m, cols, vals, -MIP_INF, 0);
 			}
 		}
 	}
@@ -838,7 +838,7 @@ static void build_reuse(Ilp *ip)
 			cols[m] = u, vals[m++] = 1;
 			for (int i = 0; i < hold[k].n; i++)
 				cols[m] = hold[k].col[i], vals[m++] = -1;
-			mip_add_row(ip->mip, m, cols, vals, -MIP_INF, 0);
+			mip_add_row(ip->mip, ROW_TAG(ROW_IN_PLACE, st, in->id), m, cols, vals, -MIP_INF, 0);
 		}
 		vec_push(ip->a, &ip->cap[st], ((Term){u, -fo->mib, false}));
 		if (st + 1 < ip->s->n)
@@ -885,7 +885,7 @@ static void build_kernel(Ilp *ip, int step)
 			double one[MAX_IN_FAST];
 			for (int k = 0; k < e.n; k++)
 				one[k] = 1;
-			mip_add_row(ip->mip, e.n, e.col, one, 1, 1);
+			mip_add_row(ip->mip, ROW_TAG(ROW_ARGS_FAST, step, ts[i]->id), e.n, e.col, one, 1, 1);
 		}
 		ip->separable++;
 		d = 0; /* the async row below: T is the constant, or the algorithm's time */
@@ -924,10 +924,10 @@ static void build_kernel(Ilp *ip, int step)
 			if (al[i].seconds * US > tmax)
 				tmax = al[i].seconds * US;
 		}
-		mip_add_row(ip->mip, na, cols, ones, 1, 1);
+		mip_add_row(ip->mip, ROW_TAG(ROW_ALGO, step, -1), na, cols, ones, 1, 1);
 		cols[na] = workspace_col(ip, step);
 		ws[na] = 1;
-		mip_add_row(ip->mip, na + 1, cols, ws, 0, MIP_INF);
+		mip_add_row(ip->mip, ROW_TAG(ROW_ALGO_SPACE, step, -1), na + 1, cols, ws, 0, MIP_INF);
 	} else if (ip->kernels_fast) {
 		konst = tmax = t0 * US;
 	} else if (sep || d > MAX_CONFIG_TENSORS) {
@@ -962,7 +962,7 @@ static void build_kernel(Ilp *ip, int step)
 			cols[c] = y[c];
 			vals[c] = 1;
 		}
-		mip_add_row(ip->mip, nc, cols, vals, 1, 1);
+		mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG, step, -1), nc, cols, vals, 1, 1);
 		for (int i = 0; i < d; i++) {
 			int m = 0;
 			for (int c = 0; c < nc; c++)
@@ -975,7 +975,7 @@ static void build_kernel(Ilp *ip, int step)
 				cols[m] = e.col[k];
 				vals[m++] = -1;
 			}
-			mip_add_row(ip->mip, m, cols, vals, 0, 0);
+			mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG_FAST, step, ts[i]->id), m, cols, vals, 0, 0);
 		}
 	}
 	ip->constant += konst;
@@ -1007,7 +1007,7 @@ static void build_kernel(Ilp *ip, int step)
 			cols[m] = expr.v[i].col;
 			vals[m++] = expr.v[i].coef;
 		}
-		mip_add_row(ip->mip, m, cols, vals, -konst, MIP_INF);
+		mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP, step, -1), m, cols, vals, -konst, MIP_INF);
 		/*
 		 * Valid inequalities that close most of the LP gap: a transfer
 		 * longer than the kernel can ever take costs its excess on its
@@ -1017,7 +1017,7 @@ static void build_kernel(Ilp *ip, int step)
 		 */
 		for (int i = 0; i < as->n; i++)
 			if (as->v[i].coef > tmax && !as->v[i].span)
-				mip_add_row(ip->mip, 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
+				mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP_CUT, step, -1), 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
 				            MIP_INF);
 	}
 	ip->ecol[step] = e;
@@ -1061,7 +1061,7 @@ static void build_recompute_algos(Ilp *ip)
 			for (int a = 0; a < na; a++)
 				wc[1 + a] = ip->algo_col[k] + a, wv[1 + a] = -(double)al[a].workspace / MIB;
 			wc[na + 1] = ip->rc_edges[k].v[i], wv[na + 1] = -most / MIB;
-			mip_add_row(ip->mip, na + 2, wc, wv, -most / MIB, MIP_INF);
+			mip_add_row(ip->mip, ROW_TAG(ROW_RC_SPACE, at, k), na + 2, wc, wv, -most / MIB, MIP_INF);
 		}
 		int *cols = arena_array(ip->a, (size_t)m + 2, sizeof(int));
 		double *vals = arena_array(ip->a, (size_t)m + 2, sizeof(double));
@@ -1075,7 +1075,7 @@ static void build_recompute_algos(Ilp *ip)
 				cols[1 + i] = ip->rc_edges[k].v[i], vals[1 + i] = -1;
 			cols[m + 1] = ip->algo_col[k] + a;
 			vals[m + 1] = -m;
-			mip_add_row(ip->mip, m + 2, cols, vals, -m, MIP_INF);
+			mip_add_row(ip->mip, ROW_TAG(ROW_RC_ALGO, k, -1), m + 2, cols, vals, -m, MIP_INF);
 		}
 	}
 }
@@ -1102,7 +1102,7 @@ static void build_span_cuts(Ilp *ip)
 		for (int k = sp->lo; k < sp->hi; k++)
 			if (ip->ecol[k] >= 0)
 				cols[m] = ip->ecol[k], vals[m++] = 1;
-		mip_add_row(ip->mip, m, cols, vals, 0, MIP_INF);
+		mip_add_row(ip->mip, ROW_TAG(ROW_SPAN_CUT, sp->lo, -1), m, cols, vals, 0, MIP_INF);
 	}
 }
 
@@ -1163,11 +1163,11 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 		for (int i = 0; i < c->n; i++)
 			cols[m] = c->v[i].col, vals[m++] = -c->v[i].coef;
 		double rebate = (st > 0 ? ip->reuse_mib[st - 1] : 0) - ip->reuse_mib[st]; /* build_reuse's constants */
-		mip_add_row(ip->mip, m, cols, vals, rebate, rebate);
+		mip_add_row(ip->mip, ROW_TAG(ROW_FAST_BYTES, st, -1), m, cols, vals, rebate, rebate);
 		prev = D;
 		int W = workspace_col(ip, st);
 		if (W >= 0) /* D_s + W_r <= L_s */
-			mip_add_row(ip->mip, 2, (int[]){D, W}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
+			mip_add_row(ip->mip, ROW_TAG(ROW_CAP_SPACE, st, -1), 2, (int[]){D, W}, (double[]){1, 1}, -MIP_INF, limit_mib[st]);
 
 		const TermVec *w = &ip->writeout[st];
 		if (w->n == 0 && ip->reuse_mib[st] == 0)
@@ -1185,7 +1185,7 @@ static void build_capacity(Ilp *ip, const double *limit_mib)
 			const Flow *f = &ip->flow[nd->out[k]->id];
 			cols[m] = f->src[V_PRE], vals[m++] = -f->mib;
 		}
-		mip_add_row(ip->mip, m, cols, vals, -MIP_INF, limit_mib[st] - ip->reuse_mib[st]);
+		mip_add_row(ip->mip, ROW_TAG(ROW_CAP_BOUNDARY, st, -1), m, cols, vals, -MIP_INF, limit_mib[st] - ip->reuse_mib[st]);
 	}
 }
 

@@ -52,6 +52,7 @@ enum {
 	                                  there takes 0.3 s) */
 };
 #define PLACE_TIME_LIMIT 60.0      /* seconds per placement */
+#define PLACE_OVERFLOW_TIME 2.0    /* seconds to find where a limit nothing fits under overflows (ilp_overflow) */
 #define PLACE_SPAN_ROOM 2.0         /* auto: a move is offered spans until its kernels take this many times its transfer */
 #define PLACE_LNS_OFFLOAD 0.0       /* auto: the share of the neighbourhoods' time before they open weights and state
                                        (0: open from the first) */

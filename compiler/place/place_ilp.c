@@ -82,9 +82,10 @@ static MipOptions solve_options(Ilp *ip, const PlaceOptions *o, PlaceStats *st)
 		start = arena_array(ip->a, (size_t)mip_ncols(ip->mip) + 1, sizeof(double));
 		st->start_tensors = ilp_start(ip, o->start, start);
 		int bad = mip_broken_row(ip->mip, start, 1e-6);
+		char row[256];
 		if (bad >= 0)
-			ICE("the start from %s's placement breaks row %d of the program", optimizer_info[o->start->optimizer].name,
-			    bad);
+			ICE("the start from %s's placement breaks row %d of the program, %s",
+			    optimizer_info[o->start->optimizer].name, bad, ilp_row_name(ip, bad, row, sizeof row));
 	}
 	return (MipOptions){
 		.start = start,
@@ -129,9 +130,9 @@ static bool beats_cutoff(Ilp *ip, const PlaceOptions *o, MipOptions *mo, PlaceSt
 	return false;
 }
 
-/* The message of a solve that gave no placement (r's status), into err. */
+/* The message of a solve that gave no placement (r's status; where: ilp_overflow's words), into err. */
 static void no_placement(const Ilp *ip, const PlaceOptions *o, PlaceStats *st, const MipResult *r, double time_limit,
-                         char *err, size_t errlen)
+                         const char *where, char *err, size_t errlen)
 {
 	char b1[64], b2[64], b3[256];
 	switch (r->status) {
@@ -143,15 +144,15 @@ static void no_placement(const Ilp *ip, const PlaceOptions *o, PlaceStats *st, c
 			/* the limit is above st->min_limit (place_ilp), which is then only a lower bound */
 			snprintf(err, errlen,
 			         "the fast-tier limit %s is infeasible%s: the solver proved that no %s placement fits under it "
-			         "(the tensors every step must hold alone need %s)%s",
+			         "(the tensors every step must hold alone need %s)%s%s",
 			         fmt_bytes(o->limit, b1, sizeof b1),
 			         tightened(ip->s, o) ? " after tightening for fragmentation" : "",
-			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2),
+			         optimizer_info[o->optimizer].name, fmt_bytes(st->min_limit, b2, sizeof b2), where,
 			         nothing_moves(o->optimizer, b3, sizeof b3));
 		else
 			snprintf(err, errlen, "the fast-tier limit %s is infeasible: the smallest feasible limit is %" PRId64
-			         " bytes (%s)", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
-			         fmt_bytes(st->min_limit, b2, sizeof b2));
+			         " bytes (%s)%s", fmt_bytes(o->limit, b1, sizeof b1), st->min_limit,
+			         fmt_bytes(st->min_limit, b2, sizeof b2), where);
 		break;
 	case MIP_NO_SOLUTION:
 		st->bound = r->bound > 0 ? r->bound / US : 0; /* what it proved, for a start returned instead */
@@ -337,6 +338,11 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	}
 	if (ran && better < INFINITY)
 		r->time = now_seconds() - t0;
+	char where[1024] = "";
+	if (ran && r->status == MIP_INFEASIBLE)
+		ilp_overflow(ip, o, where, sizeof where);
+	if (ran && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && place_solver_log())
+		fprintf(stderr, "%s: %s\n", optimizer_info[o->optimizer].name, ilp_binding(ip, r->x, where, sizeof where));
 	st->lns_bound = whole;
 	st->lns_stopped = whole && r->stopped;
 	if (lns && !whole)
@@ -354,7 +360,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 		st->gap = r->gap;
 		return true;
 	}
-	no_placement(ip, o, st, r, mo.time_limit, err, errlen);
+	no_placement(ip, o, st, r, mo.time_limit, where, err, errlen);
 	mip_result_free(r);
 	return false;
 }

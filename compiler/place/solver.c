@@ -44,6 +44,7 @@ struct Mip {
 	int nrows, caprows;  /* rows and allocated room */
 	long *start;         /* row i's terms: start[i] .. start[i+1] */
 	double *rlo, *rhi;   /* row bounds */
+	MipTag *tag;         /* what each row states */
 	long nnz, capnnz;    /* terms and allocated room */
 	int *col;            /* column of each term */
 	double *val;         /* coefficient of each term */
@@ -83,6 +84,7 @@ void mip_free(Mip *m)
 	free(m->start);
 	free(m->rlo);
 	free(m->rhi);
+	free(m->tag);
 	free(m->col);
 	free(m->val);
 	free(m->slot);
@@ -120,13 +122,14 @@ void mip_set_bounds(Mip *m, int col, double lo, double hi)
 	m->hi[col] = hi;
 }
 
-int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi)
+int mip_add_row(Mip *m, MipTag tag, int n, const int *cols, const double *vals, double lo, double hi)
 {
 	if (m->nrows == m->caprows) {
 		m->caprows = m->caprows ? 2 * m->caprows : 1024;
 		m->start = xrealloc(m->start, sizeof(long) * (size_t)(m->caprows + 1));
 		m->rlo = xrealloc(m->rlo, sizeof(double) * (size_t)m->caprows);
 		m->rhi = xrealloc(m->rhi, sizeof(double) * (size_t)m->caprows);
+		m->tag = xrealloc(m->tag, sizeof(MipTag) * (size_t)m->caprows);
 	}
 	if (m->nnz + n > m->capnnz) {
 		while (m->nnz + n > m->capnnz)
@@ -160,8 +163,55 @@ int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, d
 	int i = m->nrows++;
 	m->rlo[i] = lo;
 	m->rhi[i] = hi;
+	m->tag[i] = tag;
 	m->start[i + 1] = m->nnz;
 	return i;
+}
+
+MipTag mip_row_tag(const Mip *m, int row)
+{
+	return m->tag[row];
+}
+
+double mip_row_activity(const Mip *m, int row, const double *x)
+{
+	double sum = 0;
+	for (long k = m->start[row]; k < m->start[row + 1]; k++)
+		sum += m->val[k] * x[m->col[k]];
+	return sum;
+}
+
+void mip_row_bounds(const Mip *m, int row, double *lo, double *hi)
+{
+	*lo = m->rlo[row];
+	*hi = m->rhi[row];
+}
+
+Mip *mip_elastic(const Mip *m, bool (*soft)(MipTag), int *slack)
+{
+	Mip *e = mip_new();
+	for (int j = 0; j < m->ncols; j++)
+		mip_add_col(e, m->lo[j], m->hi[j], 0, m->isint[j]);
+	for (int i = 0; i < m->nrows; i++)
+		slack[i] = soft(m->tag[i]) && m->rlo[i] <= -MIP_INF && m->rhi[i] < MIP_INF ? mip_add_col(e, 0, MIP_INF, 1, false)
+		                                                                       : -1;
+	int most = 1;
+	for (int i = 0; i < m->nrows; i++)
+		if (m->start[i + 1] - m->start[i] + 1 > most)
+			most = (int)(m->start[i + 1] - m->start[i] + 1);
+	int *cols = xmalloc(sizeof(int) * (size_t)most);
+	double *vals = xmalloc(sizeof(double) * (size_t)most);
+	for (int i = 0; i < m->nrows; i++) {
+		int n = 0;
+		for (long k = m->start[i]; k < m->start[i + 1]; k++)
+			cols[n] = m->col[k], vals[n++] = m->val[k];
+		if (slack[i] >= 0)
+			cols[n] = slack[i], vals[n++] = -1;
+		mip_add_row(e, m->tag[i], n, cols, vals, m->rlo[i], m->rhi[i]);
+	}
+	free(cols);
+	free(vals);
+	return e;
 }
 
 /* Row activity bounds of terms cols/vals over r's column bounds. */
@@ -229,7 +279,7 @@ Mip *mip_restrict(const Mip *m, const double *fix, int *col_of, double *constant
 				r->hi[c] = h;
 			broken = r->lo[c] > r->hi[c] + 1e-9;
 		} else {
-			mip_add_row(r, n, cols, vals, lo, hi);
+			mip_add_row(r, m->tag[i], n, cols, vals, lo, hi);
 		}
 	}
 	free(cols);

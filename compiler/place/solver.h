@@ -20,6 +20,16 @@
 
 typedef struct Mip Mip;
 
+/*
+ * What a row states, for messages: its kind (the caller's enumeration,
+ * which names it), the step and the object (a tensor, a kernel) it is
+ * about; -1 where it is about none.
+ */
+typedef struct MipTag {
+	int kind, step, object;
+} MipTag;
+#define MIP_UNTAGGED ((MipTag){0, -1, -1})
+
 typedef enum MipStatus {
 	MIP_OPTIMAL,     /* proved optimal (within the requested gap) */
 	MIP_FEASIBLE,    /* a solution, not proved optimal (time limit) */
@@ -78,13 +88,27 @@ void mip_free(Mip *m);
 int mip_add_col(Mip *m, double lo, double hi, double obj, bool integer);
 
 /* A row lo <= sum vals[i] * x[cols[i]] <= hi; duplicate columns are summed, zeros dropped. Returns its index. */
-int mip_add_row(Mip *m, int n, const int *cols, const double *vals, double lo, double hi);
+int mip_add_row(Mip *m, MipTag tag, int n, const int *cols, const double *vals, double lo, double hi);
+
+/* A row's tag; its activity under x (every column given); its bounds. */
+MipTag mip_row_tag(const Mip *m, int row);
+double mip_row_activity(const Mip *m, int row, const double *x);
+void mip_row_bounds(const Mip *m, int row, double *lo, double *hi);
 
 /* Add coef to a column's objective coefficient. */
 void mip_add_obj(Mip *m, int col, double coef);
 
 /* Change a column's bounds (after it was added). */
 void mip_set_bounds(Mip *m, int col, double lo, double hi);
+
+/*
+ * The program with its objective dropped and, for every row that soft()
+ * accepts, its upper bound softened by a slack column s >= 0 of
+ * objective 1 (sum - s <= hi; a row with a lower bound stays hard): minimised, the least excess over those
+ * rows' bounds that the other rows allow. slack[i] gets row i's slack
+ * column, -1 for a hard row.
+ */
+Mip *mip_elastic(const Mip *m, bool (*soft)(MipTag), int *slack);
 
 /* Size of the program. */
 int mip_ncols(const Mip *m);
@@ -105,7 +129,7 @@ int mip_broken_row(const Mip *m, const double *x, double tol);
  * within their bounds meet (one with none left, too) is left out, a row
  * with one free column becomes that column's bounds (rounded inwards for
  * an integer column); if no values can meet a row (by more than 1e-6),
- * the result is NULL (no solution). col_of[j] gets the restricted
+ * the result is NULL (no solution). Rows keep their tags. col_of[j] gets the restricted
  * program's column of column j, -1 for a fixed one; *constant the fixed
  * columns' objective.
  */

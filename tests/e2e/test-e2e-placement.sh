@@ -17,7 +17,8 @@
 # tensor fast, and the program must refuse to run (pool + scratch over the
 # limit); with the true profile, the same limit leaves room for the scratch.
 # And with the solvers' logs on (AUTOTM_SOLVER_LOG=1), schedule --json still
-# writes nothing but JSON on stdout.
+# writes nothing but JSON on stdout, and the log names the steps where the
+# fast tier is full.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -102,6 +103,9 @@ for solver in cbc lp_solve; do
         echo "FAIL: $solver's log mixed into --json's output:"; head -3 "$work/log-$solver.json"; fails=$((fails + 1))
     elif ! grep -qiE 'CBC MILP Solver|lp_solve version' "$work/log-$solver.err"; then
         echo "FAIL: $solver logged nothing to stderr: the check tests nothing"; fails=$((fails + 1))
+    elif ! grep -qE '^sync: the fast tier is within 1% of its limit at [0-9]+ of [0-9]+ steps: [0-9]' \
+            "$work/log-$solver.err"; then
+        echo "FAIL: $solver's log does not say where the capacity binds"; fails=$((fails + 1))
     else
         echo "ok: $solver's log ($(wc -l <"$work/log-$solver.err") lines) on stderr, stdout pure JSON"
     fi

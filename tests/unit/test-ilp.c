@@ -1230,8 +1230,8 @@ static void test_broken_row(void)
 {
 	Mip *m = mip_new();
 	int x0 = mip_add_col(m, 0, 1, 1, true), x1 = mip_add_col(m, 0, 1, 1, true), d = mip_add_col(m, 0, 10, 0, false);
-	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
-	mip_add_row(m, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
 	test_expect(mip_broken_row(m, (double[]){1, 0, 0}, 1e-9) == -1, "a feasible start breaks a row");
 	test_expect(mip_broken_row(m, (double[]){0, 0, 0}, 1e-9) == 0, "a start with no flow from the source passes");
 	test_expect(mip_broken_row(m, (double[]){0, 1, 1}, 1e-9) == 1, "x1 = 1 with d = 1 < 2 passes");
@@ -1633,8 +1633,8 @@ static void test_restrict(void)
 {
 	Mip *m = mip_new();
 	int x0 = mip_add_col(m, 0, 1, 3, true), x1 = mip_add_col(m, 0, 1, 1, true), d = mip_add_col(m, 0, 10, 0, false);
-	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
-	mip_add_row(m, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x0, x1}, (double[]){1, 1}, 1, 1);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x1, d}, (double[]){2, -1}, -MIP_INF, 0);
 	int col_of[3];
 	double constant;
 	Mip *r = mip_restrict(m, (double[]){0, NAN, NAN}, col_of, &constant);
@@ -1660,9 +1660,9 @@ static void test_restrict(void)
 	m = mip_new();
 	int y0 = mip_add_col(m, 0, 1, -1, true), y1 = mip_add_col(m, 0, 1, -1, true), k = mip_add_col(m, 0, 10, -1, true);
 	int z = mip_add_col(m, 0, 1, 0, true);
-	mip_add_row(m, 3, (int[]){y0, y1, z}, (double[]){1, 1, 1}, -MIP_INF, 5);  /* at most 3: always holds */
-	mip_add_row(m, 3, (int[]){y0, y1, z}, (double[]){1, 1, -4}, -MIP_INF, 1); /* z = 0: y0 + y1 <= 1 */
-	mip_add_row(m, 2, (int[]){k, z}, (double[]){2, 1}, -MIP_INF, 9);           /* z = 0: k <= 4 (4.5 inwards) */
+	mip_add_row(m, MIP_UNTAGGED, 3, (int[]){y0, y1, z}, (double[]){1, 1, 1}, -MIP_INF, 5);  /* at most 3: always holds */
+	mip_add_row(m, MIP_UNTAGGED, 3, (int[]){y0, y1, z}, (double[]){1, 1, -4}, -MIP_INF, 1); /* z = 0: y0 + y1 <= 1 */
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){k, z}, (double[]){2, 1}, -MIP_INF, 9);           /* z = 0: k <= 4 (4.5 inwards) */
 	int cof[4];
 	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant);
 	test_expect(r && mip_nrows(r) == 1, "z = 0: one row left of three (%d)", r ? mip_nrows(r) : -1);
@@ -1672,7 +1672,7 @@ static void test_restrict(void)
 		mip_result_free(&res);
 	}
 	mip_free(r);
-	mip_add_row(m, 2, (int[]){y0, z}, (double[]){3, 1}, 2, MIP_INF);           /* z = 0: y0 >= 2/3, so y0 = 1 */
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){y0, z}, (double[]){3, 1}, 2, MIP_INF);           /* z = 0: y0 >= 2/3, so y0 = 1 */
 	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant);
 	if (r && mip_solve(r, &(MipOptions){0}, &res, err, sizeof err)) {
 		test_expect(res.status == MIP_OPTIMAL && close_to(res.x[cof[y0]], 1) && close_to(res.x[cof[y1]], 0),
@@ -1681,7 +1681,7 @@ static void test_restrict(void)
 	}
 	test_expect(r != NULL, "z = 0 with y0 >= 2/3");
 	mip_free(r);
-	mip_add_row(m, 2, (int[]){y1, z}, (double[]){4, 1}, 5, MIP_INF); /* z = 0: y1 >= 5/4, above its bound */
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){y1, z}, (double[]){4, 1}, 5, MIP_INF); /* z = 0: y1 >= 5/4, above its bound */
 	test_expect(!mip_restrict(m, (double[]){NAN, NAN, NAN, 0}, cof, &constant), "a row whose column cannot meet it");
 	r = mip_restrict(m, (double[]){NAN, NAN, NAN, 1}, cof, &constant); /* z = 1: every row holds or is a bound */
 	test_expect(r && mip_nrows(r) == 0, "z = 1: no rows left (%d)", r ? mip_nrows(r) : -1);
@@ -1699,7 +1699,7 @@ static void test_abs_gap(void)
 {
 	Mip *m = mip_new(); /* min -x0 - x1, 2 x0 + 2 x1 <= 3: the root relaxation -1.5, the optimum -1 */
 	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
-	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
 	static const char *backends[] = {"cbc", "lp_solve"};
 	for (int b = 0; b < 2; b++) {
 		MipResult res;
@@ -1775,7 +1775,7 @@ static void test_deadline(void)
 
 	Mip *m = mip_new(); /* test_abs_gap's: the optimum -1 at x0 + x1 = 1 */
 	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
-	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
 	MipResult res;
 	char err[128];
 	if (mip_solve(m, &(MipOptions){.time_limit = 30, .deadline = 30}, &res, err, sizeof err)) {
@@ -1806,7 +1806,7 @@ static void test_deadline(void)
 		}
 		cols[COLS] = mip_add_col(m, 0, MIP_INF, 1, false), vals[COLS] = 1; /* above and below the target */
 		cols[COLS + 1] = mip_add_col(m, 0, MIP_INF, 1, false), vals[COLS + 1] = -1;
-		mip_add_row(m, COLS + 2, cols, vals, floor(sum / 2), floor(sum / 2));
+		mip_add_row(m, MIP_UNTAGGED, COLS + 2, cols, vals, floor(sum / 2), floor(sum / 2));
 	}
 	double t0 = now_seconds();
 	if (mip_solve(m, &(MipOptions){.time_limit = 600, .deadline = 2}, &res, err, sizeof err)) {
@@ -1891,6 +1891,8 @@ static void test_recompute_ratio(const CostModel *base)
 		return;
 	}
 	test_expect(strstr(err, "recompute moves nothing to the slow tier"), "%s: the message: %s", name, err);
+	test_expect(strstr(err, "overflows") && strstr(err, " at ") && strstr(err, "by up to"),
+	            "%s: the message does not say where the limit binds: %s", name, err);
 	printf("%s, limit %" PRId64 " (the bound %" PRId64 ", all-fast %" PRId64 "): %s\n", name, worst, bound, top, err);
 	o.ratio = "test";
 	o.fast_fraction = (double)worst / (double)(s->peak + place_kernel_scratch(s, &duplex));
@@ -1917,7 +1919,7 @@ static void test_cutoff(const CostModel *cm)
 {
 	Mip *m = mip_new(); /* min -x0 - x1, 2 x0 + 2 x1 <= 3: the relaxation -1.5, the optimum -1 */
 	int x0 = mip_add_col(m, 0, 1, -1, true), x1 = mip_add_col(m, 0, 1, -1, true);
-	mip_add_row(m, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
+	mip_add_row(m, MIP_UNTAGGED, 2, (int[]){x0, x1}, (double[]){2, 2}, -MIP_INF, 3);
 	static const char *backends[] = {"cbc", "lp_solve"};
 	MipResult res;
 	char err[512];
