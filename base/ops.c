@@ -8,8 +8,9 @@
 #define GRAD true
 #define NOGRAD false
 const OpInfo op_info[NUM_OPS] = {
-#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) \
-	[OP_##id] = {#nm, min_in, (max_in) < 0 ? OP_MAX_ARGS - (nout) : (max_in), nout, grad, inplace, reuse, act},
+#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act, attrs, scratch) \
+	[OP_##id] = {#nm, min_in, (max_in) < 0 ? OP_MAX_ARGS - (nout) : (max_in), nout, grad, inplace, reuse, act, attrs, \
+	             scratch},
 #include "ops.def"
 #undef OP
 };
@@ -37,4 +38,32 @@ Op op_of_act(Act a)
 Op op_grad_of_act(Act a)
 {
 	return find(a, false);
+}
+
+static int64_t elems(const int64_t *d, int n)
+{
+	int64_t e = 1;
+	for (int i = 0; i < n; i++)
+		e *= d[i];
+	return e;
+}
+
+int64_t op_gpu_scratch(Op op, const int64_t *x, int nx, const int64_t *y, int ny, int64_t kh, int64_t kw,
+                       int64_t axis)
+{
+	int64_t n, c, inner;
+	switch (op_info[op].scratch) {
+	case SCRATCH_NONE:
+		return 0;
+	case SCRATCH_XENT_ROWS: /* a row per id, or per sample */
+		return op_xent_row_bytes(nx > 0 && x[nx - 1] > 0 ? elems(x, nx) / x[nx - 1] : 0);
+	case SCRATCH_MAXPOOL_ARGS: /* a window per element of dy */
+		return op_maxpool_arg_bytes(elems(y, ny), kh, kw);
+	case SCRATCH_BN_PARTIALS:
+		return op_bn_partial_bytes(nx > 0 ? x[0] : 1, nx > 1 ? x[1] : 1);
+	case SCRATCH_BIAS_PARTIALS:
+		op_bias_dims(x, nx, axis, &n, &c, &inner);
+		return op_bias_partial_bytes(n, c, inner);
+	}
+	return 0;
 }

@@ -21,8 +21,33 @@
  */
 enum { OP_MAX_ARGS = 16 };
 
+/* The attributes an op reads, as `autotmc graph` prints them (compiler/report.c). */
+typedef enum OpAttrs {
+	ATTRS_NONE,
+	ATTRS_CONV,      /* kernel, stride, pad, groups */
+	ATTRS_WINDOW,    /* kernel, stride, pad */
+	ATTRS_EPS,       /* eps */
+	ATTRS_DROPOUT,   /* p, seed */
+	ATTRS_AXIS,      /* axis */
+	ATTRS_BIAS_AXIS, /* axis, where not the default (0) */
+	ATTRS_SLICE,     /* axis, offset */
+	ATTRS_OFFSET,    /* offset */
+	ATTRS_MATMUL,    /* trans_a, trans_b, alpha */
+	ATTRS_UPDATE,    /* the optimizer's hyperparameters */
+	ATTRS_MOMENTUM,  /* the running statistics' momentum */
+} OpAttrs;
+
+/* The scratch a GPU kernel takes from the shared pool beside its arguments (the op_*_bytes below). */
+typedef enum OpScratch {
+	SCRATCH_NONE,
+	SCRATCH_XENT_ROWS,     /* op_xent_row_bytes: a double per row of the logits */
+	SCRATCH_MAXPOOL_ARGS,  /* op_maxpool_arg_bytes: a byte per window of dy */
+	SCRATCH_BN_PARTIALS,   /* op_bn_partial_bytes: two doubles per channel and group of images */
+	SCRATCH_BIAS_PARTIALS, /* op_bias_partial_bytes: a double per channel and group */
+} OpScratch;
+
 typedef enum Op {
-#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) OP_##id,
+#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act, attrs, scratch) OP_##id,
 #include "ops.def"
 #undef OP
 	NUM_OPS
@@ -37,6 +62,8 @@ typedef struct OpInfo {
 	unsigned inplace; /* bit i set: input i is overwritten */
 	int reuse;        /* the input whose memory output 0 may take where it dies (ops.def), or -1 */
 	Act act;          /* the activation it computes, or ACT_NONE */
+	OpAttrs attrs;    /* the attributes it reads */
+	OpScratch scratch; /* the GPU kernel's scratch */
 } OpInfo;
 extern const OpInfo op_info[NUM_OPS];
 
@@ -141,6 +168,15 @@ static inline int64_t op_maxpool_arg_bytes(int64_t windows, int64_t kh, int64_t 
 {
 	return kh * kw <= 255 ? windows : 0;
 }
+
+/*
+ * The scratch a GPU kernel of op takes (ops.def's scratch column), for
+ * its input 0 of shape x (nx dimensions), its input 1 of shape y (ny;
+ * NULL, 0 where it has none), its window kh x kw and its axis: what the
+ * GPU runtime takes and a GPU placement counts.
+ */
+int64_t op_gpu_scratch(Op op, const int64_t *x, int nx, const int64_t *y, int ny, int64_t kh, int64_t kw,
+                       int64_t axis);
 
 /*
  * batchnorm_stats: what a channel's batch variance over n elements (biased,

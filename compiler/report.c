@@ -166,63 +166,90 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	        s->peak_step, s->order[s->peak_step]->name);
 }
 
-static void attrs_str(const Node *n, char *buf, size_t size)
+/*
+ * A node's attributes as ops.def's attrs column names them, for the text
+ * and the JSON alike: a name and one or two numbers, a flag (printed
+ * bare in text where true), or hidden in text where it says nothing
+ * (groups 1). The optimizer's hyperparameters are apart (ATTRS_UPDATE).
+ */
+typedef enum AttrKind { AK_INT, AK_REAL, AK_PAIR, AK_FLAG } AttrKind;
+typedef struct AttrItem {
+	const char *name;
+	AttrKind kind;
+	double v[2];
+	bool text_hidden;
+} AttrItem;
+enum { MAX_ATTR_ITEMS = 4 };
+
+static int node_attrs(const Node *n, AttrItem *it)
 {
 	const Attrs *a = &n->attr;
-	buf[0] = '\0';
-	switch (n->op) {
-	case OP_CONV2D:
-	case OP_CONV2D_BWD_DATA:
-	case OP_CONV2D_BWD_FILTER:
-		snprintf(buf, size, " kernel=%dx%d stride=%dx%d pad=%dx%d%s", a->kh, a->kw, a->sh, a->sw, a->ph, a->pw,
-		         a->groups > 1 ? " groups" : "");
-		if (a->groups > 1)
-			snprintf(buf + strlen(buf), size - strlen(buf), "=%d", a->groups);
+	int k = 0;
+#define ITEM(nm, kd, x, y, hide) (it[k++] = (AttrItem){(nm), (kd), {(double)(x), (double)(y)}, (hide)})
+	switch (op_info[n->op].attrs) {
+	case ATTRS_CONV:
+	case ATTRS_WINDOW:
+		ITEM("kernel", AK_PAIR, a->kh, a->kw, false);
+		ITEM("stride", AK_PAIR, a->sh, a->sw, false);
+		ITEM("pad", AK_PAIR, a->ph, a->pw, false);
+		if (op_info[n->op].attrs == ATTRS_CONV)
+			ITEM("groups", AK_INT, a->groups, 0, a->groups <= 1);
 		break;
-	case OP_MAXPOOL:
-	case OP_AVGPOOL:
-	case OP_MAXPOOL_BWD:
-	case OP_AVGPOOL_BWD:
-		snprintf(buf, size, " kernel=%dx%d stride=%dx%d pad=%dx%d", a->kh, a->kw, a->sh, a->sw, a->ph, a->pw);
+	case ATTRS_EPS:
+		ITEM("eps", AK_REAL, a->eps, 0, false);
 		break;
-	case OP_BATCHNORM:
-	case OP_BATCHNORM_BWD:
-	case OP_BATCHNORM_EVAL:
-	case OP_LAYERNORM:
-	case OP_LAYERNORM_BWD:
-		snprintf(buf, size, " eps=%g", a->eps);
+	case ATTRS_DROPOUT:
+		ITEM("p", AK_REAL, a->p, 0, false);
+		ITEM("seed", AK_INT, a->seed, 0, false);
 		break;
-	case OP_DROPOUT:
-	case OP_DROPOUT_BWD:
-		snprintf(buf, size, " p=%g seed=%u", a->p, a->seed);
-		break;
-	case OP_CONCAT:
-		snprintf(buf, size, " axis=%d", a->axis);
-		break;
-	case OP_BIAS_GRAD:
+	case ATTRS_BIAS_AXIS:
 		if (a->axis > 0)
-			snprintf(buf, size, " axis=%d", a->axis);
+			ITEM("axis", AK_INT, a->axis, 0, false);
 		break;
-	case OP_SLICE:
-		snprintf(buf, size, " axis=%d offset=%lld", a->axis, (long long)a->offset);
+	case ATTRS_AXIS:
+	case ATTRS_SLICE:
+		ITEM("axis", AK_INT, a->axis, 0, false);
+		if (op_info[n->op].attrs == ATTRS_SLICE)
+			ITEM("offset", AK_INT, a->offset, 0, false);
 		break;
-	case OP_SPLIT_HEADS:
-		snprintf(buf, size, " offset=%lld", (long long)a->offset);
+	case ATTRS_OFFSET:
+		ITEM("offset", AK_INT, a->offset, 0, false);
 		break;
-	case OP_MATMUL:
-		snprintf(buf, size, "%s%s alpha=%g", a->trans_a ? " trans_a" : "", a->trans_b ? " trans_b" : "", a->alpha);
+	case ATTRS_MATMUL:
+		ITEM("trans_a", AK_FLAG, a->trans_a, 0, !a->trans_a);
+		ITEM("trans_b", AK_FLAG, a->trans_b, 0, !a->trans_b);
+		ITEM("alpha", AK_REAL, a->alpha, 0, false);
 		break;
-	case OP_SGD:
-	case OP_SGD_MOMENTUM:
-	case OP_ADAMW:
+	case ATTRS_MOMENTUM:
+		ITEM("momentum", AK_REAL, a->momentum, 0, false);
+		break;
+	case ATTRS_UPDATE:
+	case ATTRS_NONE:
+		break;
+	}
+#undef ITEM
+	return k;
+}
+
+static void attrs_str(const Node *n, char *buf, size_t size)
+{
+	AttrItem it[MAX_ATTR_ITEMS];
+	int k = node_attrs(n, it);
+	size_t len = 0;
+	buf[0] = '\0';
+	if (op_info[n->op].attrs == ATTRS_UPDATE) {
 		snprintf(buf, size, " ");
-		hyper_str(&a->upd, " ", "=", buf, size);
-		break;
-	case OP_BATCHNORM_STATS:
-		snprintf(buf, size, " momentum=%g", a->momentum);
-		break;
-	default:
-		break;
+		hyper_str(&n->attr.upd, " ", "=", buf, size);
+		return;
+	}
+	for (int i = 0; i < k && len < size; i++) {
+		const AttrItem *t = &it[i];
+		int w = t->text_hidden ? 0
+		        : t->kind == AK_PAIR ? snprintf(buf + len, size - len, " %s=%.0fx%.0f", t->name, t->v[0], t->v[1])
+		        : t->kind == AK_REAL ? snprintf(buf + len, size - len, " %s=%g", t->name, t->v[0])
+		        : t->kind == AK_FLAG ? snprintf(buf + len, size - len, " %s", t->name)
+		                             : snprintf(buf + len, size - len, " %s=%.0f", t->name, t->v[0]);
+		len = w < 0 ? size : len + (size_t)w;
 	}
 }
 
@@ -345,66 +372,22 @@ static cJSON *pair_json(int a, int b)
 
 static cJSON *attrs_json(const Node *n)
 {
-	const Attrs *a = &n->attr;
+	if (op_info[n->op].attrs == ATTRS_UPDATE)
+		return optimizer_json(&(Optimizer){.name = op_info[n->op].name, .h = n->attr.upd});
 	cJSON *o = cJSON_CreateObject();
-	switch (n->op) {
-	case OP_CONV2D:
-	case OP_CONV2D_BWD_DATA:
-	case OP_CONV2D_BWD_FILTER:
-		cJSON_AddNumberToObject(o, "groups", a->groups);
-		/* fall through */
-	case OP_MAXPOOL:
-	case OP_AVGPOOL:
-	case OP_MAXPOOL_BWD:
-	case OP_AVGPOOL_BWD:
-		cJSON_AddItemToObject(o, "kernel", pair_json(a->kh, a->kw));
-		cJSON_AddItemToObject(o, "stride", pair_json(a->sh, a->sw));
-		cJSON_AddItemToObject(o, "pad", pair_json(a->ph, a->pw));
-		break;
-	case OP_BATCHNORM:
-	case OP_BATCHNORM_BWD:
-	case OP_BATCHNORM_EVAL:
-	case OP_LAYERNORM:
-	case OP_LAYERNORM_BWD:
-		cJSON_AddNumberToObject(o, "eps", a->eps);
-		break;
-	case OP_DROPOUT:
-	case OP_DROPOUT_BWD:
-		cJSON_AddNumberToObject(o, "p", a->p);
-		cJSON_AddNumberToObject(o, "seed", a->seed);
-		break;
-	case OP_CONCAT:
-		cJSON_AddNumberToObject(o, "axis", a->axis);
-		break;
-	case OP_BIAS_GRAD:
-		if (a->axis > 0)
-			cJSON_AddNumberToObject(o, "axis", a->axis);
-		break;
-	case OP_SLICE:
-		cJSON_AddNumberToObject(o, "axis", a->axis);
-		cJSON_AddNumberToObject(o, "offset", (double)a->offset);
-		break;
-	case OP_SGD:
-	case OP_SGD_MOMENTUM:
-	case OP_ADAMW:
-		cJSON_Delete(o);
-		return optimizer_json(&(Optimizer){.name = op_info[n->op].name, .h = a->upd});
-	case OP_BATCHNORM_STATS:
-		cJSON_AddNumberToObject(o, "momentum", a->momentum);
-		break;
-	case OP_SPLIT_HEADS:
-		cJSON_AddNumberToObject(o, "offset", (double)a->offset);
-		break;
-	case OP_MATMUL:
-		cJSON_AddBoolToObject(o, "trans_a", a->trans_a);
-		cJSON_AddBoolToObject(o, "trans_b", a->trans_b);
-		cJSON_AddNumberToObject(o, "alpha", a->alpha);
-		break;
-	default:
-		break;
+	AttrItem it[MAX_ATTR_ITEMS];
+	int k = node_attrs(n, it);
+	for (int i = 0; i < k; i++) {
+		const AttrItem *t = &it[i];
+		if (t->kind == AK_PAIR)
+			cJSON_AddItemToObject(o, t->name, pair_json((int)t->v[0], (int)t->v[1]));
+		else if (t->kind == AK_FLAG)
+			cJSON_AddBoolToObject(o, t->name, t->v[0] != 0);
+		else
+			cJSON_AddNumberToObject(o, t->name, t->v[0]);
 	}
-	if (a->shape.ndim)
-		cJSON_AddItemToObject(o, "shape", shape_json(a->shape));
+	if (n->attr.shape.ndim)
+		cJSON_AddItemToObject(o, "shape", shape_json(n->attr.shape));
 	return o;
 }
 

@@ -94,17 +94,9 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 	int64_t *sc = arena_array(a, (size_t)g->nodes.n + 1, sizeof *sc);
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
-		if (n->op == OP_SOFTMAX_XENT || n->op == OP_SOFTMAX_XENT_IDS)
-			sc[i] = op_xent_row_bytes(shape_elems(n->in[0]->shape) / n->in[0]->shape.d[n->in[0]->shape.ndim - 1]);
-		else if (n->op == OP_MAXPOOL_BWD)
-			sc[i] = op_maxpool_arg_bytes(shape_elems(n->in[1]->shape), n->attr.kh, n->attr.kw);
-		else if (n->op == OP_BATCHNORM || n->op == OP_BATCHNORM_BWD)
-			sc[i] = op_bn_partial_bytes(n->in[0]->shape.d[0], n->in[0]->shape.ndim > 1 ? n->in[0]->shape.d[1] : 1);
-		else if (n->op == OP_BIAS_GRAD) {
-			int64_t nb, c, inner;
-			op_bias_dims(n->in[0]->shape.d, n->in[0]->shape.ndim, n->attr.axis, &nb, &c, &inner);
-			sc[i] = op_bias_partial_bytes(nb, c, inner);
-		}
+		const Shape *x = &n->in[0]->shape, *y = n->nin > 1 ? &n->in[1]->shape : NULL;
+		sc[i] = op_gpu_scratch(n->op, x->d, x->ndim, y ? y->d : NULL, y ? y->ndim : 0, n->attr.kh, n->attr.kw,
+		                       n->attr.axis);
 	}
 	return sc;
 }

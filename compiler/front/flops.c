@@ -122,7 +122,7 @@ static const struct {
 	int64_t (*rule)(const Node *n); /* ops.def's flops_rule */
 	int64_t k;                      /* ops.def's flops_k */
 } flops_of[NUM_OPS] = {
-#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) [OP_##id] = {flops, flops_k},
+#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act, attrs, scratch) [OP_##id] = {flops, flops_k},
 #include "ops.def"
 #undef OP
 };

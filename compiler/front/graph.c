@@ -53,7 +53,7 @@ static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t er
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
 static const ShapeRule shape_rule[NUM_OPS] = {
-#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) [OP_##id] = shape,
+#define OP(id, nm, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act, attrs, scratch) [OP_##id] = shape,
 #include "ops.def"
 #undef OP
 };

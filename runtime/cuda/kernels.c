@@ -624,26 +624,81 @@ static GpuWindow window(const int64_t *d)
 	return (GpuWindow){d[RT_D_KH], d[RT_D_KW], d[RT_D_SH], d[RT_D_SW], d[RT_D_PH], d[RT_D_PW]};
 }
 
+/* ---- launches of the ops whose arguments take more than a call ---------------- */
+
+/* Convolutions: the workspace is the placement's block of the fast pool, after the arguments, or the shared one. */
+static void launch_conv(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	void *ws = d[RT_D_ALGO] & RT_ALGO_WS_ARG ? a[d[RT_D_NIN] + d[RT_D_NOUT]] : s->workspace;
+	const char *err = run_conv(s, k, k->algo, ws, k->ws, a);
+	if (err)
+		rt_fatal("kernel %d (%s): %s %s failed: %s", k->id, op_name(k->op), algo_library(k->algo),
+		         conv_algo_name(k->dir, k->algo), err);
+}
+
+/* maxpool_bwd (x, y, dy -> dx; each window's maximum in the workspace) and avgpool_bwd (dy -> dx). */
+static void launch_pool_bwd(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	if (k->op == RT_OP_MAXPOOL_BWD)
+		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], s->workspace, RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1),
+		                            RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2),
+		                            RT_ARG_DIM(d, 1, 3), window(d), s->stream));
+	else
+		launched(k, gpu_avgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
+		                            RT_ARG_DIM(d, 1, 3), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), window(d),
+		                            s->stream));
+}
+
+static void launch_add(GpuState *s, GpuKernel *k, void *const *a)
+{
+	int nin = (int)k->desc[RT_D_NIN];
+	const float *x[GPU_MAX_ADD];
+	for (int i = 0; i < nin; i++)
+		x[i] = a[i];
+	launched(k, gpu_add(x, nin, a[nin], arg_elems(k->desc, 0), s->stream));
+}
+
+static void launch_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int64_t n, c, inner;
+	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &n, &c, &inner);
+	launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, s->stream));
+}
+
+/* The optimizer's update of one weight: its state after the weight and gradient, the clip's sum of squares last. */
+static void launch_update(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
+{
+	const int64_t *d = k->desc;
+	OptimHyper h = rt_optim_hyper(d);
+	int64_t nargs = d[RT_D_NIN], min_in = op_info[k->op].min_in;
+	launched(k, gpu_update(k->op, &h, step, a[0], a[1], min_in > 2 ? a[2] : NULL, min_in > 3 ? a[3] : NULL,
+	                       nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), s->stream));
+}
+
+static void launch_bn_stats(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	launched(k, gpu_bn_stats(a[0], a[1], a[2], a[3], a[4], arg_elems(d, 0),
+	                         op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / arg_elems(d, 0)),
+	                         attr_f64(d, RT_D_BN_MOMENTUM), s->stream));
+}
+
 void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 {
 	GpuState *s = state;
 	GpuKernel *k = kernel;
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
-	int nin = (int)d[RT_D_NIN];
 	cudaStream_t st = s->stream;
 	switch (k->op) {
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
-	case RT_OP_CONV2D_BWD_FILTER: {
-		/* the workspace: the placement's block of the fast pool, after the arguments, or the shared one */
-		const char *err = run_conv(s, k, k->algo, d[RT_D_ALGO] & RT_ALGO_WS_ARG ? a[nin + d[RT_D_NOUT]] : s->workspace,
-		                           k->ws, a);
-		if (err)
-			rt_fatal("kernel %d (%s): %s %s failed: %s", k->id, op_name(k->op), algo_library(k->algo),
-			         conv_algo_name(k->dir, k->algo), err);
+	case RT_OP_CONV2D_BWD_FILTER:
+		launch_conv(s, k, a);
 		break;
-	}
 	case RT_OP_DENSE:
 		run_dense(s, k, a);
 		break;
@@ -659,13 +714,8 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
 		break;
 	case RT_OP_MAXPOOL_BWD:
-		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], s->workspace, RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1),
-		                            RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2),
-		                            RT_ARG_DIM(d, 1, 3), window(d), st));
-		break;
 	case RT_OP_AVGPOOL_BWD:
-		launched(k, gpu_avgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
-		                            RT_ARG_DIM(d, 1, 3), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), window(d), st));
+		launch_pool_bwd(s, k, a);
 		break;
 	case RT_OP_GLOBALAVGPOOL_BWD:
 		launched(k, gpu_globalavgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1),
@@ -708,13 +758,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_DROPOUT_BWD:
 		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), st));
 		break;
-	case RT_OP_ADD: {
-		const float *x[GPU_MAX_ADD];
-		for (int i = 0; i < nin; i++)
-			x[i] = a[i];
-		launched(k, gpu_add(x, nin, a[nin], arg_elems(d, 0), st));
+	case RT_OP_ADD:
+		launch_add(s, k, a);
 		break;
-	}
 	case RT_OP_CONCAT:
 	case RT_OP_SLICE:
 		run_pieces(s, k, a);
@@ -725,12 +771,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SOFTMAX_XENT_BWD:
 		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
-	case RT_OP_BIAS_GRAD: {
-		int64_t n, c, inner;
-		op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &n, &c, &inner);
-		launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, st));
+	case RT_OP_BIAS_GRAD:
+		launch_bias_grad(s, k, a);
 		break;
-	}
 	case RT_OP_EMBEDDING:
 		launched(k, gpu_embedding(a[0], a[1], a[2], arg_elems(d, 0), RT_ARG_DIM(d, 1, 1), st));
 		break;
@@ -768,13 +811,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
-	case RT_OP_ADAMW: {
-		OptimHyper h = rt_optim_hyper(d);
-		int64_t nargs = d[RT_D_NIN], min_in = op_info[k->op].min_in;
-		launched(k, gpu_update(k->op, &h, step, a[0], a[1], min_in > 2 ? a[2] : NULL, min_in > 3 ? a[3] : NULL,
-		                       nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), st));
+	case RT_OP_ADAMW:
+		launch_update(s, k, a, step);
 		break;
-	}
 	case RT_OP_LAYERNORM:
 		launched(k, gpu_layernorm(a[0], a[1], a[2], a[3], a[4], a[5], arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0),
 		                          RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS), st));
@@ -788,9 +827,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
 		break;
 	case RT_OP_BATCHNORM_STATS:
-		launched(k, gpu_bn_stats(a[0], a[1], a[2], a[3], a[4], arg_elems(d, 0),
-		                         op_bn_unbias(rt_elems(d[RT_D_ASHAPE], &d[RT_D_ASHAPE + 1]) / arg_elems(d, 0)),
-		                         attr_f64(d, RT_D_BN_MOMENTUM), st));
+		launch_bn_stats(s, k, a);
 		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
@@ -844,6 +881,13 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	k->op = (RtOp)desc[RT_D_OP];
 	memcpy(k->desc, desc, sizeof k->desc);
 	snprintf(k->impl, sizeof k->impl, "CUDA");
+	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
+	int nin = (int)desc[RT_D_NIN];
+	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),
+	                               nin > 1 ? &RT_ARG_DIM(desc, 1, 0) : NULL, nin > 1 ? (int)RT_ARG_NDIM(desc, 1) : 0,
+	                               desc[RT_D_KH], desc[RT_D_KW], desc[RT_D_AXIS]);
+	if (k->ws)
+		grow_workspace(s, k);
 	switch (k->op) {
 	case RT_OP_CONV2D:
 		make_conv(s, k, CONV_FWD);
@@ -877,31 +921,20 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm strided batched%s", s->tf32 ? " tf32" : "");
 		break;
 	case RT_OP_MAXPOOL_BWD: /* each window's maximum in the workspace */
-		k->ws = (size_t)op_maxpool_arg_bytes(arg_elems(desc, 1), desc[RT_D_KH], desc[RT_D_KW]);
-		grow_workspace(s, k);
 		break;
 	case RT_OP_BATCHNORM: /* the groups' partial sums in the workspace */
 	case RT_OP_BATCHNORM_BWD:
-		k->ws = (size_t)op_bn_partial_bytes(RT_ARG_DIM(desc, 0, 0), dim_or_1(desc, 0, 1));
-		grow_workspace(s, k);
 		snprintf(k->impl, sizeof k->impl, "CUDA, %lld groups a channel",
 		         (long long)op_bn_groups(RT_ARG_DIM(desc, 0, 0), dim_or_1(desc, 0, 1)));
 		break;
 	case RT_OP_BIAS_GRAD: { /* the groups' sums in the workspace */
 		int64_t n, c, inner;
 		op_bias_dims(&RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0), desc[RT_D_AXIS], &n, &c, &inner);
-		k->ws = (size_t)op_bias_partial_bytes(n, c, inner);
-		grow_workspace(s, k);
 		snprintf(k->impl, sizeof k->impl, "CUDA, %lld groups a channel", (long long)op_bias_groups(n, c, inner));
 		break;
 	}
 	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
-		k->ws = (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0));
-		grow_workspace(s, k);
-		break;
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
-		k->ws = (size_t)op_xent_row_bytes(arg_elems(desc, 1));
-		grow_workspace(s, k);
 		break;
 	case RT_OP_ADD:
 		if (desc[RT_D_NIN] > GPU_MAX_ADD)

@@ -42,7 +42,7 @@
 
 /* Op numbers: the OP_* of ops.def (base/ops.def, installed beside this file), in its order. */
 typedef enum RtOp {
-#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act) RT_OP_##id,
+#define OP(id, name, min_in, max_in, nout, shape, flops, flops_k, grad, inplace, reuse, act, attrs, scratch) RT_OP_##id,
 #include "ops.def"
 #undef OP
 	RT_NUM_OPS
