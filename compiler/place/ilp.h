@@ -224,7 +224,10 @@ ColSum ilp_held_at(const Flow *f, int step);
 const char *ilp_row_name(const Ilp *ip, int row, char *buf, size_t size);
 /* Whether a row kind bounds the fast tier's bytes (ROW_CAPACITY, ROW_CAP_SPACE, ROW_CAP_BOUNDARY). */
 bool ilp_capacity_row(MipTag t);
-/* The steps whose capacity binds in solution x (within 1% of the limit): "the fast tier is within 1% of its limit at 3 of 120 steps: 37-39 (...)". */
+/*
+ * The steps whose capacity binds in solution x (within 1% of the limit):
+ * "the fast tier is within 1% of its limit at 3 of 120 steps: 37-39 (...)".
+ */
 const char *ilp_binding(const Ilp *ip, const double *x, char *buf, size_t size);
 /*
  * For a limit under which the solver proved nothing fits: where the fast

@@ -518,34 +518,12 @@ static double recompute_us(const Ilp *ip, const Node *n)
 	return ip->cm->kernel_time(ip->cm, n, 0) * US;
 }
 
-/* Build t's network: its points, its edges (columns) and flow conservation. */
-static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
+/* The properties of f's points at `steps` (point_steps): who uses it, which vertices exist. */
+static void flow_points(const Ilp *ip, Flow *f, const int *steps, bool can_drop)
 {
 	const Schedule *s = ip->s;
-	const CostModel *cm = ip->cm;
-	Mip *mip = ip->mip;
-	f->t = t;
-	f->first = s->live[t->id].first;
-	f->last = s->live[t->id].last;
-	f->size = memplan_round(t->bytes);
-	f->mib = (double)f->size / MIB;
-	f->persistent = tensor_persists(t);
-	f->forced = t == ip->g->loss;
-	f->offload = offloads(s, t, ip->offload, ip->tiny);
-	f->updated = update_step(s, t);
-	bool produced = t->producer != NULL;
-
-	double read_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, false) * US;
-	double write_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, false) * US;
-	double aread_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
-	double awrite_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
-	int *steps;
-	f->m = point_steps(ip, t, f->first, f->last, f->offload, aread_us, awrite_us, &steps);
-	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
-	ip->npoints += f->m;
+	const Tensor *t = f->t;
 	const RecomputeAt *ra = ip->recompute ? &ip->rc[t->id] : NULL;
-	bool can_drop = ra && ra->step.n > 0 && droppable(ip, t);
-
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
 		const Node *n = s->order[steps[j]];
@@ -562,6 +540,17 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		            (ip->rc && find_step(ip->rc[t->id].support.v, ip->rc[t->id].support.n, p->step) >= 0);
 		p->sread = -1;
 	}
+}
+
+/* Times of one tensor's moves (us): blocking and overlapping reads and writes. */
+typedef struct MoveTimes {
+	double read, write, aread, awrite;
+} MoveTimes;
+
+/* The columns of f's edges, point by point, and the terms they put into the kernels' and boundaries' rows. */
+static void flow_edges(Ilp *ip, Flow *f, MoveTimes mt, bool can_drop)
+{
+	bool produced = f->t->producer != NULL;
 	for (int j = 0; j < f->m; j++) {
 		Point *p = &f->pt[j];
 		bool last = j == f->m - 1;
@@ -570,11 +559,11 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		p->keep[V_PRE] = binary(ip, 0);
 		p->keep[V_COPY] = p->copy && !p->overwrite && (last || f->pt[j + 1].copy) ? binary(ip, 0) : -1;
 		p->keep[V_SLOW] = f->forced ? -1 : binary(ip, 0);
-		p->write = may_write ? binary(ip, write_us) : -1;
+		p->write = may_write ? binary(ip, mt.write) : -1;
 		p->awrite = may_write && ip->is_async && !(produced && j == 0) && !p->overwrite ? binary(ip, 0) : -1;
 		p->drop = p->copy && !last && !p->overwrite ? binary(ip, 0) : -1;
 		p->dirty = p->copy && p->overwrite ? binary(ip, 0) : -1;
-		p->read = p->copy ? binary(ip, read_us) : -1;
+		p->read = p->copy ? binary(ip, mt.read) : -1;
 		p->aread = p->copy && ip->is_async && !p->user && !last && p->keep[V_COPY] >= 0 ? binary(ip, 0) : -1;
 		p->keep[V_GONE] = p->gone && !p->user ? binary(ip, 0) : -1; /* a user finds it made again */
 		p->discard = can_drop && !last ? binary(ip, 0) : -1;
@@ -596,25 +585,28 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		}
 		if (p->awrite >= 0) {
 			vec_push(ip->a, ip->duplex ? &ip->async_out[p->step] : &ip->async[p->step],
-			         ((Term){p->awrite, awrite_us, false}));
+			         ((Term){p->awrite, mt.awrite, false}));
 			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->awrite, f->mib, false}));
 		}
 		if (p->aread >= 0)
-			vec_push(ip->a, &ip->async[p->step], ((Term){p->aread, aread_us, false}));
+			vec_push(ip->a, &ip->async[p->step], ((Term){p->aread, mt.aread, false}));
 		if (p->write >= 0)
 			vec_push(ip->a, &ip->writeout[p->step + 1], ((Term){p->write, f->mib, false}));
 		if (ip->span > 0)
-			build_spans(ip, f, j, may_write, aread_us, awrite_us);
+			build_spans(ip, f, j, may_write, mt.aread, mt.awrite);
 	}
-	f->src[V_PRE] = binary(ip, 0);
-	f->src[V_COPY] = f->src[V_GONE] = -1;
-	f->src[V_SLOW] = f->forced ? -1 : binary(ip, 0);
+}
 
+/* The rows of f's network: one unit from the source, inflow = outflow at every vertex. */
+static void flow_rows(Ilp *ip, Flow *f)
+{
+	Mip *mip = ip->mip;
 	/* an async read's copy is still there after its kernel: aread <= keep COPY */
 	for (int j = 0; j < f->m; j++) {
 		const Point *p = &f->pt[j];
 		if (p->aread >= 0)
-			mip_add_row(mip, ROW_TAG(ROW_COPY_KEPT, p->step, f->t->id), 2, (int[]){p->aread, p->keep[V_COPY]}, (double[]){1, -1}, -MIP_INF, 0);
+			mip_add_row(mip, ROW_TAG(ROW_COPY_KEPT, p->step, f->t->id), 2, (int[]){p->aread, p->keep[V_COPY]},
+			            (double[]){1, -1}, -MIP_INF, 0);
 	}
 
 	/* one unit from the source; inflow = outflow at every vertex */
@@ -694,6 +686,41 @@ static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
 		mip_add_row(mip, ROW_TAG(ROW_HOME, f->last, f->t->id), n, cols, vals, 0, 0);
 	}
 #undef TERM
+}
+
+/* Build t's network: its points, its edges (columns) and flow conservation. */
+static void build_flow(Ilp *ip, Flow *f, const Tensor *t)
+{
+	const Schedule *s = ip->s;
+	const CostModel *cm = ip->cm;
+	f->t = t;
+	f->first = s->live[t->id].first;
+	f->last = s->live[t->id].last;
+	f->size = memplan_round(t->bytes);
+	f->mib = (double)f->size / MIB;
+	f->persistent = tensor_persists(t);
+	f->forced = t == ip->g->loss;
+	f->offload = offloads(s, t, ip->offload, ip->tiny);
+	f->updated = update_step(s, t);
+
+	double read_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, false) * US;
+	double write_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, false) * US;
+	double aread_us = cm->move_time(cm, t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+	double awrite_us = cm->move_time(cm, t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+	int *steps;
+	f->m = point_steps(ip, t, f->first, f->last, f->offload, aread_us, awrite_us, &steps);
+	f->pt = arena_array(ip->a, (size_t)f->m, sizeof(Point));
+	ip->npoints += f->m;
+	const RecomputeAt *ra = ip->recompute ? &ip->rc[t->id] : NULL;
+	bool can_drop = ra && ra->step.n > 0 && droppable(ip, t);
+
+	flow_points(ip, f, steps, can_drop);
+	flow_edges(ip, f, (MoveTimes){read_us, write_us, aread_us, awrite_us}, can_drop);
+	f->src[V_PRE] = binary(ip, 0);
+	f->src[V_COPY] = f->src[V_GONE] = -1;
+	f->src[V_SLOW] = f->forced ? -1 : binary(ip, 0);
+
+	flow_rows(ip, f);
 }
 
 /*
@@ -849,21 +876,12 @@ static void build_reuse(Ilp *ip)
 
 /* ------------------------------------------------------------ kernels */
 
-/*
- * The time of the kernel at `step` as a linear expression: constant plus
- * terms (microseconds), put into the objective; the same expression goes
- * into the async row of the step when transfers are charged to it.
- */
-static void build_kernel(Ilp *ip, int step)
+/* The distinct tensors of node n whose tier is a decision, into ts, with their argument positions as masks; their number. */
+static int kernel_args(const Ilp *ip, const Node *n, const Tensor **ts, uint32_t *mask)
 {
-	const Node *n = ip->s->order[step];
-	const CostModel *cm = ip->cm;
 	int nargs = n->nin + n->nout; /* at most OP_MAX_ARGS (graph_node), so a mask fits 32 bits */
 	_Static_assert(OP_MAX_ARGS <= 32, "a kernel's slow arguments are a 32-bit mask");
-	const Tensor *ts[OP_MAX_ARGS];
-	uint32_t mask[OP_MAX_ARGS];
 	int d = 0;
-	/* distinct tensors whose tier is a decision; their argument positions */
 	for (int k = 0; k < nargs; k++) {
 		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
 		if (ip->flow[t->id].forced)
@@ -877,6 +895,142 @@ static void build_kernel(Ilp *ip, int step)
 		}
 		mask[i] |= 1u << k;
 	}
+	return d;
+}
+
+/*
+ * A kernel with measured algorithms: T = sum_a time_a y_a, sum_a y_a = 1;
+ * the workspace column W is at least the chosen algorithm's workspace,
+ * and every capacity row holds W: whatever the residencies' packing,
+ * every workspace fits on top of it (memplan.c), and the pass after
+ * placing (upgrade_algos, place.c) gives kernels the larger gaps the
+ * packing leaves. Terms into expr; returns the longest time (us).
+ */
+static double kernel_algos_expr(Ilp *ip, int step, int na, const KernelAlgo *al, TermVec *expr)
+{
+	double tmax = 0;
+	int *cols = arena_array(ip->a, (size_t)na + 1, sizeof(int));
+	double *ones = arena_array(ip->a, (size_t)na + 1, sizeof(double)),
+	       *ws = arena_array(ip->a, (size_t)na + 1, sizeof(double));
+	ip->algo_col[step] = mip_ncols(ip->mip);
+	for (int i = 0; i < na; i++) {
+		cols[i] = binary(ip, 0);
+		ones[i] = 1;
+		ws[i] = -(double)al[i].workspace / MIB;
+		vec_push(ip->a, expr, ((Term){cols[i], al[i].seconds * US, false}));
+		if (al[i].seconds * US > tmax)
+			tmax = al[i].seconds * US;
+	}
+	mip_add_row(ip->mip, ROW_TAG(ROW_ALGO, step, -1), na, cols, ones, 1, 1);
+	cols[na] = workspace_col(ip, step);
+	ws[na] = 1;
+	mip_add_row(ip->mip, ROW_TAG(ROW_ALGO_SPACE, step, -1), na + 1, cols, ws, 0, MIP_INF);
+	return tmax;
+}
+
+/*
+ * A kernel in configurations of its d decision tensors' tiers: T = sum_c
+ * time_c y_c; sum_c y_c = 1; sum_{c: i fast} y_c = inFast_i. Terms into
+ * expr; returns the longest time (us).
+ */
+static double kernel_config_expr(Ilp *ip, int step, const Tensor *const *ts, const uint32_t *mask, int d,
+                                 TermVec *expr)
+{
+	const Node *n = ip->s->order[step];
+	double tmax = 0;
+	int nc = 1 << d;
+	int *y = arena_array(ip->a, (size_t)nc, sizeof(int));
+	int *cols = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(int));
+	double *vals = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(double));
+	for (int c = 0; c < nc; c++) {
+		uint32_t slow = 0;
+		for (int i = 0; i < d; i++)
+			if (c >> i & 1)
+				slow |= mask[i];
+		double tc = ip->cm->kernel_time(ip->cm, n, slow) * US;
+		if (tc > tmax)
+			tmax = tc;
+		y[c] = binary(ip, 0);
+		vec_push(ip->a, expr, ((Term){y[c], tc, false}));
+		cols[c] = y[c];
+		vals[c] = 1;
+	}
+	mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG, step, -1), nc, cols, vals, 1, 1);
+	for (int i = 0; i < d; i++) {
+		int m = 0;
+		for (int c = 0; c < nc; c++)
+			if (!(c >> i & 1)) {
+				cols[m] = y[c];
+				vals[m++] = 1;
+			}
+		ColSum e = ilp_fast_at(&ip->flow[ts[i]->id], step);
+		for (int k = 0; k < e.n; k++) {
+			cols[m] = e.col[k];
+			vals[m++] = -1;
+		}
+		mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG_FAST, step, ts[i]->id), m, cols, vals, 0, 0);
+	}
+	return tmax;
+}
+
+/*
+ * The moves charged to the kernel at `step` hide behind its time
+ * (konst + expr) or cost their excess e: e >= transfers - T, that is
+ * e - transfers + terms(T) >= -konst; with duplex moves, one row per
+ * direction (each copy engine has its own queue). Returns e's column, or
+ * -1 where no move is charged.
+ */
+static int build_overlap(Ilp *ip, int step, const TermVec *expr, double konst, double tmax)
+{
+	int e = -1;
+	for (int dir = 0; dir < (ip->duplex ? 2 : 1); dir++) {
+		const TermVec *as = dir ? &ip->async_out[step] : &ip->async[step];
+		if (as->n == 0)
+			continue;
+		int nt = 1 + as->n + expr->n;
+		int *cols = arena_array(ip->a, (size_t)nt, sizeof(int));
+		double *vals = arena_array(ip->a, (size_t)nt, sizeof(double));
+		int m = 0;
+		if (e < 0)
+			e = mip_add_col(ip->mip, 0, MIP_INF, 1, false);
+		cols[m] = e;
+		vals[m++] = 1;
+		for (int i = 0; i < as->n; i++) {
+			cols[m] = as->v[i].col;
+			vals[m++] = -as->v[i].coef;
+		}
+		for (int i = 0; i < expr->n; i++) {
+			cols[m] = expr->v[i].col;
+			vals[m++] = expr->v[i].coef;
+		}
+		mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP, step, -1), m, cols, vals, -konst, MIP_INF);
+		/*
+		 * Valid inequalities that close most of the LP gap: a transfer
+		 * longer than the kernel can ever take costs its excess on its
+		 * own, e >= (c_a - tmax) x_a. Without them the LP spreads a long
+		 * prefetch in fractions over the kernels of its window, each
+		 * fraction hidden.
+		 */
+		for (int i = 0; i < as->n; i++)
+			if (as->v[i].coef > tmax && !as->v[i].span)
+				mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP_CUT, step, -1), 2, (int[]){e, as->v[i].col},
+				            (double[]){1, -(as->v[i].coef - tmax)}, 0, MIP_INF);
+	}
+	return e;
+}
+
+/*
+ * The time of the kernel at `step` as a linear expression: constant plus
+ * terms (microseconds), put into the objective; the same expression goes
+ * into the overlap rows of the step when transfers are charged to it.
+ */
+static void build_kernel(Ilp *ip, int step)
+{
+	const Node *n = ip->s->order[step];
+	const CostModel *cm = ip->cm;
+	const Tensor *ts[OP_MAX_ARGS];
+	uint32_t mask[OP_MAX_ARGS];
+	int d = kernel_args(ip, n, ts, mask);
 	double t0 = cm->kernel_time(cm, n, 0), pen[OP_MAX_ARGS], sum = t0;
 	if (ip->kernels_fast) {
 		/* inFast = 1 for every argument; the time is the all-fast time */
@@ -888,7 +1042,7 @@ static void build_kernel(Ilp *ip, int step)
 			mip_add_row(ip->mip, ROW_TAG(ROW_ARGS_FAST, step, ts[i]->id), e.n, e.col, one, 1, 1);
 		}
 		ip->separable++;
-		d = 0; /* the async row below: T is the constant, or the algorithm's time */
+		d = 0; /* the overlap rows: T is the constant, or the algorithm's time */
 	}
 	uint32_t all = 0;
 	for (int i = 0; i < d; i++) {
@@ -904,30 +1058,7 @@ static void build_kernel(Ilp *ip, int step)
 	const KernelAlgo *al = NULL;
 	int na = ilp_kernel_algos(ip, n, &al);
 	if (na > 0) {
-		/*
-		 * T = sum_a time_a y_a, sum_a y_a = 1; the workspace column W is at
-		 * least the chosen algorithm's workspace, and every capacity row
-		 * holds W: whatever the residencies' packing, every workspace fits
-		 * on top of it (memplan.c), and the pass after placing
-		 * (upgrade_algos, place.c) gives kernels the larger gaps the packing
-		 * leaves.
-		 */
-		int *cols = arena_array(ip->a, (size_t)na + 1, sizeof(int));
-		double *ones = arena_array(ip->a, (size_t)na + 1, sizeof(double)),
-		       *ws = arena_array(ip->a, (size_t)na + 1, sizeof(double));
-		ip->algo_col[step] = mip_ncols(ip->mip);
-		for (int i = 0; i < na; i++) {
-			cols[i] = binary(ip, 0);
-			ones[i] = 1;
-			ws[i] = -(double)al[i].workspace / MIB;
-			vec_push(ip->a, &expr, ((Term){cols[i], al[i].seconds * US, false}));
-			if (al[i].seconds * US > tmax)
-				tmax = al[i].seconds * US;
-		}
-		mip_add_row(ip->mip, ROW_TAG(ROW_ALGO, step, -1), na, cols, ones, 1, 1);
-		cols[na] = workspace_col(ip, step);
-		ws[na] = 1;
-		mip_add_row(ip->mip, ROW_TAG(ROW_ALGO_SPACE, step, -1), na + 1, cols, ws, 0, MIP_INF);
+		tmax = kernel_algos_expr(ip, step, na, al, &expr);
 	} else if (ip->kernels_fast) {
 		konst = tmax = t0 * US;
 	} else if (sep || d > MAX_CONFIG_TENSORS) {
@@ -943,84 +1074,13 @@ static void build_kernel(Ilp *ip, int step)
 				tmax -= pen[i] * US;
 		}
 	} else {
-		/* T = sum_c time_c y_c; sum_c y_c = 1; sum_{c: i fast} y_c = inFast_i */
 		ip->configured++;
-		int nc = 1 << d;
-		int *y = arena_array(ip->a, (size_t)nc, sizeof(int));
-		int *cols = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(int));
-		double *vals = arena_array(ip->a, (size_t)nc + MAX_IN_FAST + 8, sizeof(double));
-		for (int c = 0; c < nc; c++) {
-			uint32_t slow = 0;
-			for (int i = 0; i < d; i++)
-				if (c >> i & 1)
-					slow |= mask[i];
-			double tc = cm->kernel_time(cm, n, slow) * US;
-			if (tc > tmax)
-				tmax = tc;
-			y[c] = binary(ip, 0);
-			vec_push(ip->a, &expr, ((Term){y[c], tc, false}));
-			cols[c] = y[c];
-			vals[c] = 1;
-		}
-		mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG, step, -1), nc, cols, vals, 1, 1);
-		for (int i = 0; i < d; i++) {
-			int m = 0;
-			for (int c = 0; c < nc; c++)
-				if (!(c >> i & 1)) {
-					cols[m] = y[c];
-					vals[m++] = 1;
-				}
-			ColSum e = ilp_fast_at(&ip->flow[ts[i]->id], step);
-			for (int k = 0; k < e.n; k++) {
-				cols[m] = e.col[k];
-				vals[m++] = -1;
-			}
-			mip_add_row(ip->mip, ROW_TAG(ROW_CONFIG_FAST, step, ts[i]->id), m, cols, vals, 0, 0);
-		}
+		tmax = kernel_config_expr(ip, step, ts, mask, d, &expr);
 	}
 	ip->constant += konst;
 	for (int i = 0; i < expr.n; i++)
 		mip_add_obj(ip->mip, expr.v[i].col, expr.v[i].coef);
-
-	/*
-	 * e >= transfers - T:  e - transfers + terms(T) >= -konst; with duplex
-	 * moves, one row per direction (each copy engine has its own queue).
-	 */
-	int e = -1;
-	for (int dir = 0; dir < (ip->duplex ? 2 : 1); dir++) {
-		const TermVec *as = dir ? &ip->async_out[step] : &ip->async[step];
-		if (as->n == 0)
-			continue;
-		int nt = 1 + as->n + expr.n;
-		int *cols = arena_array(ip->a, (size_t)nt, sizeof(int));
-		double *vals = arena_array(ip->a, (size_t)nt, sizeof(double));
-		int m = 0;
-		if (e < 0)
-			e = mip_add_col(ip->mip, 0, MIP_INF, 1, false);
-		cols[m] = e;
-		vals[m++] = 1;
-		for (int i = 0; i < as->n; i++) {
-			cols[m] = as->v[i].col;
-			vals[m++] = -as->v[i].coef;
-		}
-		for (int i = 0; i < expr.n; i++) {
-			cols[m] = expr.v[i].col;
-			vals[m++] = expr.v[i].coef;
-		}
-		mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP, step, -1), m, cols, vals, -konst, MIP_INF);
-		/*
-		 * Valid inequalities that close most of the LP gap: a transfer
-		 * longer than the kernel can ever take costs its excess on its
-		 * own, e >= (c_a - tmax) x_a. Without them the LP spreads a long
-		 * prefetch in fractions over the kernels of its window, each
-		 * fraction hidden.
-		 */
-		for (int i = 0; i < as->n; i++)
-			if (as->v[i].coef > tmax && !as->v[i].span)
-				mip_add_row(ip->mip, ROW_TAG(ROW_OVERLAP_CUT, step, -1), 2, (int[]){e, as->v[i].col}, (double[]){1, -(as->v[i].coef - tmax)}, 0,
-				            MIP_INF);
-	}
-	ip->ecol[step] = e;
+	ip->ecol[step] = build_overlap(ip, step, &expr, konst, tmax);
 	ip->tmax[step] = tmax;
 }
 

@@ -197,8 +197,9 @@ const char *ilp_overflow(const Ilp *ip, const PlaceOptions *o, char *buf, size_t
 		snprintf(buf, size, "; even with moves in fractions it overflows at %s, by up to %s", steps_str(ip, at, steps,
 		         sizeof steps), fmt_bytes((int64_t)ceil(most * MIB), b, sizeof b));
 	else if (overflow_at(ip, o, false, limit, at, &most) && count_marked(at, n) > 0)
-		snprintf(buf, size, "; the placement that overflows it least (as far as %g s of search finds) does so at %s, by up to %s", limit,
-		         steps_str(ip, at, steps, sizeof steps), fmt_bytes((int64_t)ceil(most * MIB), b, sizeof b));
+		snprintf(buf, size, "; the placement that overflows it least (as far as %g s of search finds) does so at %s, "
+		         "by up to %s", limit, steps_str(ip, at, steps, sizeof steps),
+		         fmt_bytes((int64_t)ceil(most * MIB), b, sizeof b));
 	else
 		buf[0] = '\0';
 	free(at);

@@ -508,6 +508,313 @@ static int lns_jobs(const PlaceOptions *o)
  * solution that packs: it breaks the program, as a start from before the
  * fragmentation loop tightened the limits does).
  */
+typedef struct Gain {
+	double at, objective; /* when an improvement was found, and its objective */
+} Gain;
+
+/* The state of one search (ilp_improve). */
+typedef struct Search {
+	Ilp *ip;
+	const PlaceOptions *o; /* packed by first fit */
+	const int *owner;
+	double *x;             /* the current plan */
+	PlaceStats *st;
+	double t0, end, seconds, more;
+	int n, nt, nc;         /* steps, tensors, columns */
+	bool *open;            /* the open tensors of a window solved here */
+	const bool *none;      /* no tensor open: completions */
+	double *cand, *merged, *excess, *dmax0;
+	bool *tried;           /* windows by their first step */
+	bool *skip;            /* windows that clash with a running job */
+	VEC(Gain) gains;
+	double best;           /* the current plan's objective */
+	Job *jobs;
+	int njobs, running, version; /* jobs, those running, plans kept */
+	int width, easy, hard;
+	bool offloading;       /* weights and optimizer state open too */
+	bool first_done;       /* every window tried without them */
+} Search;
+
+/*
+ * The start itself, the columns it does not give completed (under
+ * tighter bounds where it does not pack); first with its algorithms too,
+ * which its packing was made with (free, the completion took algorithms
+ * whose workspaces did not pack beside the start's residencies: VGG-19
+ * b64 at half its peak, measured profile, sync's start of 272.6 ms
+ * completed at 267.1 ms did not pack, and under the tightened bounds had
+ * no completion, so that no search ran). False where none packs.
+ */
+static bool search_start(Search *S, bool *uncompleted)
+{
+	Ilp *ip = S->ip;
+	int n = S->n, nc = S->nc;
+	bool proved;
+	int *with_algos = NULL; /* owner, with the start's algorithm columns owned by tensor 0 (none is open here) */
+	for (int k = 0; k < n; k++) {
+		if (ip->algo_col[k] < 0 || isnan(S->x[ip->algo_col[k]]))
+			continue;
+		if (!with_algos) {
+			with_algos = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
+			memcpy(with_algos, S->owner, sizeof(int) * (size_t)nc);
+		}
+		for (int i = 0, na = ilp_kernel_algos(ip, ip->s->order[k], NULL); i < na; i++)
+			with_algos[ip->algo_col[k] + i] = 0;
+	}
+	double best = INFINITY;
+	bool fits = false;
+	if (with_algos) {
+		best = solve_fixed(ip, S->o, with_algos, S->none, S->x, S->cand, INFINITY, -1, S->seconds / 8, &proved);
+		fits = best < INFINITY && ilp_packs(ip, S->o, S->cand, S->excess);
+		if (place_solver_log())
+			fprintf(stderr, "lns start: %d of %d tensors and its algorithms given, completed: %.1f us%s\n",
+			        S->st->start_tensors, S->nt, best, best < INFINITY && !fits ? " (does not pack)" : "");
+	}
+	for (int k = 0; k < 4 && !fits && now_seconds() < S->t0 + S->seconds / 4; k++) {
+		best = solve_fixed(ip, S->o, S->owner, S->none, S->x, S->cand, INFINITY, -1, S->seconds / 8, &proved);
+		if (k == 0)
+			*uncompleted = best == INFINITY; /* no completion at all, not one under tightened bounds */
+		fits = best < INFINITY && ilp_packs(ip, S->o, S->cand, S->excess);
+		if (place_solver_log())
+			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", S->st->start_tensors, S->nt,
+			        best, best < INFINITY && !fits ? " (does not pack)" : "");
+		if (best == INFINITY || (!fits && !tighten(ip, S->o, S->cand, NULL)))
+			break;
+	}
+	untighten(ip, S->dmax0);
+	S->st->lns_solves = fits; /* none: no search, the whole program alone */
+	if (!fits)
+		return false;
+	memcpy(S->x, S->cand, sizeof(double) * (size_t)nc);
+	S->best = best;
+	S->st->lns_start = best / US;
+	vec_push(ip->a, &S->gains, ((Gain){now_seconds(), best}));
+	return true;
+}
+
+/*
+ * Whether the search goes on: until its time is up, or, still improving
+ * by PLACE_LNS_GAIN over the last quarter of its time, the extra time too.
+ */
+static bool search_goes_on(Search *S)
+{
+	if (now_seconds() < S->end - 0.05)
+		return true;
+	double now = now_seconds(), then = now - (now - S->t0) / 4, before = S->gains.v[0].objective;
+	for (int k = 0; k < S->gains.n && S->gains.v[k].at <= then; k++)
+		before = S->gains.v[k].objective;
+	if (S->more <= 0 || before - S->best < PLACE_LNS_GAIN * S->best)
+		return false;
+	S->end += S->more;
+	S->more = 0;
+	S->st->lns_extended = true;
+	if (place_solver_log())
+		fprintf(stderr, "lns: %.1f -> %.1f us over the last quarter; the whole program's time too\n", before,
+		        S->best);
+	return true;
+}
+
+/* Windows of `width` from scratch: none tried, no run of easy or hard ones. */
+static void search_width(Search *S, int width)
+{
+	S->width = width;
+	memset(S->tried, 0, sizeof(bool) * (size_t)S->n);
+	S->easy = S->hard = 0;
+}
+
+/*
+ * The untried window of this width (starts on a grid of half a width)
+ * that costs most, of those whose open tensors no running job has open
+ * (job `slot` free, or -1): its first step (-1: none), its end into *hi,
+ * its open tensors into jopen, their number into *nopen.
+ */
+static int pick_window(Search *S, int slot, bool *jopen, int *hi, int *nopen)
+{
+	int n = S->n, stride = S->width / 2 > 0 ? S->width / 2 : 1, lo = -1;
+	memset(S->skip, 0, sizeof(bool) * (size_t)n);
+	while (S->njobs == 1 || slot >= 0) {
+		double most = -1;
+		lo = -1;
+		for (int w = 0; w < n; w += stride) {
+			double sum = 0;
+			for (int k = w; k < w + S->width && k < n; k++)
+				sum += S->excess[k];
+			if (!S->tried[w] && !S->skip[w] && sum > most)
+				most = sum, lo = w;
+		}
+		if (lo < 0)
+			break;
+		*hi = lo + S->width < n ? lo + S->width : n;
+		*nopen = 0;
+		bool clash = false;
+		for (int i = 0; i < S->nt; i++) {
+			*nopen += jopen[i] = acts_within(&S->ip->flow[i], lo, *hi) && (S->offloading || !S->ip->flow[i].offload);
+			for (int k = 0; jopen[i] && k < S->njobs && S->njobs > 1 && !clash; k++)
+				clash = S->jobs[k].pid > 0 && S->jobs[k].open[i];
+		}
+		if (!clash)
+			break;
+		S->skip[lo] = true;
+		lo = -1;
+	}
+	return lo;
+}
+
+/*
+ * Wait for a job's result, at most until the search's time is up: its
+ * window into *h, its open tensors and the plan it was solved from, its
+ * plan (if better) into cand. False where none came.
+ */
+static bool wait_job(Search *S, Hood *h, const bool **hopen, int *hversion)
+{
+	struct pollfd pfd[PLACE_MAX_JOBS];
+	int which[PLACE_MAX_JOBS], np = 0;
+	for (int i = 0; i < S->njobs; i++)
+		if (S->jobs[i].pid > 0)
+			pfd[np] = (struct pollfd){.fd = S->jobs[i].fd, .events = POLLIN}, which[np++] = i;
+	double wait = S->end - 0.05 - now_seconds();
+	int ready = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
+	for (int k = 0; k < np && ready > 0; k++) {
+		Job *j = &S->jobs[which[k]];
+		if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (!read_job(S->ip, j))
+			continue;
+		S->running--;
+		*h = j->h;
+		*hopen = j->open;
+		*hversion = j->version;
+		if (isfinite(h->obj)) { /* its plan; its steps' excess if it is kept as it is (not merged) */
+			const double *plan = (const double *)(j->buf + sizeof(Hood));
+			memcpy(S->cand, plan, sizeof(double) * (size_t)S->nc);
+			if (*hversion == S->version)
+				memcpy(S->excess, plan + S->nc, sizeof(double) * (size_t)S->n);
+		}
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A window's result solved from an earlier plan: its open tensors' paths
+ * into the current one, the rest completed; its objective where that is
+ * better and packs, else INFINITY (and the window worth solving again).
+ */
+static double merge_result(Search *S, const Hood *h, const bool *hopen)
+{
+	bool proved;
+	for (int c = 0; c < S->nc; c++)
+		S->merged[c] = S->owner[c] >= 0 && hopen[S->owner[c]] ? S->cand[c] : S->x[c];
+	double t1 = now_seconds(), limit = S->seconds / 20 > 1 ? S->seconds / 20 : 1;
+	double obj = solve_fixed(S->ip, S->o, S->owner, S->none, S->merged, S->cand, S->best, -1, limit, &proved);
+	if (obj > S->best * (1 - 1e-6))
+		obj = INFINITY;
+	bool ok = obj < S->best && ilp_packs(S->ip, S->o, S->cand, S->excess); /* excess is written only if it packs */
+	S->st->lns_merges++;
+	if (place_solver_log())
+		fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
+		        h->lo, h->hi, h->obj, S->best, obj, now_seconds() - t1, obj < S->best && !ok ? " (does not pack)" : "");
+	if (ok)
+		return obj;
+	S->tried[h->lo] = false; /* worth solving again from the current plan */
+	return INFINITY;
+}
+
+/* The result of window h, solved from plan hversion (cand: its plan if it found a better one). */
+static void take_result(Search *S, const Hood *h, const bool *hopen, int hversion)
+{
+	S->st->lns_solves += h->solves;
+	double obj = h->obj;
+	if (isfinite(obj) && hversion != S->version)
+		obj = merge_result(S, h, hopen);
+	bool better = isfinite(obj);
+	ticker_note("search: %d windows, best %.3f ms", S->st->lns_solves, 1e-3 * (better ? obj : S->best));
+	S->easy = !better && h->proved ? S->easy + 1 : 0;
+	S->hard = !better && !h->proved ? S->hard + 1 : 0;
+	if (S->hard >= PLACE_LNS_EASY && S->width > PLACE_LNS_WIDTH) { /* too hard: narrower again */
+		S->width /= 2;
+		memset(S->tried, 0, sizeof(bool) * (size_t)S->n);
+		S->hard = 0;
+	}
+	if (!better)
+		return;
+	S->st->lns_gain += (S->best - obj) / US;
+	S->st->lns_better++;
+	S->best = obj;
+	S->version++;
+	vec_push(S->ip->a, &S->gains, ((Gain){now_seconds(), S->best}));
+	memcpy(S->x, S->cand, sizeof(double) * (size_t)S->nc); /* excess is already its steps' (solve_hood, or the merge) */
+	int stride = S->width / 2 > 0 ? S->width / 2 : 1;
+	for (int w = 0; w < S->n; w += stride)
+		if (w + S->width > h->lo - S->width && w < h->hi + S->width)
+			S->tried[w] = false;
+}
+
+/* The search's state over ip, its arrays in ip's arena. */
+static Search search_new(Ilp *ip, const PlaceOptions *o, const int *owner, double *x, double seconds, double more,
+                         PlaceStats *st)
+{
+	Search S = {.ip = ip, .o = o, .owner = owner, .x = x, .st = st, .seconds = seconds, .more = more};
+	S.t0 = now_seconds();
+	S.end = S.t0 + seconds;
+	S.n = ip->s->n, S.nt = ip->g->tensors.n, S.nc = mip_ncols(ip->mip);
+	S.open = arena_array(ip->a, (size_t)S.nt + 1, sizeof(bool));
+	S.none = arena_array(ip->a, (size_t)S.nt + 1, sizeof(bool));
+	S.cand = arena_array(ip->a, (size_t)S.nc + 1, sizeof(double));
+	S.merged = arena_array(ip->a, (size_t)S.nc + 1, sizeof(double));
+	S.excess = arena_array(ip->a, (size_t)S.n + 1, sizeof(double));
+	S.dmax0 = arena_array(ip->a, (size_t)S.n + 1, sizeof(double));
+	S.tried = arena_array(ip->a, (size_t)S.n + 1, sizeof(bool));
+	S.skip = arena_array(ip->a, (size_t)S.n + 1, sizeof(bool));
+	memcpy(S.dmax0, ip->dmax, sizeof(double) * (size_t)S.n);
+	S.best = INFINITY;
+	return S;
+}
+
+/* The jobs that solve windows at once (lns_jobs), and the search's first width and phase. */
+static void search_jobs(Search *S)
+{
+	Ilp *ip = S->ip;
+	S->njobs = lns_jobs(S->o);
+	S->st->lns_jobs = S->njobs;
+	S->jobs = arena_array(ip->a, (size_t)S->njobs, sizeof(Job));
+	for (int i = 0; S->njobs > 1 && i < S->njobs; i++) {
+		S->jobs[i].open = arena_array(ip->a, (size_t)S->nt + 1, sizeof(bool));
+		S->jobs[i].buf = arena_array(ip->a, sizeof(Hood) + plan_bytes(ip), 1);
+	}
+	S->width = S->n < PLACE_LNS_WIDTH ? S->n : PLACE_LNS_WIDTH;
+	S->offloading = true; /* first the program without offloads (smaller neighbourhoods), if any and asked for */
+	for (int i = 0; i < S->nt && PLACE_LNS_OFFLOAD > 0; i++)
+		S->offloading = S->offloading && !ip->flow[i].offload;
+}
+
+/*
+ * Solve the window [lo, hi) with its open tensors jopen: in job `slot`'s
+ * process where there is one (true: it runs, its result comes later),
+ * else here, into *h (false).
+ */
+static bool solve_window(Search *S, int slot, const bool *jopen, Hood *h)
+{
+	S->tried[h->lo] = true;
+	double left = S->end - now_seconds(), limit = fmax(S->seconds * PLACE_LNS_WINDOW, 1);
+	if (limit > left)
+		limit = left;
+	if (h->nopen == 0) {
+		h->proved = true; /* nothing to change */
+		return false;
+	}
+	if (slot >= 0) {
+		S->jobs[slot].h = *h;
+		S->jobs[slot].version = S->version;
+		if (spawn_hood(S->ip, S->o, S->owner, S->x, S->best, limit, S->end, S->dmax0, &S->jobs[slot])) {
+			S->running++;
+			return true; /* another window while this one runs */
+		}
+	}
+	/* one job, or no process could be made: solved here */
+	solve_hood(S->ip, S->o, S->owner, jopen, S->x, S->best, limit, S->end, S->dmax0, S->cand, S->excess, h);
+	return false;
+}
+
 double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, double *x, double seconds,
                    double more, PlaceStats *st, bool *uncompleted)
 {
@@ -519,255 +826,44 @@ double ilp_improve(Ilp *ip, const PlaceOptions *opts, const int *owner, double *
 	 */
 	PlaceOptions first_fit = *opts;
 	first_fit.first_fit = true;
-	const PlaceOptions *o = &first_fit;
-	double t0 = now_seconds(), end = t0 + seconds;
-	typedef struct Gain {
-		double at, objective; /* when an improvement was found, and its objective */
-	} Gain;
-	VEC(Gain) gains = {0};
-	int n = ip->s->n, nt = ip->g->tensors.n;
-	bool *open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
-	const bool *none = arena_array(ip->a, (size_t)nt + 1, sizeof(bool)); /* no tensor open: completions */
-	bool proved;
-	int nc = mip_ncols(ip->mip);
-	double *cand = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
-	double *merged = arena_array(ip->a, (size_t)nc + 1, sizeof(double));
-	double *excess = arena_array(ip->a, (size_t)n + 1, sizeof(double));
-	double *dmax0 = arena_array(ip->a, (size_t)n + 1, sizeof(double));
-	bool *tried = arena_array(ip->a, (size_t)n + 1, sizeof(bool)); /* by a window's first step */
-	bool *skip = arena_array(ip->a, (size_t)n + 1, sizeof(bool));  /* windows that clash with a running job */
-	memcpy(dmax0, ip->dmax, sizeof(double) * (size_t)n);
-	/*
-	 * the start itself, the columns it does not give completed (under
-	 * tighter bounds where it does not pack); first with its algorithms
-	 * too, which its packing was made with (free, the completion took
-	 * algorithms whose workspaces did not pack beside the start's
-	 * residencies: VGG-19 b64 at half its peak, measured profile, sync's
-	 * start of 272.6 ms completed at 267.1 ms did not pack, and under the
-	 * tightened bounds had no completion, so that no search ran)
-	 */
-	int *with_algos = NULL; /* owner, with the start's algorithm columns owned by tensor 0 (none is open here) */
-	for (int k = 0; k < n; k++) {
-		if (ip->algo_col[k] < 0 || isnan(x[ip->algo_col[k]]))
-			continue;
-		if (!with_algos) {
-			with_algos = arena_array(ip->a, (size_t)nc + 1, sizeof(int));
-			memcpy(with_algos, owner, sizeof(int) * (size_t)nc);
-		}
-		for (int i = 0, na = ilp_kernel_algos(ip, ip->s->order[k], NULL); i < na; i++)
-			with_algos[ip->algo_col[k] + i] = 0;
-	}
-	double best = INFINITY;
-	bool fits = false;
-	if (with_algos) {
-		best = solve_fixed(ip, o, with_algos, none, x, cand, INFINITY, -1, seconds / 8, &proved);
-		fits = best < INFINITY && ilp_packs(ip, o, cand, excess);
-		if (place_solver_log())
-			fprintf(stderr, "lns start: %d of %d tensors and its algorithms given, completed: %.1f us%s\n",
-			        st->start_tensors, nt, best, best < INFINITY && !fits ? " (does not pack)" : "");
-	}
-	for (int k = 0; k < 4 && !fits && now_seconds() < t0 + seconds / 4; k++) {
-		best = solve_fixed(ip, o, owner, none, x, cand, INFINITY, -1, seconds / 8, &proved);
-		if (k == 0)
-			*uncompleted = best == INFINITY; /* no completion at all, not one under tightened bounds */
-		fits = best < INFINITY && ilp_packs(ip, o, cand, excess);
-		if (place_solver_log())
-			fprintf(stderr, "lns start: %d of %d tensors given, completed: %.1f us%s\n", st->start_tensors, nt,
-			        best, best < INFINITY && !fits ? " (does not pack)" : "");
-		if (best == INFINITY || (!fits && !tighten(ip, o, cand, NULL)))
-			break;
-	}
-	untighten(ip, dmax0);
-	st->lns_solves = 1;
-	if (!fits) {
-		st->lns_solves = 0; /* no search: the whole program alone */
+	Search S = search_new(ip, &first_fit, owner, x, seconds, more, st);
+	if (!search_start(&S, uncompleted))
 		return INFINITY;
-	}
-	memcpy(x, cand, sizeof(double) * (size_t)nc);
-	st->lns_start = best / US;
-	vec_push(ip->a, &gains, ((Gain){now_seconds(), best}));
-	int njobs = lns_jobs(o), running = 0, version = 0;
-	st->lns_jobs = njobs;
-	Job *jobs = arena_array(ip->a, (size_t)njobs, sizeof(Job));
-	for (int i = 0; njobs > 1 && i < njobs; i++) {
-		jobs[i].open = arena_array(ip->a, (size_t)nt + 1, sizeof(bool));
-		jobs[i].buf = arena_array(ip->a, sizeof(Hood) + plan_bytes(ip), 1);
-	}
-	int width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH, easy = 0, hard = 0;
-	bool offloading = true; /* first the program without offloads (smaller neighbourhoods), if any and asked for */
-	for (int i = 0; i < nt && PLACE_LNS_OFFLOAD > 0; i++)
-		offloading = offloading && !ip->flow[i].offload;
-	bool first_done = false;
-	for (;;) {
-		if (now_seconds() >= end - 0.05) {
-			/* still improving by PLACE_LNS_GAIN over the last quarter of its time: the extra time too */
-			double now = now_seconds(), then = now - (now - t0) / 4, before = gains.v[0].objective;
-			for (int k = 0; k < gains.n && gains.v[k].at <= then; k++)
-				before = gains.v[k].objective;
-			if (more <= 0 || before - best < PLACE_LNS_GAIN * best)
-				break;
-			end += more;
-			more = 0;
-			st->lns_extended = true;
-			if (place_solver_log())
-				fprintf(stderr, "lns: %.1f -> %.1f us over the last quarter; the whole program's time too\n", before,
-				        best);
-		}
-		if (!offloading && (first_done || now_seconds() > t0 + seconds * PLACE_LNS_OFFLOAD)) {
-			offloading = true; /* the second phase: every window again, weights and state open too */
-			width = n < PLACE_LNS_WIDTH ? n : PLACE_LNS_WIDTH;
-			memset(tried, 0, sizeof(bool) * (size_t)n);
-			easy = hard = 0;
+	search_jobs(&S);
+	while (search_goes_on(&S)) {
+		if (!S.offloading && (S.first_done || now_seconds() > S.t0 + seconds * PLACE_LNS_OFFLOAD)) {
+			S.offloading = true; /* the second phase: every window again, weights and state open too */
+			search_width(&S, S.n < PLACE_LNS_WIDTH ? S.n : PLACE_LNS_WIDTH);
 			if (place_solver_log())
 				fprintf(stderr, "lns: weights and optimizer state open from here\n");
 		}
-		/*
-		 * The untried window of this width (starts on a grid of half a
-		 * width) that costs most, of those whose open tensors no running
-		 * job has open.
-		 */
-		int stride = width / 2 > 0 ? width / 2 : 1, lo = -1, hi = 0, nopen = 0, slot = -1;
-		for (int i = 0; i < njobs && njobs > 1 && slot < 0; i++)
-			if (jobs[i].pid == 0)
+		int slot = -1, hi = 0, nopen = 0;
+		for (int i = 0; i < S.njobs && S.njobs > 1 && slot < 0; i++)
+			if (S.jobs[i].pid == 0)
 				slot = i;
-		bool *jopen = slot >= 0 ? jobs[slot].open : open;
-		memset(skip, 0, sizeof(bool) * (size_t)n);
-		while (njobs == 1 || slot >= 0) {
-			double most = -1;
-			lo = -1;
-			for (int w = 0; w < n; w += stride) {
-				double sum = 0;
-				for (int k = w; k < w + width && k < n; k++)
-					sum += excess[k];
-				if (!tried[w] && !skip[w] && sum > most)
-					most = sum, lo = w;
-			}
-			if (lo < 0)
-				break;
-			hi = lo + width < n ? lo + width : n;
-			nopen = 0;
-			bool clash = false;
-			for (int i = 0; i < nt; i++) {
-				nopen += jopen[i] = acts_within(&ip->flow[i], lo, hi) && (offloading || !ip->flow[i].offload);
-				for (int k = 0; jopen[i] && k < njobs && njobs > 1 && !clash; k++)
-					clash = jobs[k].pid > 0 && jobs[k].open[i];
-			}
-			if (!clash)
-				break;
-			skip[lo] = true;
-			lo = -1;
-		}
-		if (lo < 0 && running > 0) {
+		bool *jopen = slot >= 0 ? S.jobs[slot].open : S.open;
+		int lo = pick_window(&S, slot, jopen, &hi, &nopen);
+		if (lo < 0 && S.running > 0) {
 			/* no slot is free, or every untried window clashes with a running one: wait for a result below */
-		} else if (lo < 0 || easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
-			if (width >= n && offloading)
+		} else if (lo < 0 || S.easy >= PLACE_LNS_EASY) { /* all tried, or too easy: wider windows */
+			if (S.width >= S.n && S.offloading)
 				break;
-			if (width >= n) {
-				first_done = true;
-				continue;
-			}
-			width = 2 * width < n ? 2 * width : n;
-			memset(tried, 0, sizeof(bool) * (size_t)n);
-			easy = hard = 0;
+			if (S.width >= S.n)
+				S.first_done = true;
+			else
+				search_width(&S, 2 * S.width < S.n ? 2 * S.width : S.n);
 			continue;
 		}
 		Hood h = {.lo = lo, .hi = hi, .nopen = nopen, .obj = INFINITY};
 		const bool *hopen = jopen;
-		int hversion = version;
-		bool done = false;
-		if (lo >= 0) {
-			tried[lo] = true;
-			double left = end - now_seconds(), limit = fmax(seconds * PLACE_LNS_WINDOW, 1);
-			if (limit > left)
-				limit = left;
-			if (nopen == 0) {
-				h.proved = done = true; /* nothing to change */
-			} else if (slot >= 0) {
-				jobs[slot].h = h;
-				jobs[slot].version = version;
-				if (spawn_hood(ip, o, owner, x, best, limit, end, dmax0, &jobs[slot])) {
-					running++;
-					continue; /* another window while this one runs */
-				}
-			}
-			if (!done) { /* one job, or no process could be made: solved here */
-				solve_hood(ip, o, owner, hopen, x, best, limit, end, dmax0, cand, excess, &h);
-				done = true;
-			}
-		} else {
-			/* wait for a job's result, at most until the search's time is up */
-			struct pollfd pfd[PLACE_MAX_JOBS];
-			int which[PLACE_MAX_JOBS], np = 0;
-			for (int i = 0; i < njobs; i++)
-				if (jobs[i].pid > 0)
-					pfd[np] = (struct pollfd){.fd = jobs[i].fd, .events = POLLIN}, which[np++] = i;
-			double wait = end - 0.05 - now_seconds();
-			int ready = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
-			for (int k = 0; k < np && ready > 0 && !done; k++) {
-				Job *j = &jobs[which[k]];
-				if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
-					continue;
-				if (!read_job(ip, j))
-					continue;
-				running--;
-				h = j->h;
-				hopen = j->open;
-				hversion = j->version;
-				if (isfinite(h.obj)) { /* its plan; its steps' excess if it is kept as it is (not merged) */
-					const double *plan = (const double *)(j->buf + sizeof(Hood));
-					memcpy(cand, plan, sizeof(double) * (size_t)nc);
-					if (hversion == version)
-						memcpy(excess, plan + nc, sizeof(double) * (size_t)n);
-				}
-				done = true;
-			}
-			if (!done)
-				continue;
-		}
-		/* the result of window h, solved from plan hversion (cand: its plan if it found a better one) */
-		st->lns_solves += h.solves;
-		double obj = h.obj;
-		if (isfinite(obj) && hversion != version) {
-			/* solved from an earlier plan: its open tensors' paths into the current one, the rest completed */
-			for (int c = 0; c < nc; c++)
-				merged[c] = owner[c] >= 0 && hopen[owner[c]] ? cand[c] : x[c];
-			double t1 = now_seconds(), limit = seconds / 20 > 1 ? seconds / 20 : 1;
-			obj = solve_fixed(ip, o, owner, none, merged, cand, best, -1, limit, &proved);
-			if (obj > best * (1 - 1e-6))
-				obj = INFINITY;
-			bool ok = obj < best && ilp_packs(ip, o, cand, excess); /* excess is written only if it packs */
-			st->lns_merges++;
-			if (place_solver_log())
-				fprintf(stderr, "lns [%d,%d) from an earlier plan: %.1f us, merged into the current %.1f: %.1f us in %.2f s%s\n",
-				        h.lo, h.hi, h.obj, best, obj, now_seconds() - t1, obj < best && !ok ? " (does not pack)" : "");
-			if (!ok) {
-				obj = INFINITY;
-				tried[h.lo] = false; /* worth solving again from the current plan */
-			}
-		}
-		bool better = isfinite(obj);
-		ticker_note("search: %d windows, best %.3f ms", st->lns_solves, 1e-3 * (better ? obj : best));
-		easy = !better && h.proved ? easy + 1 : 0;
-		hard = !better && !h.proved ? hard + 1 : 0;
-		if (hard >= PLACE_LNS_EASY && width > PLACE_LNS_WIDTH) { /* too hard: narrower again */
-			width /= 2;
-			memset(tried, 0, sizeof(bool) * (size_t)n);
-			hard = 0;
-		}
-		if (better) {
-			st->lns_gain += (best - obj) / US;
-			st->lns_better++;
-			best = obj;
-			version++;
-			vec_push(ip->a, &gains, ((Gain){now_seconds(), best}));
-			memcpy(x, cand, sizeof(double) * (size_t)nc); /* excess is already its steps' (solve_hood, or the merge) */
-			stride = width / 2 > 0 ? width / 2 : 1;
-			for (int w = 0; w < n; w += stride)
-				if (w + width > h.lo - width && w < h.hi + width)
-					tried[w] = false;
-		}
+		int hversion = S.version;
+		if (lo >= 0 && solve_window(&S, slot, jopen, &h))
+			continue;
+		if (lo < 0 && !wait_job(&S, &h, &hopen, &hversion))
+			continue;
+		take_result(&S, &h, hopen, hversion);
 	}
-	kill_jobs(jobs, njobs);
-	st->lns_time = now_seconds() - t0;
-	return best;
+	kill_jobs(S.jobs, S.njobs);
+	st->lns_time = now_seconds() - S.t0;
+	return S.best;
 }

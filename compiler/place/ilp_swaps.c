@@ -412,6 +412,194 @@ static bool offload_one(const Ilp *ip, Offloads *of, int worst, double *live, do
 	return true;
 }
 
+/* The greedy's state: the program's networks, what it keeps of a base, the bytes and loads per step, the gaps. */
+typedef struct Swaps {
+	Ilp ip;
+	const Graph *g;
+	const Schedule *s;
+	const Placement *base;
+	Arena *a;
+	bool *kept;        /* tensor -> its base's recomputes keep their plan */
+	StepVec *need;     /* tensor -> steps where a base's recompute reads it */
+	double *live;      /* step -> bytes fast there */
+	double *load_in, *load_w; /* step -> the copy engines' loads (one array where they are one engine) */
+	double *wmin;      /* region -> the least workspace its column must hold */
+	double *target;    /* step -> the bytes it may hold */
+	GapVec gaps;
+	Offloads of;
+	double *x;         /* the plan's columns */
+} Swaps;
+
+/*
+ * All fast, but with a base the tensors it recomputes keep its plan
+ * (their fast copies, and the scratch of its chains at their
+ * boundaries); the others may be swapped, but not over a step where one
+ * of its recomputes reads them. The bytes fast at each step into live.
+ */
+static void swaps_live(Swaps *w)
+{
+	const Graph *g = w->g;
+	const Placement *base = w->base;
+	const Ilp *ip = &w->ip;
+	for (int i = 0; base && i < base->recomputes.n; i++) {
+		const Recompute *r = &base->recomputes.v[i];
+		w->kept[r->t->id] = true;
+		for (int k = 0; k < r->node->nin; k++)
+			vec_push(w->a, &w->need[r->node->in[k]->id], r->at);
+	}
+	for (int i = 0; i < g->tensors.n; i++) {
+		if (!w->kept[i]) {
+			for (int k = ip->flow[i].first; k <= ip->flow[i].last; k++)
+				w->live[k] += (double)ip->flow[i].size;
+			continue;
+		}
+		for (int j = 0; j < base->of[i].n; j++) {
+			const Residency *r = base->of[i].v[j];
+			for (int k = r->first; r->tier == TIER_FAST && k <= r->last; k++)
+				w->live[k] += (double)ip->flow[i].size;
+		}
+	}
+	for (int i = 0; base && i < base->res.n; i++) /* scratch of tensors not recomputed themselves */
+		if (base->res.v[i]->scratch && !w->kept[base->res.v[i]->t->id])
+			w->live[base->res.v[i]->first] += (double)memplan_round(base->res.v[i]->t->bytes);
+	for (int k = 0; k < w->s->n; k++) /* an output over its input (build_reuse): both fast there, at anchors */
+		if (schedule_reuse(w->s, k))
+			w->live[k] -= (double)ip->flow[w->s->order[k]->out[0]->id].size;
+}
+
+/*
+ * Each step's target: margin x the limit, less the least workspace its
+ * region's column must hold (the largest of the smallest workspaces of
+ * the kernels run there, recomputes included), which the capacity rows
+ * add to the step's bytes.
+ */
+static void swaps_targets(Swaps *w, int64_t limit, double margin)
+{
+	const Ilp *ip = &w->ip;
+	const Placement *base = w->base;
+	int n = w->s->n;
+	w->wmin = arena_array(w->a, (size_t)ip->region[n] + 2, sizeof(double));
+	w->target = arena_array(w->a, (size_t)n + 1, sizeof(double));
+	for (int k = 0; k < n; k++)
+		w->wmin[ip->region[k]] = fmax(w->wmin[ip->region[k]], least_workspace(ip, w->s->order[k]));
+	for (int i = 0; base && i < base->recomputes.n; i++)
+		w->wmin[ip->region[base->recomputes.v[i].at]] =
+			fmax(w->wmin[ip->region[base->recomputes.v[i].at]], least_workspace(ip, base->recomputes.v[i].node));
+	for (int k = 0; k < n; k++)
+		w->target[k] = margin * (double)limit - w->wmin[ip->region[k]];
+}
+
+/* The offload candidates: weights and optimizer state that no base keeps or reads, largest first. */
+static void swaps_offloads(Swaps *w, int ncol)
+{
+	const Graph *g = w->g;
+	w->x = arena_array(w->a, (size_t)ncol + 1, sizeof(double));
+	w->of = (Offloads){.on = arena_array(w->a, (size_t)g->tensors.n + 1, sizeof(bool)),
+	                   .col = arena_array(w->a, (size_t)g->tensors.n + 1, sizeof(StepVec)),
+	                   .trial = arena_array(w->a, 1, sizeof(Offload)), .pick = arena_array(w->a, 1, sizeof(Offload)),
+	                   .x = w->x};
+	w->of.cand = arena_array(w->a, (size_t)g->tensors.n + 1, sizeof(GapKey));
+	for (int i = 0; i < g->tensors.n; i++)
+		if (!w->kept[i] && w->need[i].n == 0 && w->ip.flow[i].offload)
+			w->of.cand[w->of.ncand++] = (GapKey){w->ip.flow[i].size, i};
+	qsort(w->of.cand, (size_t)w->of.ncand, sizeof(GapKey), cmp_gap_key);
+}
+
+/*
+ * The largest tensor that frees the fullest step, until every step is
+ * under its target; where no gap frees it, a weight or optimizer state
+ * offloaded. False where neither can (stuck).
+ */
+static bool swaps_plan(Swaps *w, const CostModel *cm)
+{
+	Ilp *ip = &w->ip;
+	GapVec *gaps = &w->gaps;
+	int n = w->s->n;
+	GapKey *by_size = arena_array(w->a, (size_t)gaps->n + 1, sizeof(GapKey));
+	for (int i = 0; i < gaps->n; i++)
+		by_size[i] = (GapKey){ip->flow[gaps->v[i].id].size, i};
+	qsort(by_size, (size_t)gaps->n, sizeof(GapKey), cmp_gap_key);
+	for (;;) {
+		int worst = 0;
+		for (int k = 1; k < n; k++)
+			if (w->live[k] - w->target[k] > w->live[worst] - w->target[worst])
+				worst = k;
+		if (w->live[worst] <= w->target[worst])
+			return true;
+		int best = -1;
+		Gap pick = {0};
+		for (int oi = 0; oi < gaps->n && best < 0; oi++) { /* the largest that plans: the first, by size */
+			int i = by_size[oi].i;
+			Gap gp = gaps->v[i];
+			const Flow *f = &ip->flow[gp.id];
+			if ((gp.on && gp.free <= worst && worst < gp.until) || f->pt[gp.a].step > worst ||
+			    f->pt[gp.b].step <= worst)
+				continue;
+			double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
+			double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
+			if (plan_gap(ip, &gp, w->load_in, w->load_w, wus, rus, worst) && gap_clear(ip, &gp, w->need)) {
+				best = i;
+				pick = gp;
+			}
+		}
+		if (best < 0) {
+			if (!offload_one(ip, &w->of, worst, w->live, w->load_in, w->load_w, w->a))
+				return false;
+			continue;
+		}
+		/* a gap chosen before for a later step is planned again to free this one too */
+		if (gaps->v[best].on)
+			apply_gap(ip, &gaps->v[best], -1, w->live, w->load_in, w->load_w);
+		pick.on = true;
+		gaps->v[best] = pick;
+		apply_gap(ip, &pick, 1, w->live, w->load_in, w->load_w);
+	}
+}
+
+/* The plan's columns: the base's paths, the offloads, the swaps (else all fast). False where a base's cannot be. */
+static bool swaps_columns(Swaps *w)
+{
+	const Ilp *ip = &w->ip;
+	const Graph *g = w->g;
+	double *x = w->x;
+	int most = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		if (ip->flow[i].m > most)
+			most = ip->flow[i].m;
+	int *cols = arena_array(w->a, (size_t)(3 * most + 2), sizeof(int));
+	for (int i = 0, j = 0; i < g->tensors.n; i++) {
+		if (w->kept[i]) {
+			if (!ilp_start_flow(&ip->flow[i], w->base, x, cols))
+				return false; /* the program cannot express its recomputes, at any margin */
+			continue;
+		}
+		if (w->of.on[i]) {
+			for (int k = 0; k < w->of.col[i].n; k++)
+				x[w->of.col[i].v[k]] = 1;
+			continue;
+		}
+		int k = j;
+		while (k < w->gaps.n && w->gaps.v[k].id == i)
+			k++;
+		if (!swap_path(&ip->flow[i], w->gaps.v + j, k - j, x)) /* all fast */
+			swap_path(&ip->flow[i], NULL, 0, x);
+		j = k;
+	}
+	x[ip->one] = 1;
+	for (int k = 0; k < w->s->n; k++) { /* an output over its input where both are held there, as the solver would */
+		if (ip->reuse_col[k] < 0)
+			continue;
+		ColSum in = ilp_held_at(&ip->flow[schedule_reuse(w->s, k)->id], k);
+		ColSum out = ilp_held_at(&ip->flow[w->s->order[k]->out[0]->id], k);
+		x[ip->reuse_col[k]] = sum_on(&in, x) && sum_on(&out, x);
+	}
+	/* each kernel's fastest algorithm: cm->algos lists it first */
+	for (int k = 0; k < w->s->n; k++)
+		if (ip->algo_col[k] >= 0)
+			x[ip->algo_col[k]] = 1;
+	return true;
+}
+
 Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions *o, double margin,
                            const Placement *base, bool *stuck, Arena *a)
 {
@@ -423,170 +611,40 @@ Placement *place_ilp_swaps(const Graph *g, const Schedule *s, const PlaceOptions
 	double *limit_mib = arena_array(a, (size_t)n + 1, sizeof(double));
 	for (int i = 0; i < n; i++)
 		limit_mib[i] = (double)o->limit / MIB;
-	Ilp ip;
+	Swaps w = {.g = g, .s = s, .base = base, .a = a};
 	PlaceStats st;
-	ilp_build(&ip, g, s, &so, limit_mib, a, &st);
-	int ncol = mip_ncols(ip.mip);
-	mip_free(ip.mip);
-	ip.mip = NULL;
-	if (ip.span <= 0)
+	ilp_build(&w.ip, g, s, &so, limit_mib, a, &st);
+	int ncol = mip_ncols(w.ip.mip);
+	mip_free(w.ip.mip);
+	w.ip.mip = NULL;
+	if (w.ip.span <= 0)
 		return NULL;
-	/* all fast, then the largest tensor that frees the fullest step, until every step is under the target */
-	double *live = arena_array(a, (size_t)n + 1, sizeof(double));
-	double *load_in = arena_array(a, (size_t)n + 1, sizeof(double));
-	double *load_out = arena_array(a, (size_t)n + 1, sizeof(double));
-	double *load_w = ip.duplex ? load_out : load_in;
-	/*
-	 * With a base: the tensors it recomputes keep its plan (their fast
-	 * copies, and the scratch of its chains at their boundaries); the
-	 * others may be swapped, but not over a step where one of its
-	 * recomputes reads them.
-	 */
-	bool *kept = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
-	StepVec *need = arena_array(a, (size_t)g->tensors.n + 1, sizeof *need);
-	for (int i = 0; base && i < base->recomputes.n; i++) {
-		const Recompute *r = &base->recomputes.v[i];
-		kept[r->t->id] = true;
-		for (int k = 0; k < r->node->nin; k++)
-			vec_push(a, &need[r->node->in[k]->id], r->at);
-	}
-	for (int i = 0; i < g->tensors.n; i++) {
-		if (!kept[i]) {
-			for (int k = ip.flow[i].first; k <= ip.flow[i].last; k++)
-				live[k] += (double)ip.flow[i].size;
-			continue;
-		}
-		for (int j = 0; j < base->of[i].n; j++) {
-			const Residency *r = base->of[i].v[j];
-			for (int k = r->first; r->tier == TIER_FAST && k <= r->last; k++)
-				live[k] += (double)ip.flow[i].size;
-		}
-	}
-	for (int i = 0; base && i < base->res.n; i++) /* scratch of tensors not recomputed themselves */
-		if (base->res.v[i]->scratch && !kept[base->res.v[i]->t->id])
-			live[base->res.v[i]->first] += (double)memplan_round(base->res.v[i]->t->bytes);
-	for (int k = 0; k < n; k++) /* an output over its input (build_reuse): both fast there, at anchors */
-		if (schedule_reuse(s, k))
-			live[k] -= (double)ip.flow[s->order[k]->out[0]->id].size;
-	GapVec gaps = {0};
+	w.live = arena_array(a, (size_t)n + 1, sizeof(double));
+	w.load_in = arena_array(a, (size_t)n + 1, sizeof(double));
+	w.load_w = w.ip.duplex ? arena_array(a, (size_t)n + 1, sizeof(double)) : w.load_in;
+	w.kept = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool));
+	w.need = arena_array(a, (size_t)g->tensors.n + 1, sizeof *w.need);
+	swaps_live(&w);
 	for (int i = 0; i < g->tensors.n; i++)
-		if (!kept[i])
-			find_gaps(&ip, &ip.flow[i], i, &gaps); /* none for a tensor of one point */
-	/*
-	 * Each step's target: margin x the limit, less the least workspace
-	 * its region's column must hold (the largest of the smallest
-	 * workspaces of the kernels run there, recomputes included), which
-	 * the capacity rows add to the step's bytes.
-	 */
-	const CostModel *cm = o->cm;
-	int nreg = ip.region[n] + 1;
-	double *wmin = arena_array(a, (size_t)nreg + 1, sizeof(double));
-	double *target = arena_array(a, (size_t)n + 1, sizeof(double));
-	for (int k = 0; k < n; k++)
-		wmin[ip.region[k]] = fmax(wmin[ip.region[k]], least_workspace(&ip, s->order[k]));
-	for (int i = 0; base && i < base->recomputes.n; i++)
-		wmin[ip.region[base->recomputes.v[i].at]] =
-			fmax(wmin[ip.region[base->recomputes.v[i].at]], least_workspace(&ip, base->recomputes.v[i].node));
-	for (int k = 0; k < n; k++)
-		target[k] = margin * (double)o->limit - wmin[ip.region[k]];
-	/* weights and optimizer state offloaded where no gap frees a step */
-	double *x = arena_array(a, (size_t)ncol + 1, sizeof(double));
-	Offloads of = {.on = arena_array(a, (size_t)g->tensors.n + 1, sizeof(bool)),
-	               .col = arena_array(a, (size_t)g->tensors.n + 1, sizeof(StepVec)),
-	               .trial = arena_array(a, 1, sizeof(Offload)), .pick = arena_array(a, 1, sizeof(Offload)), .x = x};
-	GapKey *by_size = arena_array(a, (size_t)gaps.n + 1, sizeof(GapKey));
-	for (int i = 0; i < gaps.n; i++)
-		by_size[i] = (GapKey){ip.flow[gaps.v[i].id].size, i};
-	qsort(by_size, (size_t)gaps.n, sizeof(GapKey), cmp_gap_key);
-	of.cand = arena_array(a, (size_t)g->tensors.n + 1, sizeof(GapKey));
-	for (int i = 0; i < g->tensors.n; i++)
-		if (!kept[i] && need[i].n == 0 && ip.flow[i].offload)
-			of.cand[of.ncand++] = (GapKey){ip.flow[i].size, i};
-	qsort(of.cand, (size_t)of.ncand, sizeof(GapKey), cmp_gap_key);
-	for (;;) {
-		int worst = 0;
-		for (int k = 1; k < n; k++)
-			if (live[k] - target[k] > live[worst] - target[worst])
-				worst = k;
-		if (live[worst] <= target[worst])
-			break;
-		int best = -1;
-		Gap pick = {0};
-		for (int oi = 0; oi < gaps.n && best < 0; oi++) { /* the largest that plans: the first, by size */
-			int i = by_size[oi].i;
-			Gap gp = gaps.v[i];
-			const Flow *f = &ip.flow[gp.id];
-			if ((gp.on && gp.free <= worst && worst < gp.until) || f->pt[gp.a].step > worst ||
-			    f->pt[gp.b].step <= worst)
-				continue;
-			double wus = cm->move_time(cm, f->t->bytes, TIER_FAST, TIER_SLOW, true) * US;
-			double rus = cm->move_time(cm, f->t->bytes, TIER_SLOW, TIER_FAST, true) * US;
-			if (plan_gap(&ip, &gp, load_in, load_w, wus, rus, worst) && gap_clear(&ip, &gp, need)) {
-				best = i;
-				pick = gp;
-			}
-		}
-		if (best < 0) {
-			if (!offload_one(&ip, &of, worst, live, load_in, load_w, a)) {
-				*stuck = true;
-				return NULL;
-			}
-			continue;
-		}
-		/* a gap chosen before for a later step is planned again to free this one too */
-		if (gaps.v[best].on)
-			apply_gap(&ip, &gaps.v[best], -1, live, load_in, load_w);
-		pick.on = true;
-		gaps.v[best] = pick;
-		apply_gap(&ip, &pick, 1, live, load_in, load_w);
+		if (!w.kept[i])
+			find_gaps(&w.ip, &w.ip.flow[i], i, &w.gaps); /* none for a tensor of one point */
+	swaps_targets(&w, o->limit, margin);
+	swaps_offloads(&w, ncol);
+	if (!swaps_plan(&w, o->cm) || !swaps_columns(&w)) {
+		*stuck = true;
+		return NULL;
 	}
-	int most = 0;
-	for (int i = 0; i < g->tensors.n; i++)
-		if (ip.flow[i].m > most)
-			most = ip.flow[i].m;
-	int *cols = arena_array(a, (size_t)(3 * most + 2), sizeof(int));
-	for (int i = 0, j = 0; i < g->tensors.n; i++) {
-		if (kept[i]) {
-			if (!ilp_start_flow(&ip.flow[i], base, x, cols)) {
-				*stuck = true; /* the program cannot express its recomputes, at any margin */
-				return NULL;
-			}
-			continue;
-		}
-		if (of.on[i]) {
-			for (int k = 0; k < of.col[i].n; k++)
-				x[of.col[i].v[k]] = 1;
-			continue;
-		}
-		int k = j;
-		while (k < gaps.n && gaps.v[k].id == i)
-			k++;
-		if (!swap_path(&ip.flow[i], gaps.v + j, k - j, x)) /* all fast */
-			swap_path(&ip.flow[i], NULL, 0, x);
-		j = k;
-	}
-	x[ip.one] = 1;
 	/* the program's own count (the greedy's differs: transit, write-outs, reuse) must fit beside the workspaces */
-	for (int k = 0; k < n; k++) { /* an output over its input where both are held there, as the solver would */
-		if (ip.reuse_col[k] < 0)
-			continue;
-		ColSum in = ilp_held_at(&ip.flow[schedule_reuse(s, k)->id], k), out = ilp_held_at(&ip.flow[s->order[k]->out[0]->id], k);
-		x[ip.reuse_col[k]] = sum_on(&in, x) && sum_on(&out, x);
-	}
 	double *mib = arena_array(a, (size_t)n + 1, sizeof(double));
-	plan_fast_mib(&ip, x, mib);
+	plan_fast_mib(&w.ip, w.x, mib);
 	for (int k = 0; k < n; k++)
-		if (mib[k] + wmin[ip.region[k]] / MIB > limit_mib[k])
+		if (mib[k] + w.wmin[w.ip.region[k]] / MIB > limit_mib[k])
 			return NULL;
-	/* each kernel's fastest algorithm: cm->algos lists it first */
-	for (int k = 0; k < n; k++)
-		if (ip.algo_col[k] >= 0)
-			x[ip.algo_col[k]] = 1;
-	Placement *p = ilp_extract(&ip, &so, x, a);
+	Placement *p = ilp_extract(&w.ip, &so, w.x, a);
 	char err[256];
 	if (!placement_verify(g, p, err, sizeof err))
 		ICE("the swap start is inconsistent: %s", err);
-	if (of.n > 0 && place_solver_log())
-		fprintf(stderr, "start: swaps with %d weights and optimizer state offloaded\n", of.n);
+	if (w.of.n > 0 && place_solver_log())
+		fprintf(stderr, "start: swaps with %d weights and optimizer state offloaded\n", w.of.n);
 	return p;
 }

@@ -262,20 +262,16 @@ static void consider(Start *best, Placement *p, const CostModel *cm, const char 
 		*best = (Start){p, t, name};
 }
 
-static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
-                                      PlaceStats *st, double *seconds, Start *squeezed)
+/*
+ * checkpoint's lazy plans, of equal runs and of balanced ones: those that
+ * fit `limit` into *best; those above it, bases for swaps, into over
+ * (least peak first); returns their number.
+ */
+static int checkpoint_starts(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t limit, Start *best,
+                             Base *over, Arena *a)
 {
-	*squeezed = (Start){0};
-	Start best = {0};
-	double t0 = now_seconds();
-	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny, limit = o->limit;
-	for (int i = 0; o->step_limit && i < s->n; i++)
-		if (o->step_limit[i] < limit)
-			limit = o->step_limit[i];
-	int fwd = place_forward_steps(s);
-	/* checkpoint's lazy plans, of equal runs and of balanced ones; those above the limit are bases for swaps */
-	Base *over = arena_array(a, 2 * PLACE_MAX_SEGMENTS + 1, sizeof(Base));
-	int nover = 0;
+	int64_t least = o->tiny < 0 ? 0 : o->tiny == 0 ? PLACE_TINY : o->tiny;
+	int fwd = place_forward_steps(s), nover = 0;
 	for (int b = 0; b < 2; b++)
 		for (int k = 2; k <= PLACE_MAX_SEGMENTS && k <= fwd; k++) {
 			Placement *p = place_checkpoint_runs(g, s, k, b, true, least, a);
@@ -283,43 +279,45 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			if (peak <= limit) {
 				if (has_algos(o))
 					set_algos(p, s, o, algo_rooms(p, limit, a), 0, a);
-				consider(&best, p, o->cm, b ? "balanced checkpoint" : "checkpoint");
+				consider(best, p, o->cm, b ? "balanced checkpoint" : "checkpoint");
 			} else {
 				over[nover++] = (Base){p, peak, k, b};
 			}
 		}
 	qsort(over, (size_t)nover, sizeof(Base), cmp_base);
-	if (place_solver_log())
-		fprintf(stderr, "start: checkpoint's segments in %.1f s%s%s\n", now_seconds() - t0, best.p ? ": " : "",
-		        best.p ? best.name : "");
-	/*
-	 * auto: swaps over the gaps between uses by spanning moves, packed
-	 * under the limit (no solver: first, so that the cutoffs below are
-	 * the tighter), on all-fast and then on checkpoint's plans that do not
-	 * fit (least peak first, for PLACE_GREEDY_SHARE of the time): the
-	 * tensors they keep are swapped over the gaps between their uses.
-	 * inception_v3 b64 at a quarter of its peak (measured H200 profile):
-	 * no run of checkpoint's fits, nor does recompute's program; on
-	 * balanced runs (9 of them) with swaps, 133.2 ms in 0.4 s, where
-	 * async's start had been 223-230 ms after 15 s. Not where a run of
-	 * checkpoint's fits (the time is the search's), and no more after
-	 * PLACE_GREEDY_MISSES plans in a row gave none. Where no gap frees a
-	 * step, weights and optimizer state are offloaded: ResNet-50 b32 at
-	 * a quarter of its peak, whose backward steps hold 196 MiB of them
-	 * beside a region's 75 MiB of workspace, had no plan from any of the
-	 * 62 (the start was async's 108.5 ms after 15 s); with offloading,
-	 * 29 runs give 59.9 ms in 0.4 s. The plans are packed by first fit
-	 * (squeezed a little): memplan's full squeeze of each of inception_v3
-	 * b64's larger plans took seconds, and left checkpoint's no time.
-	 */
+	return nover;
+}
+
+/*
+ * auto: swaps over the gaps between uses by spanning moves, packed
+ * under the limit (no solver: first, so that the cutoffs below are
+ * the tighter), on all-fast and then on checkpoint's plans that do not
+ * fit (least peak first, for PLACE_GREEDY_SHARE of the time): the
+ * tensors they keep are swapped over the gaps between their uses.
+ * inception_v3 b64 at a quarter of its peak (measured H200 profile):
+ * no run of checkpoint's fits, nor does recompute's program; on
+ * balanced runs (9 of them) with swaps, 133.2 ms in 0.4 s, where
+ * async's start had been 223-230 ms after 15 s. Not where a run of
+ * checkpoint's fits (the time is the search's), and no more after
+ * PLACE_GREEDY_MISSES plans in a row gave none. Where no gap frees a
+ * step, weights and optimizer state are offloaded: ResNet-50 b32 at
+ * a quarter of its peak, whose backward steps hold 196 MiB of them
+ * beside a region's 75 MiB of workspace, had no plan from any of the
+ * 62 (the start was async's 108.5 ms after 15 s); with offloading,
+ * 29 runs give 59.9 ms in 0.4 s. The plans are packed by first fit
+ * (squeezed a little): memplan's full squeeze of each of inception_v3
+ * b64's larger plans took seconds, and left checkpoint's no time.
+ */
+static void greedy_starts(const Graph *g, const Schedule *s, const PlaceOptions *o, int64_t limit, const Base *over,
+                          int nover, double t0, Start *best, Arena *a)
+{
 	double total = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT;
 	double greedy_end = t0 + total * PLACE_GREEDY_SHARE;
-	if (best.p)
+	if (best->p)
 		nover = 0; /* a run of checkpoint's fits: the search starts as well from it (or better) */
 	PlaceOptions quick = *o; /* packed by first fit, else squeezed only a little: many plans are tried */
 	quick.first_fit = true;
-	bool portfolio = optimizer_has(o->optimizer, OFLAG_PORTFOLIO);
-	for (int b = -1, misses = 0; portfolio && b < nover && (b < 0 || now_seconds() < greedy_end) &&
+	for (int b = -1, misses = 0; b < nover && (b < 0 || now_seconds() < greedy_end) &&
 	                             misses < PLACE_GREEDY_MISSES;
 	     b++) {
 		const Placement *base = b < 0 ? NULL : over[b].p;
@@ -335,7 +333,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			memplan_first_fit(p, a);
 			fit_algos(p, s, &quick, limit, a);
 			if (p->fast_bytes + p->workspace <= limit) {
-				consider(&best, p, o->cm, name);
+				consider(best, p, o->cm, name);
 				misses = 0;
 				if (place_solver_log())
 					fprintf(stderr, "start: %s (%d runs) at %.0f%% of the limit: %.1f us, by %.1f s\n", name,
@@ -345,16 +343,22 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 			}
 		}
 	}
-	/*
-	 * auto: also sync's, recompute's and async's placements, each packed
-	 * under the limit (their own fragmentation loops, a fifth of the time
-	 * each): auto is then never slower than any of them (as each placed in
-	 * that time), even where packing or the time limit stops its own
-	 * larger program short. One whose linear relaxation is already no
-	 * faster than the best so far is not solved (PlaceOptions.cutoff):
-	 * async at a quarter of densenet201 b64's peak on the GPU, bounded at
-	 * 404.8 ms against recompute's 100.7 ms, had taken its whole fifth.
-	 */
+}
+
+/*
+ * auto: also sync's, recompute's and async's placements, each packed
+ * under the limit (their own fragmentation loops, a fifth of the time
+ * each): auto is then never slower than any of them (as each placed in
+ * that time), even where packing or the time limit stops its own
+ * larger program short. One whose linear relaxation is already no
+ * faster than the best so far is not solved (PlaceOptions.cutoff):
+ * async at a quarter of densenet201 b64's peak on the GPU, bounded at
+ * 404.8 ms against recompute's 100.7 ms, had taken its whole fifth.
+ */
+static void portfolio_starts(const Graph *g, const Schedule *s, const PlaceOptions *o, double t0, Start *best,
+                             Start *squeezed, Arena *a)
+{
+	double total = o->time_limit > 0 ? o->time_limit : PLACE_TIME_LIMIT;
 	static const OptimizerId parts[] = {OPT_SYNC, OPT_RECOMPUTE, OPT_ASYNC};
 	/*
 	 * sync is placed a little below the limit (PLACE_START_MARGIN), so
@@ -375,8 +379,8 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * is repaired instead (its plans, tightened, were no faster).
 	 */
 	bool crowded = false;
-	int64_t *below = portfolio ? arena_array(a, (size_t)s->n + 1, sizeof(int64_t)) : NULL;
-	for (int i = 0; below && i < s->n; i++)
+	int64_t *below = arena_array(a, (size_t)s->n + 1, sizeof(int64_t));
+	for (int i = 0; i < s->n; i++)
 		below[i] = (int64_t)((double)(o->step_limit ? o->step_limit[i] : o->limit) * (1 - PLACE_START_MARGIN));
 	/*
 	 * A fifth of the time each, and each also what the ones before it
@@ -397,7 +401,7 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 	 * the search, which ended at 151-155 ms against 143-147.
 	 */
 	double share = total / 5, left = 0;
-	for (int i = 0; portfolio && i < (int)countof(parts); i++) {
+	for (int i = 0; i < (int)countof(parts); i++) {
 		MoveKind moves = optimizer_info[parts[i]].moves;
 		double part_t0 = now_seconds();
 		PlaceOptions so = *o;
@@ -408,12 +412,12 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		so.first_fit = true; /* as the search will pack its neighbourhoods */
 		if (moves == MOVES_SYNC || (moves == MOVES_ASYNC && crowded))
 			so.step_limit = below;
-		so.cutoff = best.p ? best.time : 0; /* a slower one is no start */
+		so.cutoff = best->p ? best->time : 0; /* a slower one is no start */
 		PlaceStats sst;
 		char err[512];
-		if (best.p)
+		if (best->p)
 			ticker_note("start: %s's (best: %s's %.3f ms)", optimizer_info[so.optimizer].name,
-			            best.name, 1e3 * best.time);
+			            best->name, 1e3 * best->time);
 		else
 			ticker_note("start: %s's", optimizer_info[so.optimizer].name);
 		Placement *p = fragmentation_loop(g, s, &so, a, &sst, err, sizeof err);
@@ -441,13 +445,34 @@ static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const P
 		if (moves == MOVES_SYNC && sst.nattempts > 0)
 			crowded = sst.attempt_pool[0] > sst.attempt_limit[0];
 		if (p)
-			consider(&best, p, o->cm, name);
+			consider(best, p, o->cm, name);
 		if (sst.squeezed && (!squeezed->p || sst.squeezed_time < squeezed->time))
 			*squeezed = (Start){sst.squeezed, sst.squeezed_time, name};
 		if (place_solver_log())
 			fprintf(stderr, "start: %s's placement by %.1f s%s%s\n", name, now_seconds() - t0, p ? "" : ": ",
 			        p ? "" : err);
 		left = fmax(0, share + left - (now_seconds() - part_t0));
+	}
+}
+
+static Placement *ilp_start_placement(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena *a,
+                                      PlaceStats *st, double *seconds, Start *squeezed)
+{
+	*squeezed = (Start){0};
+	Start best = {0};
+	double t0 = now_seconds();
+	int64_t limit = o->limit;
+	for (int i = 0; o->step_limit && i < s->n; i++)
+		if (o->step_limit[i] < limit)
+			limit = o->step_limit[i];
+	Base *over = arena_array(a, 2 * PLACE_MAX_SEGMENTS + 1, sizeof(Base));
+	int nover = checkpoint_starts(g, s, o, limit, &best, over, a);
+	if (place_solver_log())
+		fprintf(stderr, "start: checkpoint's segments in %.1f s%s%s\n", now_seconds() - t0, best.p ? ": " : "",
+		        best.p ? best.name : "");
+	if (optimizer_has(o->optimizer, OFLAG_PORTFOLIO)) {
+		greedy_starts(g, s, o, limit, over, nover, t0, &best, a);
+		portfolio_starts(g, s, o, t0, &best, squeezed, a);
 	}
 	st->start_name = best.name;
 	st->start_time = best.time;
@@ -873,9 +898,33 @@ static bool solver_said(const PlaceStats *st, MipStatus s)
 }
 
 /*
+ * The peak of live bytes with every tensor rounded to MEMPLAN_ALIGN, as
+ * the placement counts and packs it: what all-fast holds. The schedule's
+ * peak, of the bytes themselves, is a few hundred bytes less on a model
+ * of many small tensors, where a placement for it is infeasible.
+ */
+static int64_t rounded_peak(const Graph *g, const Schedule *s, Arena *a)
+{
+	int n = s->n;
+	__int128 *delta = arena_array(a, (size_t)n + 1, sizeof(__int128)), sum = 0, peak = 0;
+	for (int i = 0; i < g->tensors.n && n; i++) {
+		delta[s->live[i].first] += memplan_round(g->tensors.v[i]->bytes);
+		delta[s->live[i].last + 1] -= memplan_round(g->tensors.v[i]->bytes);
+	}
+	for (int i = 0; i < n; i++) {
+		sum += delta[i];
+		const Tensor *r = schedule_reuse(s, i);
+		__int128 at = r ? sum - memplan_round(r->bytes) : sum;
+		if (at > peak)
+			peak = at;
+	}
+	return peak > INT64_MAX ? INT64_MAX : (int64_t)peak;
+}
+
+/*
  * A ratio is relative: below what can work, it means as little as can
  * work. Growing limits from `base`, base x (1 + grow 2^i) for i = 0..5
- * (from base itself where from_base), up to the peak; beyond it only
+ * (from base itself where from_base), up to the peak (rounded_peak); beyond it only
  * where base is already there (the rounding of tiny tensors). Where
  * while_proved, only while the solver proves each infeasible.
  */
@@ -885,7 +934,7 @@ static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions 
 {
 	Placement *p = NULL;
 	char b1[64], b2[64];
-	int64_t top = s->peak + scratch;
+	int64_t top = rounded_peak(g, s, a) + scratch;
 	for (int i = 0; i < 6 && !p && (!while_proved || solver_said(st, MIP_INFEASIBLE)); i++) {
 		int64_t tried = po->limit;
 		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));

@@ -356,5 +356,15 @@ check_usage "give --backend gpu" --gpu-profile "$work/p.tsv" --optimizer sync --
 check_usage "--nondeterministic chooses among the algorithms of a measured profile" --backend gpu --hw h100-pcie5 \
     --optimizer sync --ratio 1:4 --nondeterministic
 
+# recompute under a ratio below what it can place: the growing limits end at the peak of live bytes
+# rounded as the placement packs them (with the peak of the bytes themselves, a few hundred bytes
+# less on mlp's many small tensors, the last limit was proved infeasible and the run failed)
+if "$autotmc" schedule "$srcdir/examples/mlp.net" -D batch=4 --backend gpu --hw h200-pcie5 --optimizer recompute \
+        --ratio 4:1 >"$work/mlp-recompute.txt" 2>"$work/mlp-recompute.err"; then
+    echo "ok: mlp recompute at 4:1 placed after growing limits ($(grep -c 'placing for' "$work/mlp-recompute.err") notes)"
+else
+    fail "mlp recompute at 4:1: $(tail -1 "$work/mlp-recompute.err")"
+fi
+
 echo "$fails failed"
 [ $fails -eq 0 ]
