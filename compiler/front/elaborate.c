@@ -7,8 +7,9 @@
  * bound from their defaults and the -D overrides. Then the loss
  * declaration's `network(x)` applies the network layer to the input tensor:
  *
- *   - a built-in layer (conv, dense, ...) checks its arguments and its
- *     input's shape, creates its weights and adds its node;
+ *   - a built-in layer (conv, dense, ...; builtins.c) checks its
+ *     arguments and its input's shape, creates its weights and adds its
+ *     node;
  *   - a user layer binds its arguments in a fresh environment (defaults may
  *     use earlier parameters) and applies its body;
  *   - blocks (chain, concat, add, residual, repeat, if) combine layers.
@@ -40,145 +41,16 @@
 
 #include "ast.h"
 #include "autodiff.h"
+#include "elab.h"
 #include "util.h"
 
-/*
- * Fuzzing builds (make fuzz) allow 128 times fewer nodes and layers applied:
- * an input must run in a second or two under the sanitizers, where a
- * network of 2^20 nodes takes ten.
- */
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-enum { SIZE_SHIFT = 7 };
-#else
-enum { SIZE_SHIFT = 0 };
-#endif
-
-enum {
-	MAX_CALL_DEPTH = 256,    /* nested layer applications */
-	MAX_IMPORT_DEPTH = 64,   /* nested imports */
-	MAX_NODES = (1 << 20) >> SIZE_SHIFT,   /* nodes in one forward graph */
-	MAX_APPLIED = (4 << 20) >> SIZE_SHIFT, /* layers applied in building it (identity, if, ...) */
-	MAX_FILE_BYTES = 16 << 20,
-	MAX_PARAMS = 64,         /* parameters of one layer */
-	MAX_WINDOW = 1 << 16,    /* kernel, stride, padding, groups */
-};
-
-typedef struct Env Env;
-typedef struct Builtin Builtin;
-
-typedef enum ValKind { V_INT, V_FLOAT, V_BOOL, V_PAIR, V_CHANNELS, V_LAYER, V_STRING } ValKind;
-
-typedef struct Value {
-	ValKind kind; /* which field is valid */
-	SrcLoc loc;   /* where the value was written */
-	union {
-		int64_t i;                   /* V_INT */
-		double f;                    /* V_FLOAT */
-		bool b;                      /* V_BOOL */
-		const char *s;               /* V_STRING */
-		struct { int64_t a, b; } p;  /* V_PAIR (h, w), V_CHANNELS (in => out) */
-		struct {
-			const Expr *e;          /* block, or the IDENT/CALL naming the layer */
-			Env *env;               /* where e's names are resolved */
-			const Decl *decl;       /* user layer, or NULL */
-			const Builtin *builtin; /* built-in layer, or NULL */
-		} layer;                        /* V_LAYER */
-	};
-} Value;
-
-typedef struct Binding {
-	const char *name;     /* variable */
-	Value val;            /* its value */
-	struct Binding *next; /* next in the same frame */
-} Binding;
-
-struct Env {
-	Binding *vars; /* this frame's variables */
-	Env *parent;   /* enclosing frame (model parameters at the root) */
-};
-
-/*
- * A hash table from names to pointers, so that no lookup by name is linear:
- * a chain of 100,000 layers checks each new name against the earlier ones,
- * and a file may define as many layers. Open addressing with linear
- * probing; the slots live in the arena (growing abandons the old ones).
- */
-typedef struct NameSlot {
-	const char *name; /* key, NULL in an empty slot */
-	void *val;        /* what the name stands for */
-} NameSlot;
-
-typedef struct NameTable {
-	NameSlot *slots; /* cap entries, or NULL before the first insertion */
-	size_t cap;      /* a power of two */
-	size_t n;        /* names stored */
-} NameTable;
-
-/* Per-chain naming state: counters per kind and the names already used. */
-typedef struct Counter {
-	int n; /* layers of this kind named so far */
-} Counter;
-typedef struct Child {
-	SrcLoc loc; /* where the name was given */
-} Child;
-typedef struct Scope {
-	struct Scope *parent; /* enclosing scope, or NULL */
-	const char *name;     /* the owning layer's name in parent */
-	const char *path;     /* its full name ("" at the root); made when first needed */
-	NameTable counters;   /* kind -> Counter: next index per kind */
-	NameTable children;   /* name -> Child: the names given so far */
-} Scope;
-
-/* What applying some layers will at least do. */
-typedef struct Work {
-	int64_t nodes;   /* nodes added */
-	int64_t applied; /* items of chains applied */
-} Work;
-
-typedef struct Ctx {
-	Arena *arena;              /* everything */
-	Graph *g;                  /* graph being built */
-	const ElabOptions *opt;    /* search path, -D */
-	NameTable layers;          /* name -> Decl: user layer definitions */
-	NameTable loaded;          /* real paths of the files loaded */
-	struct {
-		const char *real;  /* real path of a file being loaded */
-		const char *shown; /* its name in messages */
-		SrcLoc from;       /* the import that loads it */
-	} importing[MAX_IMPORT_DEPTH];
-	int nimporting;            /* entries in importing */
-	const SrcFile *main;       /* the main file */
-	const Decl *model, *input, *labels, *loss, *optimizer;
-	Env *globals;              /* model parameters */
-	const Param *unbound;      /* parameters whose defaults are not yet evaluated */
-	struct {
-		const Decl *layer; /* layer being applied */
-		SrcLoc call;       /* where it was called */
-	} stack[MAX_CALL_DEPTH];
-	int depth;                 /* entries in stack */
-	uint32_t ndropout;         /* dropout streams handed out */
-	int64_t napplied;          /* layers applied so far (items of chains) */
-	Work promised;             /* still to come from the repeats being expanded */
-	NameTable decl_work;       /* layer name -> Work: what applying it does at least */
-} Ctx;
-
-typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);
-
-struct Builtin {
-	const char *name;        /* as written in .net */
-	const char *params[8];   /* parameter names in positional order */
-	BuiltinFn fn;            /* builds the layer */
-	Op op;                   /* the op it adds (NUM_OPS: none) */
-};
-
 static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope *scope);
-static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc loc);
 static Value eval(Ctx *c, const Expr *e, Env *env);
 
 /* ---- small helpers --------------------------------------------------- */
 
 /* path.name, or name at the root (without printf: this runs for every layer) */
-static const char *join(Ctx *c, const char *path, const char *name)
+const char *elab_join(Ctx *c, const char *path, const char *name)
 {
 	if (!path[0])
 		return name;
@@ -190,13 +62,13 @@ static const char *join(Ctx *c, const char *path, const char *name)
 	return s;
 }
 
-static const char *type_str(Ctx *c, const Tensor *t)
+const char *elab_type_str(Ctx *c, const Tensor *t)
 {
 	char buf[160];
 	return arena_strdup(c->arena, tensor_type_str(t, buf, sizeof buf));
 }
 
-static const char *val_kind_name(ValKind k)
+const char *elab_kind_name(ValKind k)
 {
 	switch (k) {
 	case V_INT: return "an integer";
@@ -253,7 +125,7 @@ static void name_put(Arena *a, NameTable *t, const char *name, void *val)
 }
 
 /* The scope of a layer whose full name is path. */
-static Scope *scope_new(Ctx *c, const char *path)
+Scope *elab_scope_new(Ctx *c, const char *path)
 {
 	Scope *s = arena_alloc(c->arena, sizeof *s);
 	s->path = path;
@@ -276,7 +148,7 @@ static Scope *scope_child(Ctx *c, Scope *parent, const char *name)
 static const char *scope_path(Ctx *c, Scope *s)
 {
 	if (!s->path)
-		s->path = join(c, scope_path(c, s->parent), s->name);
+		s->path = elab_join(c, scope_path(c, s->parent), s->name);
 	return s->path;
 }
 
@@ -347,422 +219,6 @@ static Env *env_new(Ctx *c, Env *parent)
 	return e;
 }
 
-/* ---- built-in layers: argument access ------------------------------- */
-
-static int64_t want_int(const Value *v, const char *param, const char *layer)
-{
-	if (v->kind != V_INT)
-		error_at(v->loc, "'%s' of %s must be an integer, not %s", param, layer, val_kind_name(v->kind));
-	return v->i;
-}
-
-static int small_int(const Value *v, int64_t x, int64_t min, const char *param, const char *layer)
-{
-	if (x < min)
-		error_at(v->loc, "'%s' of %s must be %s, got %" PRId64, param, layer,
-		         min > 0 ? "positive" : "non-negative", x);
-	if (x > MAX_WINDOW)
-		error_at(v->loc, "'%s' of %s is too large (%" PRId64 " > %d)", param, layer, x, MAX_WINDOW);
-	return (int)x;
-}
-
-/* An integer or (h, w) pair argument, each part at least `min`. */
-static void want_pair(const Value *v, int *h, int *w, int64_t min, const char *param, const char *layer)
-{
-	if (v->kind == V_INT) {
-		*h = *w = small_int(v, v->i, min, param, layer);
-	} else if (v->kind == V_PAIR) {
-		*h = small_int(v, v->p.a, min, param, layer);
-		*w = small_int(v, v->p.b, min, param, layer);
-	} else {
-		error_at(v->loc, "'%s' of %s must be an integer or a pair such as 3x3 or (1, 7), not %s", param,
-		         layer, val_kind_name(v->kind));
-	}
-}
-
-static double want_float(const Value *v, const char *param, const char *layer)
-{
-	if (v->kind == V_INT)
-		return (double)v->i;
-	if (v->kind != V_FLOAT)
-		error_at(v->loc, "'%s' of %s must be a number, not %s", param, layer, val_kind_name(v->kind));
-	return v->f;
-}
-
-static bool want_bool(const Value *v, const char *param, const char *layer)
-{
-	if (v->kind != V_BOOL)
-		error_at(v->loc, "'%s' of %s must be true or false, not %s", param, layer, val_kind_name(v->kind));
-	return v->b;
-}
-
-/* The channel pair `in => out` of dense and conv. */
-static void want_channels(const Value *v, int64_t *in, int64_t *out, const char *layer)
-{
-	if (v->kind != V_CHANNELS)
-		error_at(v->loc, "%s expects its channels as 'in => out', not %s", layer, val_kind_name(v->kind));
-	if (v->p.a <= 0 || v->p.b <= 0)
-		error_at(v->loc, "channels of %s must be positive, got %" PRId64 " => %" PRId64, layer, v->p.a, v->p.b);
-	*in = v->p.a;
-	*out = v->p.b;
-}
-
-static Value *need(Value **args, int i, const Builtin *b, SrcLoc loc)
-{
-	if (!args[i])
-		error_at(loc, "%s needs its '%s' argument", b->name, b->params[i]);
-	return args[i];
-}
-
-static Tensor *new_weight(Ctx *c, const char *path, const char *what, int ndim, const int64_t *d, SrcLoc loc)
-{
-	const char *name = join(c, path, what);
-	Shape shape = shape_make(ndim, d);
-	Tensor *t = graph_tensor(c->g, TENSOR_WEIGHT, name, shape, loc);
-	if (!t) {
-		char buf[128];
-		error_at(loc, "parameter '%s' of shape %s is too large: its size in bytes overflows 64 bits", name,
-		         shape_str(shape, buf, sizeof buf));
-	}
-	return t;
-}
-
-/* Add a node, reporting a shape error as a diagnostic at the layer. */
-static Tensor *add_node(Ctx *c, Op op, Tensor **in, int nin, const Attrs *attr, const char *kind,
-                        const char *path, SrcLoc loc)
-{
-	if (c->g->nodes.n >= MAX_NODES)
-		error_at(loc, "network too large: more than %d nodes", MAX_NODES);
-	for (int k = 0; k < nin; k++)
-		if (in[k]->dtype == DT_I32 && !(op == OP_EMBEDDING && k == 0) && !(op == OP_SOFTMAX_XENT_IDS && k == 1))
-			error_at(loc, "%s '%s' expects values but gets the integer ids %s; ids go through an embedding first",
-			         kind, path, type_str(c, in[k]));
-	char err[512];
-	Node *n = graph_node(c->g, op, in, nin, attr, TENSOR_ACTIVATION, path, loc, err, sizeof err);
-	if (!n)
-		error_at(loc, "%s '%s': %s", kind, path, err);
-	return n->out[0];
-}
-
-/* Apply the optional activation argument `act` after a layer. */
-static Tensor *apply_act(Ctx *c, Value *act, Tensor *y, const char *path, SrcLoc loc)
-{
-	if (!act)
-		return y;
-	if (act->kind != V_LAYER)
-		error_at(act->loc, "the activation must be a layer such as relu, not %s", val_kind_name(act->kind));
-	const char *kind = act->layer.decl ? act->layer.decl->name
-	                 : act->layer.builtin ? act->layer.builtin->name : "act";
-	return apply_value(c, act, y, scope_new(c, join(c, path, kind)), loc);
-}
-
-static void need_4d(const Builtin *b, const char *path, Tensor *x, SrcLoc loc, Ctx *c)
-{
-	if (x->shape.ndim != 4)
-		error_at(loc, "%s '%s' expects an input [N, C, H, W] but got %s", b->name, path, type_str(c, x));
-}
-
-/* ---- built-in layers ------------------------------------------------- */
-
-/*
- * The weight of layer `path` (as the graph names it: "wte" for a label wte
- * in the network's chain), for a layer that ties its weight to it.
- */
-static Tensor *tied_weight(Ctx *c, const Value *v, const char *layer, const char *path)
-{
-	if (v->kind != V_STRING)
-		error_at(v->loc, "'tie' of %s must name a layer as a string (tie = \"wte\"), not %s", layer,
-		         val_kind_name(v->kind));
-	const char *name = join(c, v->s, "weight");
-	for (int i = 0; i < c->g->tensors.n; i++) {
-		Tensor *t = c->g->tensors.v[i];
-		if (t->kind == TENSOR_WEIGHT && strcmp(t->name, name) == 0)
-			return t;
-	}
-	error_at(v->loc, "%s '%s' ties its weight to '%s', but no layer before it has a weight '%s'", layer, path,
-	         v->s, name);
-}
-
-/* dense(in => out, act = identity, bias = true, tie = "layer") */
-static Tensor *b_dense(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	int64_t in, out;
-	want_channels(need(args, 0, b, loc), &in, &out, "dense");
-	bool bias = args[2] ? want_bool(args[2], "bias", "dense") : true;
-	if (x->shape.ndim != 2 && x->shape.ndim != 3) {
-		error_at(loc, "dense '%s' expects an input [N, %" PRId64 "] or [N, T, %" PRId64 "] but got %s%s", path, in,
-		         in, type_str(c, x), x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
-	}
-	if (x->shape.d[x->shape.ndim - 1] != in)
-		error_at(loc, "dense '%s' expects an input [%s%" PRId64 "] but got %s", path,
-		         x->shape.ndim == 3 ? "N, T, " : "N, ", in, type_str(c, x));
-	Tensor *w;
-	if (args[3]) { /* the same tensor: one parameter, its gradient summed over both uses */
-		w = tied_weight(c, args[3], "dense", path);
-		if (w->shape.ndim != 2 || w->shape.d[0] != out || w->shape.d[1] != in)
-			error_at(args[3]->loc,
-			         "dense '%s' (%" PRId64 " => %" PRId64 ") needs a weight [%" PRId64 ", %" PRId64
-			         "], but the weight it ties to, '%s', is %s",
-			         path, in, out, out, in, w->name, type_str(c, w));
-	} else {
-		w = new_weight(c, path, "weight", 2, (int64_t[]){out, in}, loc);
-	}
-	Tensor *in_t[3] = {x, w, NULL};
-	if (bias)
-		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
-	Tensor *y = add_node(c, OP_DENSE, in_t, bias ? 3 : 2, NULL, "dense", path, loc);
-	return apply_act(c, args[1], y, path, loc);
-}
-
-/* conv(kernel, in => out, act = identity, stride = 1, pad = 0, groups = 1, bias = true) */
-static Tensor *b_conv(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Attrs a = {.sh = 1, .sw = 1, .groups = 1};
-	int64_t in, out;
-	want_pair(need(args, 0, b, loc), &a.kh, &a.kw, 1, "kernel", "conv");
-	want_channels(need(args, 1, b, loc), &in, &out, "conv");
-	if (args[3])
-		want_pair(args[3], &a.sh, &a.sw, 1, "stride", "conv");
-	if (args[4])
-		want_pair(args[4], &a.ph, &a.pw, 0, "pad", "conv");
-	if (args[5])
-		a.groups = small_int(args[5], want_int(args[5], "groups", "conv"), 1, "groups", "conv");
-	bool bias = args[6] ? want_bool(args[6], "bias", "conv") : true;
-	if (in % a.groups || out % a.groups)
-		error_at(args[5]->loc, "conv '%s': %d groups do not divide %" PRId64 " => %" PRId64 " channels", path,
-		         a.groups, in, out);
-	need_4d(b, path, x, loc, c);
-	if (x->shape.d[1] != in)
-		error_at(loc, "conv '%s' expects %" PRId64 " input channels but its input is %s", path, in,
-		         type_str(c, x));
-	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 4, (int64_t[]){out, in / a.groups, a.kh, a.kw}, loc),
-	                   NULL};
-	if (bias)
-		in_t[2] = new_weight(c, path, "bias", 1, (int64_t[]){out}, loc);
-	Tensor *y = add_node(c, OP_CONV2D, in_t, bias ? 3 : 2, &a, "conv", path, loc);
-	return apply_act(c, args[2], y, path, loc);
-}
-
-/* maxpool(kernel, stride = kernel, pad = 0), avgpool(...) */
-static Tensor *b_pool(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Attrs a = {0};
-	want_pair(need(args, 0, b, loc), &a.kh, &a.kw, 1, "kernel", b->name);
-	a.sh = a.kh;
-	a.sw = a.kw;
-	if (args[1])
-		want_pair(args[1], &a.sh, &a.sw, 1, "stride", b->name);
-	if (args[2])
-		want_pair(args[2], &a.ph, &a.pw, 0, "pad", b->name);
-	need_4d(b, path, x, loc, c);
-	return add_node(c, b->op, &x, 1, &a, b->name, path, loc);
-}
-
-/* The `eps` argument of a normalisation layer fn, 1e-5 when not given. */
-static double want_eps(const Value *v, const char *fn)
-{
-	if (!v)
-		return 1e-5;
-	double eps = want_float(v, "eps", fn);
-	if (!(eps > 0) || !isfinite(eps))
-		error_at(v->loc, "'eps' of %s must be positive", fn);
-	return eps;
-}
-
-/* batchnorm(eps = 1e-5) */
-static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Attrs a = {.eps = want_eps(args[0], "batchnorm")};
-	if (x->shape.ndim != 2 && x->shape.ndim != 4)
-		error_at(loc, "batchnorm '%s' expects an input [N, C] or [N, C, H, W] but got %s", path,
-		         type_str(c, x));
-	int64_t ch = x->shape.d[1];
-	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 1, &ch, loc), new_weight(c, path, "bias", 1, &ch, loc)};
-	(void)b;
-	if (c->opt->eval) { /* normalised by the running statistics the training step keeps */
-		Tensor *in_e[5] = {in_t[0], in_t[1], in_t[2], NULL, NULL};
-		const char *stat[2] = {"running_mean", "running_var"};
-		for (int k = 0; k < 2; k++)
-			if (!(in_e[3 + k] = graph_tensor(c->g, TENSOR_STATE, join(c, path, stat[k]), shape_make(1, &ch), loc)))
-				ICE("%s.%s", path, stat[k]);
-		return add_node(c, OP_BATCHNORM_EVAL, in_e, 5, &a, "batchnorm", path, loc);
-	}
-	Tensor *y = add_node(c, OP_BATCHNORM, in_t, 3, &a, "batchnorm", path, loc);
-	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
-	tensor_rename(c->g, y->producer->out[2], join(c, path, "var"));
-	return y;
-}
-
-/* layernorm(eps = 1e-5): over the last dimension */
-static Tensor *b_layernorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Attrs a = {.eps = want_eps(args[0], "layernorm")};
-	(void)b;
-	int64_t ch = x->shape.d[x->shape.ndim - 1];
-	Tensor *in_t[3] = {x, new_weight(c, path, "weight", 1, &ch, loc), new_weight(c, path, "bias", 1, &ch, loc)};
-	Tensor *y = add_node(c, OP_LAYERNORM, in_t, 3, &a, "layernorm", path, loc);
-	tensor_rename(c->g, y->producer->out[1], join(c, path, "mean"));
-	tensor_rename(c->g, y->producer->out[2], join(c, path, "rstd"));
-	return y;
-}
-
-/* embedding(vocab => width): a row of the weight [vocab, width] for every integer id */
-static Tensor *b_embedding(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	int64_t vocab, width;
-	want_channels(need(args, 0, b, loc), &vocab, &width, "embedding");
-	if (vocab > MAX_IDS)
-		error_at(args[0]->loc, "embedding '%s': at most %d ids, not %" PRId64, path, MAX_IDS, vocab);
-	if (x->dtype != DT_I32)
-		error_at(loc, "embedding '%s' expects integer ids (an input i32[batch, seq]) but got %s", path,
-		         type_str(c, x));
-	if (x->shape.ndim + 1 > MAX_DIMS)
-		error_at(loc, "embedding '%s': ids %s have too many dimensions", path, type_str(c, x));
-	Tensor *in_t[2] = {x, new_weight(c, path, "weight", 2, (int64_t[]){vocab, width}, loc)};
-	return add_node(c, OP_EMBEDDING, in_t, 2, NULL, "embedding", path, loc);
-}
-
-/* position_embedding(positions => width): adds row t of the weight [positions, width] at position t */
-static Tensor *b_position(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	int64_t npos, width;
-	want_channels(need(args, 0, b, loc), &npos, &width, "position_embedding");
-	if (x->shape.ndim != 3 || x->dtype != DT_F32)
-		error_at(loc, "position_embedding '%s' expects an input [N, T, %" PRId64 "] but got %s", path, width,
-		         type_str(c, x));
-	if (x->shape.d[2] != width)
-		error_at(loc, "position_embedding '%s' is %" PRId64 " wide but its input is %s", path, width, type_str(c, x));
-	if (x->shape.d[1] > npos)
-		error_at(loc, "position_embedding '%s' has %" PRId64 " positions but its input has %" PRId64 " (%s)", path,
-		         npos, x->shape.d[1], type_str(c, x));
-	Tensor *in_t[2] = {x, new_weight(c, path, "weight", 2, (int64_t[]){npos, width}, loc)};
-	return add_node(c, OP_POSITION, in_t, 2, NULL, "position_embedding", path, loc);
-}
-
-/* the activations (relu, sigmoid, tanh, gelu), globalavgpool: one op, no arguments */
-static Tensor *b_simple(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	(void)args;
-	if (b->op == OP_GLOBALAVGPOOL)
-		need_4d(b, path, x, loc, c);
-	return add_node(c, b->op, &x, 1, NULL, b->name, path, loc);
-}
-
-static Tensor *b_softmax(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	(void)args;
-	(void)b;
-	if (x->shape.ndim != 2)
-		error_at(loc, "softmax '%s' expects an input [N, C] but got %s%s", path, type_str(c, x),
-		         x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
-	return add_node(c, OP_SOFTMAX, &x, 1, NULL, "softmax", path, loc);
-}
-
-static Tensor *b_flatten(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	(void)args;
-	(void)b;
-	if (x->shape.ndim == 2)
-		return x; /* already [N, features] */
-	Attrs a = {.shape = shape_make(2, (int64_t[]){x->shape.d[0], shape_elems(x->shape) / x->shape.d[0]})};
-	return add_node(c, OP_RESHAPE, &x, 1, &a, "flatten", path, loc);
-}
-
-/* A dropout of x with probability p and the next mask stream; the identity in evaluation. */
-static Tensor *dropout_node(Ctx *c, Tensor *x, double p, const char *path, SrcLoc loc)
-{
-	Attrs a = {.p = p, .seed = c->ndropout++};
-	if (c->opt->eval)
-		return x;
-	return add_node(c, OP_DROPOUT, &x, 1, &a, "dropout", path, loc);
-}
-
-/* dropout(p) */
-static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Value *pv = need(args, 0, b, loc);
-	double p = want_float(pv, "p", "dropout");
-	if (!(p >= 0 && p < 1))
-		error_at(pv->loc, "'p' of dropout must be in [0, 1), got %g", p);
-	return dropout_node(c, x, p, path, loc);
-}
-
-/*
- * attention(heads, p = 0): causal multi-head scaled dot-product
- * self-attention of q, k, v side by side in x [N, T, 3C] (a projection's
- * output) -> [N, T, C]: each of the heads attends over C / heads columns,
- * position t to positions 0..t; p is the dropout of the attention weights.
- * Composed of graph ops, so that the placement sees the scores
- * [N, H, T, T] as tensors it can move or recompute.
- */
-static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	Value *hv = need(args, 0, b, loc);
-	int64_t heads = want_int(hv, "heads", "attention");
-	double p = args[1] ? want_float(args[1], "p", "attention") : 0;
-	if (heads < 1)
-		error_at(hv->loc, "'heads' of attention must be positive, got %" PRId64, heads);
-	if (!(p >= 0 && p < 1))
-		error_at(args[1]->loc, "'p' of attention must be in [0, 1), got %g", p);
-	if (x->shape.ndim != 3 || x->dtype != DT_F32 || x->shape.d[2] % 3)
-		error_at(loc, "attention '%s' expects q, k and v side by side, an input [N, T, 3 C], but got %s", path,
-		         type_str(c, x));
-	int64_t n = x->shape.d[0], t = x->shape.d[1], width = x->shape.d[2] / 3;
-	if (width % heads)
-		error_at(hv->loc, "attention '%s': %" PRId64 " heads do not divide the width %" PRId64 " (input %s)", path,
-		         heads, width, type_str(c, x));
-	int64_t d = width / heads;
-	Tensor *qkv[3];
-	static const char *part[3] = {"q", "k", "v"};
-	for (int k = 0; k < 3; k++) {
-		Attrs a = {.offset = k * width, .shape = shape_make(4, (int64_t[]){n, heads, t, d})};
-		qkv[k] = add_node(c, OP_SPLIT_HEADS, &x, 1, &a, "attention", join(c, path, part[k]), loc);
-	}
-	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
-	Tensor *w = add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention", join(c, path, "scores"), loc);
-	w = add_node(c, OP_CAUSAL_SOFTMAX, &w, 1, NULL, "attention", join(c, path, "weights"), loc);
-	if (p > 0)
-		w = dropout_node(c, w, p, join(c, path, "dropout"), loc);
-	Attrs ma = {.alpha = 1};
-	Tensor *y = add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", join(c, path, "context"), loc);
-	return add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
-}
-
-static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
-{
-	(void)c, (void)b, (void)args, (void)path, (void)loc;
-	return x;
-}
-
-static const Builtin builtins[] = {
-	{"dense", {"channels", "act", "bias", "tie"}, b_dense, OP_DENSE},
-	{"conv", {"kernel", "channels", "act", "stride", "pad", "groups", "bias"}, b_conv, OP_CONV2D},
-	{"maxpool", {"kernel", "stride", "pad"}, b_pool, OP_MAXPOOL},
-	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
-	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
-	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
-	{"layernorm", {"eps"}, b_layernorm, OP_LAYERNORM},
-	{"embedding", {"channels"}, b_embedding, OP_EMBEDDING},
-	{"position_embedding", {"channels"}, b_position, OP_POSITION},
-	/* every activation of base/activation.h, by its op (OP_ID) */
-#define ACT_BUILTIN(id, name, from) {#name, {NULL}, b_simple, OP_##id},
-	ACTIVATIONS(ACT_BUILTIN)
-#undef ACT_BUILTIN
-	{"softmax", {NULL}, b_softmax, OP_SOFTMAX},
-	{"flatten", {NULL}, b_flatten, OP_RESHAPE},
-	{"dropout", {"p"}, b_dropout, OP_DROPOUT},
-	{"attention", {"heads", "p"}, b_attention, OP_MERGE_HEADS},
-	{"identity", {NULL}, b_identity, NUM_OPS},
-};
-
-static const Builtin *find_builtin(const char *name)
-{
-	for (size_t i = 0; i < countof(builtins); i++)
-		if (strcmp(builtins[i].name, name) == 0)
-			return &builtins[i];
-	return NULL;
-}
-
 /* ---- expressions ------------------------------------------------------ */
 
 static Value layer_val(const Expr *e, Env *env, const Decl *decl, const Builtin *b)
@@ -805,7 +261,7 @@ static bool truth(const Value *v, const char *what)
 		return v->b;
 	if (v->kind == V_INT)
 		return v->i != 0;
-	error_at(v->loc, "%s must be a boolean or an integer, not %s", what, val_kind_name(v->kind));
+	error_at(v->loc, "%s must be a boolean or an integer, not %s", what, elab_kind_name(v->kind));
 }
 
 static Value eval_binary(Ctx *c, const Expr *e, Env *env)
@@ -833,9 +289,9 @@ static Value eval_binary(Ctx *c, const Expr *e, Env *env)
 		return r;
 	}
 	if (!num_a)
-		error_at(a.loc, "operand of '%s' must be a number, not %s", binop_name(op), val_kind_name(a.kind));
+		error_at(a.loc, "operand of '%s' must be a number, not %s", binop_name(op), elab_kind_name(a.kind));
 	if (!num_b)
-		error_at(b.loc, "operand of '%s' must be a number, not %s", binop_name(op), val_kind_name(b.kind));
+		error_at(b.loc, "operand of '%s' must be a number, not %s", binop_name(op), elab_kind_name(b.kind));
 	if (a.kind == V_INT && b.kind == V_INT) {
 		int64_t x = a.i, y = b.i;
 		switch (op) {
@@ -916,9 +372,9 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 	case EX_CHANNELS: {
 		Value a = eval(c, e->channels.from, env), b = eval(c, e->channels.to, env);
 		if (a.kind != V_INT)
-			error_at(a.loc, "channels must be integers, not %s", val_kind_name(a.kind));
+			error_at(a.loc, "channels must be integers, not %s", elab_kind_name(a.kind));
 		if (b.kind != V_INT)
-			error_at(b.loc, "channels must be integers, not %s", val_kind_name(b.kind));
+			error_at(b.loc, "channels must be integers, not %s", elab_kind_name(b.kind));
 		v.kind = V_CHANNELS;
 		v.p.a = a.i;
 		v.p.b = b.i;
@@ -938,7 +394,7 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 			v.kind = V_FLOAT;
 			v.f = -a.f;
 		} else {
-			error_at(a.loc, "operand of '-' must be a number, not %s", val_kind_name(a.kind));
+			error_at(a.loc, "operand of '-' must be a number, not %s", elab_kind_name(a.kind));
 		}
 		return v;
 	}
@@ -959,7 +415,7 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 		const Decl *d = find_layer(c, name);
 		if (d)
 			return layer_val(e, env, d, NULL);
-		const Builtin *bi = find_builtin(name);
+		const Builtin *bi = elab_find_builtin(name);
 		if (bi)
 			return layer_val(e, env, NULL, bi);
 		for (const Param *p = c->unbound; p; p = p->next)
@@ -1184,7 +640,7 @@ static Work min_work_of(Ctx *c, const Expr *e, Env *env, int depth)
 		const Binding *v = find_var(env, name);
 		const Decl *d = v ? (v->val.kind == V_LAYER ? v->val.layer.decl : NULL) : find_layer(c, name);
 		const Builtin *b = v ? (v->val.kind == V_LAYER ? v->val.layer.builtin : NULL)
-		                 : d ? NULL : find_builtin(name);
+		                 : d ? NULL : elab_find_builtin(name);
 		if (d)
 			return work_add(w, decl_work(c, d, depth));
 		/* identity adds nothing, nor does flatten of [N, C] */
@@ -1285,7 +741,7 @@ static Tensor *call_user(Ctx *c, const Decl *d, const Expr *e, Env *env, Tensor 
 		c->unbound = NULL;
 	}
 	Value body = eval(c, d->body, frame);
-	Tensor *y = apply_value(c, &body, x, own, d->body->loc);
+	Tensor *y = elab_apply_value(c, &body, x, own, d->body->loc);
 	c->depth--;
 	return y;
 }
@@ -1332,13 +788,13 @@ static Tensor *apply_merge(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 			ok = (cat && d == 1) || a.d[d] == s.d[d];
 		if (!ok) {
 			diag_print("error", bs.v[i]->loc, "%s '%s': branch %d gives %s but branch 1 gives %s", kind,
-			           scope_path(c, own), i + 1, type_str(c, ys.v[i]), type_str(c, ys.v[0]));
+			           scope_path(c, own), i + 1, elab_type_str(c, ys.v[i]), elab_type_str(c, ys.v[0]));
 			note_at(bs.v[0]->loc, "branch 1 is here");
 			diag_abort();
 		}
 	}
 	Attrs a = {.axis = 1};
-	return add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, scope_path(c, own), e->loc);
+	return elab_add_node(c, cat ? OP_CONCAT : OP_ADD, ys.v, ys.n, &a, kind, scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_residual(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
@@ -1350,16 +806,16 @@ static Tensor *apply_residual(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope 
 	Tensor *sc = x;
 	if (args[0]) {
 		if (args[0]->kind != V_LAYER)
-			error_at(args[0]->loc, "the shortcut must be a layer, not %s", val_kind_name(args[0]->kind));
-		sc = apply_value(c, args[0], x, scope_child(c, own, "shortcut"), args[0]->loc);
+			error_at(args[0]->loc, "the shortcut must be a layer, not %s", elab_kind_name(args[0]->kind));
+		sc = elab_apply_value(c, args[0], x, scope_child(c, own, "shortcut"), args[0]->loc);
 	}
 	if (!shape_eq(body->shape, sc->shape)) {
 		error_at(e->loc, "residual '%s': the body gives %s but the shortcut gives %s%s", scope_path(c, own),
-		         type_str(c, body), type_str(c, sc),
+		         elab_type_str(c, body), elab_type_str(c, sc),
 		         args[0] ? "" : "; add a projection with residual(shortcut = ...)");
 	}
 	Tensor *in[2] = {body, sc};
-	return add_node(c, OP_ADD, in, 2, NULL, "residual", scope_path(c, own), e->loc);
+	return elab_add_node(c, OP_ADD, in, 2, NULL, "residual", scope_path(c, own), e->loc);
 }
 
 static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *own)
@@ -1375,7 +831,7 @@ static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 	case EX_REPEAT: {
 		Value n = eval(c, e->repeat.count, env);
 		if (n.kind != V_INT)
-			error_at(n.loc, "repeat count must be an integer, not %s", val_kind_name(n.kind));
+			error_at(n.loc, "repeat count must be an integer, not %s", elab_kind_name(n.kind));
 		if (n.i < 0)
 			error_at(n.loc, "repeat count must not be negative, got %" PRId64, n.i);
 		if (n.i > MAX_NODES)
@@ -1392,10 +848,10 @@ static Tensor *apply_block(Ctx *c, const Expr *e, Env *env, Tensor *x, Scope *ow
 	}
 }
 
-static Tensor *apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc loc)
+Tensor *elab_apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc loc)
 {
 	if (v->kind != V_LAYER)
-		error_at(loc, "expected a layer, but this is %s", val_kind_name(v->kind));
+		error_at(loc, "expected a layer, but this is %s", elab_kind_name(v->kind));
 	if (v->layer.builtin)
 		return call_builtin(c, v->layer.builtin, v->layer.e, v->layer.env, x, own);
 	if (v->layer.decl)
@@ -1416,10 +872,10 @@ static Tensor *apply_items(Ctx *c, const Item *items, Env *env, Tensor *x, Scope
 		Value v = eval(c, e, env);
 		if (v.kind != V_LAYER)
 			error_at(e->loc, "expected a layer, but '%s' is %s",
-			         e->kind == EX_IDENT ? e->ident : "this", val_kind_name(v.kind));
+			         e->kind == EX_IDENT ? e->ident : "this", elab_kind_name(v.kind));
 		const char *name = it->label ? it->label : auto_name(c, scope, layer_kind(&v));
 		claim_name(c, scope, name, it->label ? it->label_loc : e->loc);
-		x = apply_value(c, &v, x, scope_child(c, scope, name), e->loc);
+		x = elab_apply_value(c, &v, x, scope_child(c, scope, name), e->loc);
 	}
 	return x;
 }
@@ -1520,7 +976,7 @@ static void declare(Ctx *c, const Decl *d, bool is_main)
 			note_at(prev->name_loc, "first defined here");
 			diag_abort();
 		}
-		if (find_builtin(d->name))
+		if (elab_find_builtin(d->name))
 			error_at(d->name_loc, "'%s' is a built-in layer and cannot be redefined", d->name);
 		check_params(d);
 		name_put(c->arena, &c->layers, d->name, (void *)d);
@@ -1648,7 +1104,7 @@ static Value parse_define(const Define *def, const Value *old)
 		v.b = s[0] == 't';
 	} else {
 		error_plain("-D %s=%s: '%s' is %s, which cannot be set from the command line", def->name, s, def->name,
-		            val_kind_name(old->kind));
+		            elab_kind_name(old->kind));
 		diag_abort();
 	}
 	return v;
@@ -1702,7 +1158,7 @@ static Tensor *make_data_tensor(Ctx *c, const Decl *d, TensorKind kind)
 	for (int i = 0; i < d->ndims; i++) {
 		Value v = eval(c, d->dims[i], c->globals);
 		if (v.kind != V_INT)
-			error_at(v.loc, "a dimension must be an integer, not %s", val_kind_name(v.kind));
+			error_at(v.loc, "a dimension must be an integer, not %s", elab_kind_name(v.kind));
 		if (v.i <= 0)
 			error_at(v.loc, "a dimension must be positive, got %" PRId64, v.i);
 		s.d[i] = v.i;
@@ -1785,7 +1241,7 @@ static void build_loss(Ctx *c)
 	c->stack[0].call = app->loc;
 	c->depth = 1;
 	Value body = eval(c, net->body, c->globals);
-	Tensor *y = apply_value(c, &body, c->g->input, scope_new(c, ""), net->body->loc);
+	Tensor *y = elab_apply_value(c, &body, c->g->input, elab_scope_new(c, ""), net->body->loc);
 	c->depth = 0;
 	c->g->output = y;
 	if (y == c->g->input)
@@ -1800,8 +1256,8 @@ static void build_loss(Ctx *c)
 		fits = fits && y->shape.ndim == 2 && shape_eq(y->shape, lab->shape);
 	}
 	if (!fits) {
-		diag_print("error", e->loc, "the network's output %s does not match the labels %s%s", type_str(c, y),
-		           type_str(c, c->g->labels), ids ? " (class ids: the output has their shape and one more "
+		diag_print("error", e->loc, "the network's output %s does not match the labels %s%s", elab_type_str(c, y),
+		           elab_type_str(c, c->g->labels), ids ? " (class ids: the output has their shape and one more "
 		                                            "dimension, the classes)" : "");
 		note_at(c->labels->loc, "the labels are declared here");
 		diag_abort();
@@ -1821,14 +1277,14 @@ static void build_loss(Ctx *c)
 		error_at(e->loc, "at most %d classes for class labels, not %" PRId64, MAX_IDS,
 		         logits->shape.d[logits->shape.ndim - 1]);
 	Tensor *in[2] = {logits, c->g->labels};
-	c->g->loss = add_node(c, ids ? OP_SOFTMAX_XENT_IDS : OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
+	c->g->loss = elab_add_node(c, ids ? OP_SOFTMAX_XENT_IDS : OP_SOFTMAX_XENT, in, 2, NULL, "loss", "loss", c->loss->loc);
 }
 
 /* A number argument of an optimizer or schedule in [lo, hi] (hi_open: below hi). */
 static double opt_float(const Value *v, const char *param, const char *fn, double lo, double hi, bool hi_open,
                         const char *range)
 {
-	double x = want_float(v, param, fn);
+	double x = elab_want_float(v, param, fn);
 	if (!(x >= lo && (hi_open ? x < hi : x <= hi)))
 		error_at(v->loc, "'%s' of %s must be %s", param, fn, range);
 	return x;
@@ -1851,8 +1307,8 @@ static void build_schedule(Ctx *c, const Expr *e, OptimHyper *h)
 		if (!args[0])
 			error_at(e->loc, "cosine needs 'steps', the step its decay ends at");
 		s->kind = LR_COSINE;
-		s->steps = want_int(args[0], "steps", "cosine");
-		s->warmup = args[1] ? want_int(args[1], "warmup", "cosine") : 0;
+		s->steps = elab_want_int(args[0], "steps", "cosine");
+		s->warmup = args[1] ? elab_want_int(args[1], "warmup", "cosine") : 0;
 		if (s->warmup < 0)
 			error_at(args[1]->loc, "'warmup' of cosine must be non-negative");
 		if (s->steps <= s->warmup)
@@ -1866,7 +1322,7 @@ static void build_schedule(Ctx *c, const Expr *e, OptimHyper *h)
 		if (!args[0])
 			error_at(e->loc, "step_decay needs 'every', the steps between decays");
 		s->kind = LR_STEP;
-		s->every = want_int(args[0], "every", "step_decay");
+		s->every = elab_want_int(args[0], "every", "step_decay");
 		if (s->every < 1)
 			error_at(args[0]->loc, "'every' of step_decay must be positive");
 		s->gamma = args[1] ? opt_float(args[1], "gamma", "step_decay", 0, 1, false, "in (0, 1]") : 0.1;
@@ -1928,7 +1384,7 @@ static void build_optimizer(Ctx *c)
 	else
 		bind_args(c, fn, NULL, sgd_params, 5, rest, c->globals, args);
 	if (args[0]) {
-		h->lr = want_float(args[0], "lr", fn);
+		h->lr = elab_want_float(args[0], "lr", fn);
 		if (!(h->lr > 0) || !isfinite(h->lr))
 			error_at(args[0]->loc, "the learning rate must be positive");
 	}
@@ -1954,7 +1410,7 @@ static void build_optimizer(Ctx *c)
 		if (args[1])
 			h->momentum = opt_float(args[1], "momentum", fn, 0, 1, true, "in [0, 1)");
 		if (args[3]) {
-			h->nesterov = want_bool(args[3], "nesterov", fn);
+			h->nesterov = elab_want_bool(args[3], "nesterov", fn);
 			if (h->nesterov && !(h->momentum > 0))
 				error_at(args[3]->loc, "Nesterov's method needs a momentum");
 		}
