@@ -9,8 +9,13 @@
  *         forward op and by its gradient op
  *   name  the layer's name in the .net language
  *   from  what the gradient op reads beside dy: ACT_FROM_Y, the forward
- *         op's output (relu, sigmoid and tanh: autodiff then keeps y
- *         alive, not x), or ACT_FROM_X, its input (gelu)
+ *         op's output (relu, sigmoid, tanh, relu6: autodiff then keeps y
+ *         alive, not x), or ACT_FROM_X, its input (gelu, hardsigmoid,
+ *         hardswish, silu)
+ *
+ * Each is PyTorch's function of the same name (torch.nn.functional), its
+ * gradient too at the kinks: relu6's and hardsigmoid's are 0 at the ends
+ * of their linear part, hardswish's is x / 3 + 1/2 at -3 and 3.
  *
  * The functions compute in double: the interpreter's precision, and on a
  * GPU still far under the cost of reading and writing the elements.
@@ -20,11 +25,15 @@
 
 #include <math.h>
 
-#define ACTIVATIONS(ACT)                    \
-	ACT(RELU,    relu,    ACT_FROM_Y)   \
-	ACT(SIGMOID, sigmoid, ACT_FROM_Y)   \
-	ACT(TANH,    tanh,    ACT_FROM_Y)   \
-	ACT(GELU,    gelu,    ACT_FROM_X)
+#define ACTIVATIONS(ACT)                           \
+	ACT(RELU,        relu,        ACT_FROM_Y)  \
+	ACT(SIGMOID,     sigmoid,     ACT_FROM_Y)  \
+	ACT(TANH,        tanh,        ACT_FROM_Y)  \
+	ACT(GELU,        gelu,        ACT_FROM_X)  \
+	ACT(RELU6,       relu6,       ACT_FROM_Y)  \
+	ACT(HARDSIGMOID, hardsigmoid, ACT_FROM_X)  \
+	ACT(HARDSWISH,   hardswish,   ACT_FROM_X)  \
+	ACT(SILU,        silu,        ACT_FROM_X)
 
 typedef enum Act {
 	ACT_NONE, /* not an activation */
@@ -75,6 +84,14 @@ ACT_FN double act_value(Act a, double x)
 		return tanh(x);
 	case ACT_GELU:
 		return 0.5 * x * (1.0 + tanh(ACT_GELU_K * (x + ACT_GELU_C * x * x * x)));
+	case ACT_RELU6:
+		return x > 0 ? (x < 6 ? x : 6) : 0;
+	case ACT_HARDSIGMOID:
+		return x <= -3 ? 0 : x >= 3 ? 1 : x / 6 + 0.5;
+	case ACT_HARDSWISH:
+		return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+	case ACT_SILU:
+		return x / (1.0 + exp(-x));
 	case ACT_NONE:
 	case NUM_ACTS:
 		break;
@@ -95,6 +112,16 @@ ACT_FN double act_grad(Act a, double saved, double dy)
 	case ACT_GELU: { /* saved is x */
 		double x = saved, t = tanh(ACT_GELU_K * (x + ACT_GELU_C * x * x * x));
 		return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * ACT_GELU_K * (1.0 + 3.0 * ACT_GELU_C * x * x));
+	}
+	case ACT_RELU6: /* saved is y */
+		return saved > 0 && saved < 6 ? dy : 0;
+	case ACT_HARDSIGMOID: /* saved is x */
+		return saved > -3 && saved < 3 ? dy / 6 : 0;
+	case ACT_HARDSWISH:
+		return saved < -3 ? 0 : saved <= 3 ? dy * (saved / 3 + 0.5) : dy;
+	case ACT_SILU: {
+		double sg = 1.0 / (1.0 + exp(-saved));
+		return dy * sg * (1.0 + saved * (1.0 - sg));
 	}
 	case ACT_NONE:
 	case NUM_ACTS:

@@ -464,6 +464,10 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SIGMOID:
 	case OP_TANH:
 	case OP_GELU:
+	case OP_RELU6:
+	case OP_HARDSIGMOID:
+	case OP_HARDSWISH:
+	case OP_SILU:
 		grad_activation(ad, f, dy);
 		break;
 	case OP_SOFTMAX:
@@ -516,6 +520,10 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SIGMOID_BWD:
 	case OP_TANH_BWD:
 	case OP_GELU_BWD:
+	case OP_RELU6_BWD:
+	case OP_HARDSIGMOID_BWD:
+	case OP_HARDSWISH_BWD:
+	case OP_SILU_BWD:
 	case OP_SOFTMAX_BWD:
 	case OP_DROPOUT_BWD:
 	case OP_SLICE:

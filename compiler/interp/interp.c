@@ -710,6 +710,10 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_SIGMOID:
 	case OP_TANH:
 	case OP_GELU:
+	case OP_RELU6:
+	case OP_HARDSIGMOID:
+	case OP_HARDSWISH:
+	case OP_SILU:
 		for (int64_t i = 0; i < nx; i++)
 			out[0][i] = act_value(op_info[nd->op].act, in[0][i]);
 		break;
@@ -717,6 +721,10 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_SIGMOID_BWD:
 	case OP_TANH_BWD:
 	case OP_GELU_BWD:
+	case OP_RELU6_BWD:
+	case OP_HARDSIGMOID_BWD:
+	case OP_HARDSWISH_BWD:
+	case OP_SILU_BWD:
 		for (int64_t i = 0; i < nx; i++)
 			out[0][i] = act_grad(op_info[nd->op].act, in[0][i], in[1][i]);
 		break;

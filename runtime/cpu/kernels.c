@@ -673,6 +673,11 @@ static dnnl_alg_kind_t eltwise_alg(Act a)
 		return dnnl_eltwise_tanh_use_dst_for_bwd;
 	case ACT_GELU:
 		return dnnl_eltwise_gelu_tanh;
+	case ACT_RELU6: /* oneDNN's clip and hard* differ from PyTorch's gradients at the kinks */
+	case ACT_HARDSIGMOID:
+	case ACT_HARDSWISH:
+	case ACT_SILU:
+		return dnnl_alg_kind_undef;
 	case ACT_NONE:
 	case NUM_ACTS:
 		break;
@@ -1313,12 +1318,20 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
 	case RT_OP_GELU:
+	case RT_OP_RELU6:
+	case RT_OP_HARDSIGMOID:
+	case RT_OP_HARDSWISH:
+	case RT_OP_SILU:
 		run_act(d, a, op_info[k->op].act);
 		break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
 	case RT_OP_GELU_BWD:
+	case RT_OP_RELU6_BWD:
+	case RT_OP_HARDSIGMOID_BWD:
+	case RT_OP_HARDSWISH_BWD:
+	case RT_OP_SILU_BWD:
 		run_act_bwd(d, a, op_info[k->op].act);
 		break;
 	case RT_OP_RESHAPE:
@@ -1492,11 +1505,19 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
-	case RT_OP_GELU: make_eltwise(s, k); break;
+	case RT_OP_GELU:
+	case RT_OP_RELU6:
+	case RT_OP_HARDSIGMOID:
+	case RT_OP_HARDSWISH:
+	case RT_OP_SILU: make_eltwise(s, k); break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
-	case RT_OP_GELU_BWD: make_eltwise_bwd(s, k); break;
+	case RT_OP_GELU_BWD:
+	case RT_OP_RELU6_BWD:
+	case RT_OP_HARDSIGMOID_BWD:
+	case RT_OP_HARDSWISH_BWD:
+	case RT_OP_SILU_BWD: make_eltwise_bwd(s, k); break;
 	case RT_OP_SOFTMAX: make_softmax(s, k); break;
 	case RT_OP_SOFTMAX_BWD: make_softmax_bwd(s, k); break;
 	case RT_OP_MATMUL: make_matmul(s, k); break;

@@ -734,12 +734,20 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
 	case RT_OP_GELU:
+	case RT_OP_RELU6:
+	case RT_OP_HARDSIGMOID:
+	case RT_OP_HARDSWISH:
+	case RT_OP_SILU:
 		launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), st));
 		break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
 	case RT_OP_GELU_BWD:
+	case RT_OP_RELU6_BWD:
+	case RT_OP_HARDSIGMOID_BWD:
+	case RT_OP_HARDSWISH_BWD:
+	case RT_OP_SILU_BWD:
 		launched(k, gpu_eltwise_bwd(op_info[k->op].act, a[0], a[1], a[2], arg_elems(d, 0), st));
 		break;
 	case RT_OP_SOFTMAX:
@@ -945,10 +953,18 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
 	case RT_OP_GELU:
+	case RT_OP_RELU6:
+	case RT_OP_HARDSIGMOID:
+	case RT_OP_HARDSWISH:
+	case RT_OP_SILU:
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
 	case RT_OP_GELU_BWD:
+	case RT_OP_RELU6_BWD:
+	case RT_OP_HARDSIGMOID_BWD:
+	case RT_OP_HARDSWISH_BWD:
+	case RT_OP_SILU_BWD:
 		if (op_info[k->op].act == ACT_NONE)
 			RT_ICE("kernel %d (%s): ops.def names no activation", id, op_name(k->op));
 		break;

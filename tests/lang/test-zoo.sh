@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The model zoo: every example passes `autotmc check` at its default batch
 # and prints its peak live bytes; the large AutoTM workloads also at batch 1;
-# the five torchvision-identical models have exactly torchvision's
+# the six torchvision-identical models have exactly torchvision's
 # parameter counts (torchvision 0.14: sum of p.numel() over parameters()).
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -33,6 +33,7 @@ declare -A torchvision=(
     [resnet152.net]=60192808
     [densenet201.net]=20013928
     [inception_v3.net]=23834568
+    [mobilenet_v2.net]=3504872
 )
 for f in "${!torchvision[@]}"; do
     got=$("$autotmc" check "$f" | sed -n 's/^parameters: //p')

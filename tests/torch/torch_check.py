@@ -17,7 +17,8 @@ With --f64 both sides compute in float64 (`autotmc interpret --f64`),
 which isolates the rules from float32 rounding.
 
 Agreement: every loss, and every saved tensor in max-norm, within RTOL
-relative (||a - b||_inf <= RTOL * ||b||_inf). When the optimizer clips,
+relative (||a - b||_inf <= RTOL * ||b||_inf; a running mean relative to
+its running deviation where that is larger: stat_scale). When the optimizer clips,
 some step's gradient norm must exceed the clip (or the check would not
 test clipping). In float32 a tensor beyond RTOL still agrees if it is as
 accurate as PyTorch's: against PyTorch in float64 from the same start,
@@ -25,7 +26,9 @@ within twice PyTorch float32's own difference (AdamW divides each
 gradient by its running magnitude, so a gradient that is rounding noise,
 such as that of attention's key bias, exactly 0 in exact arithmetic,
 moves its weight by steps that no float32 computation repeats); each
-such tensor is printed with both differences.
+such tensor is printed with both differences. So does a loss beyond
+RTOL: PyTorch's float32 losses of MobileNetV2 at 64x64 drift from
+float64 by percents where ours stay within 1e-5.
 
 With --reference, PyTorch's side only, for a program run elsewhere (a GPU
 machine without the compiler, tests/gpu/remote): WORKDIR gets the input,
@@ -39,9 +42,10 @@ trained with --val, then `autotmc eval --outputs`, against PyTorch's
 model.eval() from the saved weights and running statistics; the
 arguments after -- place the training program (--limit, --optimizer).
 
-usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run]
+usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run] [-DNAME=VALUE...]
        torch_check.py AUTOTMC MODEL.net WORKDIR ITERS RTOL --reference
        torch_check.py AUTOTMC MODEL.net WORKDIR 0 RTOL --eval [-- PLACEMENT...]
+-DNAME=VALUE overrides a model parameter in every autotmc command.
 Exit status: 0 agreement, 1 disagreement, 77 PyTorch or NumPy missing.
 """
 import json
@@ -82,7 +86,11 @@ def write_safetensors(path, tensors, dtype):
         f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
 
 
+DEFINES = []  # -D NAME=VALUE arguments, given to every autotmc command
+
+
 def run(cmd):
+    cmd = cmd + DEFINES
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"command failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
@@ -131,6 +139,8 @@ def forward(graph, weights, stats, x, y, train=True):
             r = F.layer_norm(ins[0], (ins[0].shape[-1],), ins[1], ins[2], eps=a["eps"])
         elif op == "gelu":
             r = F.gelu(ins[0], approximate="tanh")
+        elif op in ("relu6", "hardsigmoid", "hardswish", "silu"):
+            r = getattr(F, op)(ins[0])
         elif op == "softmax":
             r = F.softmax(ins[0], dim=1)
         elif op == "reshape":
@@ -203,9 +213,21 @@ def make_optimizer(opt, params):
                            nesterov=opt["nesterov"])
 
 
-def relative(a, b):
-    """||a - b||_inf / ||b||_inf"""
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+def relative(a, b, scale=0.0):
+    """||a - b||_inf / max(||b||_inf, scale)"""
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), scale, 1e-30))
+
+
+def stat_scale(name, final):
+    """The scale a batchnorm's running mean is judged at: its running
+    standard deviation. A mean that is 0 in exact arithmetic (the channels
+    after a 1x1 convolution of batchnorm's zero-mean output, as in
+    MobileNetV2's blocks) is rounding noise, and a shift of the mean
+    matters as a fraction of the deviation it is divided by."""
+    if not name.endswith(".running_mean"):
+        return 0.0
+    var = final.get(name[:-len("running_mean")] + "running_var")
+    return float(np.sqrt(np.max(np.abs(var)))) if var is not None else 0.0
 
 
 def check_eval(autotmc, model, work, rtol, place):
@@ -345,7 +367,8 @@ def main():
     place = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     flags = {a for a in argv if a.startswith("--")}
-    args = [a for a in argv if not a.startswith("--")]
+    DEFINES.extend(a for a in argv if a.startswith("-D"))
+    args = [a for a in argv if not a.startswith("-")]
     if len(args) < 3 or flags - {"--f64", "--run", "--eval", "--reference"}:
         sys.exit(__doc__)
     autotmc, model, work = args[:3]
@@ -389,6 +412,17 @@ def main():
     for i, (a, b) in enumerate(zip(ours, theirs)):
         rel = abs(a - b) / abs(b)
         print(f"step {i + 1}: autotmc {a:.9g}  pytorch {b:.9g}  relative difference {rel:.2e}")
+        if rel > rtol and not f64:
+            # as accurate as PyTorch: the same rule as for the tensors below (a network whose
+            # batch statistics are of few elements, such as MobileNetV2 at 64x64, is sensitive
+            # enough that PyTorch's float32 steps drift from float64 by more than rtol)
+            if exact is None:
+                exact = train_torch(graph, init, by_name, x, cls, nclass, iters, torch.float64, False)
+            e = exact[0][i]
+            print(f"step {i + 1}: against float64 {e:.9g}: autotmc {abs(a - e) / abs(e):.2e}, "
+                  f"pytorch {abs(b - e) / abs(e):.2e}")
+            if abs(a - e) <= 2 * abs(b - e):
+                rel = 0.0
         bad += rel > rtol
     if len(ours) != iters:
         print(f"autotmc printed {len(ours)} losses, expected {iters}")
@@ -400,7 +434,8 @@ def main():
         i = by_name[name]
         nstats += i in stats
         w = (stats[i] if i in stats else weights[i]).detach().numpy()
-        rel = relative(v, w)
+        scale = stat_scale(name, final)
+        rel = relative(v, w, scale)
         if rel > rtol and not f64:
             if exact is None:
                 exact = train_torch(graph, init, by_name, x, cls, nclass, iters, torch.float64, False)
@@ -408,7 +443,7 @@ def main():
             # (where a gradient is rounding noise, as that of attention's key bias, whose exact
             # value is 0, AdamW's normalisation makes steps of it that float32 cannot repeat).
             e = (exact[2][i] if i in stats else exact[1][i]).detach().numpy()
-            ours64, theirs64 = relative(v, e), relative(w, e)
+            ours64, theirs64 = relative(v, e, scale), relative(w, e, scale)
             print(f"{name}: relative difference {rel:.2e}; against float64 autotmc {ours64:.2e}, "
                   f"pytorch {theirs64:.2e}")
             if ours64 <= 2 * theirs64:
