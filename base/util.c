@@ -9,6 +9,7 @@
 #include "format.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -213,3 +214,52 @@ const char *read_failure(const char *not_regular, int err, const char *too_large
 		snprintf(buf, size, "%s", err == EFBIG ? too_large : strerror(err));
 	return buf;
 }
+
+/* The edit distance of a and b (neighbours swapped count 1), or INT_MAX past 64 characters. */
+static int edit_distance(const char *a, const char *b)
+{
+	enum { MAX = 64 };
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > MAX || lb > MAX)
+		return INT_MAX;
+	int d[MAX + 1][MAX + 1];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb];
+}
+
+void near_consider(NearName *n, const char *cand)
+{
+	if (!cand || !strcmp(cand, n->name))
+		return;
+	size_t la = strlen(n->name), lb = strlen(cand), longer = la > lb ? la : lb, shorter = la < lb ? la : lb;
+	int score = edit_distance(n->name, cand), most = longer / 3 > 1 ? (int)(longer / 3) : 1;
+	if (score > most && shorter >= 3 && !strncmp(n->name, cand, shorter))
+		score = most; /* one starts with the other */
+	if (score <= most && (!n->best || score < n->score)) {
+		n->best = cand;
+		n->score = score;
+	}
+}
+
+const char *nearest_name(const char *name, const char *const *cands, size_t ncands)
+{
+	NearName n = {.name = name};
+	for (size_t i = 0; i < ncands; i++)
+		near_consider(&n, cands[i]);
+	return n.best;
+}
+

@@ -61,5 +61,21 @@ const char *read_failure(const char *not_regular, int err, const char *too_large
 /* The directory of the running executable (for files installed beside it), or NULL. */
 const char *exe_dir(void);
 
+/*
+ * "Did you mean": the candidate nearest to a misspelt name, offered one
+ * at a time (near_consider) or as an array (nearest_name). Near is an
+ * edit distance (insertions, deletions, substitutions, swaps of
+ * neighbours) of at most a third of the longer name, at least 1, or one
+ * name starting with the other, 3 characters or more ("padding", "pad");
+ * the nearest wins, the first of equals. best is NULL if none is near.
+ */
+typedef struct NearName {
+	const char *name; /* the misspelt name */
+	const char *best; /* the nearest candidate so far, or NULL */
+	int score;        /* its distance */
+} NearName;
+void near_consider(NearName *n, const char *cand);
+const char *nearest_name(const char *name, const char *const *cands, size_t ncands);
+
 
 #endif

@@ -805,6 +805,14 @@ static void check_long_names(Command cmd, int argc, char **argv)
 				usage_error(cmd, "unknown option '--%.*s' (did you mean --%s%s%s?)", (int)len, name,
 				            options[k].name, options[k].metavar ? " " : "",
 				            options[k].metavar ? options[k].metavar : "");
+		char given[64];
+		snprintf(given, sizeof given, "%.*s", (int)len, name);
+		NearName near = {.name = given};
+		for (int k = 0; k < NUM_CLI_OPTIONS; k++)
+			if (options[k].cmds >> cmd & 1)
+				near_consider(&near, options[k].name);
+		if (near.best)
+			usage_error(cmd, "unknown option '--%.*s' (did you mean --%s?)", (int)len, name, near.best);
 		usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
 	}
 }

@@ -420,6 +420,11 @@ static const Builtin builtins[] = {
 	{"identity", {NULL}, b_identity, NUM_OPS},
 };
 
+const char *elab_builtin_name(size_t i)
+{
+	return i < countof(builtins) ? builtins[i].name : NULL;
+}
+
 const Builtin *elab_find_builtin(const char *name)
 {
 	for (size_t i = 0; i < countof(builtins); i++)

@@ -9,6 +9,7 @@
 #include "elaborate.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ast.h"
@@ -161,6 +162,8 @@ Tensor *elab_apply_value(Ctx *c, const Value *v, Tensor *x, Scope *own, SrcLoc l
 
 /* The built-in layer called name, or NULL. */
 const Builtin *elab_find_builtin(const char *name);
+/* The name of built-in layer i, NULL past the last. */
+const char *elab_builtin_name(size_t i);
 /* Add a node, reporting a shape error as a diagnostic at the layer. */
 Tensor *elab_add_node(Ctx *c, Op op, Tensor **in, int nin, const Attrs *attr, const char *kind, const char *path,
                       SrcLoc loc);

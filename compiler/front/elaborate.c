@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -201,6 +202,32 @@ static const Binding *find_var(Env *env, const char *name)
 			if (strcmp(b->name, name) == 0)
 				return b;
 	return NULL;
+}
+
+/* The names of a table as candidates of a "did you mean". */
+static void near_table(NearName *n, const NameTable *t)
+{
+	for (size_t i = 0; t->slots && i < t->cap; i++)
+		near_consider(n, t->slots[i].name);
+}
+
+/*
+ * "; did you mean 'relu6'?" for a name that is no variable (where env),
+ * layer or built-in layer, into buf; "" where none is near.
+ */
+static const char *did_you_mean(Ctx *c, Env *env, const char *name, char *buf, size_t size)
+{
+	NearName n = {.name = name};
+	for (Env *e = env; e; e = e->parent)
+		for (const Binding *b = e->vars; b; b = b->next)
+			near_consider(&n, b->name);
+	near_table(&n, &c->layers);
+	for (size_t i = 0; elab_builtin_name(i); i++)
+		near_consider(&n, elab_builtin_name(i));
+	buf[0] = '\0';
+	if (n.best)
+		snprintf(buf, size, "; did you mean '%s'?", n.best);
+	return buf;
 }
 
 static void bind(Ctx *c, Env *env, const char *name, Value v)
@@ -422,7 +449,9 @@ static Value eval(Ctx *c, const Expr *e, Env *env)
 			if (strcmp(p->name, name) == 0)
 				error_at(nloc, "'%s' is a later parameter; a default may only use the parameters before it",
 				         name);
-		error_at(nloc, "unknown %s '%s'", e->kind == EX_CALL ? "layer" : "name", name);
+		char hint[128];
+		error_at(nloc, "unknown %s '%s'%s", e->kind == EX_CALL ? "layer" : "name", name,
+		         did_you_mean(c, env, name, hint, sizeof hint));
 	}
 	case EX_CHAIN:
 	case EX_CONCAT:
@@ -461,8 +490,9 @@ static void bind_args(Ctx *c, const char *layer, const Decl *def, const char *co
 				if (strcmp(params[i], a->name) == 0)
 					break;
 			if (i == np) {
-				diag_print("error", a->name_loc, "%s has no parameter '%s'", callee(c, layer, def),
-				           a->name);
+				const char *near = nearest_name(a->name, params, (size_t)np);
+				diag_print("error", a->name_loc, "%s has no parameter '%s'%s%s%s", callee(c, layer, def),
+				           a->name, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
 				if (def)
 					note_at(def->name_loc, "'%s' is defined here", def->name);
 				diag_abort();
@@ -1119,7 +1149,11 @@ static void bind_model_params(Ctx *c)
 		for (const Param *p = c->model ? c->model->params : NULL; p; p = p->next)
 			found |= strcmp(p->name, o->defines[i].name) == 0;
 		if (!found) {
-			error_plain("-D %s: the model has no parameter '%s'", o->defines[i].name, o->defines[i].name);
+			NearName near = {.name = o->defines[i].name};
+			for (const Param *p = c->model ? c->model->params : NULL; p; p = p->next)
+				near_consider(&near, p->name);
+			error_plain("-D %s: the model has no parameter '%s'%s%s%s", o->defines[i].name, o->defines[i].name,
+			            near.best ? "; did you mean '" : "", near.best ? near.best : "", near.best ? "'?" : "");
 			if (c->model)
 				note_at(c->model->name_loc, "model '%s' is declared here", c->model->name);
 			else
@@ -1232,8 +1266,10 @@ static void build_loss(Ctx *c)
 		diag_abort();
 	}
 	const Decl *net = find_layer(c, app->call.name);
+	char hint[128];
 	if (!net)
-		error_at(app->call.name_loc, "unknown layer '%s'", app->call.name);
+		error_at(app->call.name_loc, "unknown layer '%s'%s", app->call.name,
+		         did_you_mean(c, NULL, app->call.name, hint, sizeof hint));
 	if (net->params)
 		error_at(app->call.name_loc, "the network '%s' must be a layer without parameters", net->name);
 
