@@ -107,6 +107,7 @@ bool command_find(const char *name, Command *out)
 typedef enum ValueKind {
 	V_FLAG,      /* none: sets a bool */
 	V_TEXT,      /* any text (a path, a list checked later): a const char * */
+	V_SWEEPS,    /* a list of the optimizers a sweep varies (sweepable), checked later: a const char * */
 	V_OUTPUT,    /* a file to write: a const char *, checked writable before any work */
 	V_LONG,      /* a whole number from min to max: a long */
 	V_INT,       /* the same, into an int */
@@ -231,7 +232,7 @@ static const Option options[] = {
 	 "with --backend gpu: write the step's distinct kernels for autotm-gpu-profile,\n"
 	 "which times them on a GPU (docs/gpu.md)"},
 	/* sweep */
-	{"optimizers", 0, V_TEXT, F(optimizers), C(SWEEP), 0, 0, "LIST", "comma-separated (default static,sync,first-touch)"},
+	{"optimizers", 0, V_SWEEPS, F(optimizers), C(SWEEP), 0, 0, "LIST", "comma-separated (default static,sync,first-touch) of"},
 	{"ratios", 0, V_TEXT, F(ratios), C(SWEEP), 0, 0, "LIST",
 	 "slow:fast ratios (default 1:0,8:1,4:1,1:1,0:1; 1:0 gives the fast tier\nnothing, 0:1 the whole all-fast footprint)"},
 	{"plots", 0, V_PLOTS, F(plots), C(SWEEP), 0, 0, "png|svg|none",
@@ -258,6 +259,8 @@ void usage_main(FILE *f)
 	           "Documentation: docs/language.md and docs/cli.md.\n");
 }
 
+static bool sweepable(OptimizerId o);
+
 void usage_command(FILE *f, Command cmd)
 {
 	fprintf(f, "usage: autotmc %s %s\n\n%s\n\noptions:\n", commands[cmd].name, commands[cmd].args,
@@ -273,8 +276,9 @@ void usage_command(FILE *f, Command cmd)
 		else
 			snprintf(head, sizeof head, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
 		/* the help wrapped to 79 columns, beside the option or, when it is long, under it */
-		char text[512];
-		snprintf(text, sizeof text, "%s", o->help);
+		char text[512], names[256];
+		snprintf(text, sizeof text, "%s%s%s", o->help, o->kind == V_SWEEPS ? " " : "",
+		         o->kind == V_SWEEPS ? optimizer_names_if(sweepable, names, sizeof names) : "");
 		for (char *c = text; *c; c++)
 			if (*c == '\n')
 				*c = ' ';
@@ -436,6 +440,7 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 		*(bool *)field = true;
 		break;
 	case V_TEXT:
+	case V_SWEEPS:
 	case V_OUTPUT:
 		if (!*v)
 			usage_error(cmd, "--%s expects a value, got an empty one", o->name);
@@ -555,10 +560,16 @@ static bool offloads(OptimizerId o)
 }
 
 /* An optimizer a sweep varies: one that takes a limit and runs on the CPU. */
+/* The optimizers a sweep varies: those that place for a fast-tier size, on the CPU. */
+static bool sweepable(OptimizerId o)
+{
+	return optimizer_info[o].limit == LIMIT_NEEDED && optimizer_allowed(o, TARGET_CPU);
+}
+
 static bool sweep_optimizer(const char *name)
 {
 	OptimizerId o;
-	return optimizer_find(name, &o) && optimizer_info[o].limit == LIMIT_NEEDED && optimizer_allowed(o, TARGET_CPU);
+	return optimizer_find(name, &o) && sweepable(o);
 }
 
 static bool ratio_ok(const char *s)
@@ -740,9 +751,11 @@ static void check_settings(Arena *a, Settings *s)
 			usage_error(cmd, "--slow-dir applies only to --slow pmem");
 		break;
 	case CMD_SWEEP:
-		if (!each_in_list(a, s->optimizers, sweep_optimizer, &bad))
-			usage_error(cmd, "--optimizers: '%s' is not an optimizer a sweep varies (static, sync, async, "
-			                 "first-touch; all-slow and all-fast always run)", bad);
+		if (!each_in_list(a, s->optimizers, sweep_optimizer, &bad)) {
+			char names[256];
+			usage_error(cmd, "--optimizers: '%s' is not an optimizer a sweep varies (%s; all-slow and all-fast "
+			                 "always run)", bad, optimizer_names_if(sweepable, names, sizeof names));
+		}
 		if (!each_in_list(a, s->ratios, ratio_ok, &bad))
 			usage_error(cmd, "--ratios: '%s' is not a ratio SLOW:FAST such as 4:1", bad);
 		if (s->iters < 0)

@@ -51,6 +51,7 @@ expect 2 "--seed expects a whole number" "$autotmc" interpret "$mlp" --seed -1
 expect 2 "-D expects NAME=VALUE" "$autotmc" check "$mlp" -D batch
 expect 2 "unknown option '--optim' (did you mean --optimizer O?)" "$autotmc" schedule "$mlp" --optim sync
 expect 2 "unknown option '--optimiser' (did you mean --optimizer?)" "$autotmc" schedule "$mlp" --optimiser sync
+expect 2 "not an optimizer a sweep varies (auto, recompute, static, sync, async, first-touch; all-slow and all-fast always run)" "$autotmc" sweep "$mlp" --optimizers checkpoint
 expect 2 "optimizer 'all-fast' takes no fast-tier size" "$autotmc" build "$mlp" -o "$work/prog" --optimizer all-fast --limit 1GiB
 expect 2 "optimizer 'all-slow' takes no fast-tier size" "$autotmc" schedule "$mlp" --optimizer all-slow --ratio 1:1
 expect 2 "needs the fast tier's size" "$autotmc" schedule "$mlp" --optimizer sync
