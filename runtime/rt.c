@@ -723,6 +723,26 @@ static void report_end(const RtCtx *ctx, double med)
 	       fmt_bytes(moved, b1, sizeof b1), ctx->opt.threads);
 }
 
+/* What the run wrote at its end, in one line: "wrote w.safetensors (weights), r.json (results), p.png (plot)". */
+static void report_written(const RtCtx *ctx, bool saved, bool recorded, bool plotted)
+{
+	const struct {
+		bool wrote;
+		const char *path, *what;
+	} out[] = {{saved, ctx->opt.save_weights, "weights"},
+	           {recorded, ctx->opt.results, "results"},
+	           {plotted, ctx->opt.plot, "plot"},
+	           {ctx->opt.checkpoint && !ctx->checkpoint_failed, ctx->opt.checkpoint, "checkpoint"}};
+	int n = 0;
+	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+		if (out[i].wrote)
+			printf("%s%s (%s)", n++ ? ", " : "wrote ", out[i].path, out[i].what);
+	if (n) {
+		printf("\n");
+		fflush(stdout);
+	}
+}
+
 int rt_end(RtCtx *ctx)
 {
 	int status = 0;
@@ -739,7 +759,8 @@ int rt_end(RtCtx *ctx)
 	}
 	if (ctx->eval_failed)
 		status = 1;
-	if (ctx->opt.save_weights && !rt_data_save_weights(ctx))
+	bool saved = ctx->opt.save_weights && rt_data_save_weights(ctx);
+	if (ctx->opt.save_weights && !saved)
 		status = 1;
 	if (ctx->opt.checkpoint && ctx->checkpoint_step != ctx->step)
 		rt_checkpoint_save(ctx); /* the run's last state */
@@ -755,10 +776,14 @@ int rt_end(RtCtx *ctx)
 		rt_warn("error writing the output: %s", strerror(errno));
 		status = 1;
 	}
-	if (ctx->opt.results && !rt_results_write(ctx, ctx->opt.results, med))
+	bool recorded = ctx->opt.results && rt_results_write(ctx, ctx->opt.results, med);
+	if (ctx->opt.results && !recorded)
 		status = 1;
-	if (ctx->opt.plot && !plot_losses(ctx))
+	bool plotted = ctx->opt.plot && plot_losses(ctx);
+	if (ctx->opt.plot && !plotted)
 		status = 1;
+	if (!ctx->opt.quiet)
+		report_written(ctx, saved, recorded, plotted);
 
 	rt_feed_close(ctx);
 	rt_eval_free(ctx);

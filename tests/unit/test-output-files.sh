@@ -205,5 +205,17 @@ if ls nodir adir/* 2>/dev/null | grep -q .; then
     fail "a refused path left files behind"
 fi
 
+# the run says what it wrote, in one line at its end (and nothing with -q)
+./prog --iters 1 --save-weights said.st --results said.json --plot said.png >said.out 2>&1
+if [ "$(tail -1 said.out)" = "wrote said.st (weights), said.json (results), said.png (plot)" ]; then
+    ok "the run says what it wrote: $(tail -1 said.out)"
+else
+    fail "the run's last line is not what it wrote: $(tail -1 said.out)"
+fi
+./prog --iters 1 -q --save-weights said.st >quiet.out 2>&1
+if grep -q '^wrote' quiet.out; then
+    fail "-q still says what it wrote"
+fi
+
 echo "$fails failed"
 [ $fails -eq 0 ]
