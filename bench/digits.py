@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """scikit-learn's handwritten digits as an autotmc dataset.
 
     bench/digits.py prepare DIR             write DIR/train and DIR/val

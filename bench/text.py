@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Any text as a byte-level autotmc dataset, and PyTorch's GPT trained on it.
 
     bench/text.py prepare FILE DIR [SEQ]      write DIR/train and DIR/val
