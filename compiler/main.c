@@ -143,7 +143,7 @@ static int cmd_schedule(const Settings *s, Arena *a)
 	if (s->trace)
 		ok = schedule_trace(s->trace, c.g, c.place, tl) && ok;
 	if (s->plot)
-		ok = schedule_plot(s->plot, c.g, c.place) && ok;
+		ok = schedule_plot(s->plot, c.g, c.place, place_kernel_scratch(c.sched, c.cm)) && ok;
 	return ok ? 0 : 1;
 }
 

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,15 +89,26 @@ Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a)
 	return tl;
 }
 
-/* Bytes of each tier's residencies at every step. */
+/*
+ * Bytes of each tier at every step, as the pools hold them: fast, the
+ * most memplan has live at the step's kernel or at the boundary before it
+ * (sizes rounded as packed, an output written over its dying input counted
+ * once, copies in flight included: memplan_fast_live), never more than
+ * the packed fast pool; slow, the slow residencies, rounded alike.
+ */
 static void tier_usage(const Placement *p, int64_t *fast, int64_t *slow)
 {
-	for (int i = 0; i < p->s->n; i++)
-		fast[i] = slow[i] = 0;
+	Arena a = {0};
+	const int64_t *live = memplan_fast_live(p, &a);
+	for (int i = 0; i < p->s->n; i++) {
+		fast[i] = live[2 * i] > live[2 * i + 1] ? live[2 * i] : live[2 * i + 1];
+		slow[i] = 0;
+	}
+	arena_free(&a);
 	for (int i = 0; i < p->res.n; i++) {
 		const Residency *r = p->res.v[i];
-		for (int step = r->first; step <= r->last; step++)
-			(r->tier == TIER_FAST ? fast : slow)[step] += r->t->bytes;
+		for (int step = r->first; step <= r->last && r->tier == TIER_SLOW; step++)
+			slow[step] += memplan_round(r->t->bytes);
 	}
 }
 
@@ -344,6 +356,31 @@ static void lane_name(cJSON *events, int tid, const char *name)
 	cJSON_AddItemToArray(events, e);
 }
 
+/*
+ * A counter track of the tiers' bytes (tier_usage, as --plot draws them):
+ * each step's at its kernel's start, and the last again at the step's end,
+ * which trace viewers (Perfetto, chrome://tracing) draw as a graph.
+ */
+static void trace_tiers(cJSON *events, const Placement *p, const Timeline *tl)
+{
+	int n = p->s->n;
+	int64_t *fast = xcalloc((size_t)n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)n + 1, sizeof(int64_t));
+	tier_usage(p, fast, slow);
+	for (int step = 0; step <= n && n > 0; step++) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", "tier bytes");
+		cJSON_AddStringToObject(e, "ph", "C");
+		cJSON_AddNumberToObject(e, "ts", (step < n ? tl->kernel_start[step] : tl->total) * 1e6);
+		cJSON_AddNumberToObject(e, "pid", 1);
+		cJSON *args = cJSON_AddObjectToObject(e, "args");
+		cJSON_AddNumberToObject(args, "fast", (double)fast[step < n ? step : n - 1]);
+		cJSON_AddNumberToObject(args, "slow", (double)slow[step < n ? step : n - 1]);
+		cJSON_AddItemToArray(events, e);
+	}
+	free(fast);
+	free(slow);
+}
+
 bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl)
 {
 	enum { LANE_KERNELS = 1, LANE_TO_SLOW = 2, LANE_TO_FAST = 3 };
@@ -368,9 +405,15 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 	}
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
-		trace_event(events, m->t->name, m->async ? "async move" : "sync move", tl->move_start[i], tl->move_time[i],
-		            m->to->tier == TIER_FAST ? LANE_TO_FAST : LANE_TO_SLOW);
+		cJSON *e = trace_event(events, m->t->name, m->async ? "async move" : "sync move", tl->move_start[i],
+		                       tl->move_time[i], m->to->tier == TIER_FAST ? LANE_TO_FAST : LANE_TO_SLOW);
+		cJSON *args = cJSON_AddObjectToObject(e, "args");
+		cJSON_AddNumberToObject(args, "bytes", (double)m->t->bytes);
+		cJSON_AddStringToObject(args, "to", tier_name(m->to->tier));
+		cJSON_AddNumberToObject(args, "issued_before_step", m->start);
+		cJSON_AddNumberToObject(args, "done_before_step", m->at);
 	}
+	trace_tiers(events, p, tl);
 	cJSON_AddStringToObject(root, "displayTimeUnit", "ms");
 	cJSON *meta = cJSON_AddObjectToObject(root, "otherData");
 	cJSON_AddStringToObject(meta, "model", g->model);
@@ -387,7 +430,16 @@ bool schedule_trace(const char *path, const Graph *g, const Placement *p, const 
 	return ok;
 }
 
-bool schedule_plot(const char *path, const Graph *g, const Placement *p)
+/* A horizontal line at `bytes` across the plot, labelled at the left (or the right) in `color`, dashed as dt. */
+static void plot_level(FILE *f, int64_t bytes, const char *label, bool right, const char *color, int dt)
+{
+	double mib = (double)bytes / 1048576.0;
+	fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt %d lc rgb '%s'\n", mib, mib, dt, color);
+	fprintf(f, "set label \"%s\" at graph %s, first %g %s offset 0,0.7 tc rgb '%s' noenhanced\n", label,
+	        right ? "0.99" : "0.01", mib, right ? "right" : "left", color);
+}
+
+bool schedule_plot(const char *path, const Graph *g, const Placement *p, int64_t scratch)
 {
 	Plot pl;
 	if (!plot_open(&pl, path, 1100, 500, "autotmc"))
@@ -396,12 +448,24 @@ bool schedule_plot(const char *path, const Graph *g, const Placement *p)
 	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
 	tier_usage(p, fast, slow);
 	FILE *f = pl.f;
-	fprintf(f, "set title 'tier usage over the training step: %s, placement %s'\n", g->model, placement_name(p));
+	fprintf(f, "set title \"tier usage over the training step: %s, placement %s\" noenhanced\n", g->model,
+	        placement_name(p));
 	fprintf(f, "set xlabel 'step'\nset ylabel 'MiB'\nset key top left\nset grid\n");
+	/* the y range holds the limit and the pool lines too (checkpoint's limit is far above its tiers) */
+	double top = (double)(p->limit > p->fast_bytes ? p->limit : p->fast_bytes);
+	for (int step = 0; step < s->n; step++)
+		top = fmax(top, (double)(fast[step] > slow[step] ? fast[step] : slow[step]));
+	fprintf(f, "set yrange [0:%g]\n", top * 1.1 / 1048576.0 + 1e-3);
+	char b[64], label[128];
 	if (p->limit > 0)
-		fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'red'\n"
-		           "set label 'fast limit' at graph 0.01, first %g offset 0,0.7 tc rgb 'red'\n",
-		        (double)p->limit / 1048576.0, (double)p->limit / 1048576.0, (double)p->limit / 1048576.0);
+		plot_level(f, p->limit, "fast limit", false, "red", 2);
+	if (p->limit > 0 && scratch > 0 && scratch < p->limit) {
+		snprintf(label, sizeof label, "the tensors' limit (beside the kernels' scratch, %s)",
+		         fmt_bytes(scratch, b, sizeof b));
+		plot_level(f, p->limit - scratch, label, false, "orange", 4);
+	}
+	if (p->fast_bytes > 0 && p->fast_bytes != p->limit)
+		plot_level(f, p->fast_bytes, "fast pool (packed)", true, "gray40", 3);
 	fprintf(f, "plot '-' using 1:2 with steps lw 2 title 'fast', '-' using 1:2 with steps lw 2 title 'slow'\n");
 	for (int tier = 0; tier < 2; tier++) {
 		for (int step = 0; step < s->n; step++)

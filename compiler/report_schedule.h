@@ -41,7 +41,11 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
                       const PlaceStats *st, TargetId target, const char *source, Arena *a);
 /* Chrome Trace Event format: kernels and recomputes on one lane, moves on two others. */
 bool schedule_trace(const char *path, const Graph *g, const Placement *p, const Timeline *tl);
-/* The bytes of each tier over the step, plotted with gnuplot (.png or .svg). */
-bool schedule_plot(const char *path, const Graph *g, const Placement *p);
+/*
+ * The bytes of each tier over the step, plotted with gnuplot (.png or
+ * .svg), with the fast limit, the limit left to the tensors beside the
+ * kernels' scratch (where there is scratch) and the packed fast pool.
+ */
+bool schedule_plot(const char *path, const Graph *g, const Placement *p, int64_t scratch);
 
 #endif

@@ -258,18 +258,31 @@ static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, 
 	bool ok = plot_open(&p, plot_path(a, sw->out, "speedup", ext), 900, 520, "autotmc");
 	if (ok) {
 		FILE *f = p.f;
-		fprintf(f, "set title 'speedup over all-slow: %s, %d thread%s'\n", model, threads, threads == 1 ? "" : "s");
-		fprintf(f, "set xlabel 'slow : fast'\nset ylabel 'speedup over all-slow'\nset grid\nset key top left\n"
-		           "set yrange [0:*]\nset xtics (");
+		fprintf(f, "set title \"speedup over all-slow: %s, %d thread%s\" noenhanced\n", model, threads,
+		        threads == 1 ? "" : "s");
+		/* the key beside the plot, where it hides no point */
+		fprintf(f, "set xlabel 'slow : fast'\nset ylabel 'speedup over all-slow'\nset grid\n"
+		           "set key outside right top noenhanced\nset yrange [0:*]\nset xtics (");
 		for (int i = 0; i < nratio; i++)
 			fprintf(f, "%s'%s' %d", i ? ", " : "", ratios[i], i);
-		fprintf(f, ")\nset xrange [-0.3:%g]\nplot ", nratio - 0.7);
+		fprintf(f, ")\nset xrange [-0.3:%g]\n", nratio - 0.7);
+		/* all-fast's speedup at this thread count: what every ratio aims at */
+		double all_fast = NAN;
+		const cJSON *r;
+		cJSON_ArrayForEach(r, sw->runs) {
+			if (number(r, "threads") == threads && strcmp(string(r, "optimizer"), "all-fast") == 0)
+				all_fast = number(r, "speedup_over_all_slow");
+		}
+		if (!isnan(all_fast))
+			fprintf(f, "set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lw 2 lc rgb 'gray30'\n"
+			           "set label 'all-fast (%.2fx)' at graph 0.99, first %g right offset 0,0.7 tc rgb 'gray30'\n",
+			        all_fast, all_fast, all_fast, all_fast);
+		fprintf(f, "plot ");
 		for (int o = 0; o < nopt; o++)
 			fprintf(f, "%s'-' using 1:2 with linespoints lw 2 pt 7 title '%s'", o ? ", " : "", opts[o]);
 		fprintf(f, "\n");
 		for (int o = 0; o < nopt; o++) {
 			for (int i = 0; i < nratio; i++) {
-				const cJSON *r;
 				cJSON_ArrayForEach(r, sw->runs) {
 					if (number(r, "threads") == threads && strcmp(string(r, "optimizer"), opts[o]) == 0 &&
 					    strcmp(string(r, "ratio"), ratios[i]) == 0 && !isnan(number(r, "speedup_over_all_slow")))
@@ -283,9 +296,18 @@ static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, 
 	if (!plot_open(&p, plot_path(a, sw->out, "predicted", ext), 700, 600, "autotmc"))
 		return false;
 	FILE *f = p.f;
-	fprintf(f, "set title 'predicted against measured step time: %s'\n", model);
-	fprintf(f, "set xlabel 'predicted (ms)'\nset ylabel 'measured (ms)'\nset grid\nset key top left\n"
-	           "set size ratio -1\nset xrange [0:*]\nset yrange [0:*]\n");
+	fprintf(f, "set title \"predicted against measured step time: %s\" noenhanced\n", model);
+	/* one range on both axes, the largest time of either (the diagonal is then the square's) */
+	double most = 0;
+	const cJSON *r;
+	cJSON_ArrayForEach(r, sw->runs) {
+		double pt = number(r, "predicted_runtime"), mt = number(r, "actual_runtime");
+		if (!isnan(pt) && !isnan(mt))
+			most = fmax(most, fmax(pt, mt));
+	}
+	fprintf(f, "set xlabel 'predicted (ms)'\nset ylabel 'measured (ms)'\nset grid\nset key outside below noenhanced\n"
+	           "set size square\nset xrange [0:%g]\nset yrange [0:%g]\n", 1.05e3 * most + 1e-6,
+	        1.05e3 * most + 1e-6);
 	fprintf(f, "plot x with lines dt 2 lc rgb 'gray' title 'measured = predicted'");
 	const char *names[] = {"all-slow", "all-fast"};
 	for (int o = 0; o < nopt + 2; o++)
@@ -293,7 +315,6 @@ static bool draw(Arena *a, const Sweep *sw, const char *ext, const char *model, 
 	fprintf(f, "\n");
 	for (int o = 0; o < nopt + 2; o++) {
 		const char *name = o < nopt ? opts[o] : names[o - nopt];
-		const cJSON *r;
 		cJSON_ArrayForEach(r, sw->runs) {
 			if (strcmp(string(r, "optimizer"), name) == 0 && !isnan(number(r, "predicted_runtime")) &&
 			    !isnan(number(r, "actual_runtime")))
