@@ -227,7 +227,11 @@ static const Option options[] = {
 	{"slow", 0, V_SLOW, F(slow_kind), C(PROFILE), 0, 0, "KIND", "the slow tier: pmem (default), dax-kmem or numa:N"},
 	{"fast-only", 0, V_FLAG, F(fast_only), C(PROFILE), 0, 0, NULL,
 	 "measure only the all-fast time of each kernel and no moves: what modeling\nanother machine with --hw needs"},
-	{"quiet", 0, V_FLAG, F(quiet), C(PROFILE), 0, 0, NULL, "print nothing but errors"},
+	{"quiet", 'q', V_FLAG, F(quiet), C_COST | C(PROFILE), 0, 0, NULL,
+	 "print nothing but errors, warnings and what a command exists to print (schedule's plan, run's losses "
+	 "go too)"},
+	{"verbose", 0, V_FLAG, F(verbose), C_COST, 0, 0, NULL,
+	 "print each kernel profiled and the moves' bandwidths (else one line for a profile)"},
 	{"export", 0, V_OUTPUT, F(export_path), C(PROFILE), 0, 0, "K.tsv",
 	 "with --backend gpu: write the step's distinct kernels for autotm-gpu-profile,\n"
 	 "which times them on a GPU (docs/gpu.md)"},
@@ -849,7 +853,7 @@ void settings_parse(Arena *a, Command cmd, int argc, char **argv, Settings *s)
 		if (o->short_name) {
 			size_t len = strlen(shorts);
 			shorts[len] = o->short_name;
-			shorts[len + 1] = ':';
+			shorts[len + 1] = o->kind == V_FLAG ? '\0' : ':';
 			shorts[len + 2] = '\0';
 		}
 	}

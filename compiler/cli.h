@@ -94,7 +94,8 @@ typedef struct Settings {
 	int runs;                 /* --runs N (0: the default) */
 	int slow_kind;            /* --slow pmem|dax-kmem|numa:N (RT_SLOW_TIER_*) */
 	int numa_node;            /* --slow numa:N */
-	bool fast_only, quiet;    /* --fast-only, --quiet */
+	bool fast_only;           /* --fast-only */
+	bool quiet, verbose;      /* --quiet: errors and warnings only; --verbose: every profiled kernel */
 	const char *export_path;  /* --export K.tsv */
 	/* sweep */
 	const char *optimizers;   /* --optimizers LIST */

@@ -56,6 +56,7 @@ static CostRequest cost_request(const Settings *s)
 		.nondeterministic = s->nondeterministic,
 		.slow_dir = s->slow_dir, .model = s->file,
 		.fast_only = optimizer_has(s->optimizer, OFLAG_FAST_ONLY),
+		.quiet = s->quiet, .verbose = s->verbose,
 	};
 }
 

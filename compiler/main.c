@@ -212,10 +212,14 @@ static int cmd_run(const Settings *s, Arena *a)
 		args[n++] = "--profile-kernels";
 	if (s->overcommit)
 		args[n++] = "--overcommit";
+	if (s->quiet)
+		args[n++] = "-q";
 	args[n] = NULL;
-	printf("program: %s\n", c.exe);
-	schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
-	if (c.eval) {
+	if (!s->quiet) {
+		printf("program: %s\n", c.exe);
+		schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
+	}
+	if (c.eval && !s->quiet) {
 		printf("evaluation pass:\n");
 		schedule_plan(stdout, c.eval->sched, c.eval->place, c.eval->cm, &c.eval->st, a);
 	}

@@ -477,6 +477,22 @@ bool schedule_plot(const char *path, const Graph *g, const Placement *p, int64_t
 	return plot_close(&pl);
 }
 
+/*
+ * Whether the cost model times every kernel within 5% with all its
+ * arguments in the slow tier (a slow tier that measures as the fast one:
+ * a file in the page cache), where a placement rightly moves nothing.
+ */
+static bool tiers_alike(const Schedule *s, const CostModel *cm)
+{
+	for (int k = 0; k < s->n; k++) {
+		const Node *n = s->order[k];
+		uint32_t all = (uint32_t)((UINT64_C(1) << (n->nin + n->nout)) - 1);
+		if (cm->kernel_time(cm, n, all) > 1.05 * cm->kernel_time(cm, n, 0) + 1e-7)
+			return false;
+	}
+	return true;
+}
+
 /* The memory plan against its lower bound (the fragmentation). */
 void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostModel *cm, const PlaceStats *st,
                    Arena *a)
@@ -490,6 +506,10 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	fprintf(f, "placement: %s; %d moves (%d async%s), %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
 	        ms.nasync, spanning, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1),
 	        fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
+	if (ms.nmoves == 0 && p->recomputes.n == 0 && p->slow_bytes > 0 && !cm->kernels_fast && !cm->modeled &&
+	    tiers_alike(s, cm))
+		fprintf(f, "why no moves: the slow tier measures as fast as the fast one here (every kernel within 5%% with "
+		           "its arguments there), so nothing gains from a move; --hw optane-6dimm models a slower tier\n");
 	fprintf(f, "fast pool: %s for %s live at once (fragmentation %.1f%%); slow pool: %s\n",
 	        fmt_bytes(p->fast_bytes, b1, sizeof b1), fmt_bytes(bound, b2, sizeof b2),
 	        bound ? 100.0 * (double)(p->fast_bytes - bound) / (double)bound : 0.0,

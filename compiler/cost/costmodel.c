@@ -14,7 +14,8 @@
 static ProfileOptions profile_options(const CostRequest *r)
 {
 	return (ProfileOptions){.db = r->db, .model = r->model, .fast_only = r->fast_only || r->hw,
-	                        .slow_dir = r->slow_dir, .threads = r->threads, .report = stderr};
+	                        .slow_dir = r->slow_dir, .threads = r->threads, .report = stderr,
+	                        .quiet = r->quiet, .brief = !r->verbose};
 }
 
 bool costmodel_measure(const Graph *g, const Schedule *s, const CostRequest *r, char *err, size_t errlen)
@@ -142,8 +143,10 @@ CostModel *costmodel_for(const Graph *g, const Schedule *s, const CostRequest *r
 {
 	CostModel *cm = target_info[r->target].kernels_fast ? gpu_cost_model(g, s, r, a, err, errlen)
 	                                                    : cpu_cost_model(g, s, r, a, err, errlen);
-	if (cm)
+	if (cm) {
 		cm->duplex = target_info[r->target].duplex;
+		cm->kernels_fast = target_info[r->target].kernels_fast;
+	}
 	return cm;
 }
 

@@ -54,6 +54,7 @@ struct CostModel {
 	 * all its async moves) (one copy thread).
 	 */
 	bool duplex;
+	bool kernels_fast;  /* for a target whose kernels read fast memory only (a GPU): no time with slow arguments */
 	/*
 	 * node id -> bytes of fast memory its kernel needs beside its
 	 * arguments (reordered arguments, oneDNN's scratchpad, a loss's row
@@ -94,6 +95,7 @@ typedef struct CostRequest {
 	int threads;             /* --threads (CPU profiles are per thread count; 0: every core) */
 	const char *slow_dir;    /* --slow-dir (the slow tier's file system is part of the machine) */
 	const char *model;       /* the model's file, for messages */
+	bool quiet, verbose;     /* a profile made for it: silent; every kernel (else one summary line) */
 } CostRequest;
 
 /*

@@ -61,6 +61,7 @@ typedef struct ProfileOptions {
 	int numa_node;         /* numa: the node */
 	bool fast_only;        /* measure only all-fast times and no moves (what --hw needs) */
 	bool quiet;            /* print nothing but errors */
+	bool brief;            /* one summary line at the end (and the progress bar on a terminal), not each kernel */
 	FILE *report;          /* where the report goes (NULL: stdout; stderr when profiling for another command,
 	                          whose standard output is its own) */
 	const char *model;     /* the model's file, for messages ("run autotmc profile FILE") */

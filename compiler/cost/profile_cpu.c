@@ -39,6 +39,7 @@
 typedef struct Progress {
 	bool tty;              /* draw a bar (stderr is a terminal) */
 	bool quiet;            /* draw nothing */
+	bool brief;            /* off a terminal, no line per unit */
 	int total;             /* units of work: kernels to profile, +1 for the moves */
 	int done;              /* units finished */
 	double start;          /* when measuring started */
@@ -86,9 +87,10 @@ static const char *fmt_time(double s, char *buf, size_t size)
 
 /* ---- progress ----------------------------------------------------------------- */
 
-static void progress_begin(Progress *pr, int total, bool quiet)
+static void progress_begin(Progress *pr, int total, bool quiet, bool brief)
 {
-	*pr = (Progress){.tty = isatty(STDERR_FILENO) == 1, .quiet = quiet, .total = total, .start = now_seconds(), .width = 80};
+	*pr = (Progress){.tty = isatty(STDERR_FILENO) == 1, .quiet = quiet, .brief = brief, .total = total,
+	                 .start = now_seconds(), .width = 80};
 	struct winsize ws;
 	if (pr->tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
 		pr->width = ws.ws_col;
@@ -128,7 +130,7 @@ static void progress_step(Progress *pr, int measurements, const char *line)
 		return;
 	if (pr->tty)
 		progress_draw(pr, measurements, "");
-	else
+	else if (!pr->brief)
 		fprintf(stderr, "profile: [%d/%d] %s\n", pr->done, pr->total, line);
 }
 
@@ -376,6 +378,23 @@ static bool load(Run *run, const Graph *g, const Schedule *s, const ProfileOptio
 	       pdb_load_moves(run->db, &run->key, mv, run->a, run->err, run->errlen);
 }
 
+/*
+ * A profile made for another command, in one line: what was measured,
+ * where it went, and whether the slow tier measured as fast as the fast
+ * one for every kernel (then no placement gains from moving: --hw models
+ * a slower tier).
+ */
+static void report_brief(FILE *out, const ProfileOptions *o, const ProfileReport *r)
+{
+	char d[32];
+	fprintf(out, "profile: %d kernels%s measured in %s, into %s%s\n", r->profiled,
+	        o->fast_only ? " (all-fast times)" : " and the moves", fmt_duration(r->seconds, d, sizeof d), o->db,
+	        !o->fast_only && r->profiled > 0 && r->noise == r->profiled
+	            ? "; every kernel as fast with its arguments in the slow tier (--hw optane-6dimm models a slower one)"
+	            : "");
+	fflush(out);
+}
+
 bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, ProfileReport *r, char *err,
                    size_t errlen)
 {
@@ -404,7 +423,7 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 			todo += sig_missing(&run.o, sigs->v[i]);
 		r->already = sigs->n - todo;
 		bool moves = !run.o.fast_only && moves_missing(&mv) > 0;
-		if (!run.o.quiet) {
+		if (!run.o.quiet && !run.o.brief) {
 			if (todo == 0 && !moves)
 				fprintf(out, "profile: the database has every kernel (%d, of %d nodes)%s: nothing to measure\n",
 				       sigs->n, s->n, run.o.fast_only ? "" : " and the moves");
@@ -414,7 +433,7 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 			fprintf(out, "database: %s\nmachine: %s (cpu backend, %d threads)\n", run.o.db, mach.key, run.o.threads);
 			fflush(out);
 		}
-		progress_begin(&run.pr, todo + moves, run.o.quiet);
+		progress_begin(&run.pr, todo + moves, run.o.quiet, run.o.brief);
 		for (int i = 0; ok && i < sigs->n; i++)
 			if (sig_missing(&run.o, sigs->v[i]))
 				ok = profile_kernel(&run, sigs->v[i]);
@@ -423,7 +442,9 @@ bool profile_graph(const Graph *g, const Schedule *s, const ProfileOptions *o, P
 		progress_end(&run.pr);
 	}
 	r->seconds = now_seconds() - start;
-	if (ok && !run.o.quiet) {
+	if (ok && !run.o.quiet && run.o.brief && r->measurements > 0)
+		report_brief(out, &run.o, r);
+	else if (ok && !run.o.quiet && !run.o.brief) {
 		char d[32];
 		if (r->measurements > 0 && run.o.fast_only)
 			fprintf(out, "profiled %d kernels (all-fast only): %d measurements in %s\n", r->profiled, r->measurements,
