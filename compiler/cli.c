@@ -230,6 +230,9 @@ static const Option options[] = {
 	{"quiet", 'q', V_FLAG, F(quiet), C_COST | C(PROFILE), 0, 0, NULL,
 	 "print nothing but errors, warnings and what a command exists to print (schedule's plan, run's losses "
 	 "go too)"},
+	{"strict", 0, V_FLAG, F(strict), C_PLACE, 0, 0, NULL,
+	 "a --ratio whose limit cannot hold the step is an error (else the plan is placed for the smallest larger "
+	 "limit that works, and its summary says so)"},
 	{"verbose", 0, V_FLAG, F(verbose), C_COST, 0, 0, NULL,
 	 "print each kernel profiled and the moves' bandwidths (else one line for a profile)"},
 	{"export", 0, V_OUTPUT, F(export_path), C(PROFILE), 0, 0, "K.tsv",

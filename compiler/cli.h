@@ -96,6 +96,7 @@ typedef struct Settings {
 	int numa_node;            /* --slow numa:N */
 	bool fast_only;           /* --fast-only */
 	bool quiet, verbose;      /* --quiet: errors and warnings only; --verbose: every profiled kernel */
+	bool strict;              /* --strict: a --ratio that cannot hold the step is an error */
 	const char *export_path;  /* --export K.tsv */
 	/* sweep */
 	const char *optimizers;   /* --optimizers LIST */

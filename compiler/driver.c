@@ -67,7 +67,7 @@ static PlaceOptions place_options(const Settings *s, const CostModel *cm)
 		.segments = s->segments,
 		.span = s->span == 1 ? -1 : s->span,
 		.offload = s->no_offload ? -1 : 0,
-		.ratio = s->ratio, .fast_fraction = s->fast_fraction, .cm = cm, .solver = s->solver,
+		.ratio = s->ratio, .fast_fraction = s->fast_fraction, .cm = cm, .solver = s->solver, .strict = s->strict,
 		.time_limit = s->solver_time, .jobs = s->solver_jobs,
 	};
 }

@@ -294,6 +294,10 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddItemToArray(recomputes, o);
 		rtime += tl->recompute_time[i];
 	}
+	if (st && st->ratio_limit > 0 && p->limit > st->ratio_limit) {
+		cJSON_AddNumberToObject(root, "ratio_limit", (double)st->ratio_limit);
+		cJSON_AddStringToObject(root, "ratio_limit_why", st->ratio_why);
+	}
 	cJSON_AddNumberToObject(root, "in_place_outputs", ms.nin_place);
 	cJSON_AddNumberToObject(root, "in_place_bytes", (double)ms.bytes_in_place);
 	cJSON_AddNumberToObject(root, "offloaded_tensors", ms.noffloaded);
@@ -532,6 +536,12 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 		        fmt_bytes(s->peak, b2, sizeof b2),
 		        scratch ? arena_printf(a, ", plus the kernels' scratch, %s", fmt_bytes(scratch, b3, sizeof b3)) : "",
 		        100.0 * (double)(p->fast_bytes + p->workspace) / (double)p->limit);
+	if (st && st->ratio_limit > 0 && p->limit > st->ratio_limit)
+		fprintf(f, "limit raised: placed for %s, %.1f%% of the peak, not the --ratio's %s, which cannot hold the "
+		           "step (%d larger limit%s tried before; --strict makes this an error): %s\n",
+		        fmt_bytes(p->limit, b1, sizeof b1), 100.0 * (double)p->limit / (double)(s->peak + scratch),
+		        fmt_bytes(st->ratio_limit, b2, sizeof b2), st->ratio_tried, st->ratio_tried == 1 ? "" : "s",
+		        st->ratio_why);
 	if (ms.nin_place > 0)
 		fprintf(f, "in place: %d output%s written over %s dying input%s, %s\n", ms.nin_place,
 		        ms.nin_place == 1 ? "" : "s", ms.nin_place == 1 ? "its kernel's" : "their kernels'",

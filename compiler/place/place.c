@@ -933,21 +933,20 @@ static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions 
                                 size_t errlen)
 {
 	Placement *p = NULL;
-	char b1[64], b2[64];
 	int64_t top = rounded_peak(g, s, a) + scratch;
+	int tries = 0;
 	for (int i = 0; i < 6 && !p && (!while_proved || solver_said(st, MIP_INFEASIBLE)); i++) {
-		int64_t tried = po->limit;
 		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));
 		if (base < top && po->limit > top)
 			po->limit = top;
-		if (i > 0 || !from_base) /* base itself: the caller's note says so */
-			fprintf(stderr, "autotmc: note: %s %s; placing for %s\n", fmt_bytes(tried, b1, sizeof b1),
-			        solver_said(st, MIP_NO_SOLUTION) ? "was not placed in the solver's time" : "did not fit",
-			        fmt_bytes(po->limit, b2, sizeof b2));
+		ticker_note("the --ratio limit cannot hold the step: trying %.2f MiB", (double)po->limit / 1048576.0);
 		p = place_ticking(g, s, po, scratch, a, st, err, errlen);
+		tries++;
 		if (base < top && po->limit >= top)
 			break;
 	}
+	if (p)
+		st->ratio_tried = tries - 1;
 	return p;
 }
 
@@ -963,27 +962,36 @@ Placement *place(const Graph *g, const Schedule *s, const PlaceOptions *o, Arena
 	if (po.ratio)
 		po.limit = (int64_t)((double)(s->peak + scratch) * po.fast_fraction);
 	Placement *p = place_ticking(g, s, &po, scratch, a, st, err, errlen);
-	char b1[64], b2[64];
-	if (!p && po.ratio && st->min_limit > po.limit) {
-		/*
-		 * below the stated minimum (st->min_limit): a lower bound (exact
-		 * on a CPU; on a GPU, or after packing, a little more may be
-		 * needed), so from it in steps of 5% and more
-		 */
-		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, less than the smallest feasible limit; "
-		        "placing for %s\n", o->ratio, fmt_bytes(po.limit, b1, sizeof b1), fmt_bytes(st->min_limit, b2, sizeof b2));
-		p = place_growing(g, s, &po, scratch, st->min_limit, 0.025, true, false, a, st, err, errlen);
-	} else if (!p && po.ratio && solver_said(st, MIP_INFEASIBLE)) {
-		/*
-		 * above it, where the solver proved that no placement fits
-		 * (recompute at a quarter of resnet50 b32's peak on its measured
-		 * H200 profile: it can only drop and remake activations, and is
-		 * placed for 1.02 GiB against 697 MiB): in steps of 1/16 and
-		 * more, while each is proved infeasible
-		 */
-		fprintf(stderr, "autotmc: note: --ratio %s gives the fast tier %s, where no %s placement fits (the solver "
-		        "proved it)\n", o->ratio, fmt_bytes(po.limit, b1, sizeof b1), optimizer_info[po.optimizer].name);
-		p = place_growing(g, s, &po, scratch, po.limit, 0.0625, false, true, a, st, err, errlen);
+	int64_t asked = po.limit;
+	bool below = !p && po.ratio && st->min_limit > po.limit;
+	if (!p && po.ratio && (below || solver_said(st, MIP_INFEASIBLE))) {
+		char b1[64];
+		const char *why = arena_strdup(a, err);
+		if (o->strict) {
+			snprintf(err, errlen, "--ratio %s gives the fast tier %s, which cannot hold the step (--strict): %s",
+			         o->ratio, fmt_bytes(asked, b1, sizeof b1), why);
+			return NULL;
+		}
+		if (below)
+			/*
+			 * below the stated minimum (st->min_limit): a lower bound (exact
+			 * on a CPU; on a GPU, or after packing, a little more may be
+			 * needed), so from it in steps of 5% and more
+			 */
+			p = place_growing(g, s, &po, scratch, st->min_limit, 0.025, true, false, a, st, err, errlen);
+		else
+			/*
+			 * above it, where the solver proved that no placement fits
+			 * (recompute at a quarter of resnet50 b32's peak on its measured
+			 * H200 profile: it can only drop and remake activations, and is
+			 * placed for 1.02 GiB against 697 MiB): in steps of 1/16 and
+			 * more, while each is proved infeasible
+			 */
+			p = place_growing(g, s, &po, scratch, po.limit, 0.0625, false, true, a, st, err, errlen);
+		if (p) {
+			st->ratio_limit = asked;
+			st->ratio_why = why;
+		}
 	}
 	if (p)
 		upgrade_algos(p, s, &po, a);

@@ -100,6 +100,7 @@ typedef struct PlaceOptions {
 	bool kernels_fast;         /* every kernel reads and writes the fast tier only (a GPU): tensors move, never
 	                              stay slow across a kernel that uses them */
 	bool verbose;              /* let the solver log */
+	bool strict;               /* place: a --ratio whose limit cannot hold the step is an error, not a larger limit */
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;
@@ -210,6 +211,10 @@ typedef struct PlaceStats {
 	int repairs;               /* re-solves around the overflow of a solution that did not pack (repair) */
 	bool repaired;             /* the last of them made it pack */
 	double repair_cost;        /* what that added to the objective (seconds) */
+	int64_t ratio_limit;       /* place: the limit --ratio asked for, where it could not hold the step and the
+	                              placement is for a larger one (Placement.limit); else 0 */
+	const char *ratio_why;     /* ... why it could not (the error that limit alone gave) */
+	int ratio_tried;           /* ... the larger limits tried before the one placed */
 	Placement *squeezed;       /* with PlaceOptions.first_fit: the fastest solution that packed only squeezed
 	                              (memplan), before its repair or re-solve; or NULL */
 	double squeezed_time;      /* its predicted seconds */

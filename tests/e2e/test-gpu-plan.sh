@@ -357,13 +357,29 @@ check_usage "--nondeterministic chooses among the algorithms of a measured profi
     --optimizer sync --ratio 1:4 --nondeterministic
 
 # recompute under a ratio below what it can place: the growing limits end at the peak of live bytes
-# rounded as the placement packs them (with the peak of the bytes themselves, a few hundred bytes
-# less on mlp's many small tensors, the last limit was proved infeasible and the run failed)
+# rounded as the placement packs them (with the peak of the bytes themselves, a few hundred
+# bytes less on mlp's many small tensors, the last limit was proved infeasible and the run
+# failed); the summary says once that the limit was raised and why, the JSON too, and --strict
+# makes it an error
 if "$autotmc" schedule "$srcdir/examples/mlp.net" -D batch=4 --backend gpu --hw h200-pcie5 --optimizer recompute \
-        --ratio 4:1 >"$work/mlp-recompute.txt" 2>"$work/mlp-recompute.err"; then
-    echo "ok: mlp recompute at 4:1 placed after growing limits ($(grep -c 'placing for' "$work/mlp-recompute.err") notes)"
+        --ratio 4:1 --summary >"$work/mlp-recompute.txt" 2>"$work/mlp-recompute.err" &&
+        grep -q "^limit raised: placed for .* not the --ratio's 51.33 MiB, which cannot hold the step" \
+            "$work/mlp-recompute.txt"; then
+    echo "ok: mlp recompute at 4:1: $(grep '^limit raised' "$work/mlp-recompute.txt" | cut -c1-120)"
 else
-    fail "mlp recompute at 4:1: $(tail -1 "$work/mlp-recompute.err")"
+    fail "mlp recompute at 4:1: $(tail -1 "$work/mlp-recompute.err") $(grep '^limit' "$work/mlp-recompute.txt")"
+fi
+"$autotmc" schedule "$srcdir/examples/mlp.net" -D batch=4 --backend gpu --hw h200-pcie5 --optimizer recompute \
+    --ratio 4:1 --json >"$work/mlp-recompute.json" 2>/dev/null
+/usr/bin/env python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert d["ratio_limit"] < d["limit"] and "infeasible" in d["ratio_limit_why"], d.get("ratio_limit")' \
+    "$work/mlp-recompute.json" || fail "mlp recompute at 4:1: the JSON has no ratio_limit below its limit"
+if "$autotmc" schedule "$srcdir/examples/mlp.net" -D batch=4 --backend gpu --hw h200-pcie5 --optimizer recompute \
+        --ratio 4:1 --strict >/dev/null 2>"$work/strict.err" || ! grep -q "cannot hold the step (--strict)" \
+        "$work/strict.err"; then
+    fail "--strict accepted a --ratio that cannot hold the step: $(tail -1 "$work/strict.err")"
+else
+    echo "ok: --strict: $(cut -c1-100 "$work/strict.err")"
 fi
 
 echo "$fails failed"
