@@ -18,8 +18,10 @@
  */
 #include "driver.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "autodiff.h"
@@ -33,6 +35,7 @@
 #include "report_schedule.h"
 #include "tempfiles.h"
 #include "util.h"
+#include "autotm/dataset.h"
 #include "autotm/rt.h"
 
 static void verify_or_die(const Graph *g, const char *after)
@@ -198,6 +201,45 @@ static bool place_eval_pass(Arena *a, const Settings *s, Compilation *c)
 	return true;
 }
 
+/*
+ * The files a run or an evaluation will read, checked against the graph
+ * before anything is profiled or built, so that a wrong one is reported
+ * under the user's words, not the cached program's: --data (and --val)
+ * fit the model's input and labels (their headers and labels: ds_check),
+ * --resume names a checkpoint.
+ */
+static bool inputs_ok(const Settings *s, const Graph *g, bool eval_only)
+{
+	char err[1024];
+	const Tensor *in = g->input, *lab = g->labels;
+	if ((s->data || s->val) && in && lab) {
+		int64_t xs[MAX_DIMS], ys[MAX_DIMS];
+		for (int i = 0; i < in->shape.ndim; i++)
+			xs[i] = in->shape.d[i];
+		for (int i = 0; i < lab->shape.ndim; i++)
+			ys[i] = lab->shape.d[i];
+		DsModel m = {
+			.input = in->name, .x_ndim = in->shape.ndim, .x_shape = xs,
+			.x_ids = in->dtype == DT_I32 ? tensor_id_range(in) : 0,
+			.y_ndim = lab->shape.ndim, .y_shape = ys, .y_ids = lab->dtype == DT_I32 ? tensor_id_range(lab) : 0,
+		};
+		if (s->data && ds_check(s->data, &m, !eval_only, err, sizeof err))
+			return fail(err);
+		if (s->val && !eval_only && ds_check(s->val, &m, false, err, sizeof err))
+			return fail(err);
+	}
+	if (s->resume) {
+		Arena a = {0};
+		const char *path = arena_printf(&a, "%s/checkpoint.safetensors", s->resume);
+		bool readable = access(path, R_OK) == 0;
+		if (!readable)
+			error_plain("--resume %s: cannot open '%s': %s", s->resume, path, strerror(errno));
+		arena_free(&a);
+		return readable;
+	}
+	return true;
+}
+
 bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 {
 	ElabOptions eo = elab_options(s, false);
@@ -222,6 +264,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 	}
 	if (stage == STAGE_TRAINING)
 		return true;
+	if ((s->cmd == CMD_RUN || s->cmd == CMD_EVAL) && !inputs_ok(s, c->g, eval_only))
+		return false;
 	PlaceOptions po = place_options(s, NULL);
 	if (eval_only && optimizer_has(po.optimizer, OFLAG_SEGMENTS)) /* segments of a backward pass: the evaluation has none */
 		po.optimizer = optimizer_default(true);

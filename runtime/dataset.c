@@ -249,9 +249,9 @@ static int check_samples(DsDataset *d, char *err, size_t errlen)
 	return rc;
 }
 
-/* ds_open, and ds_open_eval (whole_batch false: any number of samples). */
-static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool whole_batch, DsDataset **out,
-                        char *err, size_t errlen)
+/* ds_open, ds_open_eval (whole_batch false: any number of samples) and ds_check (scan false: no sample read). */
+static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool whole_batch, bool scan,
+                        DsDataset **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	DsDataset *d = calloc(1, sizeof *d);
@@ -288,7 +288,7 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 	}
 	d->sample_elems = d->x->t[0].nelems / d->n;
 	d->steps_per_epoch = d->n / d->batch;
-	if (check_samples(d, err, errlen))
+	if (scan && check_samples(d, err, errlen))
 		goto out;
 	if (!(d->perm = malloc(sizeof *d->perm * (size_t)d->n))) {
 		fmt_fail(err, errlen, "%s: out of memory for the order of %lld samples", d->dir, (long long)d->n);
@@ -305,12 +305,20 @@ out:
 
 int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, char *err, size_t errlen)
 {
-	return open_dataset(dir, seed, m, true, out, err, errlen);
+	return open_dataset(dir, seed, m, true, true, out, err, errlen);
 }
 
 int ds_open_eval(const char *dir, const DsModel *m, DsDataset **out, char *err, size_t errlen)
 {
-	return open_dataset(dir, 0, m, false, out, err, errlen);
+	return open_dataset(dir, 0, m, false, true, out, err, errlen);
+}
+
+int ds_check(const char *dir, const DsModel *m, bool whole_batch, char *err, size_t errlen)
+{
+	DsDataset *d;
+	int rc = open_dataset(dir, 0, m, whole_batch, false, &d, err, errlen);
+	ds_close(d);
+	return rc;
 }
 
 void ds_close(DsDataset *d)

@@ -201,6 +201,19 @@ bad truncated "truncated/x.npy: the data is 956 bytes but its shape needs 960 (t
 bad nan "nan/x.npy: sample 17 holds a NaN at element 5" 'x[17, 5] = np.nan'
 bad inf "inf/x.npy: sample 0 holds an infinite value at element 11" 'x[0, 11] = -np.inf'
 
+# run: a dataset that does not fit the model, and a --resume that names no checkpoint, are refused by
+# autotmc itself, before a profile or a build (not by the cached program, under its hash)
+for args in "--data shape" "--val shape --data good" "--resume nocheckpoint"; do
+    # shellcheck disable=SC2086
+    "$autotmc" run small.net $args --profile-db never.db >out.txt 2>err.txt
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "^autotmc: error: " err.txt && ! grep -q "^program:" out.txt && [ ! -e never.db ]; then
+        ok "run $args: refused before the build: $(head -1 err.txt)"
+    else
+        fail "run $args gave status $rc: $(head -1 err.txt); $(grep -c '^program:' out.txt) programs"
+    fi
+done
+
 # more steps than the interpreter takes (the CLI's --iters limit)
 "$autotmc" interpret small.net --data good --epochs 1000000 >out.txt 2>err.txt
 rc=$?

@@ -30,6 +30,7 @@
 #ifndef AUTOTM_DATASET_H
 #define AUTOTM_DATASET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,12 @@ int ds_open(const char *dir, uint64_t seed, const DsModel *m, DsDataset **out, c
  * order, so any N of at least 1 will do (the last batch is partial).
  */
 int ds_open_eval(const char *dir, const DsModel *m, DsDataset **out, char *err, size_t errlen);
+/*
+ * Whether DIR is data of model m as ds_open (whole_batch) or ds_open_eval
+ * would take it, from the files' headers and labels alone (the samples are
+ * not read): what a compiler checks before it builds the program.
+ */
+int ds_check(const char *dir, const DsModel *m, bool whole_batch, char *err, size_t errlen);
 void ds_close(DsDataset *d);
 
 /* Epoch `epoch`'s order of the n samples: a permutation written to perm[n]. */
