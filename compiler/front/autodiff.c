@@ -501,6 +501,18 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_CAUSAL_SOFTMAX:
 		emit_grad(ad, x, OP_CAUSAL_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;
+	case OP_TRANSPOSE: /* a swap of two dimensions is its own inverse */
+		emit_grad(ad, x, OP_TRANSPOSE, &dy, 1, NULL);
+		break;
+	case OP_BROADCAST: /* the sum of dy over the repeated dimensions: the last axis kept */
+		a.axis = f->out[0]->shape.ndim - 1;
+		emit_grad(ad, x, OP_BIAS_GRAD, &dy, 1, &a);
+		break;
+	case OP_SLICE: /* dy back in its place, zeros around it */
+		a = *fa;
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_SLICE_BWD, &dy, 1, &a);
+		break;
 	case OP_SOFTMAX_XENT: /* the loss: its gradient starts the backward pass (autodiff below) */
 	case OP_SOFTMAX_XENT_IDS:
 	case OP_SOFTMAX_XENT_BWD: /* the ops autodiff creates: never differentiated */
@@ -526,7 +538,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SILU_BWD:
 	case OP_SOFTMAX_BWD:
 	case OP_DROPOUT_BWD:
-	case OP_SLICE:
+	case OP_SLICE_BWD:
 	case OP_GRAD_SUMSQ:
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:

@@ -317,8 +317,8 @@ static Tensor *b_softmax(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
 {
 	(void)args;
 	(void)b;
-	if (x->shape.ndim != 2)
-		error_at(loc, "softmax '%s' expects an input [N, C] but got %s%s", path, elab_type_str(c, x),
+	if (x->shape.ndim != 2 && x->shape.ndim != 3)
+		error_at(loc, "softmax '%s' expects an input [N, C] or [N, T, C] but got %s%s", path, elab_type_str(c, x),
 		         x->shape.ndim == 4 ? "; add 'flatten' before it" : "");
 	return elab_add_node(c, OP_SOFTMAX, &x, 1, NULL, "softmax", path, loc);
 }
@@ -365,6 +365,7 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	Value *hv = need(args, 0, b, loc);
 	int64_t heads = elab_want_int(hv, "heads", "attention");
 	double p = args[1] ? elab_want_float(args[1], "p", "attention") : 0;
+	bool causal = args[2] ? elab_want_bool(args[2], "causal", "attention") : true;
 	if (heads < 1)
 		error_at(hv->loc, "'heads' of attention must be positive, got %" PRId64, heads);
 	if (!(p >= 0 && p < 1))
@@ -385,12 +386,64 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 	}
 	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
 	Tensor *w = elab_add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention", elab_join(c, path, "scores"), loc);
-	w = elab_add_node(c, OP_CAUSAL_SOFTMAX, &w, 1, NULL, "attention", elab_join(c, path, "weights"), loc);
+	w = elab_add_node(c, causal ? OP_CAUSAL_SOFTMAX : OP_SOFTMAX, &w, 1, NULL, "attention", elab_join(c, path, "weights"),
+	                  loc);
 	if (p > 0)
 		w = dropout_node(c, w, p, elab_join(c, path, "dropout"), loc);
 	Attrs ma = {.alpha = 1};
 	Tensor *y = elab_add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", elab_join(c, path, "context"), loc);
 	return elab_add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
+}
+
+/* tokens: an image's positions as a sequence, [N, C, H, W] -> [N, H W, C] (a reshape, then transpose) */
+static Tensor *b_tokens(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	need_4d(b, path, x, loc, c);
+	const int64_t *d = x->shape.d;
+	Attrs a = {.shape = shape_make(3, (int64_t[]){d[0], d[1], d[2] * d[3]})};
+	Tensor *y = elab_add_node(c, OP_RESHAPE, &x, 1, &a, "tokens", elab_join(c, path, "flat"), loc);
+	return elab_add_node(c, OP_TRANSPOSE, &y, 1, NULL, "tokens", path, loc);
+}
+
+/* transpose: [N, A, B] -> [N, B, A] */
+static Tensor *b_transpose(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	if (x->shape.ndim != 3)
+		error_at(loc, "%s '%s' expects an input [N, A, B] but got %s", b->name, path, elab_type_str(c, x));
+	return elab_add_node(c, OP_TRANSPOSE, &x, 1, NULL, b->name, path, loc);
+}
+
+/* class_token: a learned token [C] in front of every sequence, [N, T, C] -> [N, T + 1, C] */
+static Tensor *b_class_token(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	(void)args;
+	if (x->shape.ndim != 3 || x->dtype != DT_F32)
+		error_at(loc, "%s '%s' expects an input [N, T, C] but got %s", b->name, path, elab_type_str(c, x));
+	int64_t n = x->shape.d[0], ch = x->shape.d[2];
+	Tensor *w = new_weight(c, path, "weight", 1, &ch, loc);
+	Attrs ba = {.shape = shape_make(3, (int64_t[]){n, 1, ch})};
+	Tensor *t = elab_add_node(c, OP_BROADCAST, &w, 1, &ba, b->name, elab_join(c, path, "tokens"), loc);
+	Attrs ca = {.axis = 1};
+	return elab_add_node(c, OP_CONCAT, (Tensor *[]){t, x}, 2, &ca, b->name, path, loc);
+}
+
+/* token(i): token i of every sequence, [N, T, C] -> [N, C] (the class token's output: token(0)) */
+static Tensor *b_token(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *iv = need(args, 0, b, loc);
+	int64_t i = elab_want_int(iv, "index", b->name);
+	if (x->shape.ndim != 3)
+		error_at(loc, "%s '%s' expects an input [N, T, C] but got %s", b->name, path, elab_type_str(c, x));
+	if (i < 0 || i >= x->shape.d[1])
+		error_at(iv->loc, "%s '%s': index %" PRId64 " is not a position of %s", b->name, path, i,
+		         elab_type_str(c, x));
+	int64_t n = x->shape.d[0], ch = x->shape.d[2];
+	Attrs sa = {.axis = 1, .offset = i, .shape = shape_make(3, (int64_t[]){n, 1, ch})};
+	Tensor *y = elab_add_node(c, OP_SLICE, &x, 1, &sa, b->name, elab_join(c, path, "slice"), loc);
+	Attrs ra = {.shape = shape_make(2, (int64_t[]){n, ch})};
+	return elab_add_node(c, OP_RESHAPE, &y, 1, &ra, b->name, path, loc);
 }
 
 static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
@@ -416,7 +469,11 @@ static const Builtin builtins[] = {
 	{"softmax", {NULL}, b_softmax, OP_SOFTMAX},
 	{"flatten", {NULL}, b_flatten, OP_RESHAPE},
 	{"dropout", {"p"}, b_dropout, OP_DROPOUT},
-	{"attention", {"heads", "p"}, b_attention, OP_MERGE_HEADS},
+	{"attention", {"heads", "p", "causal"}, b_attention, OP_MERGE_HEADS},
+	{"tokens", {NULL}, b_tokens, OP_TRANSPOSE},
+	{"transpose", {NULL}, b_transpose, OP_TRANSPOSE},
+	{"class_token", {NULL}, b_class_token, OP_CONCAT},
+	{"token", {"index"}, b_token, OP_RESHAPE},
 	{"identity", {NULL}, b_identity, NUM_OPS},
 };
 

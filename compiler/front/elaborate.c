@@ -1214,9 +1214,9 @@ static void make_inputs(Ctx *c)
 		error_at(in->dtype_loc, "unknown element type '%s' for the input; expected f32 or i32 (token ids)", in->dtype);
 	if (ids && in->ndims != 2)
 		error_at(in->loc, "an input of ids must be i32[batch, seq], not %d-dimensional", in->ndims);
-	if (!ids && in->ndims != 2 && in->ndims != 4)
-		error_at(in->loc, "the input must be [batch, features] or [batch, channels, height, width], not %d-dimensional",
-		         in->ndims);
+	if (!ids && (in->ndims < 2 || in->ndims > 4))
+		error_at(in->loc, "the input must be [batch, features], [batch, seq, features] or [batch, channels, height, "
+		         "width], not %d-dimensional", in->ndims);
 	if (strcmp(lb->dtype, "onehot") != 0 && !classes)
 		error_at(lb->dtype_loc, "unknown label type '%s'; expected onehot or class", lb->dtype);
 	if (!classes && lb->ndims != 2)

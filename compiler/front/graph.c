@@ -49,6 +49,8 @@ static bool shape_matmul(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_split_heads(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_merge_heads(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_transpose(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_broadcast(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -455,9 +457,29 @@ static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	Shape x = n->in[0]->shape;
 	char s1[128];
-	if (x.ndim != 2)
-		FAIL("expects an input [N, C], got %s", shape_str(x, s1, sizeof s1));
+	if (x.ndim < 2)
+		FAIL("expects an input [N, C] or [N, ..., C], got %s", shape_str(x, s1, sizeof s1));
 	out[0] = x;
+	return true;
+}
+
+static bool shape_transpose(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	char s1[128];
+	if (x.ndim != 3)
+		FAIL("expects an input [N, A, B], got %s", shape_str(x, s1, sizeof s1));
+	out[0] = shape_make(3, (int64_t[]){x.d[0], x.d[2], x.d[1]});
+	return true;
+}
+
+static bool shape_broadcast(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape w = n->in[0]->shape, y = n->attr.shape;
+	char s1[128], s2[128];
+	if (w.ndim != 1 || y.ndim < 2 || y.ndim > MAX_DIMS || y.d[y.ndim - 1] != w.d[0])
+		FAIL("cannot repeat %s into %s", shape_str(w, s1, sizeof s1), shape_str(y, s2, sizeof s2));
+	out[0] = y;
 	return true;
 }
 

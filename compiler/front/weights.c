@@ -59,6 +59,7 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 	}
 	case OP_EMBEDDING: /* GPT-2's N(0, 0.02) (nn.Embedding's default is N(0, 1)) */
 	case OP_POSITION:
+	case OP_BROADCAST: /* a class token: N(0, 0.02), as timm's ViTs (torchvision's: zeros) */
 		s.kind = RT_INIT_NORMAL;
 		s.hi = 0.02;
 		return s;

@@ -393,7 +393,7 @@ static void eval_globalavgpool_bwd(const Node *nd, double **in, double **out)
 /* dx = y (dy - sum_j y_j dy_j), per row. */
 static void eval_softmax_bwd(const Node *nd, double **in, double **out)
 {
-	int64_t rows = nd->in[0]->shape.d[0], k = nd->in[0]->shape.d[1];
+	int64_t k = nd->in[0]->shape.d[nd->in[0]->shape.ndim - 1], rows = shape_elems(nd->in[0]->shape) / k;
 	for (int64_t r = 0; r < rows; r++) {
 		double dot = 0;
 		for (int64_t j = 0; j < k; j++)
@@ -403,32 +403,50 @@ static void eval_softmax_bwd(const Node *nd, double **in, double **out)
 	}
 }
 
-/* Concatenation along an axis and its gradient (slices): blocks of `inner` elements side by side. */
+/*
+ * Concatenation along an axis and the pieces of a whole: concat (its
+ * inputs into the output), slice (a piece of its input out) and
+ * slice_bwd (its input into a zeroed output): blocks of `inner` elements
+ * side by side.
+ */
 static void eval_concat(const Node *nd, double **in, double **out)
 {
 	const Attrs *a = &nd->attr;
-	/* Copy blocks of `inner` elements; along the axis the pieces are side by side. */
-	const Shape *whole = nd->op == OP_CONCAT ? &nd->out[0]->shape : &nd->in[0]->shape;
+	bool into = nd->op != OP_SLICE; /* the pieces are written into the whole (the output) */
+	const Shape *whole = into ? &nd->out[0]->shape : &nd->in[0]->shape;
 	int64_t outer = 1, inner = 1;
 	for (int d = 0; d < a->axis; d++)
 		outer *= whole->d[d];
 	for (int d = a->axis + 1; d < whole->ndim; d++)
 		inner *= whole->d[d];
-	int64_t off = nd->op == OP_SLICE ? a->offset : 0;
+	int64_t off = nd->op == OP_CONCAT ? 0 : a->offset;
 	int npieces = nd->op == OP_CONCAT ? nd->nin : 1;
+	if (nd->op == OP_SLICE_BWD)
+		memset(out[0], 0, sizeof(double) * (size_t)shape_elems(*whole));
 	for (int k = 0; k < npieces; k++) {
-		const Shape *piece = nd->op == OP_CONCAT ? &nd->in[k]->shape : &nd->out[0]->shape;
+		const Shape *piece = into ? &nd->in[k]->shape : &nd->out[0]->shape;
 		int64_t len = piece->d[a->axis] * inner, stride = whole->d[a->axis] * inner;
 		for (int64_t o = 0; o < outer; o++) {
-			double *w = (nd->op == OP_CONCAT ? out[0] : in[0]) + o * stride + off * inner;
-			double *p = (nd->op == OP_CONCAT ? in[k] : out[0]) + o * len;
-			if (nd->op == OP_CONCAT)
+			double *w = (into ? out[0] : in[0]) + o * stride + off * inner;
+			double *p = (into ? in[k] : out[0]) + o * len;
+			if (into)
 				memcpy(w, p, sizeof(double) * (size_t)len);
 			else
 				memcpy(p, w, sizeof(double) * (size_t)len);
 		}
 		off += piece->d[a->axis];
 	}
+}
+
+/* x [N, A, B] -> y [N, B, A] */
+static void eval_transpose(const Node *nd, double **in, double **out)
+{
+	const Shape *x = &nd->in[0]->shape;
+	int64_t n = x->d[0], ra = x->d[1], cb = x->d[2];
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t i = 0; i < ra; i++)
+			for (int64_t j = 0; j < cb; j++)
+				out[0][b * ra * cb + j * ra + i] = in[0][b * ra * cb + i * cb + j];
 }
 
 /* Cross-entropy of softmax against soft labels: loss = mean over rows of -sum_j y_j log p_j; its gradient. */
@@ -728,9 +746,11 @@ void interp_node(Interp *ip, const Node *nd)
 		for (int64_t i = 0; i < nx; i++)
 			out[0][i] = act_grad(op_info[nd->op].act, in[0][i], in[1][i]);
 		break;
-	case OP_SOFTMAX:
-		softmax_rows(in[0], out[0], nd->in[0]->shape.d[0], nd->in[0]->shape.d[1]);
+	case OP_SOFTMAX: { /* over the last dimension */
+		int64_t k = nd->in[0]->shape.d[nd->in[0]->shape.ndim - 1];
+		softmax_rows(in[0], out[0], nx / k, k);
 		break;
+	}
 	case OP_SOFTMAX_BWD:
 		eval_softmax_bwd(nd, in, out);
 		break;
@@ -749,7 +769,15 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	case OP_CONCAT:
 	case OP_SLICE:
+	case OP_SLICE_BWD:
 		eval_concat(nd, in, out);
+		break;
+	case OP_TRANSPOSE:
+		eval_transpose(nd, in, out);
+		break;
+	case OP_BROADCAST:
+		for (int64_t i = 0; i < ny; i++)
+			out[0][i] = in[0][i % nx];
 		break;
 	case OP_SOFTMAX_XENT:
 	case OP_SOFTMAX_XENT_BWD:

@@ -757,7 +757,7 @@ static void make_matmul(CpuState *s, CpuKernel *k)
 static void make_softmax(CpuState *s, CpuKernel *k)
 {
 	dnnl_softmax_desc_t sd;
-	dnnl_memory_desc_t x = md_arg(k->desc, 0);
+	dnnl_memory_desc_t x = md_rows(k->desc, 0);
 	DNNL_CHECK(dnnl_softmax_forward_desc_init(&sd, dnnl_forward_training, &x, 1));
 	dnnl_primitive_desc_t pd = make_pd(s, &sd, NULL);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
@@ -769,7 +769,7 @@ static void make_softmax(CpuState *s, CpuKernel *k)
 static void make_softmax_bwd(CpuState *s, CpuKernel *k)
 {
 	dnnl_softmax_desc_t fd, bd;
-	dnnl_memory_desc_t y = md_arg(k->desc, 0), dy = md_arg(k->desc, 1);
+	dnnl_memory_desc_t y = md_rows(k->desc, 0), dy = md_rows(k->desc, 1);
 	DNNL_CHECK(dnnl_softmax_forward_desc_init(&fd, dnnl_forward_training, &y, 1));
 	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
 	DNNL_CHECK(dnnl_softmax_backward_desc_init(&bd, &dy, &y, 1));
@@ -937,6 +937,46 @@ static void run_slice(const int64_t *d, void *const *a)
 	int64_t len = RT_ARG_DIM(d, 1, axis) * inner, stride = RT_ARG_DIM(d, 0, axis) * inner;
 	for (int64_t o = 0; o < outer; o++)
 		memcpy(y + o * len, x + o * stride + d[RT_D_OFFSET] * inner, sizeof *y * (size_t)len);
+}
+
+/* slice_bwd: dy -> dx, zeros with dy at the offset along the axis (dx's shape the whole) */
+static void run_slice_bwd(const int64_t *d, void *const *a)
+{
+	const float *dy = a[0];
+	float *dx = a[1];
+	int axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, 1, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, 1); i++)
+		inner *= RT_ARG_DIM(d, 1, i);
+	int64_t len = RT_ARG_DIM(d, 0, axis) * inner, stride = RT_ARG_DIM(d, 1, axis) * inner;
+	memset(dx, 0, sizeof *dx * (size_t)arg_elems(d, 1));
+	for (int64_t o = 0; o < outer; o++)
+		memcpy(dx + o * stride + d[RT_D_OFFSET] * inner, dy + o * len, sizeof *dx * (size_t)len);
+}
+
+/* transpose: x [N, A, B] -> y [N, B, A] */
+static void run_transpose(const int64_t *d, void *const *a)
+{
+	const float *x = a[0];
+	float *y = a[1];
+	int64_t n = RT_ARG_DIM(d, 0, 0), ra = RT_ARG_DIM(d, 0, 1), cb = RT_ARG_DIM(d, 0, 2);
+#pragma omp parallel for collapse(2) if (n * ra * cb > PAR_MIN)
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t j = 0; j < cb; j++)
+			for (int64_t i = 0; i < ra; i++)
+				y[b * ra * cb + j * ra + i] = x[b * ra * cb + i * cb + j];
+}
+
+/* broadcast: w [C] -> y [..., C], w in every row */
+static void run_broadcast(const int64_t *d, void *const *a)
+{
+	const float *w = a[0];
+	float *y = a[1];
+	int64_t c = arg_elems(d, 0), rows = arg_elems(d, 1) / c;
+	for (int64_t r = 0; r < rows; r++)
+		memcpy(y + r * c, w, sizeof *y * (size_t)c);
 }
 
 /* The row's maximum and sum of exp(z - max), in double. */
@@ -1351,6 +1391,15 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SLICE:
 		run_slice(d, a);
 		break;
+	case RT_OP_SLICE_BWD:
+		run_slice_bwd(d, a);
+		break;
+	case RT_OP_TRANSPOSE:
+		run_transpose(d, a);
+		break;
+	case RT_OP_BROADCAST:
+		run_broadcast(d, a);
+		break;
 	case RT_OP_SOFTMAX_XENT:
 		run_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
@@ -1535,6 +1584,9 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DROPOUT:
 	case RT_OP_DROPOUT_BWD:
 	case RT_OP_SLICE:
+	case RT_OP_SLICE_BWD:
+	case RT_OP_TRANSPOSE:
+	case RT_OP_BROADCAST:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:

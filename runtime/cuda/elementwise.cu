@@ -657,6 +657,22 @@ __global__ void position(const float *x, const float *w, float *y, int64_t total
 		y[i] = x[i] + w[i % tc];
 }
 
+/* transpose: x [n, ra, cb] -> y [n, cb, ra] */
+__global__ void transpose3(const float *x, float *y, int64_t total, int64_t ra, int64_t cb)
+{
+	FOR_EACH(o, total) {
+		int64_t b = o / (ra * cb), r = o % (ra * cb), j = r / ra, i = r % ra;
+		y[o] = x[b * ra * cb + i * cb + j];
+	}
+}
+
+/* broadcast: w [c] in every row of y */
+__global__ void broadcast_rows(const float *w, float *y, int64_t total, int64_t c)
+{
+	FOR_EACH(i, total)
+		y[i] = w[i % c];
+}
+
 /* position_embedding_bwd: dw[i] = sum over n of dy[n, i] for i < tc, 0 after */
 __global__ void position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all)
 {
@@ -866,6 +882,18 @@ cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
 cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st)
 {
 	position<<<grid(n * tc), THREADS, 0, st>>>(x, w, y, n * tc, tc);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st)
+{
+	transpose3<<<grid(n * ra * cb), THREADS, 0, st>>>(x, y, n * ra * cb, ra, cb);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st)
+{
+	broadcast_rows<<<grid(total), THREADS, 0, st>>>(w, y, total, c);
 	return cudaGetLastError();
 }
 

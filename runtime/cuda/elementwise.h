@@ -93,6 +93,10 @@ cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
                               cudaStream_t st);
 /* position_embedding (ops.def) on n rows of tc = T * C; its gradient into dw of `all` elements. */
 cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st);
+/* transpose: x [n, ra, cb] -> y [n, cb, ra] */
+cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st);
+/* broadcast: w [c] repeated into y, `total` elements (a multiple of c) */
+cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st);
 cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);
 /* split_heads, and merge_heads of one input at column `offset` of y [N, T, w] (ops.def) */
 cudaError_t gpu_split_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,

@@ -618,6 +618,23 @@ static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 	}
 }
 
+/* slice_bwd: dy -> dx, zeros with dy at the offset along the axis */
+static void run_slice_bwd(GpuState *s, const GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, 1, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, 1); i++)
+		inner *= RT_ARG_DIM(d, 1, i);
+	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, 1, axis) * inner);
+	size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, 0, axis) * inner);
+	CUDA_CHECK(cudaMemsetAsync(a[1], 0, sizeof(float) * (size_t)arg_elems(d, 1), s->stream));
+	CUDA_CHECK(cudaMemcpy2DAsync((char *)a[1] + sizeof(float) * (size_t)(d[RT_D_OFFSET] * inner), stride, a[0], len,
+	                             len, (size_t)outer, cudaMemcpyDefault, s->stream));
+}
+
 /* The window of a pooling gradient. */
 static GpuWindow window(const int64_t *d)
 {
@@ -773,6 +790,15 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SLICE:
 		run_pieces(s, k, a);
 		break;
+	case RT_OP_SLICE_BWD:
+		run_slice_bwd(s, k, a);
+		break;
+	case RT_OP_TRANSPOSE:
+		launched(k, gpu_transpose(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), st));
+		break;
+	case RT_OP_BROADCAST:
+		launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), st));
+		break;
 	case RT_OP_SOFTMAX_XENT:
 		launched(k, gpu_xent(a[0], a[1], s->workspace, a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
@@ -916,10 +942,14 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		make_pool(k, CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, true);
 		break;
 	case RT_OP_SOFTMAX:
-	case RT_OP_SOFTMAX_BWD:
-		k->x = tensor_desc(k, 0); /* [N, C, 1, 1] */
+	case RT_OP_SOFTMAX_BWD: { /* over the last dimension: [rows, C, 1, 1] */
+		int64_t c = RT_ARG_DIM(desc, 0, RT_ARG_NDIM(desc, 0) - 1);
+		CUDNN_CHECK(cudnnCreateTensorDescriptor(&k->x));
+		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+		                                       to_int(k, arg_elems(desc, 0) / c), to_int(k, c), 1, 1));
 		snprintf(k->impl, sizeof k->impl, "cuDNN softmax");
 		break;
+	}
 	case RT_OP_DENSE:
 	case RT_OP_DENSE_BWD_DATA:
 	case RT_OP_DENSE_BWD_WEIGHT:
@@ -975,6 +1005,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DROPOUT_BWD:
 	case RT_OP_CONCAT:
 	case RT_OP_SLICE:
+	case RT_OP_SLICE_BWD:
+	case RT_OP_TRANSPOSE:
+	case RT_OP_BROADCAST:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:

@@ -35,6 +35,17 @@ declare -A torchvision=(
     [inception_v3.net]=23834568
     [mobilenet_v2.net]=3504872
 )
+# not torchvision's: timm's vit_tiny_patch16_224
+declare -A others=([vit.net]=5717416)
+for f in "${!others[@]}"; do
+    got=$("$autotmc" check "$f" | sed -n 's/^parameters: //p')
+    if [ "$got" != "${others[$f]}" ]; then
+        echo "FAIL: $f has $got parameters, its reference ${others[$f]}"
+        fails=$((fails + 1))
+    else
+        echo "ok: $f has its reference's $got parameters"
+    fi
+done
 for f in "${!torchvision[@]}"; do
     got=$("$autotmc" check "$f" | sed -n 's/^parameters: //p')
     if [ "$got" != "${torchvision[$f]}" ]; then

@@ -142,7 +142,13 @@ def forward(graph, weights, stats, x, y, train=True):
         elif op in ("relu6", "hardsigmoid", "hardswish", "silu"):
             r = getattr(F, op)(ins[0])
         elif op == "softmax":
-            r = F.softmax(ins[0], dim=1)
+            r = F.softmax(ins[0], dim=-1)
+        elif op == "transpose":
+            r = ins[0].transpose(1, 2)
+        elif op == "broadcast":  # the class token in front of every sample
+            r = ins[0].expand(*a["shape"])
+        elif op == "slice":
+            r = ins[0].narrow(a["axis"], a["offset"], a["shape"][a["axis"]])
         elif op == "reshape":
             r = ins[0].reshape([ins[0].shape[0]] + a["shape"][1:])  # the batch may differ (evaluation)
         elif op == "add":
