@@ -135,7 +135,7 @@ static int cmd_schedule(const Settings *s, Arena *a)
 		schedule_json(stdout, c.g, c.place, tl, c.cm, &c.st);
 	} else {
 		if (!s->summary)
-			schedule_table(stdout, c.g, c.place, tl);
+			schedule_table(stdout, c.g, c.place, tl, c.cm);
 		printf("%smodel %s\n", s->summary ? "" : "\n", c.g->model);
 		schedule_plan(stdout, c.sched, c.place, c.cm, &c.st, a);
 	}

@@ -19,6 +19,7 @@
 #include "place.h"
 #include "plot.h"
 #include "predict.h"
+#include "reasons.h"
 #include "report_schedule.h"
 
 #include <errno.h>
@@ -118,63 +119,80 @@ static const char *tier_name(Tier t)
 }
 
 /* A move line of the table: one that finishes before `step`, or an asynchronous one issued there. */
-static void table_move(FILE *f, const Move *m, int step)
+static void table_move(FILE *f, const Move *m, int step, const char *why)
 {
-	char b[64], when[48] = "";
+	char b[64], when[48] = "", name[64];
 	bool issue = m->async && m->start == step && m->at != step;
 	if (m->async && !issue)
 		snprintf(when, sizeof when, ", issued before step %d", m->start);
 	else if (issue && m->share && m->at > m->start + 1)
 		snprintf(when, sizeof when, ", over steps %d-%d", m->start, m->at - 1);
-	fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)\n", "", "",
-	        issue ? "start moving" : m->async ? "wait for" : "move", m->t->name, tier_name(m->to->tier),
-	        fmt_bytes(m->t->bytes, b, sizeof b), m->async ? "async" : "sync", when);
+	fprintf(f, "%5s %10s    %s %s to %s (%s, %s%s)", "", "", issue ? "start moving" : m->async ? "wait for" : "move",
+	        short_name(m->t->name, 56, name, sizeof name), tier_name(m->to->tier), fmt_bytes(m->t->bytes, b, sizeof b),
+	        m->async ? "async" : "sync", when);
+	/* the reason once, where the move starts */
+	if (why && (!m->async || issue || m->start == m->at))
+		fprintf(f, ": %s", why);
+	fputc('\n', f);
 }
 
 /* A recompute line: what its kernel makes, and for which tensor when that is scratch. */
-static void table_recompute(FILE *f, const Recompute *rc, double seconds)
+static void table_recompute(FILE *f, const Recompute *rc, double seconds, const char *why)
 {
 	const Node *n = rc->node;
 	bool last = n == rc->t->producer;
+	char b[64];
 	fprintf(f, "%5s %10s    recompute ", "", "");
 	if (last)
-		fputs(rc->t->name, f);
+		fputs(short_name(rc->t->name, 56, b, sizeof b), f);
 	else
 		for (int k = 0; k < n->nout; k++)
-			fprintf(f, "%s%s", k ? ", " : "", n->out[k]->name);
+			fprintf(f, "%s%s", k ? ", " : "", short_name(n->out[k]->name, 56, b, sizeof b));
 	if (!last)
-		fprintf(f, " for %s", rc->t->name);
-	fprintf(f, " (%s %s, %s%.3f ms)\n", op_info[n->op].name, n->name, last ? "" : "scratch, ", seconds * 1e3);
+		fprintf(f, " for %s", short_name(rc->t->name, 56, b, sizeof b));
+	fprintf(f, " (%s %s, %s%.3f ms)", op_info[n->op].name, short_name(n->name, 56, b, sizeof b),
+	        last ? "" : "scratch, ", seconds * 1e3);
+	if (why && last)
+		fprintf(f, ": %s", why);
+	fputc('\n', f);
 }
 
-void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl)
+void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm)
 {
 	const Schedule *s = p->s;
 	(void)g;
+	Arena a = {0};
+	int64_t *fast = arena_array(&a, (size_t)s->n + 1, sizeof(int64_t));
+	int64_t *slow = arena_array(&a, (size_t)s->n + 1, sizeof(int64_t));
+	tier_usage(p, fast, slow);
+	const Reasons *why = plan_reasons(p, cm, fast, &a);
+	char b[64];
 	fprintf(f, "%5s %10s  %-24s %s\n", "step", "time ms", "op", "kernel: arguments (tier)");
 	for (int step = 0; step < s->n; step++) {
 		/* in the order they run: moves that finish here, recomputes, asynchronous moves issued here */
 		for (int i = 0; i < p->moves.n; i++)
 			if (p->moves.v[i].at == step)
-				table_move(f, &p->moves.v[i], step);
+				table_move(f, &p->moves.v[i], step, why->move[i]);
 		for (int i = 0; i < p->recomputes.n; i++)
 			if (p->recomputes.v[i].at == step)
-				table_recompute(f, &p->recomputes.v[i], tl->recompute_time[i]);
+				table_recompute(f, &p->recomputes.v[i], tl->recompute_time[i], why->recompute[i]);
 		for (int i = 0; i < p->moves.n; i++) {
 			const Move *m = &p->moves.v[i];
 			if (m->async && m->start == step && m->at != step)
-				table_move(f, m, step);
+				table_move(f, m, step, why->move[i]);
 		}
 		const Node *n = s->order[step];
-		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, op_info[n->op].name, n->name);
+		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, op_info[n->op].name,
+		        short_name(n->name, 56, b, sizeof b));
 		for (int k = 0; k < n->nin + n->nout; k++) {
 			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
 			const Residency *r = placement_at(p, t, step);
-			fprintf(f, "%s%s(%c)", k == 0 ? " " : k == n->nin ? " -> " : ", ", t->name,
+			fprintf(f, "%s%s(%c)", k == 0 ? " " : k == n->nin ? " -> " : ", ", short_name(t->name, 56, b, sizeof b),
 			        r && r->tier == TIER_SLOW ? 'S' : 'F');
 		}
 		fputc('\n', f);
 	}
+	arena_free(&a);
 }
 
 /* Seconds of all of p's recomputes. */
@@ -253,6 +271,11 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		}
 		cJSON_AddItemToArray(steps, o);
 	}
+	Arena ra = {0};
+	int64_t *wfast = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
+	int64_t *wslow = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
+	tier_usage(p, wfast, wslow);
+	const Reasons *why = plan_reasons(p, cm, wfast, &ra);
 	cJSON *moves = cJSON_AddArrayToObject(root, "moves");
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
@@ -272,6 +295,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		}
 		cJSON_AddItemToObject(o, "start_seconds", num(tl->move_start[i]));
 		cJSON_AddItemToObject(o, "seconds", num(tl->move_time[i]));
+		cJSON_AddStringToObject(o, "reason", why->move[i]);
 		cJSON_AddItemToArray(moves, o);
 	}
 	MoveStats ms = placement_stats(p);
@@ -291,6 +315,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddBoolToObject(o, "scratch", rc->node != rc->t->producer);
 		cJSON_AddItemToObject(o, "start_seconds", num(tl->recompute_start[i]));
 		cJSON_AddItemToObject(o, "seconds", num(tl->recompute_time[i]));
+		cJSON_AddStringToObject(o, "reason", why->recompute[i]);
 		cJSON_AddItemToArray(recomputes, o);
 		rtime += tl->recompute_time[i];
 	}
@@ -325,6 +350,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 			cJSON_AddItemToObject(root, "solver", x);
 		free(solver);
 	}
+	arena_free(&ra);
 	char *text = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!text)
@@ -582,10 +608,18 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	if (st->nattempts > 0 && st->spans_dropped > 0)
 		fprintf(f, "moves that span kernels: left out (that program has %ld nonzeros, more than %d; --span K "
 		           "asks for them)\n", st->spans_dropped, PLACE_SPAN_MAX_NONZEROS);
-	if (optimizer_has(p->optimizer, OFLAG_MANAGED))
+	if (optimizer_has(p->optimizer, OFLAG_MANAGED)) {
 		fprintf(f, "predicted step time: none (unified memory: the driver pages on demand)\n");
-	else
-		fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * placement_predict(p, cm, NULL), cm->source);
+		return;
+	}
+	double t = placement_predict(p, cm, NULL), all_fast = 0;
+	fprintf(f, "predicted step time: %.3f ms (%s)\n", 1e3 * t, cm->source);
+	for (int k = 0; k < s->n; k++)
+		all_fast += cm->kernel_time(cm, s->order[k], 0);
+	if (p->limit > 0 && all_fast > 0)
+		fprintf(f, "against all-fast: %.3f ms, %+.1f%% (every kernel with its arguments fast, nothing moved); %s moved, "
+		           "%.3f ms recomputed\n", 1e3 * all_fast, 100 * (t / all_fast - 1),
+		        fmt_bytes(ms.bytes_to_fast + ms.bytes_to_slow, b1, sizeof b1), 1e3 * recompute_seconds(p, cm));
 }
 
 /* The object as compact JSON (free() it), the object deleted. */

@@ -25,8 +25,12 @@ typedef struct Timeline {
 
 Timeline *timeline_make(const Placement *p, const CostModel *cm, Arena *a);
 
-/* One line per step (kernel, each argument's tier) with its moves and recomputes before it. */
-void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl);
+/*
+ * One line per step (kernel, each argument's tier) with its moves and
+ * recomputes before it, each with its reason (reasons.h); names longer
+ * than 56 characters shortened in the middle.
+ */
+void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm);
 /* The schedule as JSON (docs/schedule.md), with the solver's figures and checkpoint's segments from st. */
 void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *tl, const CostModel *cm,
                    const PlaceStats *st);

@@ -22,7 +22,8 @@
 #     recompute lines; with --same (a deterministic placement, so that the
 #     two runs made the same one) the lines are the JSON's entries, in order;
 #   - the record: num_recomputed, num_recompute_kernels, recompute_time and
-#     segments equal to the JSON's.
+#     segments equal to the JSON's;
+#   - every move and recompute has its reason (reasons.c).
 # Prints what it checked; exits 1 with every inconsistency found.
 import argparse
 import json
@@ -62,6 +63,17 @@ if (d["optimizer"] == "checkpoint") != ("segments" in d):
     bad.append(f"optimizer {d['optimizer']}: segments {'missing' if 'segments' not in d else 'given'}")
 if args.segments is not None and d.get("segments") != args.segments:
     bad.append(f"segments {d.get('segments')}, not {args.segments}")
+# every decision says why: a recompute that makes its tensor weighs its time against the link's,
+# a move to the fast tier names its reader or why it needs none, a move out where the tier is full
+for i, r in enumerate(rcs):
+    why = r.get("reason", "")
+    if not why or (not r["scratch"] and "out and back" not in why) or (r["scratch"] and "chain" not in why):
+        bad.append(f"recompute {i} ({r['kernel']}): reason {why!r}")
+for i, m in enumerate(moves):
+    why = m.get("reason", "")
+    if not why or (m["to"] == "fast" and not re.search(r"reads it at step|step's end|no kernel reads it", why)) or \
+            (m["to"] == "slow" and not re.search(r"full at step|out over steps", why)):
+        bad.append(f"move {i} of {m['tensor']} to {m['to']}: reason {why!r}")
 
 begin = [0.0]
 for st in steps:
@@ -125,7 +137,8 @@ nlines = 0
 if args.table:
     text = open(args.table).read().splitlines()
     line_re = re.compile(r"^\s+recompute (?P<outs>.+?)(?: for (?P<t>\S+))? "
-                         r"\((?P<op>\S+) (?P<kernel>\S+), (?P<scratch>scratch, )?(?P<ms>[0-9.]+) ms\)$")
+                         r"\((?P<op>\S+) (?P<kernel>\S+), (?P<scratch>scratch, )?(?P<ms>[0-9.]+) ms\)"
+                         r"(?:: (?P<why>.+))?$")  # a chain's last kernel gives its reason
     order = {"move": 0, "wait": 0, "recompute": 1, "start": 2}
     listed, block, step = [], [], None
     for ln in text:
