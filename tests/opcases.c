@@ -51,6 +51,13 @@ const OpCase op_cases[] = {
 	{"token(i) of a later position", OPCASE_OP, "2, 3, 2, 2", "5", "tokens dense(3 => 4) token(2) dense(4 => 5)",
 	 NULL},
 	{"softmax over the last dimension", OPCASE_OP, "2, 3, 2, 2", "12", "tokens softmax flatten", NULL},
+	{"mean over the tokens", OPCASE_OP, "2, 3, 2, 2", "5", "tokens dense(3 => 4, tanh) mean(1) dense(4 => 5)", NULL},
+	{"mean over the channels of an image", OPCASE_OP, "2, 3, 2, 3", "6", "mean(1) flatten", NULL},
+	{"gate (squeeze-and-excitation)", OPCASE_OP, "2, 3, 3, 3", "4",
+	 "conv(3x3, 3 => 4, pad = 1, act = relu) "
+	 "gate(chain { globalavgpool conv(1x1, 4 => 2, relu) conv(1x1, 2 => 4) hardsigmoid }) globalavgpool flatten",
+	 NULL},
+	{"gate of the same shape", OPCASE_OP, "2, 3, 2, 2", "12", "conv(1x1, 3 => 3) gate(sigmoid) flatten", NULL},
 	{"bidirectional attention", OPCASE_OP, "2, 4, 2, 2", "12",
 	 "tokens dense(4 => 12) attention(2, causal = false) dense(4 => 3) flatten", NULL},
 	{"concat 4d", OPCASE_OP, "2, 2, 3, 3", "45",

@@ -501,6 +501,16 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_CAUSAL_SOFTMAX:
 		emit_grad(ad, x, OP_CAUSAL_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;
+	case OP_MUL: /* y = x s: dx = dy s (s repeated), ds = dy x summed where s was repeated */
+		emit_grad(ad, x, OP_MUL, (Tensor *[]){dy, f->in[1]}, 2, NULL);
+		a.shape = f->in[1]->shape;
+		emit_grad(ad, f->in[1], OP_MUL_BWD_SCALE, (Tensor *[]){dy, x}, 2, &a);
+		break;
+	case OP_MEAN: /* dy spread evenly over the dimension taken away */
+		a = *fa;
+		a.shape = x->shape;
+		emit_grad(ad, x, OP_MEAN_BWD, &dy, 1, &a);
+		break;
 	case OP_TRANSPOSE: /* a swap of two dimensions is its own inverse */
 		emit_grad(ad, x, OP_TRANSPOSE, &dy, 1, NULL);
 		break;
@@ -539,6 +549,8 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SOFTMAX_BWD:
 	case OP_DROPOUT_BWD:
 	case OP_SLICE_BWD:
+	case OP_MEAN_BWD:
+	case OP_MUL_BWD_SCALE:
 	case OP_GRAD_SUMSQ:
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:

@@ -446,6 +446,33 @@ static Tensor *b_token(Ctx *c, const Builtin *b, Value **args, Tensor *x, const 
 	return elab_add_node(c, OP_RESHAPE, &y, 1, &ra, b->name, path, loc);
 }
 
+/* mean(axis): the mean over a dimension after the batch ([N, T, C] -> [N, C] over the tokens: mean(1)) */
+static Tensor *b_mean(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *av = need(args, 0, b, loc);
+	int64_t ax = elab_want_int(av, "axis", b->name);
+	if (ax < 1 || ax >= x->shape.ndim)
+		error_at(av->loc, "%s '%s': axis %" PRId64 " is not a dimension of %s after the batch (1 to %d)", b->name,
+		         path, ax, elab_type_str(c, x), x->shape.ndim - 1);
+	Attrs a = {.axis = (int)ax};
+	return elab_add_node(c, OP_MEAN, &x, 1, &a, b->name, path, loc);
+}
+
+/*
+ * gate(L): the input times L applied to it, L's output repeated over the
+ * input's dimensions where it has 1: squeeze-and-excitation's
+ * x * sigmoid(fc(relu(fc(pool(x))))) with L = a chain ending in [N, C, 1, 1].
+ */
+static Tensor *b_gate(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *lv = need(args, 0, b, loc);
+	if (lv->kind != V_LAYER)
+		error_at(lv->loc, "'layer' of gate must be a layer such as chain { ... }, not %s", elab_kind_name(lv->kind));
+	const char *kind = lv->layer.decl ? lv->layer.decl->name : lv->layer.builtin ? lv->layer.builtin->name : "branch";
+	Tensor *s = elab_apply_value(c, lv, x, elab_scope_new(c, elab_join(c, path, kind)), loc);
+	return elab_add_node(c, OP_MUL, (Tensor *[]){x, s}, 2, NULL, b->name, path, loc);
+}
+
 static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	(void)c, (void)b, (void)args, (void)path, (void)loc;
@@ -474,6 +501,8 @@ static const Builtin builtins[] = {
 	{"transpose", {NULL}, b_transpose, OP_TRANSPOSE},
 	{"class_token", {NULL}, b_class_token, OP_CONCAT},
 	{"token", {"index"}, b_token, OP_RESHAPE},
+	{"mean", {"axis"}, b_mean, OP_MEAN},
+	{"gate", {"layer"}, b_gate, OP_MUL},
 	{"identity", {NULL}, b_identity, NUM_OPS},
 };
 

@@ -51,6 +51,8 @@ static bool shape_merge_heads(const Node *n, Shape *out, char *err, size_t errle
 static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_transpose(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_broadcast(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_mean(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_mul(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -470,6 +472,35 @@ static bool shape_transpose(const Node *n, Shape *out, char *err, size_t errlen)
 	if (x.ndim != 3)
 		FAIL("expects an input [N, A, B], got %s", shape_str(x, s1, sizeof s1));
 	out[0] = shape_make(3, (int64_t[]){x.d[0], x.d[2], x.d[1]});
+	return true;
+}
+
+static bool shape_mean(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape;
+	int ax = n->attr.axis;
+	char s1[128];
+	if (ax < 1 || ax >= x.ndim || x.ndim < 2)
+		FAIL("cannot take the mean of %s over dimension %d (1 to %d)", shape_str(x, s1, sizeof s1), ax, x.ndim - 1);
+	Shape y = {.ndim = x.ndim - 1};
+	for (int d = 0, k = 0; d < x.ndim; d++)
+		if (d != ax)
+			y.d[k++] = x.d[d];
+	out[0] = y;
+	return true;
+}
+
+static bool shape_mul(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, sc = n->in[1]->shape;
+	char s1[128], s2[128];
+	bool ok = sc.ndim == x.ndim && x.ndim >= 2;
+	for (int d = 0; ok && d < x.ndim; d++)
+		ok = sc.d[d] == x.d[d] || (d >= 2 && sc.d[d] == 1);
+	if (!ok)
+		FAIL("cannot multiply %s by %s (the same shape, or 1 in its dimensions after the channels)",
+		     shape_str(x, s1, sizeof s1), shape_str(sc, s2, sizeof s2));
+	out[0] = x;
 	return true;
 }
 

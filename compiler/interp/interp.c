@@ -438,6 +438,52 @@ static void eval_concat(const Node *nd, double **in, double **out)
 	}
 }
 
+/* mean: x [outer, len, inner] -> y [outer, inner], the mean over len; mean_bwd: dy -> dx = dy / len at each */
+static void eval_mean(const Node *nd, double **in, double **out)
+{
+	const Shape *x = nd->op == OP_MEAN ? &nd->in[0]->shape : &nd->out[0]->shape;
+	int ax = nd->attr.axis;
+	int64_t outer = 1, inner = 1, len = x->d[ax];
+	for (int d = 0; d < ax; d++)
+		outer *= x->d[d];
+	for (int d = ax + 1; d < x->ndim; d++)
+		inner *= x->d[d];
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			if (nd->op == OP_MEAN_BWD) {
+				for (int64_t k = 0; k < len; k++)
+					out[0][(o * len + k) * inner + i] = in[0][o * inner + i] / (double)len;
+				continue;
+			}
+			double sum = 0;
+			for (int64_t k = 0; k < len; k++)
+				sum += in[0][(o * len + k) * inner + i];
+			out[0][o * inner + i] = sum / (double)len;
+		}
+}
+
+/*
+ * mul: y = x s, s [N, C, 1...] repeated over x's later dimensions (or like
+ * x); mul_bwd_scale: (dy, x) -> ds, dy x summed where s was repeated. x as
+ * [N C, inner] and s as [N C, 1] or [N C, inner].
+ */
+static void eval_mul(const Node *nd, double **in, double **out)
+{
+	const Shape *x = &nd->in[nd->op == OP_MUL ? 0 : 1]->shape;
+	const Shape *sc = nd->op == OP_MUL ? &nd->in[1]->shape : &nd->out[0]->shape;
+	int64_t rows = x->d[0] * x->d[1], inner = shape_elems(*x) / rows, sin = shape_elems(*sc) / rows;
+	if (nd->op == OP_MUL_BWD_SCALE)
+		memset(out[0], 0, sizeof(double) * (size_t)shape_elems(*sc));
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t i = 0; i < inner; i++) {
+			int64_t at = r * inner + i, s = r * sin + (sin == 1 ? 0 : i);
+			if (nd->op == OP_MUL)
+				out[0][at] = in[0][at] * in[1][s];
+			else
+				out[0][s] += in[0][at] * in[1][at];
+		}
+}
+
 /* x [N, A, B] -> y [N, B, A] */
 static void eval_transpose(const Node *nd, double **in, double **out)
 {
@@ -774,6 +820,14 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	case OP_TRANSPOSE:
 		eval_transpose(nd, in, out);
+		break;
+	case OP_MEAN:
+	case OP_MEAN_BWD:
+		eval_mean(nd, in, out);
+		break;
+	case OP_MUL:
+	case OP_MUL_BWD_SCALE:
+		eval_mul(nd, in, out);
 		break;
 	case OP_BROADCAST:
 		for (int64_t i = 0; i < ny; i++)

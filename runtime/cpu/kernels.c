@@ -969,6 +969,59 @@ static void run_transpose(const int64_t *d, void *const *a)
 				y[b * ra * cb + j * ra + i] = x[b * ra * cb + i * cb + j];
 }
 
+/* mean over dimension RT_D_AXIS of the whole (x for mean, dx for mean_bwd) as [outer, len, inner]; sums in double */
+static void run_mean(const int64_t *d, void *const *a, bool bwd)
+{
+	int w = bwd ? 1 : 0, axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1, len = RT_ARG_DIM(d, w, axis);
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, w, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, w); i++)
+		inner *= RT_ARG_DIM(d, w, i);
+	const float *x = a[0];
+	float *y = a[1];
+#pragma omp parallel for if (outer * len * inner > PAR_MIN)
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t i = 0; i < inner; i++) {
+			if (bwd) {
+				for (int64_t k = 0; k < len; k++)
+					y[(o * len + k) * inner + i] = (float)((double)x[o * inner + i] / (double)len);
+				continue;
+			}
+			double sum = 0;
+			for (int64_t k = 0; k < len; k++)
+				sum += x[(o * len + k) * inner + i];
+			y[o * inner + i] = (float)(sum / (double)len);
+		}
+}
+
+/* mul: x [N C, inner] * s [N C, 1 or inner] -> y; mul_bwd_scale: dy, x -> ds, summed in double where s repeats */
+static void run_mul(const int64_t *d, void *const *a, bool bwd)
+{
+	int xa = bwd ? 1 : 0, sa = bwd ? 2 : 1;
+	int64_t rows = RT_ARG_DIM(d, xa, 0) * RT_ARG_DIM(d, xa, 1), inner = arg_elems(d, xa) / rows,
+	        sin = arg_elems(d, sa) / rows;
+	const float *u = a[0], *v = a[1];
+	float *y = a[2];
+#pragma omp parallel for if (rows * inner > PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		if (!bwd) {
+			for (int64_t i = 0; i < inner; i++)
+				y[r * inner + i] = u[r * inner + i] * v[r * sin + (sin == 1 ? 0 : i)];
+			continue;
+		}
+		if (sin != 1) {
+			for (int64_t i = 0; i < inner; i++)
+				y[r * inner + i] = u[r * inner + i] * v[r * inner + i];
+			continue;
+		}
+		double sum = 0;
+		for (int64_t i = 0; i < inner; i++)
+			sum += (double)u[r * inner + i] * v[r * inner + i];
+		y[r] = (float)sum;
+	}
+}
+
 /* broadcast: w [C] -> y [..., C], w in every row */
 static void run_broadcast(const int64_t *d, void *const *a)
 {
@@ -1400,6 +1453,14 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_BROADCAST:
 		run_broadcast(d, a);
 		break;
+	case RT_OP_MEAN:
+	case RT_OP_MEAN_BWD:
+		run_mean(d, a, k->op == RT_OP_MEAN_BWD);
+		break;
+	case RT_OP_MUL:
+	case RT_OP_MUL_BWD_SCALE:
+		run_mul(d, a, k->op == RT_OP_MUL_BWD_SCALE);
+		break;
 	case RT_OP_SOFTMAX_XENT:
 		run_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
@@ -1587,6 +1648,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SLICE_BWD:
 	case RT_OP_TRANSPOSE:
 	case RT_OP_BROADCAST:
+	case RT_OP_MEAN:
+	case RT_OP_MEAN_BWD:
+	case RT_OP_MUL:
+	case RT_OP_MUL_BWD_SCALE:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:

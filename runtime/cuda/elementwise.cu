@@ -666,6 +666,51 @@ __global__ void transpose3(const float *x, float *y, int64_t total, int64_t ra, 
 	}
 }
 
+/* mean over the middle of [outer, len, inner]: one thread per (outer, inner), summed in double */
+__global__ void mean_mid(const float *x, float *y, int64_t outer, int64_t len, int64_t inner)
+{
+	FOR_EACH(o, outer * inner) {
+		int64_t b = o / inner, i = o % inner;
+		double s = 0;
+		for (int64_t k = 0; k < len; k++)
+			s += x[(b * len + k) * inner + i];
+		y[o] = (float)(s / (double)len);
+	}
+}
+
+/* its gradient: dx [outer, len, inner] = dy [outer, inner] / len */
+__global__ void mean_mid_bwd(const float *dy, float *dx, int64_t outer, int64_t len, int64_t inner)
+{
+	FOR_EACH(o, outer * len * inner) {
+		int64_t b = o / (len * inner), i = o % inner;
+		dx[o] = (float)((double)dy[b * inner + i] / (double)len);
+	}
+}
+
+/* mul: y = x s, x as [rows, inner], s as [rows, sin] (sin 1: repeated over the row) */
+__global__ void mul_rows(const float *x, const float *sc, float *y, int64_t rows, int64_t inner, int64_t sin)
+{
+	FOR_EACH(o, rows * inner) {
+		int64_t r = o / inner, i = o % inner;
+		y[o] = x[o] * sc[r * sin + (sin == 1 ? 0 : i)];
+	}
+}
+
+/* mul_bwd_scale: ds = dy x, summed over each row where s repeats (in double) */
+__global__ void mul_rows_bwd(const float *dy, const float *x, float *ds, int64_t rows, int64_t inner, int64_t sin)
+{
+	FOR_EACH(o, rows * sin) {
+		if (sin != 1) {
+			ds[o] = dy[o] * x[o];
+			continue;
+		}
+		double s = 0;
+		for (int64_t i = 0; i < inner; i++)
+			s += (double)dy[o * inner + i] * x[o * inner + i];
+		ds[o] = (float)s;
+	}
+}
+
 /* broadcast: w [c] in every row of y */
 __global__ void broadcast_rows(const float *w, float *y, int64_t total, int64_t c)
 {
@@ -888,6 +933,25 @@ cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, in
 cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st)
 {
 	transpose3<<<grid(n * ra * cb), THREADS, 0, st>>>(x, y, n * ra * cb, ra, cb);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_mean(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, bool bwd, cudaStream_t st)
+{
+	if (bwd)
+		mean_mid_bwd<<<grid(outer * len * inner), THREADS, 0, st>>>(x, y, outer, len, inner);
+	else
+		mean_mid<<<grid(outer * inner), THREADS, 0, st>>>(x, y, outer, len, inner);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
+                    cudaStream_t st)
+{
+	if (bwd)
+		mul_rows_bwd<<<grid(rows * sin), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
+	else
+		mul_rows<<<grid(rows * inner), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
 	return cudaGetLastError();
 }
 

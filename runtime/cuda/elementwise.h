@@ -95,6 +95,11 @@ cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
 cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st);
 /* transpose: x [n, ra, cb] -> y [n, cb, ra] */
 cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st);
+/* mean over the middle of [outer, len, inner] -> [outer, inner]; bwd: dy [outer, inner] -> dx, dy / len at each */
+cudaError_t gpu_mean(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, bool bwd, cudaStream_t st);
+/* mul: y = u v, u [rows, inner], v [rows, sin] (sin 1: repeated); bwd: y = u v summed over each row (sin 1) */
+cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
+                    cudaStream_t st);
 /* broadcast: w [c] repeated into y, `total` elements (a multiple of c) */
 cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st);
 cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);

@@ -668,6 +668,19 @@ static void launch_pool_bwd(GpuState *s, GpuKernel *k, void *const *a)
 		                            s->stream));
 }
 
+/* mean over dimension RT_D_AXIS of the whole (x for mean, dx for mean_bwd) as [outer, len, inner] */
+static void launch_mean(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int w = k->op == RT_OP_MEAN_BWD, axis = (int)d[RT_D_AXIS];
+	int64_t outer = 1, inner = 1;
+	for (int i = 0; i < axis; i++)
+		outer *= RT_ARG_DIM(d, w, i);
+	for (int i = axis + 1; i < RT_ARG_NDIM(d, w); i++)
+		inner *= RT_ARG_DIM(d, w, i);
+	launched(k, gpu_mean(a[0], a[1], outer, RT_ARG_DIM(d, w, axis), inner, w, s->stream));
+}
+
 static void launch_add(GpuState *s, GpuKernel *k, void *const *a)
 {
 	int nin = (int)k->desc[RT_D_NIN];
@@ -799,6 +812,17 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_BROADCAST:
 		launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), st));
 		break;
+	case RT_OP_MEAN:
+	case RT_OP_MEAN_BWD:
+		launch_mean(s, k, a);
+		break;
+	case RT_OP_MUL:
+	case RT_OP_MUL_BWD_SCALE: {
+		int bwd = k->op == RT_OP_MUL_BWD_SCALE, xa = bwd ? 1 : 0, sa = bwd ? 2 : 1;
+		int64_t rows = RT_ARG_DIM(d, xa, 0) * RT_ARG_DIM(d, xa, 1);
+		launched(k, gpu_mul(a[0], a[1], a[2], rows, arg_elems(d, xa) / rows, arg_elems(d, sa) / rows, bwd, st));
+		break;
+	}
 	case RT_OP_SOFTMAX_XENT:
 		launched(k, gpu_xent(a[0], a[1], s->workspace, a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
@@ -1008,6 +1032,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SLICE_BWD:
 	case RT_OP_TRANSPOSE:
 	case RT_OP_BROADCAST:
+	case RT_OP_MEAN:
+	case RT_OP_MUL:
+	case RT_OP_MUL_BWD_SCALE:
+	case RT_OP_MEAN_BWD:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:

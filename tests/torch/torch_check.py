@@ -147,6 +147,10 @@ def forward(graph, weights, stats, x, y, train=True):
             r = ins[0].transpose(1, 2)
         elif op == "broadcast":  # the class token in front of every sample
             r = ins[0].expand(*a["shape"])
+        elif op == "mul":
+            r = ins[0] * ins[1]
+        elif op == "mean":
+            r = ins[0].mean(dim=a["axis"])
         elif op == "slice":
             r = ins[0].narrow(a["axis"], a["offset"], a["shape"][a["axis"]])
         elif op == "reshape":
