@@ -35,6 +35,7 @@ typedef enum OpAttrs {
 	ATTRS_MATMUL,    /* trans_a, trans_b, alpha */
 	ATTRS_UPDATE,    /* the optimizer's hyperparameters */
 	ATTRS_MOMENTUM,  /* the running statistics' momentum */
+	ATTRS_CLAMP,     /* lo, hi */
 } OpAttrs;
 
 /* The scratch a GPU kernel takes from the shared pool beside its arguments (the op_*_bytes below). */

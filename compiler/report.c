@@ -223,6 +223,10 @@ static int node_attrs(const Node *n, AttrItem *it)
 	case ATTRS_MOMENTUM:
 		ITEM("momentum", AK_REAL, a->momentum, 0, false);
 		break;
+	case ATTRS_CLAMP:
+		ITEM("lo", AK_REAL, a->lo, 0, false);
+		ITEM("hi", AK_REAL, a->hi, 0, false);
+		break;
 	case ATTRS_UPDATE:
 	case ATTRS_NONE:
 		break;

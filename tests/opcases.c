@@ -57,6 +57,7 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 3 => 4, pad = 1, act = relu) "
 	 "gate(chain { globalavgpool conv(1x1, 4 => 2, relu) conv(1x1, 2 => 4) hardsigmoid }) globalavgpool flatten",
 	 NULL},
+	{"clamp", OPCASE_OP, "3, 5", "5", "clamp(-0.5, 0.75)", NULL},
 	{"gate of the same shape", OPCASE_OP, "2, 3, 2, 2", "12", "conv(1x1, 3 => 3) gate(sigmoid) flatten", NULL},
 	{"bidirectional attention", OPCASE_OP, "2, 4, 2, 2", "12",
 	 "tokens dense(4 => 12) attention(2, causal = false) dense(4 => 3) flatten", NULL},

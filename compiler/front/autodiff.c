@@ -506,6 +506,9 @@ static void differentiate(AD *ad, const Node *f)
 		a.shape = f->in[1]->shape;
 		emit_grad(ad, f->in[1], OP_MUL_BWD_SCALE, (Tensor *[]){dy, x}, 2, &a);
 		break;
+	case OP_CLAMP: /* dy where x is in the range (bounds included, as torch.clamp) */
+		emit_grad(ad, x, OP_CLAMP_BWD, (Tensor *[]){x, dy}, 2, fa);
+		break;
 	case OP_MEAN: /* dy spread evenly over the dimension taken away */
 		a = *fa;
 		a.shape = x->shape;
@@ -551,6 +554,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_SLICE_BWD:
 	case OP_MEAN_BWD:
 	case OP_MUL_BWD_SCALE:
+	case OP_CLAMP_BWD:
 	case OP_GRAD_SUMSQ:
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:

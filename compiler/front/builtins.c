@@ -473,6 +473,17 @@ static Tensor *b_gate(Ctx *c, const Builtin *b, Value **args, Tensor *x, const c
 	return elab_add_node(c, OP_MUL, (Tensor *[]){x, s}, 2, NULL, b->name, path, loc);
 }
 
+/* clamp(lo, hi): every element into [lo, hi] (torch.clamp; relu6 is clamp(0, 6)) */
+static Tensor *b_clamp(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
+{
+	Value *lv = need(args, 0, b, loc), *hv = need(args, 1, b, loc);
+	Attrs a = {.lo = elab_want_float(lv, "lo", b->name), .hi = elab_want_float(hv, "hi", b->name)};
+	if (!isfinite(a.lo) || !isfinite(a.hi) || a.lo > a.hi)
+		error_at(lv->loc, "clamp '%s': the range [%g, %g] is not a range of finite numbers, lo first", path, a.lo,
+		         a.hi);
+	return elab_add_node(c, OP_CLAMP, &x, 1, &a, b->name, path, loc);
+}
+
 static Tensor *b_identity(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	(void)c, (void)b, (void)args, (void)path, (void)loc;
@@ -503,6 +514,7 @@ static const Builtin builtins[] = {
 	{"token", {"index"}, b_token, OP_RESHAPE},
 	{"mean", {"axis"}, b_mean, OP_MEAN},
 	{"gate", {"layer"}, b_gate, OP_MUL},
+	{"clamp", {"lo", "hi"}, b_clamp, OP_CLAMP},
 	{"identity", {NULL}, b_identity, NUM_OPS},
 };
 

@@ -72,6 +72,7 @@ typedef struct Attrs {
 	OptimHyper upd;   /* sgd, sgd_momentum, adamw: the update rule */
 	bool trans_a, trans_b; /* matmul: read a, b transposed */
 	double alpha;     /* matmul: the product's factor */
+	double lo, hi;    /* clamp: the range */
 } Attrs;
 
 /* Which part of the training step a node belongs to. */

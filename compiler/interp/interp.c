@@ -720,56 +720,28 @@ void interp_node(Interp *ip, const Node *nd)
 	int64_t ny = nd->nout ? shape_elems(nd->out[0]->shape) : 0;
 
 	switch (nd->op) {
-	case OP_CONV2D:
-		eval_conv2d(nd, in, out);
-		break;
+	case OP_CONV2D: eval_conv2d(nd, in, out); break;
 	case OP_CONV2D_BWD_DATA:
 		conv_loop(CONV_BWD_DATA, a, dims4(nd->out[0]), dims4(nd->in[0]), out[0], in[1], in[0]);
 		break;
 	case OP_CONV2D_BWD_FILTER:
 		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
 		break;
-	case OP_BIAS_GRAD:
-		eval_bias_grad(nd, in, out);
-		break;
-	case OP_DENSE:
-		eval_dense(nd, in, out);
-		break;
-	case OP_DENSE_BWD_DATA:
-		eval_dense_bwd_data(nd, in, out);
-		break;
-	case OP_DENSE_BWD_WEIGHT:
-		eval_dense_bwd_weight(nd, in, out);
-		break;
+	case OP_BIAS_GRAD: eval_bias_grad(nd, in, out); break;
+	case OP_DENSE: eval_dense(nd, in, out); break;
+	case OP_DENSE_BWD_DATA: eval_dense_bwd_data(nd, in, out); break;
+	case OP_DENSE_BWD_WEIGHT: eval_dense_bwd_weight(nd, in, out); break;
 	case OP_MAXPOOL:
-	case OP_MAXPOOL_BWD:
-		eval_maxpool(nd, in, out);
-		break;
+	case OP_MAXPOOL_BWD: eval_maxpool(nd, in, out); break;
 	case OP_AVGPOOL:
-	case OP_AVGPOOL_BWD:
-		eval_avgpool(nd, in, out);
-		break;
-	case OP_GLOBALAVGPOOL:
-		eval_globalavgpool(nd, in, out);
-		break;
-	case OP_GLOBALAVGPOOL_BWD:
-		eval_globalavgpool_bwd(nd, in, out);
-		break;
-	case OP_BATCHNORM:
-		batchnorm_fwd(nd, in, out);
-		break;
-	case OP_BATCHNORM_BWD:
-		batchnorm_bwd(nd, in, out);
-		break;
-	case OP_BATCHNORM_EVAL:
-		batchnorm_eval(nd, in, out);
-		break;
-	case OP_LAYERNORM:
-		layernorm_fwd(nd, in, out);
-		break;
-	case OP_LAYERNORM_BWD:
-		layernorm_bwd(nd, in, out);
-		break;
+	case OP_AVGPOOL_BWD: eval_avgpool(nd, in, out); break;
+	case OP_GLOBALAVGPOOL: eval_globalavgpool(nd, in, out); break;
+	case OP_GLOBALAVGPOOL_BWD: eval_globalavgpool_bwd(nd, in, out); break;
+	case OP_BATCHNORM: batchnorm_fwd(nd, in, out); break;
+	case OP_BATCHNORM_BWD: batchnorm_bwd(nd, in, out); break;
+	case OP_BATCHNORM_EVAL: batchnorm_eval(nd, in, out); break;
+	case OP_LAYERNORM: layernorm_fwd(nd, in, out); break;
+	case OP_LAYERNORM_BWD: layernorm_bwd(nd, in, out); break;
 	case OP_RELU: /* activations: base/activation.h */
 	case OP_SIGMOID:
 	case OP_TANH:
@@ -797,12 +769,8 @@ void interp_node(Interp *ip, const Node *nd)
 		softmax_rows(in[0], out[0], nx / k, k);
 		break;
 	}
-	case OP_SOFTMAX_BWD:
-		eval_softmax_bwd(nd, in, out);
-		break;
-	case OP_RESHAPE:
-		memcpy(out[0], in[0], sizeof(double) * (size_t)nx);
-		break;
+	case OP_SOFTMAX_BWD: eval_softmax_bwd(nd, in, out); break;
+	case OP_RESHAPE: memcpy(out[0], in[0], sizeof(double) * (size_t)nx); break;
 	case OP_DROPOUT:
 	case OP_DROPOUT_BWD:
 		for (int64_t i = 0; i < nx; i++)
@@ -815,70 +783,42 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	case OP_CONCAT:
 	case OP_SLICE:
-	case OP_SLICE_BWD:
-		eval_concat(nd, in, out);
-		break;
-	case OP_TRANSPOSE:
-		eval_transpose(nd, in, out);
-		break;
+	case OP_SLICE_BWD: eval_concat(nd, in, out); break;
+	case OP_TRANSPOSE: eval_transpose(nd, in, out); break;
 	case OP_MEAN:
-	case OP_MEAN_BWD:
-		eval_mean(nd, in, out);
+	case OP_MEAN_BWD: eval_mean(nd, in, out); break;
+	case OP_CLAMP:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[0][i] < a->lo ? a->lo : in[0][i] > a->hi ? a->hi : in[0][i];
+		break;
+	case OP_CLAMP_BWD:
+		for (int64_t i = 0; i < nx; i++)
+			out[0][i] = in[0][i] >= a->lo && in[0][i] <= a->hi ? in[1][i] : 0;
 		break;
 	case OP_MUL:
-	case OP_MUL_BWD_SCALE:
-		eval_mul(nd, in, out);
-		break;
+	case OP_MUL_BWD_SCALE: eval_mul(nd, in, out); break;
 	case OP_BROADCAST:
 		for (int64_t i = 0; i < ny; i++)
 			out[0][i] = in[0][i % nx];
 		break;
 	case OP_SOFTMAX_XENT:
-	case OP_SOFTMAX_XENT_BWD:
-		eval_softmax_xent(nd, in, out);
-		break;
-	case OP_GRAD_SUMSQ:
-		eval_grad_sumsq(nd, in, out);
-		break;
+	case OP_SOFTMAX_XENT_BWD: eval_softmax_xent(nd, in, out); break;
+	case OP_GRAD_SUMSQ: eval_grad_sumsq(nd, in, out); break;
 	case OP_SGD:
 	case OP_SGD_MOMENTUM:
-	case OP_ADAMW:
-		eval_sgd(ip, nd, in);
-		break;
-	case OP_BATCHNORM_STATS:
-		eval_batchnorm_stats(nd, in);
-		break;
-	case OP_EMBEDDING:
-		eval_embedding(nd, in, out);
-		break;
-	case OP_EMBEDDING_BWD:
-		eval_embedding_bwd(nd, in, out);
-		break;
-	case OP_POSITION:
-		eval_position(nd, in, out);
-		break;
-	case OP_POSITION_BWD:
-		eval_position_bwd(nd, in, out);
-		break;
+	case OP_ADAMW: eval_sgd(ip, nd, in); break;
+	case OP_BATCHNORM_STATS: eval_batchnorm_stats(nd, in); break;
+	case OP_EMBEDDING: eval_embedding(nd, in, out); break;
+	case OP_EMBEDDING_BWD: eval_embedding_bwd(nd, in, out); break;
+	case OP_POSITION: eval_position(nd, in, out); break;
+	case OP_POSITION_BWD: eval_position_bwd(nd, in, out); break;
 	case OP_SOFTMAX_XENT_IDS:
-	case OP_SOFTMAX_XENT_IDS_BWD:
-		eval_softmax_xent_ids(nd, in, out);
-		break;
-	case OP_MATMUL:
-		eval_matmul(nd, in, out);
-		break;
-	case OP_SPLIT_HEADS:
-		eval_split_heads(nd, in, out);
-		break;
-	case OP_MERGE_HEADS:
-		eval_merge_heads(nd, in, out);
-		break;
-	case OP_CAUSAL_SOFTMAX:
-		eval_causal_softmax(nd, in, out);
-		break;
-	case OP_CAUSAL_SOFTMAX_BWD:
-		eval_causal_softmax_bwd(nd, in, out);
-		break;
+	case OP_SOFTMAX_XENT_IDS_BWD: eval_softmax_xent_ids(nd, in, out); break;
+	case OP_MATMUL: eval_matmul(nd, in, out); break;
+	case OP_SPLIT_HEADS: eval_split_heads(nd, in, out); break;
+	case OP_MERGE_HEADS: eval_merge_heads(nd, in, out); break;
+	case OP_CAUSAL_SOFTMAX: eval_causal_softmax(nd, in, out); break;
+	case OP_CAUSAL_SOFTMAX_BWD: eval_causal_softmax_bwd(nd, in, out); break;
 	case NUM_OPS:
 		unreachable();
 	}

@@ -1022,6 +1022,26 @@ static void run_mul(const int64_t *d, void *const *a, bool bwd)
 	}
 }
 
+/* clamp: x -> y in [lo, hi] (lo and hi as float, as torch.clamp on float32); clamp_bwd: x, dy -> dx, dy inside */
+static void run_clamp(const int64_t *d, void *const *a, bool bwd)
+{
+	float lo = (float)attr_f64(d, RT_D_LO), hi = (float)attr_f64(d, RT_D_HI);
+	const float *x = a[0];
+	int64_t n = arg_elems(d, 0);
+	if (!bwd) {
+		float *y = a[1];
+#pragma omp parallel for if (n > PAR_MIN)
+		for (int64_t i = 0; i < n; i++)
+			y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
+		return;
+	}
+	const float *dy = a[1];
+	float *dx = a[2];
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0;
+}
+
 /* broadcast: w [C] -> y [..., C], w in every row */
 static void run_broadcast(const int64_t *d, void *const *a)
 {
@@ -1461,6 +1481,10 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_MUL_BWD_SCALE:
 		run_mul(d, a, k->op == RT_OP_MUL_BWD_SCALE);
 		break;
+	case RT_OP_CLAMP:
+	case RT_OP_CLAMP_BWD:
+		run_clamp(d, a, k->op == RT_OP_CLAMP_BWD);
+		break;
 	case RT_OP_SOFTMAX_XENT:
 		run_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
@@ -1652,6 +1676,8 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_MEAN_BWD:
 	case RT_OP_MUL:
 	case RT_OP_MUL_BWD_SCALE:
+	case RT_OP_CLAMP:
+	case RT_OP_CLAMP_BWD:
 	case RT_OP_SOFTMAX_XENT_BWD:
 	case RT_OP_GRAD_SUMSQ:
 	case RT_OP_SGD:

@@ -711,6 +711,13 @@ __global__ void mul_rows_bwd(const float *dy, const float *x, float *ds, int64_t
 	}
 }
 
+/* clamp: y = x in [lo, hi]; clamp_bwd: dx = dy where lo <= x <= hi */
+__global__ void clamp_elems(const float *x, const float *dy, float *y, int64_t n, float lo, float hi)
+{
+	FOR_EACH(i, n)
+		y[i] = dy ? (x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f) : (x[i] < lo ? lo : x[i] > hi ? hi : x[i]);
+}
+
 /* broadcast: w [c] in every row of y */
 __global__ void broadcast_rows(const float *w, float *y, int64_t total, int64_t c)
 {
@@ -952,6 +959,12 @@ cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int6
 		mul_rows_bwd<<<grid(rows * sin), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
 	else
 		mul_rows<<<grid(rows * inner), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_clamp(const float *x, const float *dy, float *y, int64_t n, float lo, float hi, cudaStream_t st)
+{
+	clamp_elems<<<grid(n), THREADS, 0, st>>>(x, dy, y, n, lo, hi);
 	return cudaGetLastError();
 }
 

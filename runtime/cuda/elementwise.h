@@ -100,6 +100,8 @@ cudaError_t gpu_mean(const float *x, float *y, int64_t outer, int64_t len, int64
 /* mul: y = u v, u [rows, inner], v [rows, sin] (sin 1: repeated); bwd: y = u v summed over each row (sin 1) */
 cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
                     cudaStream_t st);
+/* clamp (dy NULL): y = x in [lo, hi]; clamp_bwd: y = dy where lo <= x <= hi, else 0 */
+cudaError_t gpu_clamp(const float *x, const float *dy, float *y, int64_t n, float lo, float hi, cudaStream_t st);
 /* broadcast: w [c] repeated into y, `total` elements (a multiple of c) */
 cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st);
 cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);

@@ -726,27 +726,17 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	switch (k->op) {
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
-	case RT_OP_CONV2D_BWD_FILTER:
-		launch_conv(s, k, a);
-		break;
-	case RT_OP_DENSE:
-		run_dense(s, k, a);
-		break;
-	case RT_OP_DENSE_BWD_DATA:
-		run_dense_bwd_data(s, k, a);
-		break;
-	case RT_OP_DENSE_BWD_WEIGHT:
-		run_dense_bwd_weight(s, k, a);
-		break;
+	case RT_OP_CONV2D_BWD_FILTER: launch_conv(s, k, a); break;
+	case RT_OP_DENSE: run_dense(s, k, a); break;
+	case RT_OP_DENSE_BWD_DATA: run_dense_bwd_data(s, k, a); break;
+	case RT_OP_DENSE_BWD_WEIGHT: run_dense_bwd_weight(s, k, a); break;
 	case RT_OP_MAXPOOL:
 	case RT_OP_AVGPOOL:
 	case RT_OP_GLOBALAVGPOOL:
 		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
 		break;
 	case RT_OP_MAXPOOL_BWD:
-	case RT_OP_AVGPOOL_BWD:
-		launch_pool_bwd(s, k, a);
-		break;
+	case RT_OP_AVGPOOL_BWD: launch_pool_bwd(s, k, a); break;
 	case RT_OP_GLOBALAVGPOOL_BWD:
 		launched(k, gpu_globalavgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1),
 		                                  inner_elems(d, 1, 2), st));
@@ -767,9 +757,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_RELU6:
 	case RT_OP_HARDSIGMOID:
 	case RT_OP_HARDSWISH:
-	case RT_OP_SILU:
-		launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), st));
-		break;
+	case RT_OP_SILU: launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), st)); break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
@@ -796,25 +784,23 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_DROPOUT_BWD:
 		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), st));
 		break;
-	case RT_OP_ADD:
-		launch_add(s, k, a);
-		break;
+	case RT_OP_ADD: launch_add(s, k, a); break;
 	case RT_OP_CONCAT:
-	case RT_OP_SLICE:
-		run_pieces(s, k, a);
-		break;
-	case RT_OP_SLICE_BWD:
-		run_slice_bwd(s, k, a);
-		break;
+	case RT_OP_SLICE: run_pieces(s, k, a); break;
+	case RT_OP_SLICE_BWD: run_slice_bwd(s, k, a); break;
 	case RT_OP_TRANSPOSE:
 		launched(k, gpu_transpose(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), st));
 		break;
-	case RT_OP_BROADCAST:
-		launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), st));
-		break;
+	case RT_OP_BROADCAST: launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), st)); break;
 	case RT_OP_MEAN:
-	case RT_OP_MEAN_BWD:
-		launch_mean(s, k, a);
+	case RT_OP_MEAN_BWD: launch_mean(s, k, a); break;
+	case RT_OP_CLAMP:
+		launched(k, gpu_clamp(a[0], NULL, a[1], arg_elems(d, 0), (float)attr_f64(d, RT_D_LO),
+		                      (float)attr_f64(d, RT_D_HI), st));
+		break;
+	case RT_OP_CLAMP_BWD:
+		launched(k, gpu_clamp(a[0], a[1], a[2], arg_elems(d, 0), (float)attr_f64(d, RT_D_LO),
+		                      (float)attr_f64(d, RT_D_HI), st));
 		break;
 	case RT_OP_MUL:
 	case RT_OP_MUL_BWD_SCALE: {
@@ -829,9 +815,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SOFTMAX_XENT_BWD:
 		launched(k, gpu_xent_bwd(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), st));
 		break;
-	case RT_OP_BIAS_GRAD:
-		launch_bias_grad(s, k, a);
-		break;
+	case RT_OP_BIAS_GRAD: launch_bias_grad(s, k, a); break;
 	case RT_OP_EMBEDDING:
 		launched(k, gpu_embedding(a[0], a[1], a[2], arg_elems(d, 0), RT_ARG_DIM(d, 1, 1), st));
 		break;
@@ -845,13 +829,9 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		launched(k, gpu_position_bwd(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2),
 		                             arg_elems(d, 1), st));
 		break;
-	case RT_OP_MATMUL:
-		run_matmul(s, k, a);
-		break;
+	case RT_OP_MATMUL: run_matmul(s, k, a); break;
 	case RT_OP_SPLIT_HEADS:
-	case RT_OP_MERGE_HEADS:
-		run_heads(s, k, a);
-		break;
+	case RT_OP_MERGE_HEADS: run_heads(s, k, a); break;
 	case RT_OP_CAUSAL_SOFTMAX:
 		launched(k, gpu_causal_softmax(a[0], a[1], arg_elems(d, 0) / last_dim(d, 0), last_dim(d, 0), st));
 		break;
@@ -869,9 +849,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
-	case RT_OP_ADAMW:
-		launch_update(s, k, a, step);
-		break;
+	case RT_OP_ADAMW: launch_update(s, k, a, step); break;
 	case RT_OP_LAYERNORM:
 		launched(k, gpu_layernorm(a[0], a[1], a[2], a[3], a[4], a[5], arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0),
 		                          RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS), st));
@@ -884,9 +862,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		launched(k, gpu_bn_eval(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
 		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
 		break;
-	case RT_OP_BATCHNORM_STATS:
-		launch_bn_stats(s, k, a);
-		break;
+	case RT_OP_BATCHNORM_STATS: launch_bn_stats(s, k, a); break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1033,6 +1009,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_TRANSPOSE:
 	case RT_OP_BROADCAST:
 	case RT_OP_MEAN:
+	case RT_OP_CLAMP:
+	case RT_OP_CLAMP_BWD:
 	case RT_OP_MUL:
 	case RT_OP_MUL_BWD_SCALE:
 	case RT_OP_MEAN_BWD:

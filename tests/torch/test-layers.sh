@@ -3,7 +3,7 @@
 # interpreter and by the compiled CPU program, to 1e-4 relative as
 # tests/torch/torch_check.py judges them: squeeze-and-excitation's gate with
 # hardswish and silu (se.net), a [batch, seq, features] input through
-# bidirectional attention and the mean over its positions (seq.net).
+# bidirectional attention, clamp and the mean over its positions (seq.net).
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}

@@ -147,6 +147,8 @@ def forward(graph, weights, stats, x, y, train=True):
             r = ins[0].transpose(1, 2)
         elif op == "broadcast":  # the class token in front of every sample
             r = ins[0].expand(*a["shape"])
+        elif op == "clamp":
+            r = torch.clamp(ins[0], a["lo"], a["hi"])
         elif op == "mul":
             r = ins[0] * ins[1]
         elif op == "mean":

@@ -76,6 +76,7 @@ enum RtDescField {
 	RT_D_EVERY, RT_D_GAMMA, /* step decay (gamma in double bits) */
 	RT_D_TRANS_A, RT_D_TRANS_B, /* matmul: a, b read transposed (0 or 1) */
 	RT_D_ALPHA,     /* matmul: the product's factor (double bits) */
+	RT_D_LO, RT_D_HI, /* clamp: the range (double bits) */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
