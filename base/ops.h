@@ -115,6 +115,20 @@ static inline int64_t op_bn_partial_bytes(int64_t n, int64_t c)
 }
 
 /*
+ * A shape d of ndim dimensions as [outer, d[axis], inner] around
+ * dimension `axis`: the elements before it and after it (concat and slice,
+ * their gradients, mean).
+ */
+static inline void op_axis_dims(const int64_t *d, int ndim, int axis, int64_t *outer, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int i = 0; i < axis; i++)
+		*outer *= d[i];
+	for (int i = axis + 1; i < ndim; i++)
+		*inner *= d[i];
+}
+
+/*
  * bias_grad's gradient dy as [n, c, inner]: the c channels of dimension
  * `axis` (0 reads as 1, the second; past the last dimension, 1), the
  * elements after it and the images (rows) before, of an ndim-dimensional

@@ -86,9 +86,8 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 
 /*
  * node id -> the GPU runtime's scratch beside convolution workspaces
- * (which `algos` states): the loss kernel keeps a double per row in the
- * shared workspace, batchnorm, its gradient and bias_grad their groups' partial sums,
- * maxpool_bwd each window's maximum (base/ops.h, cuda/kernels.c).
+ * (which `algos` states): ops.def's scratch column, as op_gpu_scratch
+ * (base/ops.c) sizes it for the runtime too.
  */
 static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 {

@@ -414,15 +414,11 @@ static void eval_concat(const Node *nd, double **in, double **out)
 	const Attrs *a = &nd->attr;
 	bool into = nd->op != OP_SLICE; /* the pieces are written into the whole (the output) */
 	const Shape *whole = into ? &nd->out[0]->shape : &nd->in[0]->shape;
-	int64_t outer = 1, inner = 1;
-	for (int d = 0; d < a->axis; d++)
-		outer *= whole->d[d];
-	for (int d = a->axis + 1; d < whole->ndim; d++)
-		inner *= whole->d[d];
+	int64_t outer, inner;
+	op_axis_dims(whole->d, whole->ndim, a->axis, &outer, &inner);
 	int64_t off = nd->op == OP_CONCAT ? 0 : a->offset;
 	int npieces = nd->op == OP_CONCAT ? nd->nin : 1;
-	if (nd->op == OP_SLICE_BWD)
-		memset(out[0], 0, sizeof(double) * (size_t)shape_elems(*whole));
+	/* slice_bwd's zeros around dy: interp_node zeroes every output */
 	for (int k = 0; k < npieces; k++) {
 		const Shape *piece = into ? &nd->in[k]->shape : &nd->out[0]->shape;
 		int64_t len = piece->d[a->axis] * inner, stride = whole->d[a->axis] * inner;
@@ -443,11 +439,8 @@ static void eval_mean(const Node *nd, double **in, double **out)
 {
 	const Shape *x = nd->op == OP_MEAN ? &nd->in[0]->shape : &nd->out[0]->shape;
 	int ax = nd->attr.axis;
-	int64_t outer = 1, inner = 1, len = x->d[ax];
-	for (int d = 0; d < ax; d++)
-		outer *= x->d[d];
-	for (int d = ax + 1; d < x->ndim; d++)
-		inner *= x->d[d];
+	int64_t outer, inner, len = x->d[ax];
+	op_axis_dims(x->d, x->ndim, ax, &outer, &inner);
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++) {
 			if (nd->op == OP_MEAN_BWD) {
@@ -472,8 +465,7 @@ static void eval_mul(const Node *nd, double **in, double **out)
 	const Shape *x = &nd->in[nd->op == OP_MUL ? 0 : 1]->shape;
 	const Shape *sc = nd->op == OP_MUL ? &nd->in[1]->shape : &nd->out[0]->shape;
 	int64_t rows = x->d[0] * x->d[1], inner = shape_elems(*x) / rows, sin = shape_elems(*sc) / rows;
-	if (nd->op == OP_MUL_BWD_SCALE)
-		memset(out[0], 0, sizeof(double) * (size_t)shape_elems(*sc));
+	/* mul_bwd_scale sums into its output, which interp_node has zeroed */
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t i = 0; i < inner; i++) {
 			int64_t at = r * inner + i, s = r * sin + (sin == 1 ? 0 : i);

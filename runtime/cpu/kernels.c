@@ -929,11 +929,8 @@ static void run_slice(const int64_t *d, void *const *a)
 	const float *x = a[0];
 	float *y = a[1];
 	int axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1;
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, 0, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, 0); i++)
-		inner *= RT_ARG_DIM(d, 0, i);
+	int64_t outer, inner;
+	op_axis_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), axis, &outer, &inner);
 	int64_t len = RT_ARG_DIM(d, 1, axis) * inner, stride = RT_ARG_DIM(d, 0, axis) * inner;
 	for (int64_t o = 0; o < outer; o++)
 		memcpy(y + o * len, x + o * stride + d[RT_D_OFFSET] * inner, sizeof *y * (size_t)len);
@@ -945,11 +942,8 @@ static void run_slice_bwd(const int64_t *d, void *const *a)
 	const float *dy = a[0];
 	float *dx = a[1];
 	int axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1;
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, 1, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, 1); i++)
-		inner *= RT_ARG_DIM(d, 1, i);
+	int64_t outer, inner;
+	op_axis_dims(&RT_ARG_DIM(d, 1, 0), (int)RT_ARG_NDIM(d, 1), axis, &outer, &inner);
 	int64_t len = RT_ARG_DIM(d, 0, axis) * inner, stride = RT_ARG_DIM(d, 1, axis) * inner;
 	memset(dx, 0, sizeof *dx * (size_t)arg_elems(d, 1));
 	for (int64_t o = 0; o < outer; o++)
@@ -973,11 +967,8 @@ static void run_transpose(const int64_t *d, void *const *a)
 static void run_mean(const int64_t *d, void *const *a, bool bwd)
 {
 	int w = bwd ? 1 : 0, axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1, len = RT_ARG_DIM(d, w, axis);
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, w, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, w); i++)
-		inner *= RT_ARG_DIM(d, w, i);
+	int64_t outer, inner, len = RT_ARG_DIM(d, w, axis);
+	op_axis_dims(&RT_ARG_DIM(d, w, 0), (int)RT_ARG_NDIM(d, w), axis, &outer, &inner);
 	const float *x = a[0];
 	float *y = a[1];
 #pragma omp parallel for if (outer * len * inner > PAR_MIN)

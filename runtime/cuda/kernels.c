@@ -600,11 +600,8 @@ static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 	const int64_t *d = k->desc;
 	bool concat = k->op == RT_OP_CONCAT;
 	int nin = (int)d[RT_D_NIN], whole = concat ? nin : 0, axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1, off = concat ? 0 : d[RT_D_OFFSET];
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, whole, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, whole); i++)
-		inner *= RT_ARG_DIM(d, whole, i);
+	int64_t outer, inner, off = concat ? 0 : d[RT_D_OFFSET];
+	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
 	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, whole, axis) * inner);
 	for (int p = 0; p < (concat ? nin : 1); p++) {
 		int piece = concat ? p : 1;
@@ -623,11 +620,8 @@ static void run_slice_bwd(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
 	int axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1;
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, 1, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, 1); i++)
-		inner *= RT_ARG_DIM(d, 1, i);
+	int64_t outer, inner;
+	op_axis_dims(&RT_ARG_DIM(d, 1, 0), (int)RT_ARG_NDIM(d, 1), axis, &outer, &inner);
 	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, 1, axis) * inner);
 	size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, 0, axis) * inner);
 	CUDA_CHECK(cudaMemsetAsync(a[1], 0, sizeof(float) * (size_t)arg_elems(d, 1), s->stream));
@@ -673,11 +667,8 @@ static void launch_mean(GpuState *s, GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
 	int w = k->op == RT_OP_MEAN_BWD, axis = (int)d[RT_D_AXIS];
-	int64_t outer = 1, inner = 1;
-	for (int i = 0; i < axis; i++)
-		outer *= RT_ARG_DIM(d, w, i);
-	for (int i = axis + 1; i < RT_ARG_NDIM(d, w); i++)
-		inner *= RT_ARG_DIM(d, w, i);
+	int64_t outer, inner;
+	op_axis_dims(&RT_ARG_DIM(d, w, 0), (int)RT_ARG_NDIM(d, w), axis, &outer, &inner);
 	launched(k, gpu_mean(a[0], a[1], outer, RT_ARG_DIM(d, w, axis), inner, w, s->stream));
 }
 
