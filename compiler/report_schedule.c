@@ -272,10 +272,10 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddItemToArray(steps, o);
 	}
 	Arena ra = {0};
-	int64_t *wfast = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
-	int64_t *wslow = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
-	tier_usage(p, wfast, wslow);
-	const Reasons *why = plan_reasons(p, cm, wfast, &ra);
+	int64_t *fast = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
+	int64_t *slow = arena_array(&ra, (size_t)s->n + 1, sizeof(int64_t));
+	tier_usage(p, fast, slow); /* the reasons' and tier_bytes' */
+	const Reasons *why = plan_reasons(p, cm, fast, &ra);
 	cJSON *moves = cJSON_AddArrayToObject(root, "moves");
 	for (int i = 0; i < p->moves.n; i++) {
 		const Move *m = &p->moves.v[i];
@@ -332,8 +332,6 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	cJSON_AddNumberToObject(root, "recompute_seconds", rtime);
 	if (optimizer_has(p->optimizer, OFLAG_SEGMENTS))
 		cJSON_AddNumberToObject(root, "segments", st->segments);
-	int64_t *fast = xcalloc((size_t)s->n + 1, sizeof(int64_t)), *slow = xcalloc((size_t)s->n + 1, sizeof(int64_t));
-	tier_usage(p, fast, slow);
 	cJSON *usage = cJSON_AddArrayToObject(root, "tier_bytes");
 	for (int step = 0; step < s->n; step++) {
 		cJSON *pair = cJSON_CreateArray();
@@ -341,8 +339,6 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 		cJSON_AddItemToArray(pair, num((double)slow[step]));
 		cJSON_AddItemToArray(usage, pair);
 	}
-	free(fast);
-	free(slow);
 	char *solver = schedule_solver_json(st);
 	if (solver) {
 		cJSON *x = cJSON_Parse(solver);
