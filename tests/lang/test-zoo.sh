@@ -2,7 +2,8 @@
 # The model zoo: every example passes `autotmc check` at its default batch
 # and prints its peak live bytes; the large AutoTM workloads also at batch 1;
 # the six torchvision-identical models have exactly torchvision's
-# parameter counts (torchvision 0.14: sum of p.numel() over parameters()).
+# parameter counts (torchvision 0.14: sum of p.numel() over parameters()),
+# and vit.net timm's vit_tiny_patch16_224's.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}
@@ -27,32 +28,19 @@ for f in resnet200.net densenet264.net inception_v4.net vgg416.net; do
     check "$f" -D batch=1
 done
 
-declare -A torchvision=(
-    [vgg19.net]=143667240
-    [resnet50.net]=25557032
-    [resnet152.net]=60192808
-    [densenet201.net]=20013928
-    [inception_v3.net]=23834568
-    [mobilenet_v2.net]=3504872
-)
-# not torchvision's: timm's vit_tiny_patch16_224
-declare -A others=([vit.net]=5717416)
-for f in "${!others[@]}"; do
+# MODEL=COUNT:REFERENCE, the reference model whose parameter count it has
+for spec in vgg19.net=143667240:torchvision resnet50.net=25557032:torchvision \
+        resnet152.net=60192808:torchvision densenet201.net=20013928:torchvision \
+        inception_v3.net=23834568:torchvision mobilenet_v2.net=3504872:torchvision \
+        "vit.net=5717416:timm's vit_tiny_patch16_224"; do
+    f=${spec%%=*} want=${spec#*=}
+    ref=${want#*:} want=${want%%:*}
     got=$("$autotmc" check "$f" | sed -n 's/^parameters: //p')
-    if [ "$got" != "${others[$f]}" ]; then
-        echo "FAIL: $f has $got parameters, its reference ${others[$f]}"
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: $f has $got parameters, $ref's $want"
         fails=$((fails + 1))
     else
-        echo "ok: $f has its reference's $got parameters"
-    fi
-done
-for f in "${!torchvision[@]}"; do
-    got=$("$autotmc" check "$f" | sed -n 's/^parameters: //p')
-    if [ "$got" != "${torchvision[$f]}" ]; then
-        echo "FAIL: $f has $got parameters, torchvision's model ${torchvision[$f]}"
-        fails=$((fails + 1))
-    else
-        echo "ok: $f has torchvision's $got parameters"
+        echo "ok: $f has $ref's $got parameters"
     fi
 done
 echo "$fails failed"
