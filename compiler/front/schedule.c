@@ -136,28 +136,40 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 			iv.first = 0;
 		s->live[i] = iv;
 	}
-	/* Live bytes per step by a difference array, in 128 bits: a step of a
-	   model too large for any machine saturates at INT64_MAX, never wraps. */
-	__int128 *delta = arena_array(a, (size_t)n + 1, sizeof(__int128));
+	s->peak = schedule_live(g, s, 1, s->live_bytes, &s->peak_step, a);
+	return s;
+}
+
+/* bytes rounded up to a multiple of align */
+static __int128 aligned(int64_t bytes, int64_t align)
+{
+	return ((__int128)bytes + align - 1) / align * align;
+}
+
+int64_t schedule_live(const Graph *g, const Schedule *s, int64_t align, int64_t *live, int *peak_step, Arena *a)
+{
+	/* a difference array, in 128 bits: a step of a model too large for any machine saturates at INT64_MAX */
+	int n = s->n;
+	__int128 *delta = arena_array(a, (size_t)n + 1, sizeof(__int128)), sum = 0;
 	for (int i = 0; i < g->tensors.n && n; i++) {
-		delta[s->live[i].first] += g->tensors.v[i]->bytes;
-		delta[s->live[i].last + 1] -= g->tensors.v[i]->bytes;
+		delta[s->live[i].first] += aligned(g->tensors.v[i]->bytes, align);
+		delta[s->live[i].last + 1] -= aligned(g->tensors.v[i]->bytes, align);
 	}
-	__int128 sum = 0;
+	int64_t peak = 0;
 	for (int i = 0; i < n; i++) {
 		sum += delta[i];
-		__int128 at = sum;
 		const Tensor *r = schedule_reuse(s, i);
-		if (r)
-			at -= r->bytes; /* the output written over its input */
+		__int128 at = r ? sum - aligned(r->bytes, align) : sum; /* the output written over its input */
 		int64_t cur = at > INT64_MAX ? INT64_MAX : (int64_t)at;
-		s->live_bytes[i] = cur;
-		if (cur > s->peak) {
-			s->peak = cur;
-			s->peak_step = i;
+		if (live)
+			live[i] = cur;
+		if (cur > peak) {
+			peak = cur;
+			if (peak_step)
+				*peak_step = i;
 		}
 	}
-	return s;
+	return peak;
 }
 
 int node_reuse_input(const Node *n)

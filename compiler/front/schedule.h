@@ -35,6 +35,15 @@ typedef struct Schedule {
 Schedule *schedule_graph(const Graph *g, Arena *a);
 
 /*
+ * The bytes live at each step with every tensor's size rounded up to a
+ * multiple of align (1: the bytes themselves, as Schedule.live_bytes; the
+ * placement's alignment: as the fast pool packs them) into live[] (or
+ * NULL), the first step of the peak into *peak_step (or NULL); returns
+ * the peak.
+ */
+int64_t schedule_live(const Graph *g, const Schedule *s, int64_t align, int64_t *live, int *peak_step, Arena *a);
+
+/*
  * The index of n's input whose memory its first output may take, or -1:
  * ops.def's reuse input, where it has the output's size and dtype and
  * the node reads it once (the kernels are correct so: tests/opcheck.c).

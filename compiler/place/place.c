@@ -898,42 +898,21 @@ static bool solver_said(const PlaceStats *st, MipStatus s)
 }
 
 /*
- * The peak of live bytes with every tensor rounded to MEMPLAN_ALIGN, as
- * the placement counts and packs it: what all-fast holds. The schedule's
- * peak, of the bytes themselves, is a few hundred bytes less on a model
- * of many small tensors, where a placement for it is infeasible.
- */
-static int64_t rounded_peak(const Graph *g, const Schedule *s, Arena *a)
-{
-	int n = s->n;
-	__int128 *delta = arena_array(a, (size_t)n + 1, sizeof(__int128)), sum = 0, peak = 0;
-	for (int i = 0; i < g->tensors.n && n; i++) {
-		delta[s->live[i].first] += memplan_round(g->tensors.v[i]->bytes);
-		delta[s->live[i].last + 1] -= memplan_round(g->tensors.v[i]->bytes);
-	}
-	for (int i = 0; i < n; i++) {
-		sum += delta[i];
-		const Tensor *r = schedule_reuse(s, i);
-		__int128 at = r ? sum - memplan_round(r->bytes) : sum;
-		if (at > peak)
-			peak = at;
-	}
-	return peak > INT64_MAX ? INT64_MAX : (int64_t)peak;
-}
-
-/*
  * A ratio is relative: below what can work, it means as little as can
  * work. Growing limits from `base`, base x (1 + grow 2^i) for i = 0..5
- * (from base itself where from_base), up to the peak (rounded_peak); beyond it only
- * where base is already there (the rounding of tiny tensors). Where
- * while_proved, only while the solver proves each infeasible.
+ * (from base itself where from_base), up to the peak (every tensor
+ * rounded to MEMPLAN_ALIGN, as the pool packs it: with the bytes
+ * themselves, mlp's recompute at 4:1 on a GPU stopped 84 bytes short);
+ * beyond it only where base is already there (the rounding of tiny
+ * tensors). Where while_proved, only while the solver proves each
+ * infeasible.
  */
 static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions *po, int64_t scratch, int64_t base,
                                 double grow, bool from_base, bool while_proved, Arena *a, PlaceStats *st, char *err,
                                 size_t errlen)
 {
 	Placement *p = NULL;
-	int64_t top = rounded_peak(g, s, a) + scratch;
+	int64_t top = schedule_live(g, s, MEMPLAN_ALIGN, NULL, NULL, a) + scratch; /* as the pool packs it */
 	int tries = 0;
 	for (int i = 0; i < 6 && !p && (!while_proved || solver_said(st, MIP_INFEASIBLE)); i++) {
 		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));
