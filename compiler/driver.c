@@ -29,6 +29,7 @@
 #include "diag.h"
 #include "elaborate.h"
 #include "emit_llvm.h"
+#include "interp.h"
 #include "link.h"
 #include "memplan.h"
 #include "predict.h"
@@ -211,18 +212,8 @@ static bool place_eval_pass(Arena *a, const Settings *s, Compilation *c)
 static bool inputs_ok(const Settings *s, const Graph *g, bool eval_only)
 {
 	char err[1024];
-	const Tensor *in = g->input, *lab = g->labels;
-	if ((s->data || s->val) && in && lab) {
-		int64_t xs[MAX_DIMS], ys[MAX_DIMS];
-		for (int i = 0; i < in->shape.ndim; i++)
-			xs[i] = in->shape.d[i];
-		for (int i = 0; i < lab->shape.ndim; i++)
-			ys[i] = lab->shape.d[i];
-		DsModel m = {
-			.input = in->name, .x_ndim = in->shape.ndim, .x_shape = xs,
-			.x_ids = in->dtype == DT_I32 ? tensor_id_range(in) : 0,
-			.y_ndim = lab->shape.ndim, .y_shape = ys, .y_ids = lab->dtype == DT_I32 ? tensor_id_range(lab) : 0,
-		};
+	if ((s->data || s->val) && g->input && g->labels) {
+		DsModel m = interp_ds_model(g);
 		if (s->data && ds_check(s->data, &m, !eval_only, err, sizeof err))
 			return fail(err);
 		if (s->val && !eval_only && ds_check(s->val, &m, false, err, sizeof err))

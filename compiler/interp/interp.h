@@ -9,6 +9,7 @@
 
 #include "graph.h"
 #include "schedule.h"
+#include "autotm/dataset.h"
 
 typedef struct Interp {
 	const Graph *g;    /* the graph executed */
@@ -51,6 +52,8 @@ bool interp_save_weights(const Interp *ip, const char *path);
  * not finite).
  */
 typedef struct InterpFeed InterpFeed;
+/* What graph g takes from a dataset: its input and labels (both must exist), for ds_open and ds_check. */
+DsModel interp_ds_model(const Graph *g);
 InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long epochs, long iters, long *steps);
 bool interp_feed_step(Interp *ip, InterpFeed *f, long step);
 void interp_feed_close(InterpFeed *f);

@@ -190,6 +190,16 @@ struct InterpFeed {
 	float *x, *y;       /* one batch, as the runtime gathers it */
 };
 
+DsModel interp_ds_model(const Graph *g)
+{
+	const Tensor *in = g->input, *lab = g->labels;
+	return (DsModel){
+		.input = in->name, .x_ndim = in->shape.ndim, .x_shape = in->shape.d,
+		.x_ids = in->dtype == DT_I32 ? tensor_id_range(in) : 0,
+		.y_ndim = lab->shape.ndim, .y_shape = lab->shape.d, .y_ids = lab->dtype == DT_I32 ? tensor_id_range(lab) : 0,
+	};
+}
+
 InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long epochs, long iters, long *steps)
 {
 	const Tensor *in = ip->g->input, *lab = ip->g->labels;
@@ -197,19 +207,10 @@ InterpFeed *interp_feed_open(Interp *ip, const char *dir, uint64_t seed, long ep
 		error_plain("--data %s: the model has no %s to feed", dir, in ? "labels" : "input");
 		return NULL;
 	}
-	int64_t shape[MAX_DIMS], n;
-	for (int i = 0; i < in->shape.ndim; i++)
-		shape[i] = in->shape.d[i];
+	int64_t n;
 	char err[1024];
 	DsDataset *ds;
-	int64_t yshape[MAX_DIMS];
-	for (int i = 0; i < lab->shape.ndim; i++)
-		yshape[i] = lab->shape.d[i];
-	DsModel m = {
-		.input = in->name, .x_ndim = in->shape.ndim, .x_shape = shape,
-		.x_ids = in->dtype == DT_I32 ? tensor_id_range(in) : 0,
-		.y_ndim = lab->shape.ndim, .y_shape = yshape, .y_ids = lab->dtype == DT_I32 ? tensor_id_range(lab) : 0,
-	};
+	DsModel m = interp_ds_model(ip->g);
 	if (ds_open(dir, seed, &m, &ds, err, sizeof err)) {
 		error_plain("%s", err);
 		return NULL;
