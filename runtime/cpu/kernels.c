@@ -923,31 +923,27 @@ static void run_dropout(const int64_t *d, void *const *a, uint64_t step)
 		y[i] = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
 }
 
-/* slice: x -> y, elements [offset, offset + y.shape[axis]) along the axis */
-static void run_slice(const int64_t *d, void *const *a)
+/*
+ * slice: x -> the piece at the offset along the axis; slice_bwd (bwd):
+ * dy -> dx, zeros with dy at the offset (the whole is the input of one,
+ * the output of the other)
+ */
+static void run_slice(const int64_t *d, void *const *a, bool bwd)
 {
 	const float *x = a[0];
 	float *y = a[1];
-	int axis = (int)d[RT_D_AXIS];
+	int axis = (int)d[RT_D_AXIS], whole = bwd ? 1 : 0;
 	int64_t outer, inner;
-	op_axis_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), axis, &outer, &inner);
-	int64_t len = RT_ARG_DIM(d, 1, axis) * inner, stride = RT_ARG_DIM(d, 0, axis) * inner;
+	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
+	int64_t len = RT_ARG_DIM(d, 1 - whole, axis) * inner, stride = RT_ARG_DIM(d, whole, axis) * inner;
+	int64_t at = d[RT_D_OFFSET] * inner;
+	if (bwd)
+		memset(y, 0, sizeof *y * (size_t)arg_elems(d, 1));
 	for (int64_t o = 0; o < outer; o++)
-		memcpy(y + o * len, x + o * stride + d[RT_D_OFFSET] * inner, sizeof *y * (size_t)len);
-}
-
-/* slice_bwd: dy -> dx, zeros with dy at the offset along the axis (dx's shape the whole) */
-static void run_slice_bwd(const int64_t *d, void *const *a)
-{
-	const float *dy = a[0];
-	float *dx = a[1];
-	int axis = (int)d[RT_D_AXIS];
-	int64_t outer, inner;
-	op_axis_dims(&RT_ARG_DIM(d, 1, 0), (int)RT_ARG_NDIM(d, 1), axis, &outer, &inner);
-	int64_t len = RT_ARG_DIM(d, 0, axis) * inner, stride = RT_ARG_DIM(d, 1, axis) * inner;
-	memset(dx, 0, sizeof *dx * (size_t)arg_elems(d, 1));
-	for (int64_t o = 0; o < outer; o++)
-		memcpy(dx + o * stride + d[RT_D_OFFSET] * inner, dy + o * len, sizeof *dx * (size_t)len);
+		if (bwd)
+			memcpy(y + o * stride + at, x + o * len, sizeof *y * (size_t)len);
+		else
+			memcpy(y + o * len, x + o * stride + at, sizeof *y * (size_t)len);
 }
 
 /* transpose: x [N, A, B] -> y [N, B, A] */
@@ -1453,10 +1449,8 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		run_dropout(d, a, step);
 		break;
 	case RT_OP_SLICE:
-		run_slice(d, a);
-		break;
 	case RT_OP_SLICE_BWD:
-		run_slice_bwd(d, a);
+		run_slice(d, a, k->op == RT_OP_SLICE_BWD);
 		break;
 	case RT_OP_TRANSPOSE:
 		run_transpose(d, a);

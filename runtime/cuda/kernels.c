@@ -594,39 +594,32 @@ static void run_heads(GpuState *s, const GpuKernel *k, void *const *a)
 		                            i * h * dd, s->stream));
 }
 
-/* concat: x1, x2, ... -> y;  slice: x -> y: blocks of `inner` elements side by side along the axis. */
+/*
+ * concat (its inputs into its output), slice (a piece of its input out)
+ * and slice_bwd (its input into its zeroed output) as 2-D copies of
+ * `outer` rows: the whole tensor's rows of the axis' elements, a piece's
+ * at its offset along it.
+ */
 static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
-	bool concat = k->op == RT_OP_CONCAT;
-	int nin = (int)d[RT_D_NIN], whole = concat ? nin : 0, axis = (int)d[RT_D_AXIS];
+	bool concat = k->op == RT_OP_CONCAT, into = k->op != RT_OP_SLICE; /* the pieces go into the whole */
+	int nin = (int)d[RT_D_NIN], whole = concat ? nin : into ? 1 : 0, axis = (int)d[RT_D_AXIS];
 	int64_t outer, inner, off = concat ? 0 : d[RT_D_OFFSET];
 	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
 	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, whole, axis) * inner);
+	if (k->op == RT_OP_SLICE_BWD)
+		CUDA_CHECK(cudaMemsetAsync(a[1], 0, sizeof(float) * (size_t)arg_elems(d, 1), s->stream));
 	for (int p = 0; p < (concat ? nin : 1); p++) {
-		int piece = concat ? p : 1;
+		int piece = concat ? p : 1 - whole;
 		size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, piece, axis) * inner);
 		char *at = (char *)a[whole] + sizeof(float) * (size_t)(off * inner);
-		if (concat)
+		if (into)
 			CUDA_CHECK(cudaMemcpy2DAsync(at, stride, a[piece], len, len, (size_t)outer, cudaMemcpyDefault, s->stream));
 		else
 			CUDA_CHECK(cudaMemcpy2DAsync(a[piece], len, at, stride, len, (size_t)outer, cudaMemcpyDefault, s->stream));
 		off += RT_ARG_DIM(d, piece, axis);
 	}
-}
-
-/* slice_bwd: dy -> dx, zeros with dy at the offset along the axis */
-static void run_slice_bwd(GpuState *s, const GpuKernel *k, void *const *a)
-{
-	const int64_t *d = k->desc;
-	int axis = (int)d[RT_D_AXIS];
-	int64_t outer, inner;
-	op_axis_dims(&RT_ARG_DIM(d, 1, 0), (int)RT_ARG_NDIM(d, 1), axis, &outer, &inner);
-	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, 1, axis) * inner);
-	size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, 0, axis) * inner);
-	CUDA_CHECK(cudaMemsetAsync(a[1], 0, sizeof(float) * (size_t)arg_elems(d, 1), s->stream));
-	CUDA_CHECK(cudaMemcpy2DAsync((char *)a[1] + sizeof(float) * (size_t)(d[RT_D_OFFSET] * inner), stride, a[0], len,
-	                             len, (size_t)outer, cudaMemcpyDefault, s->stream));
 }
 
 /* The window of a pooling gradient. */
@@ -777,8 +770,8 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_ADD: launch_add(s, k, a); break;
 	case RT_OP_CONCAT:
-	case RT_OP_SLICE: run_pieces(s, k, a); break;
-	case RT_OP_SLICE_BWD: run_slice_bwd(s, k, a); break;
+	case RT_OP_SLICE:
+	case RT_OP_SLICE_BWD: run_pieces(s, k, a); break;
 	case RT_OP_TRANSPOSE:
 		launched(k, gpu_transpose(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), st));
 		break;
