@@ -913,6 +913,7 @@ static Placement *place_growing(const Graph *g, const Schedule *s, PlaceOptions 
 {
 	Placement *p = NULL;
 	int64_t top = schedule_live(g, s, MEMPLAN_ALIGN, NULL, NULL, a) + scratch; /* as the pool packs it */
+	po->unexplained = true; /* the user reads the first limit's message, which says where it overflows */
 	int tries = 0;
 	for (int i = 0; i < 6 && !p && (!while_proved || solver_said(st, MIP_INFEASIBLE)); i++) {
 		po->limit = i == 0 && from_base ? base : (int64_t)((double)base * (1 + grow * (1 << i)));

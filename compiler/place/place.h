@@ -101,6 +101,8 @@ typedef struct PlaceOptions {
 	                              stay slow across a kernel that uses them */
 	bool verbose;              /* let the solver log */
 	bool strict;               /* place: a --ratio whose limit cannot hold the step is an error, not a larger limit */
+	bool unexplained;          /* an infeasible limit's message without where it overflows (ilp_overflow's
+	                              solves): place's growing limits, whose messages no one reads */
 	int segments;              /* checkpoint: segments; 0: the fastest that fits the limit */
 	const Placement *start;    /* a placement of the same schedule for the solver to start from, or NULL */
 	int lns;                   /* auto, recompute with a start: improve it by re-solving neighbourhoods first;

@@ -339,7 +339,7 @@ static bool ilp_solve(Ilp *ip, const PlaceOptions *o, PlaceStats *st, MipResult 
 	if (ran && better < INFINITY)
 		r->time = now_seconds() - t0;
 	char where[1024] = "";
-	if (ran && r->status == MIP_INFEASIBLE)
+	if (ran && r->status == MIP_INFEASIBLE && !o->unexplained)
 		ilp_overflow(ip, o, where, sizeof where);
 	if (ran && (r->status == MIP_OPTIMAL || r->status == MIP_FEASIBLE) && place_solver_log())
 		fprintf(stderr, "%s: %s\n", optimizer_info[o->optimizer].name, ilp_binding(ip, r->x, where, sizeof where));
