@@ -120,6 +120,7 @@ typedef enum ValueKind {
 	V_THREADS,   /* 1 to max, or (sweep) auto: an int and threads_auto */
 	V_SLOW,      /* pmem, dax-kmem or numa:N: slow_kind and numa_node */
 	V_PLOTS,     /* png, svg or none: a const char * */
+	V_PRECISION, /* fp32 or bf16: a Precision */
 	V_DEFINE,    /* NAME=VALUE, appended to defines */
 	V_INCLUDE,   /* a directory, appended to dirs */
 } ValueKind;
@@ -138,6 +139,11 @@ typedef struct Option {
 #define F(field) offsetof(Settings, field)
 
 static const Option options[] = {
+	/* the program */
+	{"precision", 0, V_PRECISION, F(precision), C_ALL, 0, 0, "P",
+	 "fp32 (default), or bf16: mixed precision as PyTorch's autocast (bf16 products,\n"
+	 "f32 softmax, norms, losses, weights and optimizer state; docs/training.md);\n"
+	 "bf16 runs in the interpreter so far (check, graph, interpret)"},
 	/* placement */
 	{"optimizer", 0, V_OPTIMIZER, F(optimizer), C_PLACE, 0, 0, "O",
 	 "where tensors live: auto (moves and recomputation), recompute, static,\n"
@@ -517,6 +523,11 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 			usage_error(cmd, "--%s %s: expected png, svg or none", o->name, v);
 		*(const char **)field = v;
 		break;
+	case V_PRECISION:
+		if (strcmp(v, "fp32") != 0 && strcmp(v, "bf16") != 0)
+			usage_error(cmd, "--precision expects fp32 or bf16, got '%s'", v);
+		*(Precision *)field = strcmp(v, "bf16") == 0 ? PREC_BF16 : PREC_FP32;
+		break;
 	case V_DEFINE: {
 		const char *eq = strchr(v, '=');
 		if (!eq || eq == v || !eq[1])
@@ -728,6 +739,11 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--resume loads the weights from the checkpoint; give it or --weights, not both");
 	if (s->eval_every && !s->val)
 		usage_error(cmd, "--eval-every needs --val DIR");
+	if (s->precision == PREC_BF16 && s->f64)
+		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
+	if (s->precision == PREC_BF16 && cmd != CMD_CHECK && cmd != CMD_GRAPH && cmd != CMD_INTERPRET)
+		usage_error(cmd, "--precision bf16 runs in the interpreter only so far: the CPU and GPU kernels in bf16 are "
+		                 "not built yet (autotmc interpret, check and graph take it)");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

@@ -73,6 +73,7 @@ typedef struct Settings {
 	long iters;               /* --iters (-1: the command's default) */
 	long seed;                /* --seed (-1: not given; 1 by default) */
 	bool f64;                 /* interpret --f64 */
+	Precision precision;      /* --precision fp32|bf16 (default fp32) */
 	const char *weights;      /* --weights W */
 	const char *save_weights; /* --save-weights OUT */
 	const char *input;        /* --input X.npy */

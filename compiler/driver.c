@@ -149,7 +149,7 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 static ElabOptions elab_options(const Settings *s, bool eval)
 {
 	return (ElabOptions){.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
-	                     .eval = eval};
+	                     .eval = eval, .precision = s->precision};
 }
 
 /* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */

@@ -76,6 +76,9 @@ static const char *part_name(AD *ad, const Tensor *t)
 static void add_part(AD *ad, const Tensor *t, Tensor *part, bool owned)
 {
 	Grad *gr = &ad->grads[t->id];
+	if (part->dtype != t->dtype) /* a gradient has its value's type (casts convert between them) */
+		ICE("the gradient %s of %s is %s, not %s", part->name, t->name, dtype_name(part->dtype),
+		    dtype_name(t->dtype));
 	if (gr->parts.n == 0)
 		gr->owned = owned;
 	vec_push(ad->g->arena, &gr->parts, part);
@@ -513,6 +516,10 @@ static void differentiate(AD *ad, const Node *f)
 		a = *fa;
 		a.shape = x->shape;
 		emit_grad(ad, x, OP_MEAN_BWD, &dy, 1, &a);
+		break;
+	case OP_CAST: /* back to the type of x (a bf16 copy's gradient reaches its f32 weight in f32) */
+		a.dtype = x->dtype;
+		emit_grad(ad, x, OP_CAST, &dy, 1, &a);
 		break;
 	case OP_TRANSPOSE: /* a swap of two dimensions is its own inverse */
 		emit_grad(ad, x, OP_TRANSPOSE, &dy, 1, NULL);

@@ -103,7 +103,8 @@ Tensor *elab_add_node(Ctx *c, Op op, Tensor **in, int nin, const Attrs *attr, co
 			error_at(loc, "%s '%s' expects values but gets the integer ids %s; ids go through an embedding first",
 			         kind, path, elab_type_str(c, in[k]));
 	char err[512];
-	Node *n = graph_node(c->g, op, in, nin, attr, TENSOR_ACTIVATION, path, loc, err, sizeof err);
+	Node *n = autocast_inputs(c->g, &c->autocast, op, in, nin, loc, err, sizeof err)
+	          ? graph_node(c->g, op, in, nin, attr, TENSOR_ACTIVATION, path, loc, err, sizeof err) : NULL;
 	if (!n)
 		error_at(loc, "%s '%s': %s", kind, path, err);
 	return n->out[0];
@@ -292,7 +293,7 @@ static Tensor *b_position(Ctx *c, const Builtin *b, Value **args, Tensor *x, con
 {
 	int64_t npos, width;
 	want_channels(need(args, 0, b, loc), &npos, &width, "position_embedding");
-	if (x->shape.ndim != 3 || x->dtype != DT_F32)
+	if (x->shape.ndim != 3 || !dtype_is_float(x->dtype))
 		error_at(loc, "position_embedding '%s' expects an input [N, T, %" PRId64 "] but got %s", path, width,
 		         elab_type_str(c, x));
 	if (x->shape.d[2] != width)
@@ -370,7 +371,7 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 		error_at(hv->loc, "'heads' of attention must be positive, got %" PRId64, heads);
 	if (!(p >= 0 && p < 1))
 		error_at(args[1]->loc, "'p' of attention must be in [0, 1), got %g", p);
-	if (x->shape.ndim != 3 || x->dtype != DT_F32 || x->shape.d[2] % 3)
+	if (x->shape.ndim != 3 || !dtype_is_float(x->dtype) || x->shape.d[2] % 3)
 		error_at(loc, "attention '%s' expects q, k and v side by side, an input [N, T, 3 C], but got %s", path,
 		         elab_type_str(c, x));
 	int64_t n = x->shape.d[0], t = x->shape.d[1], width = x->shape.d[2] / 3;
@@ -419,7 +420,7 @@ static Tensor *b_transpose(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 static Tensor *b_class_token(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
 	(void)args;
-	if (x->shape.ndim != 3 || x->dtype != DT_F32)
+	if (x->shape.ndim != 3 || !dtype_is_float(x->dtype))
 		error_at(loc, "%s '%s' expects an input [N, T, C] but got %s", b->name, path, elab_type_str(c, x));
 	int64_t n = x->shape.d[0], ch = x->shape.d[2];
 	Tensor *w = new_weight(c, path, "weight", 1, &ch, loc);

@@ -14,6 +14,7 @@
 
 #include "ast.h"
 #include "diag.h"
+#include "autocast.h"
 #include "graph.h"
 
 /*
@@ -134,6 +135,7 @@ typedef struct Ctx {
 	int64_t napplied;          /* layers applied so far (items of chains) */
 	Work promised;             /* still to come from the repeats being expanded */
 	NameTable decl_work;       /* layer name -> Work: what applying it does at least */
+	Autocast autocast;         /* a bf16 program's casts so far */
 } Ctx;
 
 typedef Tensor *(*BuiltinFn)(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc);

@@ -1283,7 +1283,7 @@ static void build_loss(Ctx *c)
 	if (y == c->g->input)
 		error_at(net->name_loc, "the network '%s' computes nothing: its output is its input", net->name);
 	const Tensor *lab = c->g->labels;
-	bool ids = lab->dtype == DT_I32, fits = y->dtype == DT_F32;
+	bool ids = lab->dtype == DT_I32, fits = dtype_is_float(y->dtype);
 	if (ids) {
 		fits = fits && y->shape.ndim == lab->shape.ndim + 1;
 		for (int i = 0; fits && i < lab->shape.ndim; i++)
@@ -1489,6 +1489,7 @@ Graph *elaborate(const char *path, const ElabOptions *opt, Arena *arena)
 	c->arena = arena;
 	c->opt = opt;
 	c->g = graph_new(arena);
+	c->g->precision = opt->precision;
 	c->globals = env_new(c, NULL);
 
 	DiagHandler h;

@@ -21,6 +21,7 @@ typedef struct ElabOptions {
 	size_t main_len;         /* bytes in main_text */
 	bool eval;               /* the evaluation graph: batchnorm normalises by its running
 	                            statistics (batchnorm_eval), dropout is the identity */
+	Precision precision;     /* fp32, or bf16 with autocast's casts (autocast.c) */
 } ElabOptions;
 
 /*

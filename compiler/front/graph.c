@@ -82,7 +82,7 @@ int64_t shape_elems(Shape s)
 int64_t shape_bytes(Shape s, DType dt)
 {
 	int64_t n = shape_elems(s), b;
-	if (n < 0 || __builtin_mul_overflow(n, dt == DT_F64 ? 8 : 4, &b))
+	if (n < 0 || __builtin_mul_overflow(n, dtype_size(dt), &b))
 		return -1;
 	return b;
 }
@@ -102,9 +102,36 @@ const char *shape_str(Shape s, char *buf, size_t size)
 	return fmt_shape(s.ndim, s.d, NULL, buf, size);
 }
 
+int dtype_size(DType dt)
+{
+	switch (dt) {
+	case DT_F64: return 8;
+	case DT_F32:
+	case DT_I32: return 4;
+	case DT_BF16: return 2;
+	}
+	unreachable();
+}
+
+bool dtype_is_float(DType dt)
+{
+	return dt != DT_I32;
+}
+
 const char *dtype_name(DType dt)
 {
-	return dt == DT_F64 ? "f64" : dt == DT_I32 ? "i32" : "f32";
+	switch (dt) {
+	case DT_F64: return "f64";
+	case DT_F32: return "f32";
+	case DT_I32: return "i32";
+	case DT_BF16: return "bf16";
+	}
+	unreachable();
+}
+
+const char *precision_name(Precision p)
+{
+	return p == PREC_BF16 ? "bf16" : "fp32";
 }
 
 const char *tensor_type_str(const Tensor *t, char *buf, size_t size)
@@ -165,6 +192,35 @@ Tensor *graph_tensor(Graph *g, TensorKind kind, const char *name, Shape shape, S
 	return t;
 }
 
+/*
+ * The element type of output i of n: a cast's is its attribute; losses,
+ * the norms' saved statistics and their weights' gradients, and sums of
+ * squares are f32; any other output has its first real input's type (a
+ * forward op runs in its input's type, a backward op writes the gradient
+ * in the type of the value it belongs to). autocast.c chooses the inputs.
+ */
+static DType out_dtype(const Node *n, int i)
+{
+	switch (n->op) {
+	case OP_CAST:
+		return n->attr.dtype;
+	case OP_SOFTMAX_XENT:
+	case OP_SOFTMAX_XENT_BWD:
+	case OP_SOFTMAX_XENT_IDS:
+	case OP_SOFTMAX_XENT_IDS_BWD:
+	case OP_GRAD_SUMSQ:
+		return DT_F32;
+	default:
+		break;
+	}
+	if (i > 0)
+		return DT_F32;
+	for (int k = 0; k < n->nin; k++)
+		if (dtype_is_float(n->in[k]->dtype))
+			return n->in[k]->dtype;
+	return DT_F32;
+}
+
 Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, TensorKind kind,
                  const char *name, SrcLoc loc, char *err, size_t errlen)
 {
@@ -204,6 +260,8 @@ Node *graph_node(Graph *g, Op op, Tensor **in, int nin, const Attrs *attr, Tenso
 			return NULL;
 		}
 		t->producer = n;
+		t->dtype = out_dtype(n, i);
+		t->bytes = shape_bytes(t->shape, t->dtype); /* not more than f32's */
 		n->out[i] = t;
 	}
 	n->id = g->nodes.n;

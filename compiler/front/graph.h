@@ -38,7 +38,17 @@ typedef enum DType {
 	DT_F32, /* 32-bit IEEE float */
 	DT_F64, /* 64-bit IEEE float (reference interpreter, gradient checks) */
 	DT_I32, /* 32-bit signed integer: token and class ids */
+	DT_BF16, /* bfloat16: float32's top 16 bits (--precision bf16's activations) */
 } DType;
+
+/*
+ * The precision of a training step: fp32 throughout, or bf16 as PyTorch's
+ * autocast runs it (autocast.c: which ops take bf16 inputs, which fp32).
+ */
+typedef enum Precision {
+	PREC_FP32,
+	PREC_BF16,
+} Precision;
 
 typedef enum TensorKind {
 	TENSOR_INPUT,      /* the network's input */
@@ -73,6 +83,7 @@ typedef struct Attrs {
 	bool trans_a, trans_b; /* matmul: read a, b transposed */
 	double alpha;     /* matmul: the product's factor */
 	double lo, hi;    /* clamp: the range */
+	DType dtype;      /* cast: the element type written */
 } Attrs;
 
 /* Which part of the training step a node belongs to. */
@@ -130,6 +141,7 @@ typedef struct Graph {
 	bool training;         /* autodiff has added backward and update nodes */
 	bool eval;             /* the forward-only evaluation graph (ElabOptions.eval) */
 	Optimizer opt;         /* how weights are updated */
+	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
 } Graph;
 
 /*
@@ -172,6 +184,10 @@ int graph_name_clashes(const Graph *g, Tensor **dup, Tensor **orig);
 /* Remove the last node added (it must have no users). */
 void graph_pop_node(Graph *g);
 
+/* Bytes of one element; whether the type holds real numbers (not ids). */
+int dtype_size(DType dt);
+bool dtype_is_float(DType dt);
+const char *precision_name(Precision p);
 /* Bytes of a shape's elements, or -1 on overflow. */
 int64_t shape_bytes(Shape s, DType dt);
 int64_t shape_elems(Shape s);

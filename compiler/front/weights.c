@@ -48,6 +48,8 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 	if (t->users.n == 0)
 		ICE("weight %s has no user", t->name);
 	const Node *n = t->users.v[0];
+	while (n->op == OP_CAST && n->out[0]->users.n > 0) /* a bf16 copy's: the layer that reads the copy */
+		n = n->out[0]->users.v[0];
 	switch (n->op) {
 	case OP_CONV2D:
 	case OP_DENSE: {

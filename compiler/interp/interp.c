@@ -3,9 +3,10 @@
  *
  * Naive, obviously-correct C for every op of ops.def, forward and
  * backward, executing a training graph node by node in schedule order on
- * host memory. Every tensor has its own buffer of doubles. In float32 mode
- * each result is rounded to float32 as it is written, which is what a
- * float32 backend stores; in float64 mode nothing is rounded, for finite
+ * host memory. Every tensor has its own buffer of doubles. In rounded
+ * mode each result is rounded to its tensor's type as it is written
+ * (float32, or bfloat16 round to nearest even in a bf16 program), which is
+ * what a backend stores; in float64 mode nothing is rounded, for finite
  * difference checks. Nothing here is tuned: loops are written as the
  * formula reads. Tensors are row-major: x[n][c][h][w] is
  * x[((n * C + c) * H + h) * W + w].
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "autotm/random.h"
+#include "bf16.h"
 #include "util.h"
 #include "weights.h"
 
@@ -686,16 +688,30 @@ static void eval_causal_softmax_bwd(const Node *nd, double **in, double **out)
 	}
 }
 
-/* float32 mode: what node nd wrote is what a float32 backend stores. */
+/* v as a tensor of type dt stores it: rounded to float32, and from there to bfloat16 for bf16. */
+static void round_to(DType dt, double *v, int64_t n)
+{
+	if (dt == DT_BF16)
+		for (int64_t i = 0; i < n; i++)
+			v[i] = bf16_round((float)v[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			v[i] = (float)v[i];
+}
+
+/*
+ * Rounded mode: what node nd wrote is what a backend stores, each output
+ * in its type (the arithmetic before, in double, stands for a kernel's
+ * float32 accumulation).
+ */
 static void round_to_f32(const Node *nd, double **in, double **out)
 {
 	for (int k = 0; k < nd->nout; k++)
-		for (int64_t i = 0; i < shape_elems(nd->out[k]->shape); i++)
-			out[k][i] = (float)out[k][i];
+		round_to(nd->out[k]->dtype, out[k], shape_elems(nd->out[k]->shape));
 	for (int k = 0; k < nd->nin; k++)
 		if (op_info[nd->op].inplace >> k & 1)
 			for (int64_t i = 0; i < shape_elems(nd->in[k]->shape); i++)
-				in[k][i] = (float)in[k][i];
+				in[k][i] = (float)in[k][i]; /* the updates: weights and state are f32 */
 }
 
 void interp_node(Interp *ip, const Node *nd)
@@ -762,7 +778,10 @@ void interp_node(Interp *ip, const Node *nd)
 		break;
 	}
 	case OP_SOFTMAX_BWD: eval_softmax_bwd(nd, in, out); break;
-	case OP_RESHAPE: memcpy(out[0], in[0], sizeof(double) * (size_t)nx); break;
+	case OP_RESHAPE:
+	case OP_CAST: /* rounded to its type below */
+		memcpy(out[0], in[0], sizeof(double) * (size_t)nx);
+		break;
 	case OP_DROPOUT:
 	case OP_DROPOUT_BWD:
 		for (int64_t i = 0; i < nx; i++)

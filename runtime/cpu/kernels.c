@@ -1540,6 +1540,7 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SOFTMAX_BWD:
 	case RT_OP_ADD:
 	case RT_OP_CONCAT:
+	case RT_OP_CAST:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, op_name(k->op));
 	}
@@ -1682,8 +1683,9 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* plain C: the description is all it needs */
+	case RT_OP_CAST: /* the compiler builds float32 programs only (bf16 is interpreted) */
 	case RT_NUM_OPS:
-		RT_ICE("kernel %d: no op", id);
+		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}
 	creating_id = -1;
 	if (k->scratch > s->scratch_size) {

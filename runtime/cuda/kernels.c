@@ -847,6 +847,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
 		break;
 	case RT_OP_BATCHNORM_STATS: launch_bn_stats(s, k, a); break;
+	case RT_OP_CAST: /* never created (below) */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1017,8 +1018,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* our own kernels and copies: the description is all they need */
+	case RT_OP_CAST: /* the compiler builds float32 programs only (bf16 is interpreted) */
 	case RT_NUM_OPS:
-		RT_ICE("kernel %d: no op", id);
+		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}
 	return k;
 }

@@ -16,6 +16,15 @@ compiled program) printed and saved.
 With --f64 both sides compute in float64 (`autotmc interpret --f64`),
 which isolates the rules from float32 rounding.
 
+With --bf16 autotmc trains in bf16 (`--precision bf16`) and PyTorch
+replays the same graph, its casts included, with its own bf16 kernels: the
+rounding points are the same and only the order of sums differs. With
+--autocast autotmc trains in bf16 and PyTorch runs the float32 graph under
+torch.autocast("cpu", dtype=torch.bfloat16), whose rules differ from
+autotmc's in places (PyTorch's CPU autocast runs softmax and layernorm in
+bf16): what a user compares against. A tensor or loss beyond RTOL agrees
+as in float32: against float64, within twice PyTorch's own difference.
+
 Agreement: every loss, and every saved tensor in max-norm, within RTOL
 relative (||a - b||_inf <= RTOL * ||b||_inf; a running mean relative to
 its running deviation where that is larger: stat_scale). When the optimizer clips,
@@ -42,7 +51,7 @@ trained with --val, then `autotmc eval --outputs`, against PyTorch's
 model.eval() from the saved weights and running statistics; the
 arguments after -- place the training program (--limit, --optimizer).
 
-usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64] [--run] [-DNAME=VALUE...]
+usage: torch_check.py AUTOTMC MODEL.net WORKDIR [ITERS] [RTOL] [--f64|--bf16|--autocast] [--run] [-DNAME=VALUE...]
        torch_check.py AUTOTMC MODEL.net WORKDIR ITERS RTOL --reference
        torch_check.py AUTOTMC MODEL.net WORKDIR 0 RTOL --eval [-- PLACEMENT...]
 -DNAME=VALUE overrides a model parameter in every autotmc command.
@@ -87,6 +96,8 @@ def write_safetensors(path, tensors, dtype):
 
 
 DEFINES = []  # -D NAME=VALUE arguments, given to every autotmc command
+PRECISION = []  # --precision bf16 for the autotmc commands of --bf16 and --autocast
+AUTOCAST = False  # --autocast: PyTorch's forward under torch.autocast("cpu", bfloat16)
 
 
 def run(cmd):
@@ -136,7 +147,9 @@ def forward(graph, weights, stats, x, y, train=True):
         elif op == "tanh":
             r = torch.tanh(ins[0])
         elif op == "layernorm":
-            r = F.layer_norm(ins[0], (ins[0].shape[-1],), ins[1], ins[2], eps=a["eps"])
+            # PyTorch 1.13's CPU layer_norm wants its weights in the input's type (autocast: bf16)
+            w, b = (ins[1].to(ins[0].dtype), ins[2].to(ins[0].dtype)) if AUTOCAST else (ins[1], ins[2])
+            r = F.layer_norm(ins[0], (ins[0].shape[-1],), w, b, eps=a["eps"])
         elif op == "gelu":
             r = F.gelu(ins[0], approximate="tanh")
         elif op in ("relu6", "hardsigmoid", "hardswish", "silu"):
@@ -183,6 +196,9 @@ def forward(graph, weights, stats, x, y, train=True):
             k = ins[0].shape[-1]
             mask = torch.ones(k, k, dtype=torch.bool).triu(1)
             r = F.softmax(ins[0].masked_fill(mask, float("-inf")), dim=-1)
+        elif op == "cast":  # a bf16 program's (--bf16): to its output's type; the float64 reference: none
+            bf16 = graph["tensors"][n["outputs"][0]]["dtype"] == "bf16"
+            r = ins[0] if ins[0].dtype == torch.float64 else ins[0].to(torch.bfloat16 if bf16 else torch.float32)
         elif op == "softmax_crossentropy_ids":
             r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))
         else:
@@ -250,7 +266,8 @@ def check_eval(autotmc, model, work, rtol, place):
     statistics: every output, the loss and the accuracy. Also: the last
     evaluation during training is the standalone evaluation's, and
     evaluating during training leaves its losses bitwise unchanged."""
-    graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
+    # --autocast: PyTorch runs the float32 graph under its autocast; --bf16: the bf16 graph, casts and all
+    graph = json.loads(run([autotmc, "graph", "--train", "--json", model] + (PRECISION if not AUTOCAST else [])))
     tensors = graph["tensors"]
     xshape = tensors[graph["input"]]["shape"]
     nclass = tensors[graph["labels"]]["shape"][1]
@@ -336,7 +353,8 @@ def train_torch(graph, init, by_name, x, cls, nclass, iters, dtype, verbose):
     clipped = 0
     for t in range(iters):
         optim.zero_grad()
-        loss, _ = forward(graph, weights, stats, xt, yt)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST):
+            loss, _ = forward(graph, weights, stats, xt, yt)
         loss.backward()
         if opt["clip"] > 0:
             norm = float(torch.nn.utils.clip_grad_norm_(list(weights.values()), opt["clip"]))
@@ -381,8 +399,13 @@ def main():
     flags = {a for a in argv if a.startswith("--")}
     DEFINES.extend(a for a in argv if a.startswith("-D"))
     args = [a for a in argv if not a.startswith("-")]
-    if len(args) < 3 or flags - {"--f64", "--run", "--eval", "--reference"}:
+    if len(args) < 3 or flags - {"--f64", "--run", "--eval", "--reference", "--bf16", "--autocast"}:
         sys.exit(__doc__)
+    global AUTOCAST
+    AUTOCAST = "--autocast" in flags
+    bf16 = AUTOCAST or "--bf16" in flags
+    if bf16:
+        PRECISION.extend(["--precision", "bf16"])
     autotmc, model, work = args[:3]
     iters = int(args[3]) if len(args) > 3 else 3
     rtol = float(args[4]) if len(args) > 4 else 1e-4
@@ -390,7 +413,8 @@ def main():
         check_eval(autotmc, model, work, rtol, place)
     f64 = "--f64" in flags
     dtype = torch.float64 if f64 else torch.float32
-    graph = json.loads(run([autotmc, "graph", "--train", "--json", model]))
+    # --autocast: PyTorch runs the float32 graph under its autocast; --bf16: the bf16 graph, casts and all
+    graph = json.loads(run([autotmc, "graph", "--train", "--json", model] + (PRECISION if not AUTOCAST else [])))
     tensors = graph["tensors"]
     xshape = tensors[graph["input"]]["shape"]
     ids = id_ranges(graph)
@@ -406,12 +430,12 @@ def main():
     np.save(f"{work}/x.npy", x)
     np.save(f"{work}/y.npy", cls)
 
-    run([autotmc, "interpret", model, "--iters", "0", "--save-weights", f"{work}/init.safetensors"])
+    run([autotmc, "interpret", model, "--iters", "0", "--save-weights", f"{work}/init.safetensors"] + PRECISION)
     if "--reference" in flags:
         reference(graph, work, x, cls, nclass, iters, rtol)
     out = run([autotmc, "run" if "--run" in flags else "interpret", model, "--iters", str(iters),
                "--weights", f"{work}/init.safetensors", "--input", f"{work}/x.npy", "--labels", f"{work}/y.npy",
-               "--save-weights", f"{work}/final.safetensors"] + (["--f64"] if f64 else []))
+               "--save-weights", f"{work}/final.safetensors"] + (["--f64"] if f64 else []) + PRECISION)
     ours = [float(line.split("loss")[1].split()[0]) for line in out.splitlines() if line.startswith("step")]
 
     init = read_safetensors(f"{work}/init.safetensors")

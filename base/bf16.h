@@ -1,0 +1,39 @@
+/*
+ * bf16.h - bfloat16: the top 16 bits of a float32 (8 exponent bits, 7
+ * fraction bits). A float32 is rounded to the nearest bfloat16, ties to
+ * even, as PyTorch's and oneDNN's conversions round; a NaN stays a NaN
+ * (quiet), infinities and signed zeros stay what they are.
+ */
+#ifndef AUTOTM_BF16_H
+#define AUTOTM_BF16_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* The bfloat16 bits nearest to f (ties to even). */
+static inline uint16_t bf16_from_f32(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep the sign, make it quiet */
+		return (uint16_t)((u >> 16) | 0x40u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+/* The float32 a bfloat16 stands for (exact). */
+static inline float bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* f rounded to the nearest bfloat16, as a float32. */
+static inline float bf16_round(float f)
+{
+	return bf16_to_f32(bf16_from_f32(f));
+}
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * autocast.h - the casts of a bf16 program, as PyTorch's autocast makes
+ * them (docs/training.md, "Precision").
+ */
+#ifndef AUTOTM_AUTOCAST_H
+#define AUTOTM_AUTOCAST_H
+
+#include "graph.h"
+
+/* The copies made so far: tensor id -> its bf16 copy and its f32 copy (NULL: none yet). */
+typedef struct Autocast {
+	VEC(Tensor *) bf16;
+	VEC(Tensor *) f32;
+} Autocast;
+
+/*
+ * Before a forward node of op is built from in[0..nin) in a bf16 program
+ * (g->precision): replace each input by a copy in the type the op runs in,
+ * made by a cast node at its first need and shared by later users (a
+ * weight is cast once per step). Does nothing in an fp32 program. On an
+ * error (a cast that cannot be built) returns false with a message in err.
+ */
+bool autocast_inputs(Graph *g, Autocast *ac, Op op, Tensor **in, int nin, SrcLoc loc, char *err, size_t errlen);
+
+/* The type op runs in given its inputs' types, for docs and tests: "bf16", "f32" or "input". */
+const char *autocast_rule(Op op);
+
+#endif
