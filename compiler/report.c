@@ -158,6 +158,13 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	        g->labels->dtype == DT_I32 && g->labels->shape.ndim > 1 ? " and its positions" : "");
 	char ob[512];
 	fprintf(f, "optimizer: %s\n", optimizer_str(&g->opt, ob, sizeof ob));
+	if (g->precision == PREC_BF16) {
+		int casts = 0;
+		for (int i = 0; i < g->nodes.n; i++)
+			casts += g->nodes.v[i]->op == OP_CAST;
+		fprintf(f, "precision: bf16 (autocast: bf16 products, f32 softmax, norms and losses; weights, gradients "
+		           "of weights and optimizer state f32; %d casts)\n", casts);
+	}
 	if (!s)
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
@@ -276,7 +283,8 @@ static void print_interval(FILE *f, const Schedule *s, const Tensor *t)
 void report_graph(FILE *f, const Graph *g, const Schedule *s)
 {
 	char b1[160], b2[64], at[512];
-	fprintf(f, "graph %s: %d nodes, %d tensors\n\n", g->model, g->nodes.n, g->tensors.n);
+	fprintf(f, "graph %s: %d nodes, %d tensors%s\n\n", g->model, g->nodes.n, g->tensors.n,
+	        g->precision == PREC_BF16 ? ", bf16" : "");
 	for (int i = 0; i < g->tensors.n; i++) {
 		const Tensor *t = g->tensors.v[i];
 		if (t->producer)
@@ -399,6 +407,7 @@ void report_json(FILE *f, const Graph *g, const Schedule *s)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "model", g->model);
+	cJSON_AddStringToObject(root, "precision", precision_name(g->precision));
 	cJSON_AddBoolToObject(root, "training", g->training);
 	cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
 	for (int i = 0; i < g->tensors.n; i++) {

@@ -30,6 +30,8 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
  * printing the source or the verifier's complaint.
  */
 Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad);
+/* The precision the graphs above are built in (default fp32). */
+extern Precision test_precision;
 /* The same for src's evaluation graph (forward only: ElabOptions.eval). */
 Graph *test_eval_graph(Arena *a, const char *name, const char *src);
 

@@ -6,7 +6,8 @@
  * (tests/opcases.c): at least one per forward op of ops.def (which also
  * exercises that op's backward ops: the backward ops are only ever built
  * by autodiff, so they are tested through the op they differentiate) and
- * a few small networks combining them. For every weight and for the
+ * a few small networks combining them, the networks also as bf16 programs
+ * (whose casts are identities in float64). For every weight and for the
  * input, a spread of elements is perturbed by +-h and (L(+h) - L(-h)) / 2h
  * is compared with the analytic gradient. The SGD update ops are checked
  * separately against w - lr * g.
@@ -139,6 +140,14 @@ int main(void)
 		if (c->kind == OPCASE_OP || c->kind == OPCASE_NETWORK)
 			test_check(run_case(c) == 0, "gradient of %s", c->name);
 	}
+	/* a bf16 program's graph (casts identities in float64): the casts' gradients and the types' bookkeeping */
+	test_precision = PREC_BF16;
+	for (int i = 0; i < nop_cases; i++) {
+		const OpCase *c = &op_cases[i];
+		if (c->kind == OPCASE_NETWORK)
+			test_check(run_case(c) == 0, "gradient of %s in bf16", c->name);
+	}
+	test_precision = PREC_FP32;
 	test_check(check_sgd("optimizer = sgd(lr = 0.1)", 0.1, 0) == 0, "sgd update");
 	test_check(check_sgd("optimizer = sgd(lr = 0.05, momentum = 0.9)", 0.05, 0.9) == 0, "sgd_momentum update");
 	return test_summary();
