@@ -452,6 +452,8 @@ struct Module {
 Module *emit_module(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a)
 {
 	Emit e = {.a = a};
+	if (g->precision != PREC_FP32) /* the command line refuses it: the runtimes hold float32 tensors only */
+		ICE("a %s program reached code generation", precision_name(g->precision));
 	bool eval_only = o->program_flags & RT_PROGRAM_EVAL_ONLY;
 	if (!eval_only)
 		e.train = (Part){.g = g, .s = s, .p = p, .prefix = ""};

@@ -16,8 +16,6 @@
  */
 #include "autocast.h"
 
-#include <stdio.h>
-
 typedef enum Rule {
 	RULE_INPUT, /* the input's type */
 	RULE_BF16,  /* bf16 inputs */
@@ -49,21 +47,10 @@ static Rule rule_of(Op op)
 	}
 }
 
-const char *autocast_rule(Op op)
-{
-	switch (rule_of(op)) {
-	case RULE_BF16: return "bf16";
-	case RULE_F32: return "f32";
-	case RULE_WIDEST: return "widest";
-	case RULE_INPUT: return "input";
-	}
-	return "?";
-}
-
 /* t's copy in type dt, made by a cast node the first time it is asked for. */
 static Tensor *copy_of(Graph *g, Autocast *ac, Tensor *t, DType dt, SrcLoc loc, char *err, size_t errlen)
 {
-	VEC(Tensor *) *cache = dt == DT_BF16 ? (void *)&ac->bf16 : (void *)&ac->f32;
+	TensorVec *cache = &ac->copies[dt == DT_BF16];
 	while (cache->n <= t->id)
 		vec_push(g->arena, cache, NULL);
 	if (cache->v[t->id])

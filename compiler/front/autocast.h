@@ -7,10 +7,10 @@
 
 #include "graph.h"
 
-/* The copies made so far: tensor id -> its bf16 copy and its f32 copy (NULL: none yet). */
+/* The copies made so far: copies[0] tensor id -> its f32 copy, copies[1] its bf16 copy (NULL: none yet). */
+typedef VEC(Tensor *) TensorVec;
 typedef struct Autocast {
-	VEC(Tensor *) bf16;
-	VEC(Tensor *) f32;
+	TensorVec copies[2];
 } Autocast;
 
 /*
@@ -21,8 +21,5 @@ typedef struct Autocast {
  * error (a cast that cannot be built) returns false with a message in err.
  */
 bool autocast_inputs(Graph *g, Autocast *ac, Op op, Tensor **in, int nin, SrcLoc loc, char *err, size_t errlen);
-
-/* The type op runs in given its inputs' types, for docs and tests: "bf16", "f32" or "input". */
-const char *autocast_rule(Op op);
 
 #endif

@@ -704,14 +704,13 @@ static void round_to(DType dt, double *v, int64_t n)
  * in its type (the arithmetic before, in double, stands for a kernel's
  * float32 accumulation).
  */
-static void round_to_f32(const Node *nd, double **in, double **out)
+static void round_outputs(const Node *nd, double **in, double **out)
 {
 	for (int k = 0; k < nd->nout; k++)
 		round_to(nd->out[k]->dtype, out[k], shape_elems(nd->out[k]->shape));
 	for (int k = 0; k < nd->nin; k++)
 		if (op_info[nd->op].inplace >> k & 1)
-			for (int64_t i = 0; i < shape_elems(nd->in[k]->shape); i++)
-				in[k][i] = (float)in[k][i]; /* the updates: weights and state are f32 */
+			round_to(nd->in[k]->dtype, in[k], shape_elems(nd->in[k]->shape));
 }
 
 void interp_node(Interp *ip, const Node *nd)
@@ -834,7 +833,7 @@ void interp_node(Interp *ip, const Node *nd)
 		unreachable();
 	}
 	if (!ip->f64)
-		round_to_f32(nd, in, out);
+		round_outputs(nd, in, out);
 }
 
 double interp_step(Interp *ip)
