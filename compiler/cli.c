@@ -741,9 +741,10 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--eval-every needs --val DIR");
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
-	if (s->precision == PREC_BF16 && cmd != CMD_CHECK && cmd != CMD_GRAPH && cmd != CMD_INTERPRET)
-		usage_error(cmd, "--precision bf16 runs in the interpreter only so far: the CPU and GPU kernels in bf16 are "
-		                 "not built yet (autotmc interpret, check and graph take it)");
+	if (s->precision == PREC_BF16 && s->target == TARGET_GPU && cmd != CMD_CHECK && cmd != CMD_GRAPH &&
+	    cmd != CMD_INTERPRET)
+		usage_error(cmd, "--precision bf16 runs on the CPU backend and in the interpreter so far: the GPU runtime's "
+		                 "kernels are float32 only");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

@@ -30,6 +30,7 @@
 #include "rt_internal.h"
 
 #include "autotm/profile.h"
+#include "bf16.h" /* base/ */
 
 #include <omp.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@ struct RtProfiler {
 	void *state;                /* its kernels' engine and stream */
 	RtCtx *ctx;                 /* for rt_move / rt_move_async: only the backend and its copier */
 	float *block;               /* FILL_FLOATS random values in [0.5, 1.5) */
+	uint16_t *block16;          /* the same values in bfloat16, for bf16 arguments */
 	double *times;              /* room for o.runs timed runs */
 	int64_t flush_max;          /* arguments of up to this many bytes in all are flushed (flush_limit) */
 };
@@ -148,10 +150,12 @@ RtProfiler *rt_profiler_new(const RtProfilerOptions *o)
 	p->ctx->copier = p->backend->copies.open();
 	p->times = rt_xmalloc(sizeof *p->times * (size_t)p->o.runs);
 	p->block = rt_xmalloc(sizeof *p->block * FILL_FLOATS);
+	p->block16 = rt_xmalloc(sizeof *p->block16 * FILL_FLOATS);
 	uint64_t x = 0x9e3779b97f4a7c15ULL; /* xorshift64*: any finite values will do */
 	for (int i = 0; i < FILL_FLOATS; i++) {
 		x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
 		p->block[i] = 0.5f + (float)((x * 0x2545f4914f6cdd1dULL) >> 40) / (float)(1 << 24);
+		p->block16[i] = bf16_from_f32(p->block[i]);
 	}
 	return p;
 }
@@ -167,6 +171,7 @@ void rt_profiler_free(RtProfiler *p)
 	p->backend->memory.close(&p->slow);
 	free(p->times);
 	free(p->block);
+	free(p->block16);
 	free(p);
 }
 
@@ -181,12 +186,13 @@ const char *rt_profiler_slow_where(RtProfiler *p, char *buf, size_t size)
 
 /* ---- kernels -------------------------------------------------------------------- */
 
-/* Tile dst, in a pool, with the random block. */
-static void fill(const RtProfiler *p, char *dst, int64_t bytes)
+/* Tile dst, in a pool, with the random block (in bfloat16 if bf16). */
+static void fill(const RtProfiler *p, char *dst, int64_t bytes, bool bf16)
 {
-	const int64_t chunk = (int64_t)sizeof(float) * FILL_FLOATS;
+	const void *block = bf16 ? (const void *)p->block16 : (const void *)p->block;
+	const int64_t chunk = (bf16 ? 2 : 4) * (int64_t)FILL_FLOATS;
 	for (int64_t at = 0; at < bytes; at += chunk)
-		p->backend->memory.store(dst + at, p->block, (size_t)(bytes - at < chunk ? bytes - at : chunk));
+		p->backend->memory.store(dst + at, block, (size_t)(bytes - at < chunk ? bytes - at : chunk));
 }
 
 RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
@@ -203,7 +209,7 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 		if (nd < 1 || nd > RT_MAX_DIMS)
 			RT_ICE("rt_profiler_kernel: argument %d of %s has %lld dimensions", i, op_name(desc[RT_D_OP]),
 			       (long long)nd);
-		k->bytes[i] = rt_elems(nd, &RT_ARG_DIM(desc, i, 0)) * (int64_t)sizeof(float);
+		k->bytes[i] = rt_arg_bytes(desc, i);
 		k->off[i] = k->total;
 		k->total = round_up(k->total + k->bytes[i], ARG_ALIGN);
 	}
@@ -223,8 +229,8 @@ RtProfKernel *rt_profiler_kernel(RtProfiler *p, const int64_t *desc)
 			free(h);
 			continue;
 		}
-		fill(p, (char *)p->fast.base + k->off[i], k->bytes[i]);
-		fill(p, (char *)p->slow.base + k->off[i], k->bytes[i]);
+		fill(p, (char *)p->fast.base + k->off[i], k->bytes[i], rt_arg_bf16(desc, i));
+		fill(p, (char *)p->slow.base + k->off[i], k->bytes[i], rt_arg_bf16(desc, i));
 	}
 	return k;
 }

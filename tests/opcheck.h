@@ -8,7 +8,11 @@
  * description, rt_launch - on float copies of the interpreter's inputs to
  * that node, so that every op is checked in isolation. Every output, and
  * every input the op updates in place, must agree:
- * max |a - b| <= 1e-4 * max(1, max |ref|). Each node is one check of
+ * max |a - b| <= 1e-4 * max(1, max |ref|). A node with bfloat16
+ * arguments (a graph of testlib's test_precision bf16) is compared on
+ * their float values with 1e-2: a bf16 result may round to the
+ * neighbouring bf16 (2^-7 of it) where the kernel sums in another order.
+ * Each node is one check of
  * testlib's reporter; the worst error of each op is kept for a summary.
  */
 #ifndef AUTOTM_OPCHECK_H
@@ -65,9 +69,9 @@ bool opcheck_case(RtCtx *ctx, const OpCase *c, int32_t *next_id, const ArgMemory
 
 /*
  * Print, per op, the nodes checked and the worst error relative to
- * max(1, max |ref|): every op of ops.def if `all` (those no node checked
- * marked NOT COVERED), else the ops checked. Returns the number of ops of
- * ops.def that no node checked (cast excepted: no backend has its kernel yet).
+ * max(1, max |ref|), those with bf16 arguments apart: every op of ops.def
+ * if `all` (those no node checked marked NOT COVERED), else the ops
+ * checked. Returns the number of ops of ops.def that no node checked.
  */
 int opcheck_print_ops(bool all);
 

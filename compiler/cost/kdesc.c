@@ -56,16 +56,12 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_TRANS_A] = a->trans_a, desc[RT_D_TRANS_B] = a->trans_b, desc[RT_D_ALPHA] = dbits(a->alpha);
 	desc[RT_D_LO] = dbits(a->lo), desc[RT_D_HI] = dbits(a->hi);
 	put_shape(&desc[RT_D_ASHAPE], a->shape);
-	for (int k = 0; k < n->nin + n->nout; k++)
-		put_shape(&RT_ARG_NDIM(desc, k), k < n->nin ? n->in[k]->shape : n->out[k - n->nin]->shape);
-}
-
-int64_t kdesc_arg_bytes(const int64_t *desc, int k)
-{
-	int64_t e = 1;
-	for (int64_t d = 0; d < RT_ARG_NDIM(desc, k); d++)
-		e *= RT_ARG_DIM(desc, k, d);
-	return e * (int64_t)sizeof(float);
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		put_shape(&RT_ARG_NDIM(desc, k), t->shape);
+		if (t->dtype == DT_BF16)
+			desc[RT_D_BF16] |= (int64_t)1 << k;
+	}
 }
 
 /* Append to buf at *len, never past size. */
@@ -119,6 +115,8 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		put(buf, size, &len, k == nin ? " ->" : "");
 		put(buf, size, &len, " ");
 		put_dims(buf, size, &len, &RT_ARG_NDIM(desc, k));
+		if (rt_arg_bf16(desc, (int)k))
+			put(buf, size, &len, "bf16");
 	}
 	if (nout == 0)
 		put(buf, size, &len, " ->");

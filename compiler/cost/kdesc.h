@@ -9,6 +9,10 @@
  *
  *   conv2d [8,64,56,56] [64,64,3,3] -> [8,64,56,56] kh=3 kw=3 sh=1 sw=1 ph=1 pw=1 groups=1
  *
+ * An argument in bfloat16 has `bf16` after its dimensions
+ * ([8,64,56,56]bf16), so a bf16 program's kernels are profiled apart
+ * from float32 ones.
+ *
  * Two nodes with the same signature run the same kernel in the same time
  * (identical layers are profiled once). The dropout stream (RT_D_SEED)
  * is left out: it changes the mask, not the time.
@@ -27,9 +31,6 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN]);
 
 /* The signature of a description (at most a few hundred bytes; truncated to size). */
 const char *kdesc_signature(const int64_t *desc, char *buf, size_t size);
-
-/* Bytes of argument k of a description (f32 elements). */
-int64_t kdesc_arg_bytes(const int64_t *desc, int k);
 
 enum { KDESC_SIGNATURE_MAX = 768 }; /* room for any signature */
 

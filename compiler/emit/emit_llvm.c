@@ -292,6 +292,8 @@ static LLVMValueRef tensor_init(Emit *e, const Part *pt, const Tensor *t, int in
 	LLVMValueRef shape[RT_MAX_DIMS];
 	for (int i = 0; i < RT_MAX_DIMS; i++)
 		shape[i] = ci64(e, i < t->shape.ndim ? t->shape.d[i] : 0);
+	if (t->dtype == DT_BF16) /* master weights, state and data are float32 (the bf16 copies are activations) */
+		ICE("%s: a bf16 tensor that lives across steps", t->name);
 	char name[64];
 	snprintf(name, sizeof name, "%stensor.name.%d", pt->prefix, index);
 	LLVMValueRef f[] = {
@@ -452,8 +454,6 @@ struct Module {
 Module *emit_module(const Graph *g, const Schedule *s, const Placement *p, const EmitOptions *o, Arena *a)
 {
 	Emit e = {.a = a};
-	if (g->precision != PREC_FP32) /* the command line refuses it: the runtimes hold float32 tensors only */
-		ICE("a %s program reached code generation", precision_name(g->precision));
 	bool eval_only = o->program_flags & RT_PROGRAM_EVAL_ONLY;
 	if (!eval_only)
 		e.train = (Part){.g = g, .s = s, .p = p, .prefix = ""};

@@ -40,6 +40,13 @@
  * order threads finish), so placements that differ only in moves train
  * identically.
  *
+ * A program in bf16 (autotmc --precision bf16) has arguments in
+ * bfloat16 (rt_arg_bf16): oneDNN primitives take them as they are
+ * (dnnl_bf16: products accumulate in float32, the outputs are rounded
+ * once); a plain-C kernel runs on float32 copies in the scratch and
+ * rounds what it writes (run_widened), which is exactly the
+ * interpreter's bf16; cast converts.
+ *
  * The reference for every kernel is compiler/interp/interp.c; the unit test
  * tests/unit/test-runtime-ops.c checks each against it.
  */
@@ -55,6 +62,7 @@
 #include <unistd.h>
 
 #include "autotm/random.h"
+#include "bf16.h"      /* base/ */
 #include "layernorm.h" /* base/ */
 
 /* Plain-C loops over fewer elements than this run on one thread. */
@@ -112,6 +120,8 @@ typedef struct CpuKernel {
 	size_t reorder_pad;                   /* the largest scratchpad of its reorders */
 	size_t pad_at;                        /* offset of the scratchpads (the primitive's, the reorders') */
 	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
+	bool widen;                           /* plain C with bf16 arguments: run on float32 copies */
+	size_t wide_at[RT_MAX_ARGS];          /* widen: the offset of each bf16 argument's copy */
 	char impl[64];                        /* implementation, for --profile-kernels */
 } CpuKernel;
 
@@ -164,9 +174,15 @@ static int64_t inner_elems(const int64_t *desc, int i, int from)
 	return n;
 }
 
-/* ---- memory descriptors (all plain row-major f32) ------------------------ */
+/* ---- memory descriptors (all plain row-major, f32 or bf16) ---------------- */
 
-static dnnl_memory_desc_t md_dims(int ndim, const int64_t *dims)
+/* The element type of argument i. */
+static dnnl_data_type_t arg_dt(const int64_t *desc, int i)
+{
+	return rt_arg_bf16(desc, i) ? dnnl_bf16 : dnnl_f32;
+}
+
+static dnnl_memory_desc_t md_dims(int ndim, const int64_t *dims, dnnl_data_type_t dt)
 {
 	static const dnnl_format_tag_t tag[] = {dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd,
 	                                        dnnl_abcde};
@@ -176,7 +192,7 @@ static dnnl_memory_desc_t md_dims(int ndim, const int64_t *dims)
 		RT_ICE("a tensor of %d dimensions", ndim);
 	for (int i = 0; i < ndim; i++)
 		d[i] = dims[i];
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, ndim, d, dnnl_f32, tag[ndim]));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, ndim, d, dt, tag[ndim]));
 	return md;
 }
 
@@ -186,14 +202,14 @@ static dnnl_memory_desc_t md_arg(const int64_t *desc, int i)
 	int64_t dims[RT_MAX_DIMS];
 	for (int d = 0; d < RT_ARG_NDIM(desc, i); d++)
 		dims[d] = RT_ARG_DIM(desc, i, d);
-	return md_dims((int)RT_ARG_NDIM(desc, i), dims);
+	return md_dims((int)RT_ARG_NDIM(desc, i), dims, arg_dt(desc, i));
 }
 
 /* Argument i as one dimension (elementwise ops). */
 static dnnl_memory_desc_t md_flat(const int64_t *desc, int i)
 {
 	int64_t n = arg_elems(desc, i);
-	return md_dims(1, &n);
+	return md_dims(1, &n, arg_dt(desc, i));
 }
 
 /* Argument i [N, C, ...] as [N, C, rest, 1] (batchnorm on 2-D, 3-D and 4-D data). */
@@ -204,7 +220,7 @@ static dnnl_memory_desc_t md_nc_rest(const int64_t *desc, int i)
 		dims[2] = RT_ARG_DIM(desc, i, 2);
 		dims[3] = RT_ARG_DIM(desc, i, 3);
 	}
-	return md_dims(4, dims);
+	return md_dims(4, dims, arg_dt(desc, i));
 }
 
 /* Convolution weights [O, C/g, kh, kw] of argument i, as [g, O/g, C/g, kh, kw] with groups. */
@@ -215,7 +231,7 @@ static dnnl_memory_desc_t md_conv_weights(const int64_t *desc, int i)
 		return md_arg(desc, i);
 	int64_t dims[5] = {g, RT_ARG_DIM(desc, i, 0) / g, RT_ARG_DIM(desc, i, 1), RT_ARG_DIM(desc, i, 2),
 	                   RT_ARG_DIM(desc, i, 3)};
-	return md_dims(5, dims);
+	return md_dims(5, dims, arg_dt(desc, i));
 }
 
 /* Window geometry: strides, kernel, dilation (none), padding (the same on both sides). */
@@ -375,7 +391,7 @@ static void finish(CpuState *s, CpuKernel *k, dnnl_primitive_desc_t pd)
 static dnnl_memory_desc_t md_any(const dnnl_memory_desc_t *plain)
 {
 	dnnl_memory_desc_t md;
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, plain->ndims, plain->dims, dnnl_f32, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, plain->ndims, plain->dims, plain->data_type, dnnl_format_tag_any));
 	return md;
 }
 
@@ -490,7 +506,7 @@ static void make_conv(CpuState *s, CpuKernel *k, ConvDir dir)
 static dnnl_memory_desc_t md_rows(const int64_t *desc, int i)
 {
 	int64_t k = RT_ARG_DIM(desc, i, RT_ARG_NDIM(desc, i) - 1);
-	return md_dims(2, (int64_t[]){arg_elems(desc, i) / k, k});
+	return md_dims(2, (int64_t[]){arg_elems(desc, i) / k, k}, arg_dt(desc, i));
 }
 
 static void dense_fwd_desc(const int64_t *d, dnnl_inner_product_desc_t *ip, int x, int w, int b, int y)
@@ -733,11 +749,11 @@ static void make_matmul(CpuState *s, CpuKernel *k)
 	int64_t m = RT_ARG_DIM(d, 2, r), n = RT_ARG_DIM(d, 2, r + 1), kk = RT_ARG_DIM(d, 0, r + !ta);
 	int64_t batch = arg_elems(d, 2) / (m * n);
 	dnnl_memory_desc_t a, b, c;
-	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&a, 3, (dnnl_dims_t){batch, m, kk}, dnnl_f32,
+	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&a, 3, (dnnl_dims_t){batch, m, kk}, arg_dt(d, 0),
 	                                            (dnnl_dims_t){m * kk, ta ? 1 : kk, ta ? m : 1}));
-	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&b, 3, (dnnl_dims_t){batch, kk, n}, dnnl_f32,
+	DNNL_CHECK(dnnl_memory_desc_init_by_strides(&b, 3, (dnnl_dims_t){batch, kk, n}, arg_dt(d, 1),
 	                                            (dnnl_dims_t){kk * n, tb ? 1 : n, tb ? kk : 1}));
-	c = md_dims(3, (int64_t[]){batch, m, n});
+	c = md_dims(3, (int64_t[]){batch, m, n}, arg_dt(d, 2));
 	dnnl_matmul_desc_t md;
 	DNNL_CHECK(dnnl_matmul_desc_init(&md, &a, &b, NULL, &c));
 	dnnl_primitive_attr_t attr;
@@ -1410,6 +1426,87 @@ static void run_bn_stats(const int64_t *d, void *const *a)
 	count[0] = (float)((double)count[0] + 1);
 }
 
+/* cast: x -> y in y's type (float32 to bfloat16 rounds to nearest even; the other way is exact) */
+static void run_cast(const int64_t *d, void *const *a)
+{
+	int64_t n = arg_elems(d, 0);
+	bool from16 = rt_arg_bf16(d, 0), to16 = rt_arg_bf16(d, 1);
+	if (from16 == to16) {
+		if (a[1] != a[0])
+			cpu_copy(a[1], a[0], (size_t)rt_arg_bytes(d, 0));
+		return;
+	}
+	if (to16) {
+		const float *x = a[0];
+		uint16_t *y = a[1];
+#pragma omp parallel for if (n > PAR_MIN)
+		for (int64_t i = 0; i < n; i++)
+			y[i] = bf16_from_f32(x[i]);
+		return;
+	}
+	const uint16_t *x = a[0];
+	float *y = a[1];
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		y[i] = bf16_to_f32(x[i]);
+}
+
+/* n bfloat16 values to float32 and back (the latter rounding to nearest even). */
+static void widen_bf16(float *dst, const uint16_t *src, int64_t n)
+{
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		dst[i] = bf16_to_f32(src[i]);
+}
+
+static void narrow_bf16(uint16_t *dst, const float *src, int64_t n)
+{
+#pragma omp parallel for if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		dst[i] = bf16_from_f32(src[i]);
+}
+
+/*
+ * The scratch of a plain-C kernel with bf16 arguments (cpu_create): a
+ * float32 copy of each such argument, which the kernel reads and writes
+ * instead (run_widened).
+ */
+static void plan_widening(CpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || d[RT_D_BF16] == 0)
+		return;
+	k->widen = true;
+	for (int i = 0; i < d[RT_D_NIN] + d[RT_D_NOUT]; i++)
+		if (rt_arg_bf16(d, i))
+			k->wide_at[i] = scratch_take(k, sizeof(float) * (size_t)arg_elems(d, i));
+}
+
+static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uint64_t step);
+
+/*
+ * A plain-C kernel on bf16 arguments, as the interpreter defines it:
+ * every bf16 input widened to float32 (exact), the float32 kernel, then
+ * every output and every input it updates in place rounded to bf16. All
+ * inputs are widened before anything is written, so an output over its
+ * dying input is safe.
+ */
+static void run_widened(const CpuState *s, const CpuKernel *k, void *const *a, uint64_t step)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN], nargs = nin + (int)d[RT_D_NOUT];
+	void *w[RT_MAX_ARGS] = {0};
+	for (int i = 0; i < nargs; i++) {
+		w[i] = rt_arg_bf16(d, i) ? (char *)s->scratch + k->wide_at[i] : a[i];
+		if (rt_arg_bf16(d, i) && i < nin)
+			widen_bf16(w[i], a[i], arg_elems(d, i));
+	}
+	run_plain(s, k, w, step);
+	for (int i = 0; i < nargs; i++)
+		if (rt_arg_bf16(d, i) && (i >= nin || (op_info[k->op].inplace >> i & 1)))
+			narrow_bf16(a[i], w[i], arg_elems(d, i));
+}
+
 static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uint64_t step)
 {
 	const int64_t *d = k->desc;
@@ -1436,7 +1533,7 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_RESHAPE:
 		if (a[1] != a[0])
-			cpu_copy(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0));
+			cpu_copy(a[1], a[0], (size_t)rt_arg_bytes(d, 0)); /* the bytes, in either type */
 		break;
 	case RT_OP_BIAS_GRAD:
 		run_bias_grad(d, a);
@@ -1538,9 +1635,11 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_BATCHNORM_BWD:
 	case RT_OP_SOFTMAX:
 	case RT_OP_SOFTMAX_BWD:
+	case RT_OP_CAST:
+		run_cast(d, a);
+		break;
 	case RT_OP_ADD:
 	case RT_OP_CONCAT:
-	case RT_OP_CAST:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, op_name(k->op));
 	}
@@ -1682,11 +1781,12 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_MERGE_HEADS:
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
+	case RT_OP_CAST:
 		break; /* plain C: the description is all it needs */
-	case RT_OP_CAST: /* the compiler builds float32 programs only (bf16 is interpreted) */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}
+	plan_widening(k);
 	creating_id = -1;
 	if (k->scratch > s->scratch_size) {
 		void *p;
@@ -1714,7 +1814,10 @@ void cpu_launch(void *state, void *kernel, void *const *args, uint64_t step)
 	CpuState *s = state;
 	CpuKernel *k = kernel;
 	if (!k->prim) {
-		run_plain(s, k, args, step);
+		if (k->widen)
+			run_widened(s, k, args, step);
+		else
+			run_plain(s, k, args, step);
 		return;
 	}
 	char *scratch = s->scratch; /* set at every launch: it moves when a later kernel needs more */

@@ -900,6 +900,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	k->op = (RtOp)desc[RT_D_OP];
 	memcpy(k->desc, desc, sizeof k->desc);
 	snprintf(k->impl, sizeof k->impl, "CUDA");
+	if (desc[RT_D_BF16])
+		RT_ICE("kernel %d (%s): bf16 arguments, and this runtime has float32 kernels only", id, op_name(k->op));
 	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
 	int nin = (int)desc[RT_D_NIN];
 	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),
@@ -1018,7 +1020,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* our own kernels and copies: the description is all they need */
-	case RT_OP_CAST: /* the compiler builds float32 programs only (bf16 is interpreted) */
+	case RT_OP_CAST: /* the compiler builds float32 programs only for the GPU (bf16 runs on the CPU) */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

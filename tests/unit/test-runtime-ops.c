@@ -12,7 +12,9 @@
  * every input an op updates in place, must agree:
  * max |a - b| <= 1e-4 * max(1, max |ref|). Every op of ops.def must be
  * covered. The cases with convolutions run twice: with oneDNN's blocked
- * layouts (and reorders), and with AUTOTM_CONV_LAYOUT=plain.
+ * layouts (and reorders), and with AUTOTM_CONV_LAYOUT=plain. Then every
+ * case runs again in bf16 (autocast's casts and bf16 kernels), each node
+ * with a bf16 argument within 1e-2 (opcheck.h).
  *
  * Part 2, whole programs: a naive memory plan (weights and optimizer
  * state in the slow pool, everything else in the fast pool), then what a
@@ -328,6 +330,11 @@ int main(int argc, char **argv)
 		if (strstr(op_cases[i].layers, "conv("))
 			opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
 	unsetenv("AUTOTM_CONV_LAYOUT");
+	/* every case again as a bf16 graph: its bf16 kernels (and the rest as before) */
+	test_precision = PREC_BF16;
+	for (int i = 0; i < nop_cases; i++)
+		opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
+	test_precision = PREC_FP32;
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");

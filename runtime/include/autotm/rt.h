@@ -77,6 +77,7 @@ enum RtDescField {
 	RT_D_TRANS_A, RT_D_TRANS_B, /* matmul: a, b read transposed (0 or 1) */
 	RT_D_ALPHA,     /* matmul: the product's factor (double bits) */
 	RT_D_LO, RT_D_HI, /* clamp: the range (double bits) */
+	RT_D_BF16,      /* bit i set: argument i holds bfloat16 (autotm/rt.h's rt_arg_bf16); clear: float32 */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
@@ -98,6 +99,21 @@ enum { RT_ALGO_WS_ARG = 1 << 16 }; /* RT_D_ALGO: the workspace is passed after t
 /* The dimensions of argument i of a description. */
 #define RT_ARG_NDIM(desc, i) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i)])
 #define RT_ARG_DIM(desc, i, d) ((desc)[RT_D_ARGS + (1 + RT_MAX_DIMS) * (i) + 1 + (d)])
+
+/* Whether argument i of a description holds bfloat16 (2 bytes an element) rather than float32 (4). */
+static inline int rt_arg_bf16(const int64_t *desc, int i)
+{
+	return (int)((uint64_t)desc[RT_D_BF16] >> i & 1u);
+}
+
+/* The bytes of argument i of a description: its elements in its type (ids are 4 bytes as floats are). */
+static inline int64_t rt_arg_bytes(const int64_t *desc, int i)
+{
+	int64_t n = 1;
+	for (int64_t d = 0; d < RT_ARG_NDIM(desc, i); d++)
+		n *= RT_ARG_DIM(desc, i, d);
+	return n * (rt_arg_bf16(desc, i) ? 2 : 4);
+}
 
 /*
  * The argument of a kernel that holds integer ids (int32), or -1; *range:
