@@ -33,6 +33,11 @@
 #     times longer, and moves then fitted within single kernels.
 # The interpreter runs in float32 mode (every result rounded to float32).
 #
+# `e2e-check.sh MODEL bf16` does all of it with --precision bf16: the
+# programs against the bf16 interpreter within 1e-2 instead of 1e-4 (a
+# bf16 result that a kernel sums in another order may round to the
+# neighbouring bf16), and every placement still bitwise equal to all-fast.
+#
 # The GPT is compared kernel by kernel too: AdamW moves a weight whose
 # gradient is rounding noise (attention's key bias: its exact gradient is
 # 0) by steps that no two float32 computations repeat, so its final
@@ -56,6 +61,12 @@ work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/e2e.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 fails=0
 
+# MODEL bf16: everything in --precision bf16, the programs against the bf16 interpreter within 1e-2
+prec=() tol=1e-4
+if [ "${2:-}" = bf16 ]; then
+    prec=(--precision bf16) tol=1e-2
+fi
+
 losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
 
 check_model() { # NAME STEPS-COMPARED FILE ARGS...
@@ -63,11 +74,11 @@ check_model() { # NAME STEPS-COMPARED FILE ARGS...
     shift 3
     local d=$work/$name
     mkdir -p "$d"
-    if ! "$autotmc" interpret "$file" "$@" --iters 3 --save-weights "$d/ref.st" >"$d/ref.out" 2>&1; then
+    if ! "$autotmc" interpret "$file" "$@" "${prec[@]}" --iters 3 --save-weights "$d/ref.st" >"$d/ref.out" 2>&1; then
         echo "FAIL: $name: interpreter"; cat "$d/ref.out"; fails=$((fails + 1)); return
     fi
     for opt in all-fast spill-all; do
-        if ! "$autotmc" build "$file" "$@" --optimizer $opt -o "$d/$opt" >"$d/$opt.build" 2>&1 ||
+        if ! "$autotmc" build "$file" "$@" "${prec[@]}" --optimizer $opt -o "$d/$opt" >"$d/$opt.build" 2>&1 ||
            ! "$d/$opt" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/$opt.st" >"$d/$opt.out" 2>&1; then
             echo "FAIL: $name: $opt program"; cat "$d/$opt.build" "$d/$opt.out" 2>/dev/null | tail -20
             fails=$((fails + 1)); return
@@ -76,14 +87,14 @@ check_model() { # NAME STEPS-COMPARED FILE ARGS...
     local ok=1
     paste <(losses "$d/ref.out") <(losses "$d/all-fast.out") >"$d/pairs"
     if [ "$(wc -l <"$d/pairs")" -ne 3 ] ||
-       ! head -n "$compared" "$d/pairs" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * ($1 < 0 ? -$1 : $1)) exit 1 }'; then
+       ! head -n "$compared" "$d/pairs" | awk -v tol=$tol '{ d = $1 - $2; if (d < 0) d = -d; if (d > tol * ($1 < 0 ? -$1 : $1)) exit 1 }'; then
         echo "FAIL: $name: losses (interpreter, program), the first $compared compared:"; cat "$d/pairs"; ok=0
     fi
     if [ "$compared" = 3 ]; then
-        if ! "$compare" "$d/ref.st" "$d/all-fast.st" 1e-4 >"$d/cmp" 2>&1; then
+        if ! "$compare" "$d/ref.st" "$d/all-fast.st" $tol >"$d/cmp" 2>&1; then
             echo "FAIL: $name: final weights against the interpreter"; cat "$d/cmp"; ok=0
         fi
-    elif ! "$builddir/tests/unit/test-runtime-ops" --model "$file" "$@" >"$d/cmp.log" 2>&1; then
+    elif ! "$builddir/tests/unit/test-runtime-ops" --model "$file" "$@" "${prec[@]}" >"$d/cmp.log" 2>&1; then
         echo "FAIL: $name: kernels in lockstep with the interpreter"; grep -v '^ok' "$d/cmp.log" | tail -20; ok=0
     else
         echo "$(grep -c '^ok' "$d/cmp.log") kernels match the interpreter in lockstep" >"$d/cmp"
@@ -108,7 +119,7 @@ check_auto_plan() {
     # the fast-tier times are measured, so the plan varies
     for ratio in 1:1 4:1 2:1 8:1 1:2 1:3 3:2; do
         size=(--optimizer auto --ratio "$ratio" --hw "$srcdir/tests/e2e/span-tier.hw" --solver-time 10)
-        if ! n=$("$autotmc" schedule "$file" "$@" "${size[@]}" --json 2>"$d/$kind.err" | python3 -c "
+        if ! n=$("$autotmc" schedule "$file" "$@" "${prec[@]}" "${size[@]}" --json 2>"$d/$kind.err" | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
 print($count)"); then
@@ -120,7 +131,7 @@ print($count)"); then
         echo "FAIL: $name: auto has no $what at any ratio: the check tests nothing"
         fails=$((fails + 1)); return
     fi
-    if ! "$autotmc" build "$file" "$@" "${size[@]}" -o "$d/$kind" >"$d/$kind.build" 2>&1 ||
+    if ! "$autotmc" build "$file" "$@" "${prec[@]}" "${size[@]}" -o "$d/$kind" >"$d/$kind.build" 2>&1 ||
        ! "$d/$kind" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/$kind.st" >"$d/$kind.out" 2>&1; then
         echo "FAIL: $name: auto program with $what"; tail -20 "$d/$kind.build" "$d/$kind.out"
         fails=$((fails + 1)); return
@@ -151,7 +162,7 @@ check_recompute() { # NAME FILE ARGS...
     for opt in auto recompute checkpoint; do
         local size=(--ratio 1:1 --hw "$srcdir/tests/e2e/slow-tier.hw" --solver-time 10)
         [ $opt = checkpoint ] && size=(--segments 2)
-        if ! "$autotmc" build "$file" "$@" --optimizer $opt "${size[@]}" -o "$d/$opt" >"$d/$opt.build" 2>&1 ||
+        if ! "$autotmc" build "$file" "$@" "${prec[@]}" --optimizer $opt "${size[@]}" -o "$d/$opt" >"$d/$opt.build" 2>&1 ||
            ! "$d/$opt" --iters 3 --threads 2 --slow-dir "$d" --save-weights "$d/$opt.st" >"$d/$opt.out" 2>&1; then
             echo "FAIL: $name: $opt program"; cat "$d/$opt.build" "$d/$opt.out" 2>/dev/null | tail -20; ok=0; continue
         fi
@@ -187,7 +198,7 @@ case ${1:-} in
         check_model gpt 1 "$@" && check_recompute gpt "$@" && check_spans gpt "$@" ;;
     densenet201) check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001 ;;
     inception_v3) check_model inception_v3 1 "$ex/inception_v3.net" -D batch=2 -D size=96 -D lr=0.001 ;;
-    *) echo "usage: e2e-check.sh mlp|test_vgg|resnet50|densenet201|inception_v3|dropout|gpt" >&2; exit 2 ;;
+    *) echo "usage: e2e-check.sh mlp|test_vgg|resnet50|densenet201|inception_v3|dropout|gpt [bf16]" >&2; exit 2 ;;
 esac
 echo "$fails failed"
 [ $fails -eq 0 ]

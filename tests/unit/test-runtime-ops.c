@@ -274,7 +274,7 @@ static int run_model(const char *path, const Define *defs, int ndefs)
 	Arena a = {0};
 	static const char *dirs[1];
 	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
-	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .defines = defs, .ndefines = ndefs};
+	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .defines = defs, .ndefines = ndefs, .precision = test_precision};
 	Graph *g = elaborate(path, &eo, &a);
 	if (!g) {
 		arena_free(&a);
@@ -308,9 +308,13 @@ int main(int argc, char **argv)
 		Define defs[16];
 		int nd = 0;
 		for (int i = 3; i + 1 < argc && nd < 16; i += 2) {
+			if (strcmp(argv[i], "--precision") == 0 && strcmp(argv[i + 1], "bf16") == 0) {
+				test_precision = PREC_BF16;
+				continue;
+			}
 			char *eq = strchr(argv[i + 1], '=');
 			if (strcmp(argv[i], "-D") != 0 || !eq) {
-				fprintf(stderr, "usage: test-runtime-ops [--model FILE [-D NAME=VALUE]...]\n");
+				fprintf(stderr, "usage: test-runtime-ops [--model FILE [-D NAME=VALUE]... [--precision bf16]]\n");
 				return 2;
 			}
 			*eq = '\0';
