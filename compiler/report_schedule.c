@@ -224,6 +224,7 @@ void schedule_json(FILE *f, const Graph *g, const Placement *p, const Timeline *
 	const Schedule *s = p->s;
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "model", g->model);
+	cJSON_AddStringToObject(root, "precision", precision_name(g->precision));
 	cJSON_AddStringToObject(root, "optimizer", placement_name(p));
 	cJSON_AddStringToObject(root, "times", cm->source);
 	cJSON_AddBoolToObject(root, "modeled", cm->modeled);
@@ -529,8 +530,11 @@ void schedule_plan(FILE *f, const Schedule *s, const Placement *p, const CostMod
 	char spanning[48] = "";
 	if (ms.nspanning)
 		snprintf(spanning, sizeof spanning, ", %d over several kernels", ms.nspanning);
-	fprintf(f, "placement: %s; %d moves (%d async%s), %s to fast, %s to slow\n", placement_name(p), ms.nmoves,
-	        ms.nasync, spanning, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1),
+	char prec[16] = "";
+	if (s->precision != PREC_FP32)
+		snprintf(prec, sizeof prec, " in %s", precision_name(s->precision));
+	fprintf(f, "placement: %s%s; %d moves (%d async%s), %s to fast, %s to slow\n", placement_name(p), prec,
+	        ms.nmoves, ms.nasync, spanning, fmt_bytes(ms.bytes_to_fast, b1, sizeof b1),
 	        fmt_bytes(ms.bytes_to_slow, b2, sizeof b2));
 	if (ms.nmoves == 0 && p->recomputes.n == 0 && p->slow_bytes > 0 && !cm->kernels_fast && !cm->modeled &&
 	    tiers_alike(s, cm))
@@ -680,6 +684,7 @@ char *schedule_record(const Graph *g, const Schedule *s, const Placement *p, con
 	cJSON_AddStringToObject(r, "model", g->model);
 	cJSON_AddStringToObject(r, "source", source);
 	cJSON_AddStringToObject(r, "optimizer", placement_name(p));
+	cJSON_AddStringToObject(r, "precision", precision_name(g->precision));
 	cJSON_AddNumberToObject(r, "num_nodes", g->nodes.n);
 	cJSON_AddNumberToObject(r, "peak_live_bytes", (double)s->peak);
 	cJSON_AddNumberToObject(r, "fast_pool_lower_bound", (double)memplan_fast_peak(p, a));

@@ -84,6 +84,7 @@ Schedule *schedule_graph(const Graph *g, Arena *a)
 {
 	int n = g->nodes.n;
 	Schedule *s = arena_alloc(a, sizeof *s);
+	s->precision = g->precision;
 	s->n = n;
 	s->order = arena_array(a, (size_t)n, sizeof(Node *));
 	s->pos = arena_array(a, (size_t)n, sizeof(int));

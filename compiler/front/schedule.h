@@ -13,6 +13,7 @@ typedef struct Interval {
 } Interval;
 
 typedef struct Schedule {
+	Precision precision; /* its graph's (the type of the bf16 programs' activations) */
 	Node **order;     /* nodes in execution order */
 	int n;            /* number of steps (= nodes) */
 	int *pos;         /* node id -> step */
