@@ -15,10 +15,9 @@ static inline uint16_t bf16_from_f32(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof u);
-	if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep the sign, make it quiet */
-		return (uint16_t)((u >> 16) | 0x40u);
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
+	uint32_t nan = (u >> 16) | 0x40u;                /* NaN: keep the sign, make it quiet */
+	uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded); /* a select: loops vectorise */
 }
 
 /* The float32 a bfloat16 stands for (exact). */

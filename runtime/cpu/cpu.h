@@ -7,6 +7,7 @@
  *   cpu/pool.c     memory: DRAM, memkind (pmem, DAX) and NUMA pools
  *   cpu/move.c     copies: blocking moves, the copy thread; host staging
  *   cpu/kernels.c  kernels: oneDNN primitives and plain C
+ *   cpu/batchnorm.c   batch normalisation (plain C, float32 and bf16)
  */
 #ifndef AUTOTM_CPU_H
 #define AUTOTM_CPU_H
@@ -52,5 +53,10 @@ const char *cpu_impl_name(void *kernel);
 int64_t cpu_scratch_bytes(void *state);
 int64_t cpu_kernel_scratch(void *kernel);
 void cpu_sync(void *state);
+
+/* ---- batch normalisation (cpu/batchnorm.c): kernels of cpu/kernels.c ------ */
+
+void cpu_batchnorm(const int64_t *desc, void *const *args);
+void cpu_batchnorm_bwd(const int64_t *desc, void *const *args);
 
 #endif

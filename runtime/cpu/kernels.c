@@ -31,9 +31,11 @@
  * interpreter defines and oneDNN's workspace does not promise), bias
  * gradient, dropout (its mask is a hash of seed, step and index, shared
  * with the interpreter), slice, reshape, the loss and its gradient (in
- * double), the gradients' norm and the updates (in place, base/optim.h). Those loops are written so
- * that gcc vectorises them (contiguous inner loops, `omp simd` for the
- * reductions) and split across the OpenMP threads when large.
+ * double), the gradients' norm and the updates (in place, base/optim.h);
+ * and plain C where oneDNN's primitive is slow on our plain layouts: batch
+ * normalisation (cpu/batchnorm.c). Those loops are written so that gcc
+ * vectorises them (contiguous inner loops, `omp simd` for the reductions)
+ * and split across the OpenMP threads when large.
  *
  * Kernels are deterministic: with the same thread count a kernel gives
  * the same bits wherever its tensors are (no partial sums combined in the
@@ -210,17 +212,6 @@ static dnnl_memory_desc_t md_flat(const int64_t *desc, int i)
 {
 	int64_t n = arg_elems(desc, i);
 	return md_dims(1, &n, arg_dt(desc, i));
-}
-
-/* Argument i [N, C, ...] as [N, C, rest, 1] (batchnorm on 2-D, 3-D and 4-D data). */
-static dnnl_memory_desc_t md_nc_rest(const int64_t *desc, int i)
-{
-	int64_t dims[4] = {RT_ARG_DIM(desc, i, 0), dim_or_1(desc, i, 1), inner_elems(desc, i, 2), 1};
-	if (RT_ARG_NDIM(desc, i) == 4) {
-		dims[2] = RT_ARG_DIM(desc, i, 2);
-		dims[3] = RT_ARG_DIM(desc, i, 3);
-	}
-	return md_dims(4, dims, arg_dt(desc, i));
 }
 
 /* Convolution weights [O, C/g, kh, kw] of argument i, as [g, O/g, C/g, kh, kw] with groups. */
@@ -611,63 +602,6 @@ static void make_pool_bwd(CpuState *s, CpuKernel *k, bool global)
 	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
 	bind(s, k, pd, DNNL_ARG_DIFF_DST, 0);
 	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 1);
-	finish(s, k, pd);
-}
-
-/*
- * Batch normalisation in training mode with separate scale (weight) and
- * shift (bias) tensors (dnnl_use_scale | dnnl_use_shift; the packed
- * scale-shift of older oneDNN is not needed). oneDNN stores the batch
- * mean and the biased batch variance - not 1/sqrt(var + eps) - which is
- * what ops.def asks for.
- */
-static const unsigned bn_flags = dnnl_use_scale | dnnl_use_shift;
-
-static void bn_fwd_desc(const int64_t *d, dnnl_batch_normalization_desc_t *bd, int x)
-{
-	dnnl_memory_desc_t xm = md_nc_rest(d, x);
-	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(bd, dnnl_forward_training, &xm,
-	                                                      (float)attr_f64(d, RT_D_EPS), bn_flags));
-}
-
-/* batchnorm: x, weight, bias -> y, mean, variance */
-static void make_batchnorm(CpuState *s, CpuKernel *k)
-{
-	dnnl_batch_normalization_desc_t bd;
-	bn_fwd_desc(k->desc, &bd, 0);
-	dnnl_primitive_desc_t pd = make_pd(s, &bd, NULL);
-	bind(s, k, pd, DNNL_ARG_SRC, 0);
-	bind(s, k, pd, DNNL_ARG_SCALE, 1);
-	bind(s, k, pd, DNNL_ARG_SHIFT, 2);
-	bind(s, k, pd, DNNL_ARG_DST, 3);
-	bind(s, k, pd, DNNL_ARG_MEAN, 4);
-	bind(s, k, pd, DNNL_ARG_VARIANCE, 5);
-	bind_private(s, k, pd, DNNL_ARG_WORKSPACE, false);
-	finish(s, k, pd);
-}
-
-/* batchnorm_bwd: x, weight, mean, variance, dy -> dx, dweight, dbias */
-static void make_batchnorm_bwd(CpuState *s, CpuKernel *k)
-{
-	const int64_t *d = k->desc;
-	dnnl_batch_normalization_desc_t fd, bd;
-	bn_fwd_desc(d, &fd, 0);
-	dnnl_primitive_desc_t hint = make_pd(s, &fd, NULL);
-	dnnl_memory_desc_t x = md_nc_rest(d, 0), dy = md_nc_rest(d, 4);
-	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &dy, &x, (float)attr_f64(d, RT_D_EPS),
-	                                                       bn_flags));
-	dnnl_primitive_desc_t pd = make_pd(s, &bd, hint);
-	DNNL_CHECK(dnnl_primitive_desc_destroy(hint));
-	bind(s, k, pd, DNNL_ARG_SRC, 0);
-	bind(s, k, pd, DNNL_ARG_SCALE, 1);
-	bind(s, k, pd, DNNL_ARG_MEAN, 2);
-	bind(s, k, pd, DNNL_ARG_VARIANCE, 3);
-	bind(s, k, pd, DNNL_ARG_DIFF_DST, 4);
-	bind(s, k, pd, DNNL_ARG_DIFF_SRC, 5);
-	bind(s, k, pd, DNNL_ARG_DIFF_SCALE, 6);
-	bind(s, k, pd, DNNL_ARG_DIFF_SHIFT, 7);
-	bind_private(s, k, pd, DNNL_ARG_SHIFT, true); /* not used by the gradient, but may be asked for */
-	bind_private(s, k, pd, DNNL_ARG_WORKSPACE, true);
 	finish(s, k, pd);
 }
 
@@ -1474,7 +1408,8 @@ static void narrow_bf16(uint16_t *dst, const float *src, int64_t n)
 static void plan_widening(CpuKernel *k)
 {
 	const int64_t *d = k->desc;
-	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || d[RT_D_BF16] == 0)
+	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
+	    k->op == RT_OP_BATCHNORM_BWD || d[RT_D_BF16] == 0)
 		return;
 	k->widen = true;
 	for (int i = 0; i < d[RT_D_NIN] + d[RT_D_NOUT]; i++)
@@ -1602,6 +1537,12 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_BATCHNORM_STATS:
 		run_bn_stats(d, a);
 		break;
+	case RT_OP_BATCHNORM:
+		cpu_batchnorm(d, a);
+		break;
+	case RT_OP_BATCHNORM_BWD:
+		cpu_batchnorm_bwd(d, a);
+		break;
 	case RT_OP_BATCHNORM_EVAL:
 		run_bn_eval(d, a);
 		break;
@@ -1631,8 +1572,6 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_AVGPOOL_BWD:
 	case RT_OP_GLOBALAVGPOOL:
 	case RT_OP_GLOBALAVGPOOL_BWD:
-	case RT_OP_BATCHNORM:
-	case RT_OP_BATCHNORM_BWD:
 	case RT_OP_SOFTMAX:
 	case RT_OP_SOFTMAX_BWD:
 	case RT_OP_CAST:
@@ -1719,8 +1658,15 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_GLOBALAVGPOOL: make_pool(s, k, dnnl_pooling_avg_include_padding, true); break;
 	case RT_OP_AVGPOOL_BWD: make_pool_bwd(s, k, false); break;
 	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k, true); break;
-	case RT_OP_BATCHNORM: make_batchnorm(s, k); break;
-	case RT_OP_BATCHNORM_BWD: make_batchnorm_bwd(s, k); break;
+	case RT_OP_BATCHNORM:
+		if (rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 3) || (desc[RT_D_BF16] & ~(int64_t)011))
+			RT_ICE("kernel %d: batchnorm's x and y in different types, or bf16 statistics", id);
+		break;
+	case RT_OP_BATCHNORM_BWD:
+		if (rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 4) || rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 5) ||
+		    (desc[RT_D_BF16] & ~(int64_t)061))
+			RT_ICE("kernel %d: batchnorm_bwd's x, dy and dx in different types, or bf16 statistics", id);
+		break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
