@@ -5,12 +5,16 @@
 #   bench/setup.sh                     # once: PyTorch from PyPI in bench/.venv
 #   bench/cpu_step.sh [--threads T] [--iters N] [--warmup W] [--rounds R]
 #                     [--only NAME[,NAME...]] [--no-torch-profile]
-#                     [--wait-idle S] [--retry K]
+#                     [--wait-idle S] [--retry K] [--precision fp32|bf16]
 #
 # Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
 # (examples/test_vgg.net), vgg-b64 (-D batch=64), tinygpt-b16
 # (examples/tinygpt.net), gpt6x512-b8 (examples/gpt2.net at 6 layers of 8
-# heads, 512 wide, 256 positions, GPT-2's vocabulary).  For each, the autotmc
+# heads, 512 wide, 256 positions, GPT-2's vocabulary), and the torchvision CNNs
+# resnet50-b8, densenet201-b8, inception_v3-b8 (examples/*.net; PyTorch's side
+# is bench/gpu/torch_gpu.py --device cpu) and vgg19-b4.  --precision bf16
+# trains both sides in mixed precision: autotmc --precision bf16, PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16).  For each, the autotmc
 # program is built once, then R rounds each run the autotmc program (W + N
 # steps, --results) and bench/torch_step.py (W warm-up + N timed steps),
 # alternating which goes first.  A workload's figure is the median over the
@@ -41,6 +45,7 @@ only=
 torch_profile=1
 idle_wait=0
 retry=0
+precision=fp32
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--no-torch-profile) torch_profile=0; shift ;;
 	--wait-idle) idle_wait=$2; shift 2 ;;
 	--retry) retry=$2; shift 2 ;;
+	--precision) precision=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "cpu_step.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -72,7 +78,14 @@ workloads=(
 	"vgg-b64|examples/test_vgg.net|-D batch=64|--model test_vgg --batch 64"
 	"tinygpt-b16|examples/tinygpt.net||--model gpt --batch 16 --layers 4 --heads 4 --width 128 --vocab 256 --seq 64 --beta2 0.99"
 	"gpt6x512-b8|examples/gpt2.net|-D n_layer=6 -D n_head=8 -D n_embd=512 -D seq=256 -D batch=8|--model gpt --batch 8 --layers 6 --heads 8 --width 512 --vocab 50257 --seq 256"
+	"resnet50-b8|examples/resnet50.net|-D batch=8|gpu/torch_gpu.py --device cpu --model resnet50 --batch 8"
+	"densenet201-b8|examples/densenet201.net|-D batch=8|gpu/torch_gpu.py --device cpu --model densenet201 --batch 8"
+	"inception_v3-b8|examples/inception_v3.net|-D batch=8|gpu/torch_gpu.py --device cpu --model inception_v3 --batch 8"
+	"vgg19-b4|examples/vgg19.net|-D batch=4|gpu/torch_gpu.py --device cpu --model vgg19 --batch 4"
 )
+# the PyTorch script of a workload: bench/torch_step.py unless its options name another
+torch_script() { case $1 in gpu/*) echo "bench/${1%% *}" ;; *) echo bench/torch_step.py ;; esac; }
+torch_args() { case $1 in gpu/*) echo "${1#* }" ;; *) echo "$1" ;; esac; }
 
 # busy: the share of all CPUs busy over one second, from /proc/stat.
 busy() {
@@ -135,7 +148,7 @@ measured() {
 	echo "pytorch: $("$py" -c 'import re, torch; c = torch.__config__.show(); m = re.search(r"Math Kernel Library Version (\S+)", c); d = re.search(r"MKL-DNN (v\S+)", c); print(torch.__version__, "from PyPI; MKL", m and m.group(1), "; oneDNN", d and d.group(1))' 2>/dev/null)"
 	echo "autotmc binary: $(date -u -r "$autotmc" '+%Y-%m-%d %H:%M UTC'); runtime library: $(date -u -r "$root/libautotmrt.a" '+%Y-%m-%d %H:%M UTC' 2>/dev/null || echo '?')"
 	echo "environment: OMP_WAIT_POLICY=${OMP_WAIT_POLICY-unset} GOMP_SPINCOUNT=${GOMP_SPINCOUNT-unset} OMP_PROC_BIND=${OMP_PROC_BIND-unset}"
-	echo "threads: $threads; steps per run: $warmup warm-up + $iters timed; rounds: $rounds"
+	echo "threads: $threads; steps per run: $warmup warm-up + $iters timed; rounds: $rounds; precision: $precision"
 } > "$out/machine.txt"
 cat "$out/machine.txt"
 echo
@@ -150,7 +163,7 @@ for w in "${workloads[@]}"; do
 	selected "$name" || continue
 	prog=$out/prog/$name
 	# shellcheck disable=SC2086
-	"$autotmc" build $defs "$net" -o "$prog" > "$out/$name.build.txt"
+	"$autotmc" build $defs "$net" --precision "$precision" -o "$prog" > "$out/$name.build.txt"
 	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json
 	for r in $(seq 1 "$rounds"); do
 		run_autotmc() {
@@ -159,18 +172,18 @@ for w in "${workloads[@]}"; do
 		}
 		run_torch() {
 			# shellcheck disable=SC2086
-			measured "$name torch $r" "$out/$name.torch.$r.json" "$py" bench/torch_step.py $targs \
-				--threads "$threads" --warmup "$warmup" --iters "$iters"
+			measured "$name torch $r" "$out/$name.torch.$r.json" "$py" "$(torch_script "$targs")" \
+				$(torch_args "$targs") --precision "$precision" --threads "$threads" --warmup "$warmup" --iters "$iters"
 		}
 		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
 		echo "$name: round $r of $rounds done" >&2
 	done
 	measured "$name profile" "$out/$name.kernels.txt" "$prog" --iters $((warmup + iters)) \
 		--threads "$threads" --quiet --profile-kernels
-	if [ "$torch_profile" = 1 ]; then
+	if [ "$torch_profile" = 1 ] && [ "$(torch_script "$targs")" = bench/torch_step.py ]; then
 		wait_idle
 		# shellcheck disable=SC2086
-		"$py" bench/torch_step.py $targs --threads "$threads" --warmup "$warmup" \
+		"$py" bench/torch_step.py $targs --precision "$precision" --threads "$threads" --warmup "$warmup" \
 			--iters "$iters" --profile "$out/$name.torch-profile.txt" \
 			> /dev/null 2> "$out/$name.torch-profile.log"
 	fi

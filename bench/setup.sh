@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/setup.sh - the PyTorch that bench/cpu_step.sh compares autotmc with:
-# a virtualenv in bench/.venv with torch and numpy from PyPI.  Idempotent: a
+# a virtualenv in bench/.venv with torch, torchvision (the CNNs) and numpy from PyPI.  Idempotent: a
 # second run only checks that `import torch` works and prints the versions.
 #
 #   bench/setup.sh              # python3.11 (else python3) -m venv; pip install
@@ -22,8 +22,8 @@ torch_spec=${TORCH_SPEC:-torch==2.15.0}
 
 check() {
 	"$venv/bin/python" - <<'EOF'
-import torch, numpy
-print(f"torch {torch.__version__} (BLAS: {'MKL' if torch.backends.mkl.is_available() else 'not MKL'}, "
+import torch, torchvision, numpy
+print(f"torch {torch.__version__}, torchvision {torchvision.__version__} (BLAS: {'MKL' if torch.backends.mkl.is_available() else 'not MKL'}, "
       f"oneDNN: {torch.backends.mkldnn.is_available()}), numpy {numpy.__version__}, "
       f"threads {torch.get_num_threads()}")
 EOF
@@ -50,6 +50,6 @@ if [ ! -x "$venv/bin/python" ]; then
 	fi
 fi
 
-echo "bench/setup.sh: pip install $torch_spec numpy (from PyPI)"
-"$venv/bin/python" -m pip install "$torch_spec" numpy
+echo "bench/setup.sh: pip install $torch_spec torchvision numpy (from PyPI)"
+"$venv/bin/python" -m pip install "$torch_spec" torchvision numpy
 check

@@ -35,6 +35,10 @@ one-hot labels, the same batch every step, as in an autotmc program.
       gpt2.net, 0.99 with --beta2), weight decay 0.1, gradients clipped to
       norm 1 (clip_grad_norm_), lr 6e-4.
 
+--precision bf16 runs the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), mixed precision as PyTorch's
+users train (autotmc's --precision bf16).
+
 A step is: optimizer.zero_grad(), forward, loss, backward, (clipping,)
 optimizer.step(), timed with time.perf_counter() (CPU ops are synchronous).
 """
@@ -148,6 +152,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20, help="timed steps")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--profile", metavar="FILE",
                    help="after the timed steps, run --iters more under "
                         "torch.profiler and write its operator table to FILE")
@@ -176,8 +182,9 @@ def main():
 
     def step():
         opt.zero_grad()
-        out = model(x)
-        loss = F.cross_entropy(out.reshape(-1, classes), y.reshape(-1))
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            out = model(x)
+            loss = F.cross_entropy(out.reshape(-1, classes), y.reshape(-1))
         loss.backward()
         if args.model == "gpt":
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -207,6 +214,7 @@ def main():
     print(json.dumps({
         "framework": "pytorch",
         "model": args.model,
+        "precision": args.precision,
         "batch": args.batch,
         "lr": args.lr,
         "momentum": args.momentum,

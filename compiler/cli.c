@@ -143,7 +143,7 @@ static const Option options[] = {
 	{"precision", 0, V_PRECISION, F(precision), C_ALL, 0, 0, "P",
 	 "fp32 (default), or bf16: mixed precision as PyTorch's autocast (bf16 products,\n"
 	 "f32 softmax, norms, losses, weights and optimizer state; docs/training.md);\n"
-	 "bf16 runs in the interpreter so far (check, graph, interpret)"},
+	 "bf16 runs on the CPU backend and in the interpreter so far"},
 	/* placement */
 	{"optimizer", 0, V_OPTIMIZER, F(optimizer), C_PLACE, 0, 0, "O",
 	 "where tensors live: auto (moves and recomputation), recompute, static,\n"

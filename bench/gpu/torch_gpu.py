@@ -47,6 +47,11 @@ Modes:
                 lacks use_reentrant, the same segmentation with
                 checkpoint(use_reentrant=False))
 
+--precision bf16 runs the forward pass and the loss under
+torch.autocast(device_type=--device, dtype=torch.bfloat16), as users train in
+mixed precision (the backward pass follows autocast's casts); autotmc's
+counterpart is --precision bf16.
+
 TF32 is off (torch.backends.cuda.matmul.allow_tf32 = False,
 torch.backends.cudnn.allow_tf32 = False) unless --tf32, as in autotmc's
 programs (which turn it on only with AUTOTM_TF32=1).  cudnn.benchmark is on
@@ -222,6 +227,8 @@ def main():
     p.add_argument("--iters", type=int, default=10, help="timed steps (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: the forward pass and the loss under torch.autocast(dtype=torch.bfloat16)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 (default: off)")
     p.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
                    help="cudnn.benchmark = False (default: True)")
@@ -249,7 +256,7 @@ def main():
     import torch.nn.functional as F
 
     out = {"framework": "pytorch", "model": args.model, "batch": args.batch, "size": args.size,
-           "classes": args.classes, "mode": args.mode, "device": args.device,
+           "classes": args.classes, "mode": args.mode, "device": args.device, "precision": args.precision,
            "lr": args.lr, "momentum": args.momentum, "warmup": args.warmup,
            "iterations": args.iters, "status": "error"}
     if args.mode == "checkpoint":
@@ -299,8 +306,9 @@ def main():
             opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
 
         def loss_of(x, y):
-            out = forward(x)
-            return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+            with torch.autocast(device_type=args.device, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+                out = forward(x)
+                return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
         def step():
             opt.zero_grad(set_to_none=True)
