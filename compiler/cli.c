@@ -741,10 +741,12 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--eval-every needs --val DIR");
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
+	/* the GPU runtime's kernels are float32: a bf16 GPU step can be placed on a modeled GPU (--hw), not run */
+	bool modeled_plan = cmd == CMD_SCHEDULE && !s->gpu_profile && !s->export_path;
 	if (s->precision == PREC_BF16 && s->target == TARGET_GPU && cmd != CMD_CHECK && cmd != CMD_GRAPH &&
-	    cmd != CMD_INTERPRET)
+	    cmd != CMD_INTERPRET && !modeled_plan)
 		usage_error(cmd, "--precision bf16 runs on the CPU backend and in the interpreter so far: the GPU runtime's "
-		                 "kernels are float32 only");
+		                 "kernels are float32 only (a bf16 step can be placed on a modeled GPU: schedule --hw)");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

@@ -57,6 +57,7 @@ static const Key keys[] = {
 	{SEC_LINK, "latency", V_TIME, false},
 	{SEC_LINK, "async_fraction", V_FRACTION, false},
 	{SEC_COMPUTE, "flops", V_RATE, true},
+	{SEC_COMPUTE, "flops_bf16", V_RATE, false},
 	{SEC_COMPUTE, "launch", V_TIME, false},
 };
 
@@ -198,12 +199,12 @@ static bool parse_quantity(const char *path, int line, const char *key, const ch
 	return fail(err, errlen, path, line, "%s: unknown unit '%s' (%s)", key, u, unit_list(kind, list, sizeof list));
 }
 
-/* [compute]'s flops.OP = rate or bandwidth.OP = fraction: one op's own figure. */
+/* [compute]'s flops.OP = rate, flops_bf16.OP = rate or bandwidth.OP = fraction: one op's own figure. */
 static bool parse_op_key(const char *path, int line, const char *key, const char *val, HwModel *hw, char *err,
                          size_t errlen)
 {
-	bool flops = key[0] == 'f';
-	const char *name = key + (flops ? 6 : 10);
+	bool flops = key[0] == 'f', bf16 = strncmp(key, "flops_bf16.", 11) == 0;
+	const char *name = key + (bf16 ? 11 : flops ? 6 : 10);
 	int op = -1;
 	for (int i = 0; i < NUM_OPS && op < 0; i++)
 		if (strcmp(op_info[i].name, name) == 0)
@@ -211,7 +212,7 @@ static bool parse_op_key(const char *path, int line, const char *key, const char
 	if (op < 0)
 		return fail(err, errlen, path, line, "%s: no op is called '%s' (the names of ops.def, as in a profile)", key,
 		            name);
-	double *slot = flops ? &hw->op_flops[op] : &hw->op_bandwidth[op];
+	double *slot = bf16 ? &hw->op_flops_bf16[op] : flops ? &hw->op_flops[op] : &hw->op_bandwidth[op];
 	if (*slot > 0)
 		return fail(err, errlen, path, line, "%s is given twice in [compute]", key);
 	if (!*val)
@@ -277,7 +278,8 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 		char *key = trim(l), *val = trim(eq + 1);
 		if (!*key)
 			return fail(err, errlen, path, lineno, "a value without a key");
-		if (sec == SEC_COMPUTE && (strncmp(key, "flops.", 6) == 0 || strncmp(key, "bandwidth.", 10) == 0)) {
+		if (sec == SEC_COMPUTE && (strncmp(key, "flops.", 6) == 0 || strncmp(key, "flops_bf16.", 11) == 0 ||
+		                           strncmp(key, "bandwidth.", 10) == 0)) {
 			if (!parse_op_key(path, lineno, key, val, hw, err, errlen))
 				return false;
 			continue;
@@ -330,6 +332,8 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 			hw->async_fraction = x;
 		else if (strcmp(key, "flops") == 0)
 			hw->flop_rate = x;
+		else if (strcmp(key, "flops_bf16") == 0)
+			hw->flop_rate_bf16 = x;
 		else if (sec == SEC_COMPUTE && strcmp(key, "launch") == 0)
 			hw->launch = x;
 		else
@@ -398,6 +402,25 @@ const char *hw_find(const char *name, Arena *a, char *err, size_t errlen)
 	return NULL;
 }
 
+/* Whether node n computes on bf16 data: an input in bf16 (its products then run on bf16 units). */
+static bool node_bf16(const Node *n)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k]->dtype == DT_BF16)
+			return true;
+	return false;
+}
+
+double hw_flop_rate(const HwModel *hw, const Node *n)
+{
+	bool bf16 = node_bf16(n);
+	if (bf16 && hw->op_flops_bf16[n->op] > 0)
+		return hw->op_flops_bf16[n->op];
+	if (hw->op_flops[n->op] > 0)
+		return hw->op_flops[n->op];
+	return bf16 && hw->flop_rate_bf16 > 0 ? hw->flop_rate_bf16 : hw->flop_rate;
+}
+
 double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a)
 {
 	if (!(hw->flop_rate > 0))
@@ -405,7 +428,7 @@ double *hw_roofline_times(const HwModel *hw, const Graph *g, Arena *a)
 	double *t = arena_array(a, (size_t)g->nodes.n + 1, sizeof(double));
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
-		double rate = hw->op_flops[n->op] > 0 ? hw->op_flops[n->op] : hw->flop_rate;
+		double rate = hw_flop_rate(hw, n);
 		double eff = hw->op_bandwidth[n->op] > 0 ? hw->op_bandwidth[n->op] : 1;
 		Roofline r = {.flop_rate = rate, .fast_read = hw->fast.read_bw * eff, .fast_write = hw->fast.write_bw * eff,
 		              .slow_read = hw->slow.read_bw, .slow_write = hw->slow.write_bw, .async_factor = 1};

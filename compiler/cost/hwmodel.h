@@ -24,6 +24,8 @@
  *   flops = 51 TFLOP/s             FLOP/s, GFLOP/s, TFLOP/s (required in [compute])
  *   launch = 4 us                  added to every kernel
  *   flops.conv2d = 30 TFLOP/s      one op's own FLOP rate (any op of ops.def)
+ *   flops_bf16 = 990 TFLOP/s       instead of flops for a kernel with bf16 inputs (--precision bf16)
+ *   flops_bf16.conv2d = 330 TFLOP/s  one op's own rate with bf16 inputs (else its flops.OP)
  *   bandwidth.batchnorm = 0.4      the fraction of the fast tier's bandwidth one op reaches
  *
  * Every tier needs read_bandwidth and write_bandwidth; the rest is
@@ -59,11 +61,20 @@ typedef struct HwModel {
 	double flop_rate;        /* [compute] flops: FLOP/s of a kernel (0: no [compute] section) */
 	double launch;           /* [compute] launch: seconds added to every kernel */
 	double op_flops[NUM_OPS];     /* [compute] flops.OP: that op's FLOP/s (0: flop_rate) */
+	double flop_rate_bf16;        /* [compute] flops_bf16: FLOP/s of a kernel with bf16 inputs (0: as float32) */
+	double op_flops_bf16[NUM_OPS]; /* [compute] flops_bf16.OP: that op's with bf16 inputs (0: flop_rate_bf16) */
 	double op_bandwidth[NUM_OPS]; /* [compute] bandwidth.OP: fraction of the fast tier's bandwidth (0: all of it) */
 } HwModel;
 
 /* Parse the text of a hw file named path. False with "path:line: error: ..." in err. */
 bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t errlen);
+/*
+ * The FLOP rate [compute] gives node n: flops.OP, else flops; with a bf16
+ * input, flops_bf16.OP before both and flops_bf16 before flops (an op's
+ * own float32 figure still holds for its bf16 kernel unless it has a bf16
+ * one).
+ */
+double hw_flop_rate(const HwModel *hw, const Node *n);
 /* Read and parse a hw file. */
 bool hw_load(const char *path, HwModel *hw, char *err, size_t errlen);
 /*

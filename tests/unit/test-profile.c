@@ -239,6 +239,49 @@ static void test_hw_per_op(const Graph *g, Arena *a)
 	           other, bad);
 }
 
+/*
+ * [compute]'s bf16 lines: a node with a bf16 input takes its op's
+ * flops_bf16.OP, else its op's float32 flops.OP, else flops_bf16; a
+ * float32 node never takes a bf16 figure.
+ */
+static void test_hw_bf16(void)
+{
+	static const char text[] = "[fast]\nread_bandwidth = 1 TB/s\nwrite_bandwidth = 1 TB/s\n"
+	                           "[slow]\nread_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n"
+	                           "[compute]\nflops = 1 TFLOP/s\nflops.conv2d = 0.5 TFLOP/s\n"
+	                           "flops.batchnorm = 2 TFLOP/s\nflops_bf16 = 8 TFLOP/s\nflops_bf16.conv2d = 4 TFLOP/s\n";
+	char err[512] = "";
+	HwModel hw;
+	if (!test_check(hw_parse("bf16.hw", text, &hw, err, sizeof err), "a hw file with bf16 rates parses%s%s",
+	                err[0] ? ": " : "", err))
+		return;
+	Tensor f32 = {.dtype = DT_F32}, bf16 = {.dtype = DT_BF16};
+	Tensor *in32[2] = {&f32, &f32}, *in16[2] = {&f32, &bf16};
+	static const struct {
+		Op op;
+		bool bf16;
+		double want; /* TFLOP/s */
+	} cases[] = {
+		{OP_CONV2D, false, 0.5}, {OP_CONV2D, true, 4}, {OP_BATCHNORM, true, 2}, {OP_RELU, true, 8}, {OP_RELU, false, 1},
+	};
+	int bad = 0;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		Node n = {.op = cases[i].op, .in = cases[i].bf16 ? in16 : in32, .nin = 2};
+		double r = hw_flop_rate(&hw, &n);
+		if (r != cases[i].want * 1e12) {
+			bad++;
+			printf("  %s with %s inputs: %g TFLOP/s, expected %g\n", op_info[cases[i].op].name,
+			       cases[i].bf16 ? "bf16" : "float32", r / 1e12, cases[i].want);
+		}
+	}
+	test_check(bad == 0, "bf16 rates: flops_bf16.conv2d, then batchnorm's float32 figure, then flops_bf16; "
+	                     "float32 nodes as before (%d wrong)", bad);
+	bool ok = hw_parse("bad.hw", "[fast]\nread_bandwidth = 1 TB/s\nwrite_bandwidth = 1 TB/s\n[slow]\n"
+	                   "read_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n[compute]\nflops = 1 TFLOP/s\n"
+	                   "flops_bf16.conv3d = 1 TFLOP/s\n", &hw, err, sizeof err);
+	test_check(!ok && strstr(err, "bad.hw:9: error: flops_bf16.conv3d: no op is called 'conv3d'"), "%s", err);
+}
+
 /* ---- the database ---------------------------------------------------------------------- */
 
 static void test_db_errors(void)
@@ -463,6 +506,7 @@ int main(int argc, char **argv)
 	} else {
 		test_signatures(g, s, &a);
 		test_hw_per_op(g, &a);
+		test_hw_bf16();
 		test_profiler(g, s, &a);
 		test_profile_and_models(g, s, &a);
 	}
