@@ -15,7 +15,8 @@
 #            (median over the last N steps; the program's own actual_runtime,
 #            the median over all W+N, is kept too)
 #   pytorch  PYTHON torch_gpu.py --model M --batch B --size S --mode MODE
-#            --warmup W --iters N   (TF32 off, cudnn.benchmark on)
+#            --warmup W --iters N   (TF32 off, cudnn.benchmark on; a mode
+#            MODE-bf16 runs MODE with --precision bf16: autocast bf16)
 #
 # in this order: autotm-gpu-profile on one kernel (the link's bandwidth,
 # DIR/link.gpu.tsv), when the package has the profiler; every non-um run of
@@ -148,8 +149,11 @@ run_one() {
 		rc=$?
 	else
 		# shellcheck disable=SC2086
+		# MODE-bf16: MODE under torch.autocast(dtype=torch.bfloat16)
+		prec=fp32
+		[ "${mode%-bf16}" = "$mode" ] || prec=bf16
 		timeout -k 10 "$timeout_s" "$py" "$pkg/torch_gpu.py" --model "$model" --batch "$batch" --size "$size" \
-			--mode "$mode" --warmup "$warmup" --iters "$iters" $bench_flag > "$raw" 2> "$log"
+			--mode "${mode%-bf16}" --precision "$prec" --warmup "$warmup" --iters "$iters" $bench_flag > "$raw" 2> "$log"
 		rc=$?
 	fi
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
