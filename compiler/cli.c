@@ -186,6 +186,9 @@ static const Option options[] = {
 	{"output", 'o', V_OUTPUT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
 	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
 	 "rewritten after every run"},
+	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
+	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"
+	 "allow_tf32 (default: off, full float32)"},
 	{"emit-llvm", 0, V_FLAG, F(emit_llvm), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "also write the LLVM module (PROG.ll, or beside the cached program)"},
 	{"train", 0, V_FLAG, F(train), C(GRAPH), 0, 0, NULL,
@@ -739,6 +742,8 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--resume loads the weights from the checkpoint; give it or --weights, not both");
 	if (s->eval_every && !s->val)
 		usage_error(cmd, "--eval-every needs --val DIR");
+	if (s->tf32 && s->target != TARGET_GPU)
+		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
 	/* the GPU runtime's kernels are float32: a bf16 GPU step can be placed on a modeled GPU (--hw), not run */

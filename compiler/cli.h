@@ -66,6 +66,7 @@ typedef struct Settings {
 	/* what to write or show */
 	const char *output;       /* -o: build's program, sweep's results */
 	bool emit_llvm;           /* --emit-llvm */
+	bool tf32;                /* --tf32 */
 	bool json, dot, train;    /* --json, --dot, --train */
 	bool summary;             /* schedule --summary */
 	const char *trace, *plot; /* schedule --trace, --plot */

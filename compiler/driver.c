@@ -82,7 +82,7 @@ static EmitOptions emit_options(const Compilation *c, Arena *a)
 	EmitOptions o = {
 		.record = schedule_record(c->g, c->sched, c->place, c->cm, &c->st, c->set->target, c->set->file, a),
 		.predicted_seconds = um ? 0 : placement_predict(c->place, c->cm, NULL),
-		.program_flags = um ? RT_PROGRAM_MANAGED : 0,
+		.program_flags = (um ? RT_PROGRAM_MANAGED : 0) | (c->set->tf32 ? RT_PROGRAM_TF32 : 0),
 	};
 	if (c->g->eval) { /* an evaluation program */
 		o.program_flags |= RT_PROGRAM_EVAL_ONLY;

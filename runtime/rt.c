@@ -529,6 +529,8 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	int64_t scratch_budget = -1;
 	if (program->fast_limit > 0 && !(program->flags & RT_PROGRAM_MANAGED))
 		scratch_budget = program->fast_limit > ctx->fast.bytes ? program->fast_limit - ctx->fast.bytes : 0;
+	if ((program->flags & RT_PROGRAM_TF32) && setenv("AUTOTM_TF32", "1", 1) != 0)
+		rt_fatal("cannot set AUTOTM_TF32 for --tf32: %s", strerror(errno));
 	ctx->kernel_state = b->kernels.open(ctx->opt.threads, scratch_budget);
 	if (program->nkernels > 0) {
 		ctx->nkernel_slots = program->nkernels;

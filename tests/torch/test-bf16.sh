@@ -9,7 +9,9 @@
 # compiled CPU program against PyTorch's autocast on the float32 graph
 # (--autocast --run), what a user compares against. Then the bytes: a
 # bf16 ResNet-50 at batch 32 needs at most 0.56 of fp32's peak; and the
-# GPU backend, whose kernels are float32 only, refuses bf16 with a message.
+# GPU backend, whose kernels are float32 only, refuses bf16 with a message
+# except to place it on a modeled GPU; --tf32 is the GPU's and sets the
+# program's flag.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 autotmc=${AUTOTMC:-$srcdir/autotmc}
@@ -37,7 +39,18 @@ if [ -z "$p32" ] || [ -z "$p16" ] || [ $((p16 * 100)) -gt $((p32 * 56)) ]; then
 fi
 "$autotmc" check "$srcdir/examples/resnet50.net" --precision bf16 | grep -q '^precision: bf16 ' || fail "check does not say bf16"
 
-for cmd in run build schedule profile; do
+s16=$("$autotmc" schedule "$srcdir/examples/resnet50.net" -D batch=32 --backend gpu --hw h200-pcie5 --precision bf16 \
+    --optimizer all-fast | grep '^placement: all-fast in bf16')
+[ -n "$s16" ] || fail "schedule --backend gpu --hw --precision bf16 does not place a bf16 step"
+if "$autotmc" build --tf32 "$srcdir/examples/mlp.net" -o "$work/x" >"$work/out" 2>&1 ||
+   ! grep -q -- "--tf32 is for the GPU backend" "$work/out"; then
+    fail "build --tf32 on the CPU backend: $(cat "$work/out")"
+fi
+if [ -x "$srcdir/autotm-gpu-profile" ]; then # the GPU runtime is built: a GPU program's flags say TF32 (8)
+    "$autotmc" build --backend gpu --hw h200-pcie5 --tf32 --emit-llvm "$srcdir/examples/mlp.net" -o "$work/g" \
+        >"$work/out" 2>&1 && grep -q '^@program = .* i64 8 }$' "$work/g.ll" || fail "build --backend gpu --tf32: $(tail -3 "$work/out")"
+fi
+for cmd in run build profile; do
     out=()
     case $cmd in build) out=(-o "$work/x") ;; esac
     if "$autotmc" $cmd --precision bf16 --backend gpu "$srcdir/examples/mlp.net" "${out[@]}" >"$work/out" 2>&1; then

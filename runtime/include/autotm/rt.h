@@ -177,6 +177,12 @@ enum {
 	 * are the evaluation pass's, and rt_end evaluates --data once.
 	 */
 	RT_PROGRAM_EVAL_ONLY = 4,
+	/*
+	 * GPU: float32 convolutions and products may use TF32 tensor cores
+	 * (autotmc --tf32); the runtime sets AUTOTM_TF32=1 before its kernels
+	 * open, which read it.
+	 */
+	RT_PROGRAM_TF32 = 8,
 };
 
 
