@@ -8,6 +8,7 @@
  *   cpu/move.c     copies: blocking moves, the copy thread; host staging
  *   cpu/kernels.c  kernels: oneDNN primitives and plain C
  *   cpu/batchnorm.c   batch normalisation (plain C, float32 and bf16)
+ *   cpu/xent.c     the losses and their gradients (plain C)
  */
 #ifndef AUTOTM_CPU_H
 #define AUTOTM_CPU_H
@@ -58,5 +59,12 @@ void cpu_sync(void *state);
 
 void cpu_batchnorm(const int64_t *desc, void *const *args);
 void cpu_batchnorm_bwd(const int64_t *desc, void *const *args);
+
+/* ---- the losses (cpu/xent.c): kernels of cpu/kernels.c; rowloss: N doubles of the kernel's scratch ---- */
+
+void cpu_xent(const int64_t *desc, void *const *args, double *rowloss);
+void cpu_xent_bwd(const int64_t *desc, void *const *args);
+void cpu_xent_ids(const int64_t *desc, void *const *args, double *rowloss);
+void cpu_xent_ids_bwd(const int64_t *desc, void *const *args);
 
 #endif

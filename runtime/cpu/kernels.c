@@ -30,8 +30,8 @@
  * backward (the gradient goes to each window's FIRST maximum, which the
  * interpreter defines and oneDNN's workspace does not promise), bias
  * gradient, dropout (its mask is a hash of seed, step and index, shared
- * with the interpreter), slice, reshape, the loss and its gradient (in
- * double), the gradients' norm and the updates (in place, base/optim.h);
+ * with the interpreter), slice, reshape, the losses and their gradients
+ * (cpu/xent.c, sums in double), the gradients' norm and the updates (in place, base/optim.h);
  * and plain C where oneDNN's primitive is slow on our plain layouts: batch
  * normalisation (cpu/batchnorm.c). Those loops are written so that gcc
  * vectorises them (contiguous inner loops, `omp simd` for the reductions)
@@ -989,66 +989,6 @@ static void run_broadcast(const int64_t *d, void *const *a)
 		memcpy(y + r * c, w, sizeof *y * (size_t)c);
 }
 
-/* The row's maximum and sum of exp(z - max), in double. */
-/* A row's largest logit and the sum of exp(z - max): each exponential in float
-   (expf: a third of exp's time, which dominated a vocabulary's logits), summed in double. */
-static void row_softmax_stats(const float *z, int64_t k, double *mx, double *sum)
-{
-	float m = z[0];
-	for (int64_t j = 1; j < k; j++)
-		m = z[j] > m ? z[j] : m;
-	double s = 0;
-	for (int64_t j = 0; j < k; j++)
-		s += (double)expf(z[j] - m);
-	*mx = m;
-	*sum = s;
-}
-
-/*
- * softmax_crossentropy: logits [N, K], labels [N, K] -> loss [1] = mean of
- * -sum y * log_softmax(z). Rows in parallel, each row's loss into `rowloss`
- * (N doubles), then summed in order: the same bits whatever the threads.
- */
-static void run_xent(const int64_t *d, void *const *a, double *rowloss)
-{
-	const float *z = a[0], *y = a[1];
-	float *loss = a[2];
-	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
-#pragma omp parallel for if (rows * k > PAR_MIN)
-	for (int64_t r = 0; r < rows; r++) {
-		double mx, s;
-		row_softmax_stats(z + r * k, k, &mx, &s);
-		double lse = mx + log(s), l = 0;
-		for (int64_t j = 0; j < k; j++)
-			if (y[r * k + j] != 0)
-				l -= (double)y[r * k + j] * ((double)z[r * k + j] - lse);
-		rowloss[r] = l;
-	}
-	double total = 0;
-	for (int64_t r = 0; r < rows; r++)
-		total += rowloss[r];
-	loss[0] = (float)(total / (double)rows);
-}
-
-/* softmax_crossentropy_bwd: logits, labels -> dlogits = (softmax(z) * sum(y) - y) / N */
-static void run_xent_bwd(const int64_t *d, void *const *a)
-{
-	const float *z = a[0], *y = a[1];
-	float *dz = a[2];
-	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
-#pragma omp parallel for if (rows * k > PAR_MIN)
-	for (int64_t r = 0; r < rows; r++) {
-		double mx, s, ysum = 0;
-		row_softmax_stats(z + r * k, k, &mx, &s);
-		for (int64_t j = 0; j < k; j++)
-			ysum += y[r * k + j];
-		for (int64_t j = 0; j < k; j++) {
-			double p = (double)expf(z[r * k + j] - (float)mx) / s;
-			dz[r * k + j] = (float)((p * ysum - y[r * k + j]) / (double)rows);
-		}
-	}
-}
-
 /* ---- sequences of tokens ------------------------------------------------- */
 
 /* embedding: ids i32 [R], weight [V, C] -> y [R, C], row ids[r] of the weight */
@@ -1178,50 +1118,6 @@ static void run_position_bwd(const int64_t *d, void *const *a)
 		for (int64_t b = 0; i < tc && b < n; b++)
 			s += dy[b * tc + i];
 		dw[i] = (float)s;
-	}
-}
-
-/* The loss over class ids: the rows R of its logits [..., K] (one per id), and K in *k. */
-static int64_t id_rows(const int64_t *d, int64_t *k)
-{
-	*k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1);
-	return arg_elems(d, 1);
-}
-
-/* softmax_crossentropy_ids: logits [R, K], ids i32 [R] -> loss [1], the mean of logsumexp(z) - z[id] */
-static void run_xent_ids(const int64_t *d, void *const *a, double *rowloss)
-{
-	const float *z = a[0];
-	const int32_t *ids = a[1];
-	float *loss = a[2];
-	int64_t k, rows = id_rows(d, &k);
-#pragma omp parallel for if (rows * k > PAR_MIN)
-	for (int64_t r = 0; r < rows; r++) {
-		double mx, s;
-		row_softmax_stats(z + r * k, k, &mx, &s);
-		rowloss[r] = mx + log(s) - (double)z[r * k + ids[r]];
-	}
-	double total = 0;
-	for (int64_t r = 0; r < rows; r++)
-		total += rowloss[r];
-	loss[0] = (float)(total / (double)rows);
-}
-
-/* softmax_crossentropy_ids_bwd: logits, ids -> dlogits = (softmax(z) - onehot(id)) / R */
-static void run_xent_ids_bwd(const int64_t *d, void *const *a)
-{
-	const float *z = a[0];
-	const int32_t *ids = a[1];
-	float *dz = a[2];
-	int64_t k, rows = id_rows(d, &k);
-#pragma omp parallel for if (rows * k > PAR_MIN)
-	for (int64_t r = 0; r < rows; r++) {
-		double mx, s;
-		row_softmax_stats(z + r * k, k, &mx, &s);
-		for (int64_t j = 0; j < k; j++) {
-			double p = (double)expf(z[r * k + j] - (float)mx) / s;
-			dz[r * k + j] = (float)((p - (j == ids[r])) / (double)rows);
-		}
 	}
 }
 
@@ -1503,16 +1399,16 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		run_clamp(d, a, k->op == RT_OP_CLAMP_BWD);
 		break;
 	case RT_OP_SOFTMAX_XENT:
-		run_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
+		cpu_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
 	case RT_OP_SOFTMAX_XENT_BWD:
-		run_xent_bwd(d, a);
+		cpu_xent_bwd(d, a);
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS:
-		run_xent_ids(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
+		cpu_xent_ids(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
-		run_xent_ids_bwd(d, a);
+		cpu_xent_ids_bwd(d, a);
 		break;
 	case RT_OP_EMBEDDING:
 		run_embedding(d, a);

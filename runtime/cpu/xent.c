@@ -1,0 +1,159 @@
+/*
+ * cpu/xent.c - the losses: softmax cross-entropy against one-hot (or
+ * soft) labels and against class ids, and their gradients, as plain C.
+ *
+ * A row of logits is read three times: for its largest value, for the
+ * sum of exp(z - max), and for the output (the loss reads one element; a
+ * gradient writes the whole row). Over a GPT's 50,257-way vocabulary the
+ * exponentials are the work: glibc's expf is scalar, so they use exp_le0
+ * below, a polynomial the compiler vectorises, and the entry points are
+ * built for AVX-512 and AVX2 besides the baseline (chosen when the program
+ * loads). Sums are in double; rows run in parallel and each row's loss is
+ * summed in row order, so the result is the same whatever the threads.
+ */
+#include "cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Rows of fewer elements than this in all run on one thread. */
+enum { XENT_PAR_MIN = 1 << 15 };
+
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+/*
+ * exp(x) for x <= 0 within 2 ulp (x below -87 gives exp(-87), 1.6e-38,
+ * which no sum of a row with its maximum's exp(0) = 1 notices): x =
+ * n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), exp(r) by its
+ * Taylor polynomial to r^7 / 7!, times 2^n made in the exponent bits.
+ */
+static inline __attribute__((always_inline)) float exp_le0(float x)
+{
+	x = x < -87.0f ? -87.0f : x;
+	const float shift = 12582912.0f;             /* 1.5 * 2^23: adding it rounds to an integer */
+	float n = (x * 1.44269504088896341f + shift) - shift;
+	float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+	float p = 1.98412698e-4f; /* 1/7!, then Horner's rule down to 1/0! */
+	p = 1.38888889e-3f + r * p;
+	p = 8.33333333e-3f + r * p;
+	p = 4.16666667e-2f + r * p;
+	p = 1.66666667e-1f + r * p;
+	p = 0.5f + r * p;
+	p = 1.0f + r * p;
+	p = 1.0f + r * p;
+	int32_t e = ((int32_t)n + 127) << 23;
+	float scale;
+	memcpy(&scale, &e, sizeof scale);
+	return p * scale;
+}
+
+/* A row's largest logit and the sum of exp(z - max), in double. */
+static inline __attribute__((always_inline)) void row_stats(const float *z, int64_t k, float *mx, double *sum)
+{
+	float m = z[0];
+#pragma omp simd reduction(max : m)
+	for (int64_t j = 0; j < k; j++)
+		m = z[j] > m ? z[j] : m;
+	double s = 0;
+#pragma omp simd reduction(+ : s)
+	for (int64_t j = 0; j < k; j++)
+		s += exp_le0(z[j] - m);
+	*mx = m;
+	*sum = s;
+}
+
+/* The mean of the rows' losses, summed in row order. */
+static float mean_loss(const double *rowloss, int64_t rows)
+{
+	double total = 0;
+	for (int64_t r = 0; r < rows; r++)
+		total += rowloss[r];
+	return (float)(total / (double)rows);
+}
+
+/* softmax_crossentropy: logits [N, K], labels [N, K] -> loss [1] = mean of -sum y * log_softmax(z) */
+CLONES void cpu_xent(const int64_t *d, void *const *a, double *rowloss)
+{
+	const float *z = a[0], *y = a[1];
+	float *loss = a[2];
+	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
+#pragma omp parallel for if (rows * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		float mx;
+		double s;
+		row_stats(z + r * k, k, &mx, &s);
+		double lse = mx + log(s), l = 0;
+		for (int64_t j = 0; j < k; j++)
+			if (y[r * k + j] != 0)
+				l -= (double)y[r * k + j] * ((double)z[r * k + j] - lse);
+		rowloss[r] = l;
+	}
+	loss[0] = mean_loss(rowloss, rows);
+}
+
+/* softmax_crossentropy_bwd: logits, labels -> dlogits = (softmax(z) * sum(y) - y) / N */
+CLONES void cpu_xent_bwd(const int64_t *d, void *const *a)
+{
+	const float *z = a[0], *y = a[1];
+	float *dz = a[2];
+	int64_t rows = RT_ARG_DIM(d, 0, 0), k = RT_ARG_DIM(d, 0, 1);
+#pragma omp parallel for if (rows * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		float mx;
+		double s, ysum = 0;
+		row_stats(z + r * k, k, &mx, &s);
+		for (int64_t j = 0; j < k; j++)
+			ysum += y[r * k + j];
+		float scale = (float)(ysum / s / (double)rows), inv = (float)(1.0 / (double)rows);
+#pragma omp simd
+		for (int64_t j = 0; j < k; j++)
+			dz[r * k + j] = exp_le0(z[r * k + j] - mx) * scale - y[r * k + j] * inv;
+	}
+}
+
+/* The rows and the classes K of softmax_crossentropy_ids(_bwd): ids [R], logits [R, K] */
+static int64_t id_rows(const int64_t *d, int64_t *k)
+{
+	*k = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1);
+	int64_t rows = 1;
+	for (int64_t i = 0; i < RT_ARG_NDIM(d, 1); i++)
+		rows *= RT_ARG_DIM(d, 1, i);
+	return rows;
+}
+
+/* softmax_crossentropy_ids: logits [R, K], ids i32 [R] -> loss [1], the mean of logsumexp(z) - z[id] */
+CLONES void cpu_xent_ids(const int64_t *d, void *const *a, double *rowloss)
+{
+	const float *z = a[0];
+	const int32_t *ids = a[1];
+	float *loss = a[2];
+	int64_t k, rows = id_rows(d, &k);
+#pragma omp parallel for if (rows * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		float mx;
+		double s;
+		row_stats(z + r * k, k, &mx, &s);
+		rowloss[r] = mx + log(s) - (double)z[r * k + ids[r]];
+	}
+	loss[0] = mean_loss(rowloss, rows);
+}
+
+/* softmax_crossentropy_ids_bwd: logits, ids -> dlogits = (softmax(z) - onehot(id)) / R */
+CLONES void cpu_xent_ids_bwd(const int64_t *d, void *const *a)
+{
+	const float *z = a[0];
+	const int32_t *ids = a[1];
+	float *dz = a[2];
+	int64_t k, rows = id_rows(d, &k);
+#pragma omp parallel for if (rows * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		float mx;
+		double s;
+		row_stats(z + r * k, k, &mx, &s);
+		float scale = (float)(1.0 / s / (double)rows);
+#pragma omp simd
+		for (int64_t j = 0; j < k; j++)
+			dz[r * k + j] = exp_le0(z[r * k + j] - mx) * scale;
+		dz[r * k + ids[r]] -= (float)(1.0 / (double)rows);
+	}
+}
