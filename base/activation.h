@@ -51,6 +51,20 @@ enum { ACT_FROM_Y, ACT_FROM_X };
 #define ACT_FN static inline
 #endif
 
+/* The name of a, as in a .net file ("relu"); "" for ACT_NONE. */
+ACT_FN const char *act_name(Act a)
+{
+	switch (a) {
+#define ACT_NAME(id, name, from) case ACT_##id: return #name;
+	ACTIVATIONS(ACT_NAME)
+#undef ACT_NAME
+	case ACT_NONE:
+	case NUM_ACTS:
+		break;
+	}
+	return "";
+}
+
 /* What the gradient op of a reads beside dy: ACT_FROM_Y or ACT_FROM_X. */
 ACT_FN int act_from(Act a)
 {

@@ -67,6 +67,7 @@ typedef struct Settings {
 	const char *output;       /* -o: build's program, sweep's results */
 	bool emit_llvm;           /* --emit-llvm */
 	bool tf32;                /* --tf32 */
+	bool no_fuse;             /* --no-fuse */
 	bool json, dot, train;    /* --json, --dot, --train */
 	bool summary;             /* schedule --summary */
 	const char *trace, *plot; /* schedule --trace, --plot */

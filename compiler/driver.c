@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "fuse.h"
 #include "cache.h"
 #include "diag.h"
 #include "elaborate.h"
@@ -251,6 +252,10 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 			return true;
 		autodiff(c->g, NULL);                                                       /* -> training step */
 		verify_or_die(c->g, "autodiff");
+		if (!s->no_fuse) {
+			fuse_epilogues(c->g);                                                   /* -> fused kernels */
+			verify_or_die(c->g, "fusion");
+		}
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */
 	}
 	if (stage == STAGE_TRAINING)

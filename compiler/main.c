@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,16 @@ static int cmd_check(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_TRAINING, &c))
 		return 1;
 	report_summary(stdout, c.g, c.sched, s->file);
+	if (c.g->nfused) { /* the step again without fusion, for its peak */
+		Settings unfused = *s;
+		unfused.no_fuse = true;
+		Compilation u;
+		char b[32];
+		if (!compile(a, &unfused, STAGE_TRAINING, &u))
+			return 1;
+		printf("peak live bytes with --no-fuse: %" PRId64 " (%s)\n", u.sched->peak,
+		       fmt_bytes(u.sched->peak, b, sizeof b));
+	}
 	return 0;
 }
 

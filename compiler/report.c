@@ -169,6 +169,9 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
+	if (g->nfused)
+		fprintf(f, "fusion: %d activations run in their producers' kernels (%d kernels; %d with --no-fuse)\n",
+		        g->nfused, g->nodes.n, g->nodes.n + g->nfused);
 	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),
 	        s->peak_step, s->order[s->peak_step]->name);
 }
@@ -306,7 +309,8 @@ void report_graph(FILE *f, const Graph *g, const Schedule *s)
 			fprintf(f, "%4d: ", i);
 		for (int k = 0; k < n->nout; k++)
 			fprintf(f, "%s%%%d", k ? ", " : "", n->out[k]->id);
-		fprintf(f, "%s%s(", n->nout ? " = " : "", op_info[n->op].name);
+		char lb[48];
+		fprintf(f, "%s%s(", n->nout ? " = " : "", node_op_label(n, lb, sizeof lb));
 		for (int k = 0; k < n->nin; k++)
 			fprintf(f, "%s%%%d", k ? ", " : "", n->in[k]->id);
 		attrs_str(n, at, sizeof at);
@@ -348,7 +352,8 @@ void report_dot(FILE *f, const Graph *g)
 	}
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
-		fprintf(f, "  n%d [shape=box, style=rounded, label=\"%s\\n", n->id, op_info[n->op].name);
+		char lb[48];
+		fprintf(f, "  n%d [shape=box, style=rounded, label=\"%s\\n", n->id, node_op_label(n, lb, sizeof lb));
 		dot_escape(f, n->name);
 		if (n->nout)
 			fprintf(f, "\\n%s", tensor_type_str(n->out[0], b1, sizeof b1));
@@ -400,6 +405,8 @@ static cJSON *attrs_json(const Node *n)
 	}
 	if (n->attr.shape.ndim)
 		cJSON_AddItemToObject(o, "shape", shape_json(n->attr.shape));
+	if (n->attr.post_act != ACT_NONE)
+		cJSON_AddStringToObject(o, "post_act", act_name(n->attr.post_act));
 	return o;
 }
 

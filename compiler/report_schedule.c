@@ -182,7 +182,8 @@ void schedule_table(FILE *f, const Graph *g, const Placement *p, const Timeline 
 				table_move(f, m, step, why->move[i]);
 		}
 		const Node *n = s->order[step];
-		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, op_info[n->op].name,
+		char lb[48];
+		fprintf(f, "%5d %10.3f  %-24s %s:", step, tl->step_time[step] * 1e3, node_op_label(n, lb, sizeof lb),
 		        short_name(n->name, 56, b, sizeof b));
 		for (int k = 0; k < n->nin + n->nout; k++) {
 			const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];

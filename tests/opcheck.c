@@ -29,6 +29,8 @@ typedef struct OpStat {
 
 /* Per precision of the graphs checked (testlib's test_precision), per op. */
 static OpStat stats[2][NUM_OPS];
+/* Nodes with a fused activation (compiler/front/fuse.h) checked, and of those wrong. */
+static int fused_checked, fused_failed;
 
 /* The bytes of n elements of tensor t's type in a runtime's memory (ids and floats are 4 bytes). */
 static size_t arg_bytes(const Tensor *t, int64_t n)
@@ -217,8 +219,11 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 		st->checked++;
 		st->failed += !ok;
 		st->worst = fmax(st->worst, w.err);
-		test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)%s%s", op_info[n->op].name, cname, where,
-		           n->name, w.err * w.scale, w.scale, run ? ", in place" : "", bf16 ? ", bf16" : "");
+		char lb[48];
+		test_check(ok, "%-26s %-22s %snode %-28s max error %.2e (of %.3g)%s%s", node_op_label(n, lb, sizeof lb),
+		           cname, where, n->name, w.err * w.scale, w.scale, run ? ", in place" : "", bf16 ? ", bf16" : "");
+		fused_checked += n->attr.post_act != ACT_NONE;
+		fused_failed += n->attr.post_act != ACT_NONE && !ok;
 		if (!ok)
 			printf("#   worst element: %s[%lld] = %.9g, interpreter %.9g\n", w.what, (long long)w.i, w.got, w.ref);
 	}
@@ -268,5 +273,7 @@ int opcheck_print_ops(bool all)
 			printf("   bf16 %4d  %.2e", st16->checked, st16->worst);
 		printf("%s\n", !covered ? "  NOT COVERED" : st->failed || st16->failed ? "  FAILED" : "");
 	}
+	if (fused_checked)
+		printf("#   of which with a fused activation (conv2d+relu, ...): %d, %d wrong\n", fused_checked, fused_failed);
 	return missing;
 }

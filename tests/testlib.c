@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "autodiff.h"
+#include "fuse.h"
 #include "elaborate.h"
 
 const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
@@ -34,6 +35,7 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
 
 /* src elaborated (eval: its evaluation graph, else its training step) and verified. */
 Precision test_precision = PREC_FP32;
+bool test_fuse = false;
 
 static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval, bool input_grad)
 {
@@ -49,6 +51,8 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 	if (!eval) {
 		AutodiffOptions ao = {.input_grad = input_grad};
 		autodiff(g, &ao);
+		if (test_fuse)
+			fuse_epilogues(g);
 	}
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {

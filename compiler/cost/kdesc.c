@@ -55,6 +55,7 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_GAMMA] = dbits(h->sched.gamma);
 	desc[RT_D_TRANS_A] = a->trans_a, desc[RT_D_TRANS_B] = a->trans_b, desc[RT_D_ALPHA] = dbits(a->alpha);
 	desc[RT_D_LO] = dbits(a->lo), desc[RT_D_HI] = dbits(a->hi);
+	desc[RT_D_ACT] = a->post_act;
 	put_shape(&desc[RT_D_ASHAPE], a->shape);
 	for (int k = 0; k < n->nin + n->nout; k++) {
 		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
@@ -129,6 +130,8 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		else
 			put(buf, size, &len, " %s=%lld", attrs[i].name, (long long)v);
 	}
+	if (desc[RT_D_ACT] > 0 && desc[RT_D_ACT] < NUM_ACTS)
+		put(buf, size, &len, " act=%s", act_name((Act)desc[RT_D_ACT]));
 	if (desc[RT_D_ASHAPE] > 0) {
 		put(buf, size, &len, " shape=");
 		put_dims(buf, size, &len, &desc[RT_D_ASHAPE]);

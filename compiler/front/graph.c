@@ -339,6 +339,14 @@ int graph_name_clashes(const Graph *g, Tensor **dup, Tensor **orig)
 	return nclash;
 }
 
+const char *node_op_label(const Node *n, char *buf, size_t size)
+{
+	if (n->attr.post_act == ACT_NONE)
+		return op_info[n->op].name;
+	snprintf(buf, size, "%s+%s", op_info[n->op].name, act_name(n->attr.post_act));
+	return buf;
+}
+
 void graph_pop_node(Graph *g)
 {
 	if (g->nodes.n == 0)

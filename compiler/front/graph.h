@@ -84,6 +84,7 @@ typedef struct Attrs {
 	double alpha;     /* matmul: the product's factor */
 	double lo, hi;    /* clamp: the range */
 	DType dtype;      /* cast: the element type written */
+	Act post_act;     /* conv2d, dense, batchnorm: an activation applied to the output (fuse.h); ACT_NONE: none */
 } Attrs;
 
 /* Which part of the training step a node belongs to. */
@@ -142,6 +143,7 @@ typedef struct Graph {
 	bool eval;             /* the forward-only evaluation graph (ElabOptions.eval) */
 	Optimizer opt;         /* how weights are updated */
 	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
+	int nfused;            /* activations folded into their producers (fuse.c) */
 } Graph;
 
 /*
@@ -169,6 +171,8 @@ bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Whether n reads or writes t; whether it overwrites t (an input ops.def marks inplace). */
 bool node_uses(const Node *n, const Tensor *t);
+/* n's op as reports print it: its name, "+act" where an activation is fused onto it ("conv2d+relu"). */
+const char *node_op_label(const Node *n, char *buf, size_t size);
 bool node_overwrites(const Node *n, const Tensor *t);
 
 /* Rename a tensor (the old name is left to the arena). */

@@ -832,6 +832,9 @@ void interp_node(Interp *ip, const Node *nd)
 	case NUM_OPS:
 		unreachable();
 	}
+	if (a->post_act != ACT_NONE) /* an activation fused onto the output (compiler/front/fuse.h) */
+		for (int64_t i = 0; i < ny; i++)
+			out[0][i] = act_value(a->post_act, out[0][i]);
 	if (!ip->f64)
 		round_outputs(nd, in, out);
 }

@@ -13,6 +13,8 @@
  * sum is always taken in the same order, whatever the thread count, so
  * results are the same to the bit wherever the tensors are.
  *
+ * A fused relu (compiler/front/fuse.h) is applied as y is written.
+ *
  * The element type is a constant in each specialisation (the always-inline
  * bodies below are instantiated for float32 and for bf16), so the inner
  * loops vectorise.
@@ -56,7 +58,7 @@ static void bn_dims(const int64_t *d, int i, int64_t *n, int64_t *c, int64_t *in
 
 /* One channel forward: its mean and biased variance, then y = (x - mean) / sqrt(var + eps) * gamma + beta. */
 INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t inner, int64_t ch, double eps,
-                       float gamma, float beta, float *mean, float *var, bool bf16)
+                       float gamma, float beta, float *mean, float *var, bool bf16, bool relu)
 {
 	double s = 0, v = 0, m = (double)(nb * inner);
 	for (int64_t n = 0; n < nb; n++) {
@@ -81,8 +83,10 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd
-		for (int64_t k = 0; k < inner; k++)
-			st(y, o + k, ld(x, o + k, bf16) * a + b, bf16);
+		for (int64_t k = 0; k < inner; k++) {
+			float out = ld(x, o + k, bf16) * a + b;
+			st(y, o + k, relu && out < 0 ? 0.0f : out, bf16);
+		}
 	}
 }
 
@@ -95,14 +99,17 @@ CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
 	bn_dims(d, 0, &nb, &c, &inner);
 	double eps;
 	memcpy(&eps, &d[RT_D_EPS], sizeof eps);
-	bool bf16 = rt_arg_bf16(d, 0);
+	bool bf16 = rt_arg_bf16(d, 0), relu = d[RT_D_ACT] == ACT_RELU; /* relu: fused (compiler/front/fuse.h) */
+	if (d[RT_D_ACT] != ACT_NONE && !relu)
+		RT_ICE("batchnorm with a fused %s: only relu is built", act_name((Act)d[RT_D_ACT]));
 	/* the parallel loop is here, not in an inlined helper, so that each clone has its own */
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
+		float *m = &mean[ch], *v = &var[ch];
 		if (bf16)
-			bn_channel(a[0], a[3], nb, c, inner, ch, eps, gamma[ch], beta[ch], &mean[ch], &var[ch], true);
+			bn_channel(a[0], a[3], nb, c, inner, ch, eps, gamma[ch], beta[ch], m, v, true, relu);
 		else
-			bn_channel(a[0], a[3], nb, c, inner, ch, eps, gamma[ch], beta[ch], &mean[ch], &var[ch], false);
+			bn_channel(a[0], a[3], nb, c, inner, ch, eps, gamma[ch], beta[ch], m, v, false, relu);
 	}
 }
 

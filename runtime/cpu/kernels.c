@@ -244,6 +244,37 @@ static Window window(const int64_t *desc)
 
 /* ---- building oneDNN kernels ------------------------------------------------ */
 
+/*
+ * The attributes of a forward primitive of description d: the shared ones
+ * (our scratchpad), with the fused activation (RT_D_ACT) as an eltwise
+ * post-op if it has one: then a copy, which the caller destroys
+ * (free_attr).
+ */
+static dnnl_primitive_attr_t fwd_attr(CpuState *s, const int64_t *d)
+{
+	Act act = (Act)d[RT_D_ACT];
+	if (act == ACT_NONE)
+		return s->attr;
+	dnnl_alg_kind_t alg = act == ACT_RELU ? dnnl_eltwise_relu : act == ACT_SIGMOID ? dnnl_eltwise_logistic
+	                    : act == ACT_TANH ? dnnl_eltwise_tanh : dnnl_alg_kind_undef;
+	if (alg == dnnl_alg_kind_undef)
+		RT_ICE("kernel %d (%s): no post-op for the fused %s", creating_id, op_name(creating_op), act_name(act));
+	dnnl_primitive_attr_t attr;
+	dnnl_post_ops_t po;
+	DNNL_CHECK(dnnl_primitive_attr_clone(&attr, s->attr));
+	DNNL_CHECK(dnnl_post_ops_create(&po));
+	DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f));
+	DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
+	DNNL_CHECK(dnnl_post_ops_destroy(po));
+	return attr;
+}
+
+static void free_attr(CpuState *s, dnnl_primitive_attr_t attr)
+{
+	if (attr != s->attr)
+		DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+}
+
 /* A primitive descriptor with our scratchpad (hint: the forward one a backward primitive needs, or NULL). */
 static dnnl_primitive_desc_t make_pd(CpuState *s, const void *op_desc, const_dnnl_primitive_desc_t hint)
 {
@@ -431,7 +462,9 @@ static dnnl_primitive_desc_t conv_pd(CpuState *s, const int64_t *d, ConvDir dir,
 	dnnl_status_t st;
 	dnnl_primitive_desc_t pd, hint;
 	if (dir == CONV_FWD) {
-		st = dnnl_primitive_desc_create(&pd, &fd, s->attr, s->engine, NULL);
+		dnnl_primitive_attr_t attr = fwd_attr(s, d);
+		st = dnnl_primitive_desc_create(&pd, &fd, attr, s->engine, NULL);
+		free_attr(s, attr);
 	} else {
 		if (dir == CONV_BWD_DATA)
 			DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &x, &w, &y,
@@ -514,7 +547,10 @@ static void make_dense(CpuState *s, CpuKernel *k)
 	int nin = (int)d[RT_D_NIN];
 	dnnl_inner_product_desc_t ip;
 	dense_fwd_desc(d, &ip, 0, 1, nin == 3 ? 2 : -1, nin);
-	dnnl_primitive_desc_t pd = make_pd(s, &ip, NULL);
+	dnnl_primitive_attr_t attr = fwd_attr(s, d);
+	dnnl_primitive_desc_t pd;
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, &ip, attr, s->engine, NULL));
+	free_attr(s, attr);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
 	if (nin == 3)

@@ -851,6 +851,10 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
+	if (d[RT_D_ACT] != ACT_NONE) { /* a fused activation (conv2d, dense, batchnorm): in place on the output */
+		int out = (int)d[RT_D_NIN];
+		launched(k, gpu_eltwise((Act)d[RT_D_ACT], a[out], a[out], arg_elems(d, out), st));
+	}
 }
 
 /* ---- the kernels group of the backend table (cuda/backend.c) ----------------- */

@@ -14,7 +14,8 @@
  * covered. The cases with convolutions run twice: with oneDNN's blocked
  * layouts (and reorders), and with AUTOTM_CONV_LAYOUT=plain. Then every
  * case runs again in bf16 (autocast's casts and bf16 kernels), each node
- * with a bf16 argument within 1e-2 (opcheck.h).
+ * with a bf16 argument within 1e-2 (opcheck.h), and then again fused
+ * (compiler/front/fuse.h) in bf16 and in fp32.
  *
  * Part 2, whole programs: a naive memory plan (weights and optimizer
  * state in the slow pool, everything else in the fast pool), then what a
@@ -338,7 +339,14 @@ int main(int argc, char **argv)
 	test_precision = PREC_BF16;
 	for (int i = 0; i < nop_cases; i++)
 		opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
+	/* and fused (compiler/front/fuse.h), in both precisions: the kernels with an activation folded in */
+	test_fuse = true;
+	for (int i = 0; i < nop_cases; i++)
+		opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
 	test_precision = PREC_FP32;
+	for (int i = 0; i < nop_cases; i++)
+		opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
+	test_fuse = false;
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");

@@ -78,6 +78,7 @@ enum RtDescField {
 	RT_D_ALPHA,     /* matmul: the product's factor (double bits) */
 	RT_D_LO, RT_D_HI, /* clamp: the range (double bits) */
 	RT_D_BF16,      /* bit i set: argument i holds bfloat16 (autotm/rt.h's rt_arg_bf16); clear: float32 */
+	RT_D_ACT,       /* conv2d, dense, batchnorm: base/activation.h's Act applied to the output (0: none) */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */

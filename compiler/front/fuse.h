@@ -1,0 +1,26 @@
+/*
+ * fuse.h - the fusion pass: activations folded into the kernel that
+ * produces their input, on the training step after autodiff and before
+ * scheduling (docs/training.md, "Fusion").
+ *
+ * An activation whose gradient reads its output (relu, sigmoid, tanh:
+ * ACT_FROM_Y) and whose input is a forward conv2d or dense output (relu
+ * also after batchnorm) that nothing else reads becomes that node's
+ * epilogue (Attrs.post_act): the node writes act(z) directly, z is never
+ * stored, and the activation's node is gone. The backward pass is
+ * unchanged: it already read the activation's output. Sums, roundings and
+ * gradients are those of the unfused step but for the one rounding of z
+ * the fused kernel skips.
+ */
+#ifndef AUTOTM_FUSE_H
+#define AUTOTM_FUSE_H
+
+#include "graph.h"
+
+/* Fold what can be folded in g; returns the number of activations folded. */
+int fuse_epilogues(Graph *g);
+
+/* Whether op can take activation act as an epilogue (the kernels' list). */
+bool fuse_can_take(Op op, Act act);
+
+#endif
