@@ -203,6 +203,8 @@ def forward(graph, weights, stats, x, y, train=True):
             r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
+        if a.get("post_act"):  # an activation fused onto the op (autotmc's fusion pass)
+            r = {"relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[a["post_act"]](r)
         t[n["outputs"][0]] = r
     return t[graph["loss"]], t
 
