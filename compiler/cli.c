@@ -187,8 +187,9 @@ static const Option options[] = {
 	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
 	 "rewritten after every run"},
 	{"no-fuse", 0, V_FLAG, F(no_fuse), C_ALL, 0, 0, NULL,
-	 "keep every activation a kernel of its own (default: relu, sigmoid and tanh after a\n"
-	 "convolution or dense layer, relu after batchnorm, run in the producer's kernel)"},
+	 "keep every activation a kernel of its own (default on the CPU: relu, sigmoid and\n"
+	 "tanh after a convolution or dense layer, relu after batchnorm, run in the\n"
+	 "producer's kernel)"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"
 	 "allow_tf32 (default: off, full float32)"},

@@ -252,7 +252,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 			return true;
 		autodiff(c->g, NULL);                                                       /* -> training step */
 		verify_or_die(c->g, "autodiff");
-		if (!s->no_fuse) {
+		/* the CPU's: the GPU's measured profiles have no fused kernels, and its fusion is a second launch */
+		if (!s->no_fuse && s->target != TARGET_GPU) {
 			fuse_epilogues(c->g);                                                   /* -> fused kernels */
 			verify_or_die(c->g, "fusion");
 		}
