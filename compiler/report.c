@@ -170,7 +170,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
 	if (g->nfused)
-		fprintf(f, "fusion: %d activations run in their producers' kernels (%d kernels; %d with --no-fuse)\n",
+		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them (%d kernels; "
+		           "%d with --no-fuse)\n",
 		        g->nfused, g->nodes.n, g->nodes.n + g->nfused);
 	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),
 	        s->peak_step, s->order[s->peak_step]->name);

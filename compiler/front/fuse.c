@@ -60,6 +60,53 @@ static void compact(Graph *g, const bool *dead_node, const bool *dead_tensor)
 	g->nforward_tensors = nforward_tensors;
 }
 
+/* Replace user `from` of t by `to` (t's users stay in graph order: `to` comes right after `from`). */
+static void replace_user(Tensor *t, const Node *from, Node *to)
+{
+	for (int i = 0; i < t->users.n; i++)
+		if (t->users.v[i] == from)
+			t->users.v[i] = to;
+}
+
+/*
+ * The gradient of a relu fused onto a batchnorm, folded into batchnorm's
+ * backward: r = relu_bwd(y, dy) whose output dz only batchnorm_bwd b
+ * reads becomes b's own first step (b reads dy and y; post_act relu).
+ * Returns b, or NULL where r is not such a gradient.
+ */
+static Node *fold_relu_grad(Node *r)
+{
+	if (r->op != OP_RELU_BWD || r->phase != PHASE_BACKWARD)
+		return NULL;
+	Tensor *y = r->in[0], *dz = r->out[0];
+	const Node *p = y->producer;
+	if (!p || p->op != OP_BATCHNORM || p->attr.post_act != ACT_RELU || p->out[0] != y || dz->users.n != 1)
+		return NULL;
+	Node *b = dz->users.v[0];
+	if (b->op != OP_BATCHNORM_BWD || b->nin != 5 || b->in[4] != dz || b->in[0] != p->in[0] ||
+	    b->attr.post_act != ACT_NONE || r->in[1]->dtype != dz->dtype)
+		return NULL;
+	return b;
+}
+
+/* Rewrite b to take r's place (fold_relu_grad): b = batchnorm_bwd(x, w, mean, var, dy, y) with post_act relu. */
+static void take_relu_grad(Graph *g, Node *r, Node *b)
+{
+	Tensor *y = r->in[0], *dy = r->in[1];
+	Tensor **in = arena_array(g->arena, 6, sizeof(Tensor *));
+	for (int k = 0; k < 5; k++)
+		in[k] = b->in[k];
+	in[4] = dy;
+	in[5] = y;
+	b->in = in;
+	b->nin = 6;
+	b->attr.post_act = ACT_RELU;
+	replace_user(dy, r, b);
+	replace_user(y, r, b);
+	r->out[0]->users.n = 0;
+	r->out[0]->producer = NULL;
+}
+
 int fuse_epilogues(Graph *g)
 {
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
@@ -78,6 +125,15 @@ int fuse_epilogues(Graph *g)
 		z->producer = NULL;
 		dead_node[a->id] = true;
 		dead_tensor[z->id] = true;
+		folded++;
+	}
+	for (int i = 0; i < g->nodes.n; i++) { /* then the gradients of the relus folded into batchnorms */
+		Node *r = g->nodes.v[i], *b = fold_relu_grad(r);
+		if (!b)
+			continue;
+		dead_node[r->id] = true;
+		dead_tensor[r->out[0]->id] = true;
+		take_relu_grad(g, r, b);
 		folded++;
 	}
 	if (folded)

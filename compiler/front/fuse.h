@@ -7,8 +7,11 @@
  * ACT_FROM_Y) and whose input is a forward conv2d or dense output (relu
  * also after batchnorm) that nothing else reads becomes that node's
  * epilogue (Attrs.post_act): the node writes act(z) directly, z is never
- * stored, and the activation's node is gone. The backward pass is
- * unchanged: it already read the activation's output. Sums, roundings and
+ * stored, and the activation's node is gone. The backward pass needs no
+ * change: it already read the activation's output. Then a relu folded
+ * into a batchnorm has its gradient folded into batchnorm's backward when
+ * nothing else reads it: batchnorm_bwd takes the relu's output as a sixth
+ * input and post_act relu, and masks dy itself. Sums, roundings and
  * gradients are those of the unfused step but for the one rounding of z
  * the fused kernel skips.
  */
@@ -17,7 +20,7 @@
 
 #include "graph.h"
 
-/* Fold what can be folded in g; returns the number of activations folded. */
+/* Fold what can be folded in g; returns the number of nodes folded (activations and gradients). */
 int fuse_epilogues(Graph *g);
 
 /* Whether op can take activation act as an epilogue (the kernels' list). */

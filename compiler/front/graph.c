@@ -696,6 +696,9 @@ static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t err
 	if (!shape_eq(x, n->in[4]->shape))
 		FAIL("input %s and gradient %s differ", shape_str(x, s1, sizeof s1),
 		     shape_str(n->in[4]->shape, s2, sizeof s2));
+	if ((n->nin == 6) != (n->attr.post_act != ACT_NONE) || (n->nin == 6 && !shape_eq(x, n->in[5]->shape)))
+		FAIL("a fused activation's gradient needs the activation's output, of the input's shape %s",
+		     shape_str(x, s1, sizeof s1));
 	for (int i = 1; i < 4; i++)
 		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
 			FAIL("statistic %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),

@@ -143,7 +143,7 @@ typedef struct Graph {
 	bool eval;             /* the forward-only evaluation graph (ElabOptions.eval) */
 	Optimizer opt;         /* how weights are updated */
 	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
-	int nfused;            /* activations folded into their producers (fuse.c) */
+	int nfused;            /* activations and activation gradients folded into other kernels (fuse.c) */
 } Graph;
 
 /*

@@ -168,6 +168,14 @@ static void batchnorm_bwd(const Node *nd, double **in, double **out)
 	double *x = in[0], *gamma = in[1], *mean = in[2], *var = in[3], *dy = in[4];
 	double *dx = out[0], *dgamma = out[1], *dbeta = out[2];
 	double m = (double)(d.n * d.h * d.w);
+	double *dz = NULL;
+	if (nd->attr.post_act != ACT_NONE) { /* dy is act(y)'s gradient (fuse.h): first through act, from y = in[5] */
+		int64_t nx = shape_elems(nd->in[0]->shape);
+		dz = xmalloc(sizeof(double) * (size_t)(nx ? nx : 1));
+		for (int64_t i = 0; i < nx; i++)
+			dz[i] = act_grad(nd->attr.post_act, in[5][i], dy[i]);
+		dy = dz;
+	}
 	for (int64_t c = 0; c < d.c; c++) {
 		double invstd = 1.0 / sqrt(var[c] + nd->attr.eps);
 		double sdy = 0, sdyx = 0;
@@ -186,6 +194,7 @@ static void batchnorm_bwd(const Node *nd, double **in, double **out)
 				dx[idx] = gamma[c] * invstd / m * (m * dy[idx] - sdy - xhat * sdyx);
 			}
 	}
+	free(dz);
 }
 
 /* The size of t's last dimension: layernorm's C. */
@@ -832,7 +841,8 @@ void interp_node(Interp *ip, const Node *nd)
 	case NUM_OPS:
 		unreachable();
 	}
-	if (a->post_act != ACT_NONE) /* an activation fused onto the output (compiler/front/fuse.h) */
+	bool epilogue = nd->op == OP_CONV2D || nd->op == OP_DENSE || nd->op == OP_BATCHNORM;
+	if (epilogue && a->post_act != ACT_NONE) /* an activation fused onto the output (compiler/front/fuse.h) */
 		for (int64_t i = 0; i < ny; i++)
 			out[0][i] = act_value(a->post_act, out[0][i]);
 	if (!ip->f64)

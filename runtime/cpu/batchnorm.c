@@ -46,6 +46,16 @@ INLINE void st(void *p, int64_t i, float v, bool bf16)
 		((float *)p)[i] = v;
 }
 
+/* v where c holds, else +0: a mask on the bits, which the vectoriser takes where it refuses a branch in a sum. */
+INLINE float keep_if(float v, bool c)
+{
+	uint32_t u;
+	memcpy(&u, &v, sizeof u);
+	u &= (uint32_t)0 - (uint32_t)c;
+	memcpy(&v, &u, sizeof v);
+	return v;
+}
+
 /* The shape [N, C, inner] of argument i (2-D: inner 1). */
 static void bn_dims(const int64_t *d, int i, int64_t *n, int64_t *c, int64_t *inner)
 {
@@ -118,15 +128,19 @@ CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
  * dx = gamma / sqrt(var + eps) / M * (M dy - dbias - xhat dweight), with
  * xhat = (x - mean) / sqrt(var + eps) and M = N * inner.
  */
-INLINE void bn_bwd_channel(const void *x, const void *dy, void *dx, int64_t nb, int64_t c, int64_t inner, int64_t ch,
-                           double eps, float gamma, float mean, float var, float *dgamma, float *dbeta, bool bf16)
+INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, void *dx, int64_t nb, int64_t c,
+                           int64_t inner, int64_t ch, double eps, float gamma, float mean, float var, float *dgamma,
+                           float *dbeta, bool bf16, bool relu)
 {
 	double is = 1.0 / sqrt((double)var + eps), mu = mean, sdy = 0, sdyx = 0, m = (double)(nb * inner);
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd reduction(+ : sdy, sdyx)
 		for (int64_t k = 0; k < inner; k++) {
-			double g = ld(dy, o + k, bf16);
+			float gf = ld(dy, o + k, bf16);
+			if (relu)
+				gf = keep_if(gf, ld(y, o + k, bf16) > 0.0f);
+			double g = gf;
 			sdy += g;
 			sdyx += g * (ld(x, o + k, bf16) - mu);
 		}
@@ -140,28 +154,48 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, void *dx, int64_t nb, 
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd
-		for (int64_t k = 0; k < inner; k++)
-			st(dx, o + k, A * ld(dy, o + k, bf16) - B * (ld(x, o + k, bf16) - fm) - C, bf16);
+		for (int64_t k = 0; k < inner; k++) {
+			float g = ld(dy, o + k, bf16);
+			if (relu)
+				g = keep_if(g, ld(y, o + k, bf16) > 0.0f);
+			st(dx, o + k, A * g - B * (ld(x, o + k, bf16) - fm) - C, bf16);
+		}
 	}
 }
 
-/* batchnorm_bwd: x, weight, mean, variance, dy -> dx, dweight, dbias (ops.def); x, dy, dx in one type */
+/*
+ * batchnorm_bwd: x, weight, mean, variance, dy[, y] -> dx, dweight, dbias
+ * (ops.def); x, dy, y, dx in one type. With y (a fused relu's output,
+ * RT_D_ACT relu), dy is the relu's output gradient, masked here by y > 0.
+ */
 CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 {
+	int nin = (int)d[RT_D_NIN];
 	const float *gamma = a[1], *mean = a[2], *var = a[3];
-	float *dgamma = a[6], *dbeta = a[7];
+	const void *y = nin == 6 ? a[5] : NULL;
+	void *dx = a[nin];
+	float *dgamma = a[nin + 1], *dbeta = a[nin + 2];
 	int64_t nb, c, inner;
 	bn_dims(d, 0, &nb, &c, &inner);
 	double eps;
 	memcpy(&eps, &d[RT_D_EPS], sizeof eps);
-	bool bf16 = rt_arg_bf16(d, 0);
+	bool bf16 = rt_arg_bf16(d, 0), relu = y != NULL;
+	if ((d[RT_D_ACT] == ACT_RELU) != relu || (d[RT_D_ACT] != ACT_NONE && !relu))
+		RT_ICE("batchnorm_bwd: %d inputs and a fused %s", nin, act_name((Act)d[RT_D_ACT]));
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
-		if (bf16)
-			bn_bwd_channel(a[0], a[4], a[5], nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], &dgamma[ch],
-			               &dbeta[ch], true);
+		float *dg = &dgamma[ch], *db = &dbeta[ch];
+		/* the element type and the relu as constants: each of the four bodies vectorises */
+#define BN_BWD(BF16, RELU) \
+	bn_bwd_channel(a[0], a[4], y, dx, nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], dg, db, BF16, RELU)
+		if (bf16 && relu)
+			BN_BWD(true, true);
+		else if (bf16)
+			BN_BWD(true, false);
+		else if (relu)
+			BN_BWD(false, true);
 		else
-			bn_bwd_channel(a[0], a[4], a[5], nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], &dgamma[ch],
-			               &dbeta[ch], false);
+			BN_BWD(false, false);
+#undef BN_BWD
 	}
 }

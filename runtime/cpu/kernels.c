@@ -1594,11 +1594,13 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		if (rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 3) || (desc[RT_D_BF16] & ~(int64_t)011))
 			RT_ICE("kernel %d: batchnorm's x and y in different types, or bf16 statistics", id);
 		break;
-	case RT_OP_BATCHNORM_BWD:
-		if (rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 4) || rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 5) ||
-		    (desc[RT_D_BF16] & ~(int64_t)061))
+	case RT_OP_BATCHNORM_BWD: { /* x, w, mean, var, dy[, y] -> dx, dw, db: x, dy, y, dx of one type */
+		int n = (int)desc[RT_D_NIN];
+		int64_t same = ((int64_t)1 << 0) | ((int64_t)1 << 4) | ((int64_t)1 << n) | (n == 6 ? (int64_t)1 << 5 : 0);
+		if (desc[RT_D_BF16] != 0 && desc[RT_D_BF16] != same)
 			RT_ICE("kernel %d: batchnorm_bwd's x, dy and dx in different types, or bf16 statistics", id);
 		break;
+	}
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
