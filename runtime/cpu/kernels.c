@@ -916,20 +916,21 @@ static void run_dropout(const int64_t *d, void *const *a, uint64_t step)
  */
 static void run_slice(const int64_t *d, void *const *a, bool bwd)
 {
-	const float *x = a[0];
-	float *y = a[1];
+	const char *x = a[0];
+	char *y = a[1];
+	size_t es = rt_arg_bf16(d, 0) ? 2 : 4; /* bytes: x and y are of one type, which a copy keeps */
 	int axis = (int)d[RT_D_AXIS], whole = bwd ? 1 : 0;
 	int64_t outer, inner;
 	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
-	int64_t len = RT_ARG_DIM(d, 1 - whole, axis) * inner, stride = RT_ARG_DIM(d, whole, axis) * inner;
-	int64_t at = d[RT_D_OFFSET] * inner;
+	size_t len = es * (size_t)(RT_ARG_DIM(d, 1 - whole, axis) * inner);
+	size_t stride = es * (size_t)(RT_ARG_DIM(d, whole, axis) * inner), at = es * (size_t)(d[RT_D_OFFSET] * inner);
 	if (bwd)
-		memset(y, 0, sizeof *y * (size_t)arg_elems(d, 1));
+		memset(y, 0, es * (size_t)arg_elems(d, 1)); /* +0.0 in either type */
 	for (int64_t o = 0; o < outer; o++)
 		if (bwd)
-			memcpy(y + o * stride + at, x + o * len, sizeof *y * (size_t)len);
+			memcpy(y + (size_t)o * stride + at, x + (size_t)o * len, len);
 		else
-			memcpy(y + o * len, x + o * stride + at, sizeof *y * (size_t)len);
+			memcpy(y + (size_t)o * len, x + (size_t)o * stride + at, len);
 }
 
 /* transpose: x [N, A, B] -> y [N, B, A] */
@@ -1340,9 +1341,12 @@ static void narrow_bf16(uint16_t *dst, const float *src, int64_t n)
 static void plan_widening(CpuKernel *k)
 {
 	const int64_t *d = k->desc;
+	bool slice = k->op == RT_OP_SLICE || k->op == RT_OP_SLICE_BWD;
+	if (slice && rt_arg_bf16(d, 0) != rt_arg_bf16(d, 1))
+		RT_ICE("kernel %d: a slice between two types", k->id);
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
-	    k->op == RT_OP_BATCHNORM_BWD || d[RT_D_BF16] == 0)
-		return;
+	    k->op == RT_OP_BATCHNORM_BWD || slice || d[RT_D_BF16] == 0)
+		return; /* native, or copies bytes in either type */
 	k->widen = true;
 	for (int i = 0; i < d[RT_D_NIN] + d[RT_D_NOUT]; i++)
 		if (rt_arg_bf16(d, i))
