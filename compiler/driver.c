@@ -252,7 +252,7 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 			return true;
 		autodiff(c->g, NULL);                                                       /* -> training step */
 		verify_or_die(c->g, "autodiff");
-		/* the CPU's: the GPU's measured profiles have no fused kernels, and its fusion is a second launch */
+		/* the CPU's: the GPU's measured profiles have no fused kernels, nor its runtime */
 		if (!s->no_fuse && s->target != TARGET_GPU) {
 			fuse_epilogues(c->g);                                                   /* -> fused kernels */
 			verify_or_die(c->g, "fusion");

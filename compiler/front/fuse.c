@@ -9,7 +9,7 @@ bool fuse_can_take(Op op, Act act)
 {
 	switch (op) {
 	case OP_CONV2D:
-	case OP_DENSE: /* oneDNN post-ops on the CPU, an in-place pass after the product on the GPU */
+	case OP_DENSE: /* oneDNN post-ops (the GPU runtime has no fused kernels) */
 		return act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH;
 	case OP_BATCHNORM: /* the runtime's own kernel */
 		return act == ACT_RELU;

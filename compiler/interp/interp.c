@@ -19,6 +19,7 @@
 
 #include "autotm/random.h"
 #include "bf16.h"
+#include "fuse.h"
 #include "util.h"
 #include "weights.h"
 
@@ -841,8 +842,8 @@ void interp_node(Interp *ip, const Node *nd)
 	case NUM_OPS:
 		unreachable();
 	}
-	bool epilogue = nd->op == OP_CONV2D || nd->op == OP_DENSE || nd->op == OP_BATCHNORM;
-	if (epilogue && a->post_act != ACT_NONE) /* an activation fused onto the output (compiler/front/fuse.h) */
+	/* an activation fused onto the output (batchnorm_bwd's is applied to its dy instead) */
+	if (a->post_act != ACT_NONE && fuse_can_take(nd->op, a->post_act))
 		for (int64_t i = 0; i < ny; i++)
 			out[0][i] = act_value(a->post_act, out[0][i]);
 	if (!ip->f64)

@@ -29,8 +29,6 @@
 enum { BN_PAR_MIN = 1 << 15 };
 
 #define INLINE static inline __attribute__((always_inline))
-/* The entry points are built for AVX-512 and AVX2 as well as the baseline, chosen when the program loads. */
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 /* Element i of p, float32 or bf16. */
 INLINE float ld(const void *p, int64_t i, bool bf16)
@@ -100,8 +98,17 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 	}
 }
 
+void cpu_batchnorm_check(int32_t id, const int64_t *d)
+{
+	int nin = (int)d[RT_D_NIN];
+	uint64_t data = d[RT_D_OP] == RT_OP_BATCHNORM ? 1u << 0 | 1u << 3 /* x, y */
+	                : 1u << 0 | 1u << 4 | 1u << nin | (nin == 6 ? 1u << 5 : 0u); /* x, dy, dx[, y] */
+	if (d[RT_D_BF16] != 0 && (uint64_t)d[RT_D_BF16] != data)
+		RT_ICE("kernel %d (%s): data arguments of two types, or bf16 statistics", id, op_name((RtOp)d[RT_D_OP]));
+}
+
 /* batchnorm: x, weight, bias -> y, mean, variance (ops.def); x and y float32 or both bf16 */
-CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
+CPU_CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
 {
 	const float *gamma = a[1], *beta = a[2];
 	float *mean = a[4], *var = a[5];
@@ -168,7 +175,7 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, void *d
  * (ops.def); x, dy, y, dx in one type. With y (a fused relu's output,
  * RT_D_ACT relu), dy is the relu's output gradient, masked here by y > 0.
  */
-CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
+CPU_CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 {
 	int nin = (int)d[RT_D_NIN];
 	const float *gamma = a[1], *mean = a[2], *var = a[3];

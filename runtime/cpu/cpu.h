@@ -55,8 +55,18 @@ int64_t cpu_scratch_bytes(void *state);
 int64_t cpu_kernel_scratch(void *kernel);
 void cpu_sync(void *state);
 
+/*
+ * A hot plain-C kernel built for AVX-512 and AVX2 besides the baseline,
+ * the clone chosen when the program loads. Its OpenMP loop must be in the
+ * function itself: OpenMP outlines a loop of an inlined helper once,
+ * before cloning, and every clone would call the baseline body.
+ */
+#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
 /* ---- batch normalisation (cpu/batchnorm.c): kernels of cpu/kernels.c ------ */
 
+/* ICE unless the data arguments (x, y; x, dy, y, dx) are all float32 or all bf16, the rest float32. */
+void cpu_batchnorm_check(int32_t id, const int64_t *desc);
 void cpu_batchnorm(const int64_t *desc, void *const *args);
 void cpu_batchnorm_bwd(const int64_t *desc, void *const *args);
 

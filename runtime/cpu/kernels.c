@@ -1293,31 +1293,6 @@ static void run_bn_stats(const int64_t *d, void *const *a)
 	count[0] = (float)((double)count[0] + 1);
 }
 
-/* cast: x -> y in y's type (float32 to bfloat16 rounds to nearest even; the other way is exact) */
-static void run_cast(const int64_t *d, void *const *a)
-{
-	int64_t n = arg_elems(d, 0);
-	bool from16 = rt_arg_bf16(d, 0), to16 = rt_arg_bf16(d, 1);
-	if (from16 == to16) {
-		if (a[1] != a[0])
-			cpu_copy(a[1], a[0], (size_t)rt_arg_bytes(d, 0));
-		return;
-	}
-	if (to16) {
-		const float *x = a[0];
-		uint16_t *y = a[1];
-#pragma omp parallel for if (n > PAR_MIN)
-		for (int64_t i = 0; i < n; i++)
-			y[i] = bf16_from_f32(x[i]);
-		return;
-	}
-	const uint16_t *x = a[0];
-	float *y = a[1];
-#pragma omp parallel for if (n > PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		y[i] = bf16_to_f32(x[i]);
-}
-
 /* n bfloat16 values to float32 and back (the latter rounding to nearest even). */
 static void widen_bf16(float *dst, const uint16_t *src, int64_t n)
 {
@@ -1331,6 +1306,19 @@ static void narrow_bf16(uint16_t *dst, const float *src, int64_t n)
 #pragma omp parallel for if (n > PAR_MIN)
 	for (int64_t i = 0; i < n; i++)
 		dst[i] = bf16_from_f32(src[i]);
+}
+
+/* cast: x -> y in y's type (float32 to bfloat16 rounds to nearest even; the other way is exact) */
+static void run_cast(const int64_t *d, void *const *a)
+{
+	int64_t n = arg_elems(d, 0);
+	bool from16 = rt_arg_bf16(d, 0), to16 = rt_arg_bf16(d, 1);
+	if (from16 == to16)
+		RT_ICE("a cast from %s to the same type", from16 ? "bf16" : "f32"); /* autocast casts between types */
+	if (to16)
+		narrow_bf16(a[1], a[0], n);
+	else
+		widen_bf16(a[1], a[0], n);
 }
 
 /*
@@ -1595,16 +1583,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_AVGPOOL_BWD: make_pool_bwd(s, k, false); break;
 	case RT_OP_GLOBALAVGPOOL_BWD: make_pool_bwd(s, k, true); break;
 	case RT_OP_BATCHNORM:
-		if (rt_arg_bf16(desc, 0) != rt_arg_bf16(desc, 3) || (desc[RT_D_BF16] & ~(int64_t)011))
-			RT_ICE("kernel %d: batchnorm's x and y in different types, or bf16 statistics", id);
-		break;
-	case RT_OP_BATCHNORM_BWD: { /* x, w, mean, var, dy[, y] -> dx, dw, db: x, dy, y, dx of one type */
-		int n = (int)desc[RT_D_NIN];
-		int64_t same = ((int64_t)1 << 0) | ((int64_t)1 << 4) | ((int64_t)1 << n) | (n == 6 ? (int64_t)1 << 5 : 0);
-		if (desc[RT_D_BF16] != 0 && desc[RT_D_BF16] != same)
-			RT_ICE("kernel %d: batchnorm_bwd's x, dy and dx in different types, or bf16 statistics", id);
-		break;
-	}
+	case RT_OP_BATCHNORM_BWD: cpu_batchnorm_check(id, desc); break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:

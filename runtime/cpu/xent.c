@@ -19,8 +19,6 @@
 /* Rows of fewer elements than this in all run on one thread. */
 enum { XENT_PAR_MIN = 1 << 15 };
 
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 /*
  * exp(x) for x <= 0 within 2 ulp (x below -87 gives exp(-87), 1.6e-38,
  * which no sum of a row with its maximum's exp(0) = 1 notices): x =
@@ -72,7 +70,7 @@ static float mean_loss(const double *rowloss, int64_t rows)
 }
 
 /* softmax_crossentropy: logits [N, K], labels [N, K] -> loss [1] = mean of -sum y * log_softmax(z) */
-CLONES void cpu_xent(const int64_t *d, void *const *a, double *rowloss)
+CPU_CLONES void cpu_xent(const int64_t *d, void *const *a, double *rowloss)
 {
 	const float *z = a[0], *y = a[1];
 	float *loss = a[2];
@@ -92,7 +90,7 @@ CLONES void cpu_xent(const int64_t *d, void *const *a, double *rowloss)
 }
 
 /* softmax_crossentropy_bwd: logits, labels -> dlogits = (softmax(z) * sum(y) - y) / N */
-CLONES void cpu_xent_bwd(const int64_t *d, void *const *a)
+CPU_CLONES void cpu_xent_bwd(const int64_t *d, void *const *a)
 {
 	const float *z = a[0], *y = a[1];
 	float *dz = a[2];
@@ -122,7 +120,7 @@ static int64_t id_rows(const int64_t *d, int64_t *k)
 }
 
 /* softmax_crossentropy_ids: logits [R, K], ids i32 [R] -> loss [1], the mean of logsumexp(z) - z[id] */
-CLONES void cpu_xent_ids(const int64_t *d, void *const *a, double *rowloss)
+CPU_CLONES void cpu_xent_ids(const int64_t *d, void *const *a, double *rowloss)
 {
 	const float *z = a[0];
 	const int32_t *ids = a[1];
@@ -139,7 +137,7 @@ CLONES void cpu_xent_ids(const int64_t *d, void *const *a, double *rowloss)
 }
 
 /* softmax_crossentropy_ids_bwd: logits, ids -> dlogits = (softmax(z) - onehot(id)) / R */
-CLONES void cpu_xent_ids_bwd(const int64_t *d, void *const *a)
+CPU_CLONES void cpu_xent_ids_bwd(const int64_t *d, void *const *a)
 {
 	const float *z = a[0];
 	const int32_t *ids = a[1];

@@ -851,11 +851,6 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
-	bool epilogue = k->op == RT_OP_CONV2D || k->op == RT_OP_DENSE || k->op == RT_OP_BATCHNORM;
-	if (epilogue && d[RT_D_ACT] != ACT_NONE) { /* a fused activation: in place on the output */
-		int out = (int)d[RT_D_NIN];
-		launched(k, gpu_eltwise((Act)d[RT_D_ACT], a[out], a[out], arg_elems(d, out), st));
-	}
 }
 
 /* ---- the kernels group of the backend table (cuda/backend.c) ----------------- */
@@ -907,8 +902,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	snprintf(k->impl, sizeof k->impl, "CUDA");
 	if (desc[RT_D_BF16])
 		RT_ICE("kernel %d (%s): bf16 arguments, and this runtime has float32 kernels only", id, op_name(k->op));
-	if (k->op == RT_OP_BATCHNORM_BWD && desc[RT_D_NIN] != 5) /* the compiler fuses for the CPU only */
-		RT_ICE("kernel %d: batchnorm_bwd with a fused relu's gradient: not built for the GPU", id);
+	if (desc[RT_D_ACT] != ACT_NONE) /* the compiler fuses for the CPU only (compiler/front/fuse.h) */
+		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", id, op_name(k->op),
+		       act_name((Act)desc[RT_D_ACT]));
 	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
 	int nin = (int)desc[RT_D_NIN];
 	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),
