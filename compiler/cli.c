@@ -121,6 +121,7 @@ typedef enum ValueKind {
 	V_SLOW,      /* pmem, dax-kmem or numa:N: slow_kind and numa_node */
 	V_PLOTS,     /* png, svg or none: a const char * */
 	V_PRECISION, /* fp32 or bf16: a Precision */
+	V_ATTENTION, /* fused or composed: an AttentionMode */
 	V_DEFINE,    /* NAME=VALUE, appended to defines */
 	V_INCLUDE,   /* a directory, appended to dirs */
 } ValueKind;
@@ -190,6 +191,10 @@ static const Option options[] = {
 	 "keep every activation a kernel of its own (default on the CPU: relu, sigmoid and\n"
 	 "tanh after a convolution or dense layer, relu after batchnorm, run in the\n"
 	 "producer's kernel)"},
+	{"attention", 0, V_ATTENTION, F(attention), C_ALL, 0, 0, "A",
+	 "fused: each attention layer without dropout is one kernel, forward and backward,\n"
+	 "that never stores the [T, T] scores (flash attention; default on the CPU);\n"
+	 "composed: products and a softmax whose scores the placement sees (the GPU's)"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"
 	 "allow_tf32 (default: off, full float32)"},
@@ -535,6 +540,11 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 			usage_error(cmd, "--precision expects fp32 or bf16, got '%s'", v);
 		*(Precision *)field = strcmp(v, "bf16") == 0 ? PREC_BF16 : PREC_FP32;
 		break;
+	case V_ATTENTION:
+		if (strcmp(v, "fused") != 0 && strcmp(v, "composed") != 0)
+			usage_error(cmd, "--attention expects fused or composed, got '%s'", v);
+		*(AttentionMode *)field = strcmp(v, "fused") == 0 ? ATTENTION_FUSED : ATTENTION_COMPOSED;
+		break;
 	case V_DEFINE: {
 		const char *eq = strchr(v, '=');
 		if (!eq || eq == v || !eq[1])
@@ -756,6 +766,12 @@ static void check_settings(Arena *a, Settings *s)
 	    cmd != CMD_INTERPRET && !modeled_plan)
 		usage_error(cmd, "--precision bf16 runs on the CPU backend and in the interpreter so far: the GPU runtime's "
 		                 "kernels are float32 only (a bf16 step can be placed on a modeled GPU: schedule --hw)");
+	if (s->attention == ATTENTION_FUSED && s->target == TARGET_GPU && cmd != CMD_CHECK && cmd != CMD_GRAPH &&
+	    cmd != CMD_INTERPRET && !modeled_plan)
+		usage_error(cmd, "--attention fused runs on the CPU backend and in the interpreter so far: the GPU runtime "
+		                 "has no fused attention kernel (it can be placed on a modeled GPU: schedule --hw)");
+	if (s->attention == ATTENTION_FUSED && s->no_fuse)
+		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --attention fused, not both");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

@@ -38,6 +38,13 @@ typedef enum Command {
 } Command;
 
 /* Everything the command line says, typed. Fields not given keep the defaults of settings_parse. */
+/* --attention: how attention layers are built (compiler/front/builtins.c) */
+typedef enum AttentionMode {
+	ATTENTION_DEFAULT,  /* fused on the CPU (unless --no-fuse), composed for the GPU */
+	ATTENTION_FUSED,    /* one attention op and its gradient (flash attention) */
+	ATTENTION_COMPOSED, /* products, a softmax, dropout: the scores are tensors */
+} AttentionMode;
+
 typedef struct Settings {
 	Command cmd;              /* the command */
 	/* the model */
@@ -68,6 +75,7 @@ typedef struct Settings {
 	bool emit_llvm;           /* --emit-llvm */
 	bool tf32;                /* --tf32 */
 	bool no_fuse;             /* --no-fuse */
+	AttentionMode attention;  /* --attention fused|composed */
 	bool json, dot, train;    /* --json, --dot, --train */
 	bool summary;             /* schedule --summary */
 	const char *trace, *plot; /* schedule --trace, --plot */

@@ -146,11 +146,18 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 	return true;
 }
 
+bool driver_fused_attention(const Settings *s)
+{
+	if (s->attention != ATTENTION_DEFAULT)
+		return s->attention == ATTENTION_FUSED;
+	return !s->no_fuse && s->target != TARGET_GPU; /* the GPU runtime has no fused attention kernel */
+}
+
 /* The elaborator's options from the command line (eval: the evaluation graph). */
 static ElabOptions elab_options(const Settings *s, bool eval)
 {
 	return (ElabOptions){.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
-	                     .eval = eval, .precision = s->precision};
+	                     .eval = eval, .precision = s->precision, .fused_attention = driver_fused_attention(s)};
 }
 
 /* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */

@@ -37,15 +37,16 @@ static int cmd_check(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_TRAINING, &c))
 		return 1;
 	report_summary(stdout, c.g, c.sched, s->file);
-	if (c.g->nfused) { /* the step again without fusion, for its peak */
+	if (!s->no_fuse && s->attention != ATTENTION_FUSED) { /* the step again without fusion: its kernels, its peak */
 		Settings unfused = *s;
 		unfused.no_fuse = true;
 		Compilation u;
 		char b[32];
 		if (!compile(a, &unfused, STAGE_TRAINING, &u))
 			return 1;
-		printf("peak live bytes with --no-fuse: %" PRId64 " (%s)\n", u.sched->peak,
-		       fmt_bytes(u.sched->peak, b, sizeof b));
+		if (u.g->nodes.n != c.g->nodes.n)
+			printf("with --no-fuse: %d kernels, peak live bytes %" PRId64 " (%s)\n", u.g->nodes.n, u.sched->peak,
+			       fmt_bytes(u.sched->peak, b, sizeof b));
 	}
 	return 0;
 }

@@ -169,10 +169,13 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
+	int attention = 0;
+	for (int i = 0; i < g->nodes.n; i++)
+		attention += g->nodes.v[i]->op == OP_ATTENTION;
 	if (g->nfused)
-		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them (%d kernels; "
-		           "%d with --no-fuse)\n",
-		        g->nfused, g->nodes.n, g->nodes.n + g->nfused);
+		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them\n", g->nfused);
+	if (attention)
+		fprintf(f, "fusion: %d attention layers fused, forward and backward (no [T, T] scores stored)\n", attention);
 	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),
 	        s->peak_step, s->order[s->peak_step]->name);
 }
@@ -230,6 +233,10 @@ static int node_attrs(const Node *n, AttrItem *it)
 		ITEM("trans_a", AK_FLAG, a->trans_a, 0, !a->trans_a);
 		ITEM("trans_b", AK_FLAG, a->trans_b, 0, !a->trans_b);
 		ITEM("alpha", AK_REAL, a->alpha, 0, false);
+		break;
+	case ATTRS_ATTENTION:
+		ITEM("alpha", AK_REAL, a->alpha, 0, false);
+		ITEM("causal", AK_FLAG, a->causal, 0, !a->causal);
 		break;
 	case ATTRS_MOMENTUM:
 		ITEM("momentum", AK_REAL, a->momentum, 0, false);

@@ -143,6 +143,10 @@ const OpCase op_cases[] = {
 	{"attention, long rows and wide heads", OPCASE_KERNEL, "i32 3, 70", "class 3, 70",
 	 "embedding(50 => 96) dense(96 => 288) attention(2) dense(96 => 50, bias = false, tie = \"embedding1\")",
 	 "optimizer = adamw(lr = 0.01)"},
+	{"fused attention's blocks: 150 positions, heads of 13", OPCASE_KERNEL, "i32 2, 150", "class 2, 150",
+	 "embedding(20 => 117) attention(3) dense(39 => 20)", NULL},
+	{"fused attention's blocks, bidirectional", OPCASE_KERNEL, "i32 2, 100", "class 2, 100",
+	 "embedding(20 => 117) attention(3, causal = false) dense(39 => 20)", NULL},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",

@@ -42,7 +42,7 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 	static const char *dirs[1];
 	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
 	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src), .eval = eval,
-	                  .precision = test_precision};
+	                  .precision = test_precision, .fused_attention = test_fuse};
 	Graph *g = elaborate(name, &eo, a);
 	if (!g) {
 		fprintf(stderr, "source was:\n%s", src);

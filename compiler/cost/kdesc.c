@@ -55,7 +55,7 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_GAMMA] = dbits(h->sched.gamma);
 	desc[RT_D_TRANS_A] = a->trans_a, desc[RT_D_TRANS_B] = a->trans_b, desc[RT_D_ALPHA] = dbits(a->alpha);
 	desc[RT_D_LO] = dbits(a->lo), desc[RT_D_HI] = dbits(a->hi);
-	desc[RT_D_ACT] = a->post_act;
+	desc[RT_D_ACT] = a->post_act, desc[RT_D_CAUSAL] = a->causal;
 	put_shape(&desc[RT_D_ASHAPE], a->shape);
 	for (int k = 0; k < n->nin + n->nout; k++) {
 		const Tensor *t = k < n->nin ? n->in[k] : n->out[k - n->nin];
@@ -105,7 +105,7 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		{RT_D_WARMUP, "warmup", false}, {RT_D_SCHED_STEPS, "steps", false}, {RT_D_FLOOR, "floor", true},
 		{RT_D_EVERY, "every", false}, {RT_D_GAMMA, "gamma", true},
 		{RT_D_TRANS_A, "trans_a", false}, {RT_D_TRANS_B, "trans_b", false}, {RT_D_ALPHA, "alpha", true},
-		{RT_D_LO, "lo", true}, {RT_D_HI, "hi", true},
+		{RT_D_LO, "lo", true}, {RT_D_HI, "hi", true}, {RT_D_CAUSAL, "causal", false},
 	};
 	size_t len = 0;
 	if (size)

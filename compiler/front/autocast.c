@@ -2,7 +2,7 @@
  * autocast.c - a bf16 training step as PyTorch's autocast runs one.
  *
  * The ops with most of the FLOPs (convolution, dense, the batched
- * products of attention) take bf16 inputs, accumulate in float32 and write
+ * products of attention, fused attention) take bf16 inputs, accumulate in float32 and write
  * bf16. The ops that need float32's range or precision (softmax,
  * layernorm, the losses, means) take float32 inputs and write float32.
  * Every other op runs in its input's type; one whose inputs differ
@@ -29,6 +29,7 @@ static Rule rule_of(Op op)
 	case OP_CONV2D:
 	case OP_DENSE:
 	case OP_MATMUL:
+	case OP_ATTENTION:
 		return RULE_BF16;
 	case OP_SOFTMAX:
 	case OP_CAUSAL_SOFTMAX:

@@ -354,12 +354,15 @@ static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
 }
 
 /*
- * attention(heads, p = 0): causal multi-head scaled dot-product
+ * attention(heads, p = 0, causal = true): multi-head scaled dot-product
  * self-attention of q, k, v side by side in x [N, T, 3C] (a projection's
  * output) -> [N, T, C]: each of the heads attends over C / heads columns,
- * position t to positions 0..t; p is the dropout of the attention weights.
- * Composed of graph ops, so that the placement sees the scores
- * [N, H, T, T] as tensors it can move or recompute.
+ * position t to positions 0..t when causal; p is the dropout of the
+ * attention weights. Fused (ElabOptions.fused_attention, without dropout)
+ * it is one attention op, whose only tensor beside its output is the
+ * rows' log-sum-exp [N, H, T]; composed, it is graph ops, and the
+ * placement sees the scores [N, H, T, T] as tensors it can move or
+ * recompute.
  */
 static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
@@ -385,14 +388,23 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 		Attrs a = {.offset = k * width, .shape = shape_make(4, (int64_t[]){n, heads, t, d})};
 		qkv[k] = elab_add_node(c, OP_SPLIT_HEADS, &x, 1, &a, "attention", elab_join(c, path, part[k]), loc);
 	}
-	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
-	Tensor *w = elab_add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention", elab_join(c, path, "scores"), loc);
-	w = elab_add_node(c, causal ? OP_CAUSAL_SOFTMAX : OP_SOFTMAX, &w, 1, NULL, "attention", elab_join(c, path, "weights"),
-	                  loc);
-	if (p > 0)
-		w = dropout_node(c, w, p, elab_join(c, path, "dropout"), loc);
-	Attrs ma = {.alpha = 1};
-	Tensor *y = elab_add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", elab_join(c, path, "context"), loc);
+	Tensor *y;
+	if (c->opt->fused_attention && p == 0) {
+		Attrs fa = {.alpha = 1 / sqrt((double)d), .causal = causal};
+		y = elab_add_node(c, OP_ATTENTION, qkv, 3, &fa, "attention", elab_join(c, path, "context"), loc);
+		tensor_rename(c->g, y->producer->out[1], elab_join(c, path, "lse"));
+	} else {
+		Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
+		Tensor *w = elab_add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention",
+		                          elab_join(c, path, "scores"), loc);
+		w = elab_add_node(c, causal ? OP_CAUSAL_SOFTMAX : OP_SOFTMAX, &w, 1, NULL, "attention",
+		                  elab_join(c, path, "weights"), loc);
+		if (p > 0)
+			w = dropout_node(c, w, p, elab_join(c, path, "dropout"), loc);
+		Attrs ma = {.alpha = 1};
+		y = elab_add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", elab_join(c, path, "context"),
+		                  loc);
+	}
 	return elab_add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
 }
 

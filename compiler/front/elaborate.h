@@ -22,6 +22,8 @@ typedef struct ElabOptions {
 	bool eval;               /* the evaluation graph: batchnorm normalises by its running
 	                            statistics (batchnorm_eval), dropout is the identity */
 	Precision precision;     /* fp32, or bf16 with autocast's casts (autocast.c) */
+	bool fused_attention;    /* attention without dropout as one fused op (else composed of
+	                            products and a softmax) */
 } ElabOptions;
 
 /*

@@ -118,6 +118,15 @@ static int64_t flops_matmul(const Node *n)
 	return mul(mul(2, out0(n)), a.d[a.ndim - (n->attr.trans_a ? 2 : 1)]);
 }
 
+/* attention: N H T T D, halved when causal (the scores and the product with v are 2 T T D each, so
+   ops.def's factor is 4 forward, 10 backward: FlashAttention's count, five products) */
+static int64_t flops_attention(const Node *n)
+{
+	Shape q = n->in[0]->shape;
+	int64_t f = mul(mul(mul(q.d[0], q.d[1]), mul(q.d[2], q.d[2])), q.d[3]);
+	return n->attr.causal && f != INT64_MAX ? f / 2 : f;
+}
+
 static const struct {
 	int64_t (*rule)(const Node *n); /* ops.def's flops_rule */
 	int64_t k;                      /* ops.def's flops_k */

@@ -53,6 +53,8 @@ static bool shape_transpose(const Node *n, Shape *out, char *err, size_t errlen)
 static bool shape_broadcast(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_mean(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_mul(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_attention_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -210,6 +212,8 @@ static DType out_dtype(const Node *n, int i)
 	case OP_SOFTMAX_XENT_IDS_BWD:
 	case OP_GRAD_SUMSQ:
 		return DT_F32;
+	case OP_ATTENTION_BWD: /* dq, dk, dv: each in its value's type */
+		return n->in[i]->dtype;
 	default:
 		break;
 	}
@@ -862,6 +866,39 @@ static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t er
 	if (x.ndim < 2 || x.d[x.ndim - 1] != x.d[x.ndim - 2])
 		FAIL("expects scores [..., T, T], got %s", shape_str(x, s1, sizeof s1));
 	out[0] = x;
+	return true;
+}
+
+/* q, k, v [N, H, T, D] of the same shape -> y like q, lse [N, H, T] */
+static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape q = n->in[0]->shape;
+	char s1[128], s2[128];
+	if (q.ndim != 4)
+		FAIL("expects heads [N, H, T, D], got %s", shape_str(q, s1, sizeof s1));
+	for (int k = 1; k < 3; k++)
+		if (!shape_eq(n->in[k]->shape, q))
+			FAIL("queries %s and %s %s differ", shape_str(q, s1, sizeof s1), k == 1 ? "keys" : "values",
+			     shape_str(n->in[k]->shape, s2, sizeof s2));
+	if (!(n->attr.alpha > 0))
+		FAIL("the scores' scale must be positive");
+	out[0] = q;
+	out[1] = shape_make(3, q.d);
+	return true;
+}
+
+/* q, k, v, y, lse, dy (attention's inputs, outputs, and y's gradient) -> dq, dk, dv */
+static bool shape_attention_bwd(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape fwd[2];
+	char s1[128], s2[128], s3[128], s4[128];
+	if (!shape_attention(n, fwd, err, errlen))
+		return false;
+	if (!shape_eq(n->in[3]->shape, fwd[0]) || !shape_eq(n->in[4]->shape, fwd[1]) || !shape_eq(n->in[5]->shape, fwd[0]))
+		FAIL("the output, statistics and gradient %s, %s, %s do not fit queries %s",
+		     shape_str(n->in[3]->shape, s1, sizeof s1), shape_str(n->in[4]->shape, s2, sizeof s2),
+		     shape_str(n->in[5]->shape, s3, sizeof s3), shape_str(fwd[0], s4, sizeof s4));
+	out[0] = out[1] = out[2] = fwd[0];
 	return true;
 }
 

@@ -81,7 +81,8 @@ typedef struct Attrs {
 	double momentum;  /* batchnorm_stats: the running statistics' momentum */
 	OptimHyper upd;   /* sgd, sgd_momentum, adamw: the update rule */
 	bool trans_a, trans_b; /* matmul: read a, b transposed */
-	double alpha;     /* matmul: the product's factor */
+	double alpha;     /* matmul: the product's factor; attention: the scores' */
+	bool causal;      /* attention: position t attends to positions 0..t only */
 	double lo, hi;    /* clamp: the range */
 	DType dtype;      /* cast: the element type written */
 	Act post_act;     /* conv2d, dense, batchnorm: an activation applied to the output (fuse.h); ACT_NONE: none */

@@ -698,6 +698,81 @@ static void eval_causal_softmax_bwd(const Node *nd, double **in, double **out)
 	}
 }
 
+/* Attention's sizes: B = N H matrices [T, D] of q, k, v, y. */
+typedef struct AttnDims { int64_t b, t, d; } AttnDims;
+
+static AttnDims attn_dims(const Node *nd)
+{
+	const int64_t *q = nd->in[0]->shape.d;
+	return (AttnDims){q[0] * q[1], q[2], q[3]};
+}
+
+/* alpha q[i] . k[j], the score of query i for key j (q, k: one matrix's rows) */
+static double attn_score(const Node *nd, const double *q, const double *k, int64_t i, int64_t j, int64_t d)
+{
+	double s = 0;
+	for (int64_t e = 0; e < d; e++)
+		s += q[i * d + e] * k[j * d + e];
+	return nd->attr.alpha * s;
+}
+
+/* y[i] = sum_j softmax_j(score(i, j)) v[j] over j <= i when causal; lse[i] = log sum_j exp(score(i, j)) */
+static void eval_attention(const Node *nd, double **in, double **out)
+{
+	AttnDims m = attn_dims(nd);
+	double *s = xmalloc(sizeof(double) * (size_t)m.t);
+	for (int64_t b = 0; b < m.b; b++) {
+		const double *q = in[0] + b * m.t * m.d, *k = in[1] + b * m.t * m.d, *v = in[2] + b * m.t * m.d;
+		for (int64_t i = 0; i < m.t; i++) {
+			int64_t nj = nd->attr.causal ? i + 1 : m.t;
+			double mx = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < nj; j++)
+				mx = fmax(mx, s[j] = attn_score(nd, q, k, i, j, m.d));
+			for (int64_t j = 0; j < nj; j++)
+				sum += s[j] = exp(s[j] - mx);
+			double *y = out[0] + (b * m.t + i) * m.d;
+			for (int64_t j = 0; j < nj; j++)
+				for (int64_t e = 0; e < m.d; e++)
+					y[e] += s[j] / sum * v[j * m.d + e];
+			out[1][b * m.t + i] = mx + log(sum);
+		}
+	}
+	free(s);
+}
+
+/*
+ * Its gradient from the saved output and log-sum-exp: p = exp(score - lse),
+ * dv[j] += p dy[i], ds = p (dy[i] . v[j] - dy[i] . y[i]),
+ * dq[i] += alpha ds k[j], dk[j] += alpha ds q[i].
+ */
+static void eval_attention_bwd(const Node *nd, double **in, double **out)
+{
+	AttnDims m = attn_dims(nd);
+	double alpha = nd->attr.alpha;
+	for (int64_t b = 0; b < m.b; b++) {
+		int64_t o = b * m.t * m.d;
+		const double *q = in[0] + o, *k = in[1] + o, *v = in[2] + o, *y = in[3] + o, *dy = in[5] + o;
+		double *dq = out[0] + o, *dk = out[1] + o, *dv = out[2] + o;
+		for (int64_t i = 0; i < m.t; i++) {
+			double lse = in[4][b * m.t + i], dyy = 0;
+			for (int64_t e = 0; e < m.d; e++)
+				dyy += dy[i * m.d + e] * y[i * m.d + e];
+			for (int64_t j = 0; j < (nd->attr.causal ? i + 1 : m.t); j++) {
+				double p = exp(attn_score(nd, q, k, i, j, m.d) - lse), dp = 0;
+				for (int64_t e = 0; e < m.d; e++) {
+					dv[j * m.d + e] += p * dy[i * m.d + e];
+					dp += dy[i * m.d + e] * v[j * m.d + e];
+				}
+				double ds = alpha * p * (dp - dyy);
+				for (int64_t e = 0; e < m.d; e++) {
+					dq[i * m.d + e] += ds * k[j * m.d + e];
+					dk[j * m.d + e] += ds * q[i * m.d + e];
+				}
+			}
+		}
+	}
+}
+
 /* v as a tensor of type dt stores it: rounded to float32, and from there to bfloat16 for bf16. */
 static void round_to(DType dt, double *v, int64_t n)
 {
@@ -839,6 +914,8 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_MERGE_HEADS: eval_merge_heads(nd, in, out); break;
 	case OP_CAUSAL_SOFTMAX: eval_causal_softmax(nd, in, out); break;
 	case OP_CAUSAL_SOFTMAX_BWD: eval_causal_softmax_bwd(nd, in, out); break;
+	case OP_ATTENTION: eval_attention(nd, in, out); break;
+	case OP_ATTENTION_BWD: eval_attention_bwd(nd, in, out); break;
 	case NUM_OPS:
 		unreachable();
 	}

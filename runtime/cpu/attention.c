@@ -3,34 +3,41 @@
  * backward, flash-style: the [T, T] scores of a head are never stored.
  *
  * q, k, v, y and their gradients are N H matrices [T, D], all float32 or
- * all bf16 (read and written natively: rows and blocks are widened into
- * the thread's scratch as they are used, results rounded once as they are
- * stored); lse is float32, and all arithmetic is. The forward pass takes
- * a block of BR queries at a time against blocks of BC keys, keeping each
- * row's running maximum m, sum l and unnormalised output (the online
- * softmax), and writes y and the rows' log-sum-exp lse = m + log l. The
- * backward pass recomputes the probabilities p = exp(score - lse) block by
- * block, twice: once per key block for dk and dv (the rows of q against
- * it), once per query block for dq, so that every output element is
- * summed by one thread in one order, whatever the threads: the same bits
- * every run. Inner loops run over a block's keys (k and v transposed per
- * block) or over D, which the compiler vectorises; exponentials are
- * cpu.h's exp_le0.
+ * all bf16 (bf16 blocks are widened into the thread's scratch as they are
+ * used, results rounded once as they are stored); lse is float32, and all
+ * arithmetic is. The forward pass takes a block of B queries at a time
+ * against blocks of B keys: the block's scores S = alpha Q K^T, then per
+ * row the online softmax (a running maximum m and sum l, the output so far
+ * rescaled as the maximum grows), and O += P V; it writes y = O / l and
+ * the rows' log-sum-exp lse = m + log l. The backward pass recomputes the
+ * probabilities P = exp(S - lse) block by block, twice: once per key block
+ * for dk and dv (dV = P^T dY, dK = dS^T Q over the query blocks that see
+ * it), once per query block for dq (dQ = dS K), where dS = alpha P (dY V^T
+ * - rowsum(dY y)). So every output element is summed by one task in one
+ * order, whatever the threads: the same bits every run. The block
+ * products are oneDNN's sgemm (single-threaded inside the tasks' parallel
+ * loop); exponentials are cpu.h's exp_le0.
  */
 #include "cpu.h"
 
 #include <math.h>
 #include <omp.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include "bf16.h" /* base/ */
 
+/* The helpers are inlined into the entry points, which are built per instruction set (cpu.h's CPU_CLONES). */
+#define INLINE static inline __attribute__((always_inline))
+
 /* Queries and keys of a block. */
-enum { BR = 32, BC = 64 };
+enum { BLK = 64 };
 
 typedef struct Att {
 	int64_t b, t, d; /* matrices (N H), rows (T), columns (D) */
 	float alpha;     /* the scores' scale */
 	bool causal;     /* row i sees keys 0..i */
+	bool h;          /* bf16 data (else float32) */
 } Att;
 
 static Att att_of(const int64_t *desc)
@@ -39,16 +46,13 @@ static Att att_of(const int64_t *desc)
 	int64_t bits = desc[RT_D_ALPHA];
 	memcpy(&alpha, &bits, sizeof alpha);
 	return (Att){RT_ARG_DIM(desc, 0, 0) * RT_ARG_DIM(desc, 0, 1), RT_ARG_DIM(desc, 0, 2), RT_ARG_DIM(desc, 0, 3),
-	             (float)alpha, desc[RT_D_CAUSAL] != 0};
+	             (float)alpha, desc[RT_D_CAUSAL] != 0, rt_arg_bf16(desc, 0)};
 }
 
-/*
- * A thread's scratch, in floats: kt, vt [D, BC]; s, ds [BR, BC]; acc, acc2 [BC, D] (BC >= BR); m, l [BR];
- * a block of rows widened [BC, D]; three rows widened [D].
- */
+/* A thread's scratch, in floats: s, dp [BLK, BLK]; acc, and six blocks of rows [BLK, D]; m, l [BLK]. */
 static size_t att_floats(int64_t d)
 {
-	return (size_t)(2 * d * BC + 2 * BR * BC + 2 * BC * d + 2 * BR + BC * d + 3 * d);
+	return (size_t)(2 * BLK * BLK + 7 * BLK * d + 2 * BLK);
 }
 
 /* A thread's scratch in bytes, a multiple of 64 (the scratch is 64-byte aligned, and so each thread's) */
@@ -71,263 +75,209 @@ void cpu_attention_check(int32_t id, const int64_t *desc)
 			       rt_arg_bf16(desc, i) ? "bf16" : "float32");
 }
 
-/* This thread's share of the scratch ws, laid out as att_floats says. */
+/* This thread's share of the scratch, laid out as att_floats says: blocks of rows widened (blk[0..3], [5]: q,
+   k, v, dy, y) or summed (acc, blk[4]). */
 typedef struct Ws {
-	float *kt, *vt, *s, *ds, *acc, *acc2, *m, *l, *blk, *row[3];
+	float *s, *dp, *acc, *m, *l, *blk[6];
 } Ws;
 
 static Ws att_ws(void *ws, const Att *a)
 {
 	int64_t d = a->d;
 	float *w = (float *)(void *)((char *)ws + att_stride(d) * (size_t)omp_get_thread_num());
-	Ws x = {.kt = w, .vt = w + d * BC, .s = w + 2 * d * BC};
-	x.ds = x.s + BR * BC, x.acc = x.ds + BR * BC, x.acc2 = x.acc + BC * d;
-	x.m = x.acc2 + BC * d, x.l = x.m + BR, x.blk = x.l + BR;
-	for (int k = 0; k < 3; k++)
-		x.row[k] = x.blk + BC * d + k * d;
+	Ws x = {.s = w, .dp = w + BLK * BLK, .acc = w + 2 * BLK * BLK};
+	for (int k = 0; k < 6; k++)
+		x.blk[k] = x.acc + (k + 1) * BLK * d;
+	x.m = x.blk[5] + BLK * d, x.l = x.m + BLK;
 	return x;
 }
 
-/* Element i of x (bf16 when h, else float32) as float32. */
-static inline __attribute__((always_inline)) float ld(const void *x, int64_t i, bool h)
+/* Rows [i, i + n) of matrix argument x as float32: x itself, or widened into buf (bf16). */
+INLINE const float *rows_of(const Att *a, const void *x, int64_t i, int64_t n, float *buf)
 {
-	return h ? bf16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
-}
-
-/* The n elements of x from element i as float32: x itself, or widened into buf (bf16). */
-static inline __attribute__((always_inline)) const float *rows_of(const void *x, int64_t i, int64_t n, bool h,
-                                                                  float *buf)
-{
-	if (!h)
-		return (const float *)x + i;
-	for (int64_t e = 0; e < n; e++)
-		buf[e] = ld(x, i + e, true);
+	int64_t d = a->d;
+	if (!a->h)
+		return (const float *)x + i * d;
+	const uint16_t *src = (const uint16_t *)x + i * d;
+	for (int64_t e = 0; e < n * d; e++)
+		buf[e] = bf16_to_f32(src[e]);
 	return buf;
 }
 
-/* y[i + e] = scale src[e] for e < n, rounded to bf16 when h. */
-static inline __attribute__((always_inline)) void put(void *y, int64_t i, const float *src, int64_t n, float scale,
-                                                      bool h)
+/* Rows [i, i + n) of y = scale src (a per-row scale if rscale, else 1), rounded to bf16 for bf16 data. */
+INLINE void put_rows(const Att *a, void *y, int64_t i, int64_t n, const float *src, const float *rscale)
 {
-	if (h)
-		for (int64_t e = 0; e < n; e++)
-			((uint16_t *)y)[i + e] = bf16_from_f32(scale * src[e]);
-	else
-		for (int64_t e = 0; e < n; e++)
-			((float *)y)[i + e] = scale * src[e];
-}
-
-/* kt[e, c] = k[j0 + c, e] for the nc keys of a block */
-static inline __attribute__((always_inline)) void transpose_block(float *kt, const void *k, int64_t j0, int64_t nc,
-                                                                  int64_t d, bool h)
-{
-	for (int64_t c = 0; c < nc; c++)
-		for (int64_t e = 0; e < d; e++)
-			kt[e * BC + c] = ld(k, (j0 + c) * d + e, h);
-}
-
-/* s[c] = alpha q . k[j0 + c] for c < nc, from the block's transpose kt */
-static inline __attribute__((always_inline)) void scores(float *s, const float *q, const float *kt, int64_t nc,
-                                                         int64_t d, float alpha)
-{
-	for (int64_t c = 0; c < nc; c++)
-		s[c] = 0;
-	for (int64_t e = 0; e < d; e++) {
-		float qe = alpha * q[e];
-#pragma omp simd
-		for (int64_t c = 0; c < nc; c++)
-			s[c] += qe * kt[e * BC + c];
+	int64_t d = a->d;
+	for (int64_t r = 0; r < n; r++) {
+		float sc = rscale ? rscale[r] : 1;
+		if (a->h)
+			for (int64_t e = 0; e < d; e++)
+				((uint16_t *)y)[(i + r) * d + e] = bf16_from_f32(sc * src[r * d + e]);
+		else
+			for (int64_t e = 0; e < d; e++)
+				((float *)y)[(i + r) * d + e] = sc * src[r * d + e];
 	}
 }
 
-/* The keys row i sees in the block [j0, j1): how many, from j0 (<= 0: none). */
-static inline int64_t keys_seen(const Att *a, int64_t i, int64_t j0, int64_t j1)
+/* C [m, n] (row stride ldc) = alpha op(A) op(B) + beta C, A and B row-major as sgemm reads them. */
+static void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+	if (dnnl_sgemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+		RT_ICE("sgemm of attention's blocks (%lld x %lld x %lld) failed", (long long)m, (long long)n, (long long)k);
+}
+
+/* The keys query i sees in the block [j0, j1): how many, from j0 (<= 0: none). */
+INLINE int64_t keys_seen(const Att *a, int64_t i, int64_t j0, int64_t j1)
 {
 	return a->causal && i + 1 < j1 ? i + 1 - j0 : j1 - j0;
 }
 
-/* Row r's online softmax over its nc scores sr (made probabilities): m, l updated, orow rescaled, + p v */
-static inline __attribute__((always_inline)) void online_row(float *sr, int64_t nc, float *m, float *l, float *orow,
-                                                             const float *vb, int64_t d)
+/* Row r of a block's scores, nc of them seen: the online softmax's update; the row made its probabilities
+   (0 past what it sees), and the factor its output so far is rescaled by returned. */
+INLINE float online_row(float *sr, int64_t seen, int64_t nc, float *m, float *l)
 {
 	float mx = *m, sum = 0;
-	for (int64_t c = 0; c < nc; c++)
+	for (int64_t c = 0; c < seen; c++)
 		mx = sr[c] > mx ? sr[c] : mx;
 #pragma omp simd reduction(+ : sum)
-	for (int64_t c = 0; c < nc; c++) {
+	for (int64_t c = 0; c < seen; c++) {
 		sr[c] = exp_le0(sr[c] - mx);
 		sum += sr[c];
 	}
+	for (int64_t c = seen < 0 ? 0 : seen; c < nc; c++)
+		sr[c] = 0;
 	float corr = *m == -INFINITY ? 0 : exp_le0(*m - mx);
 	*l = *l * corr + sum, *m = mx;
-	for (int64_t e = 0; e < d; e++)
-		orow[e] *= corr;
-	for (int64_t c = 0; c < nc; c++) {
-		const float *vr = vb + c * d;
-		float p = sr[c];
-#pragma omp simd
-		for (int64_t e = 0; e < d; e++)
-			orow[e] += p * vr[e];
-	}
+	return corr;
 }
 
-/* One block of queries [i0, i1) of one matrix (args: q, k, v, y, lse) against every key block it sees. */
-static inline __attribute__((always_inline)) void fwd_block(const Att *a, void *const *x, int64_t i0, int64_t i1,
-                                                            Ws w, bool h)
+/* Queries [i0, i1) of one matrix (x: q, k, v, y, lse) against every key block they see. */
+INLINE void fwd_block(const Att *a, void *const *x, int64_t i0, int64_t i1, Ws w)
 {
-	int64_t d = a->d, nr = i1 - i0;
-	float *o = w.acc;
-	for (int64_t r = 0; r < nr; r++) {
+	int64_t d = a->d, nr = i1 - i0, jend = a->causal ? i1 : a->t;
+	const float *q = rows_of(a, x[0], i0, nr, w.blk[0]);
+	for (int64_t r = 0; r < nr; r++)
 		w.m[r] = -INFINITY, w.l[r] = 0;
-		for (int64_t e = 0; e < d; e++)
-			o[r * d + e] = 0;
-	}
-	int64_t jend = a->causal ? i1 : a->t;
-	for (int64_t j0 = 0; j0 < jend; j0 += BC) {
-		int64_t j1 = j0 + BC < jend ? j0 + BC : jend;
-		transpose_block(w.kt, x[1], j0, j1 - j0, d, h);
-		const float *vb = rows_of(x[2], j0 * d, (j1 - j0) * d, h, w.blk);
+	for (int64_t e = 0; e < nr * d; e++)
+		w.acc[e] = 0;
+	for (int64_t j0 = 0; j0 < jend; j0 += BLK) {
+		int64_t nc = (j0 + BLK < jend ? j0 + BLK : jend) - j0;
+		const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
+		gemm('N', 'T', nr, nc, d, a->alpha, q, d, k, d, 0, w.s, BLK);
 		for (int64_t r = 0; r < nr; r++) {
-			int64_t nc = keys_seen(a, i0 + r, j0, j1);
-			if (nc <= 0)
-				continue;
-			scores(w.s + r * BC, rows_of(x[0], (i0 + r) * d, d, h, w.row[0]), w.kt, nc, d, a->alpha);
-			online_row(w.s + r * BC, nc, &w.m[r], &w.l[r], o + r * d, vb, d);
+			float corr = online_row(w.s + r * BLK, keys_seen(a, i0 + r, j0, j0 + nc), nc, &w.m[r], &w.l[r]);
+			for (int64_t e = 0; e < d; e++)
+				w.acc[r * d + e] *= corr;
 		}
+		gemm('N', 'N', nr, d, nc, 1, w.s, BLK, v, d, 1, w.acc, d);
 	}
 	for (int64_t r = 0; r < nr; r++) {
-		put(x[3], (i0 + r) * d, o + r * d, d, 1 / w.l[r], h);
 		((float *)x[4])[i0 + r] = w.m[r] + logf(w.l[r]);
+		w.l[r] = 1 / w.l[r];
 	}
+	put_rows(a, x[3], i0, nr, w.acc, w.l);
 }
 
 /* args: q, k, v -> y, lse; each of the N H matrices' blocks of queries a task */
 CPU_CLONES void cpu_attention(const int64_t *desc, void *const *args, void *ws)
 {
 	Att a = att_of(desc);
-	bool h = rt_arg_bf16(desc, 0);
-	int64_t nblk = (a.t + BR - 1) / BR, md = a.t * a.d, sz = h ? 2 : 4;
+	int64_t nblk = (a.t + BLK - 1) / BLK, md = a.t * a.d * (a.h ? 2 : 4);
 #pragma omp parallel for schedule(dynamic)
 	for (int64_t task = 0; task < a.b * nblk; task++) {
-		int64_t b = task / nblk, i0 = task % nblk * BR, i1 = i0 + BR < a.t ? i0 + BR : a.t;
+		int64_t b = task / nblk, i0 = task % nblk * BLK;
 		void *x[5];
 		for (int k = 0; k < 5; k++)
-			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md * sz);
-		if (h)
-			fwd_block(&a, x, i0, i1, att_ws(ws, &a), true);
-		else
-			fwd_block(&a, x, i0, i1, att_ws(ws, &a), false);
+			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md);
+		fwd_block(&a, x, i0, i0 + BLK < a.t ? i0 + BLK : a.t, att_ws(ws, &a));
 	}
 }
 
-/* Row i's p = exp(score - lse) and ds = alpha p (dy . v - dy . y) for the block's keys c < nc. */
-static inline __attribute__((always_inline)) void probs(const Att *a, float *p, float *ds, const float *qi,
-                                                        const float *dyi, const float *kt, const float *vt,
-                                                        float lse, float dyy, int64_t nc)
+/*
+ * The block of queries [i0, i0 + nr) against keys [j0, j0 + nc) (q, dy: the queries' rows; k, v: the keys';
+ * lse, dyy: the queries' log-sum-exp and rowsum(dy y)): w.s = P, w.dp = dS.
+ */
+INLINE void probs(const Att *a, const float *q, const float *dy, const float *k, const float *v, const float *lse,
+                  const float *dyy, int64_t i0, int64_t nr, int64_t j0, int64_t nc, Ws w)
 {
-	scores(p, qi, kt, nc, a->d, a->alpha);
-	scores(ds, dyi, vt, nc, a->d, 1);
+	int64_t d = a->d;
+	gemm('N', 'T', nr, nc, d, a->alpha, q, d, k, d, 0, w.s, BLK);
+	gemm('N', 'T', nr, nc, d, 1, dy, d, v, d, 0, w.dp, BLK);
+	for (int64_t r = 0; r < nr; r++) {
+		float *p = w.s + r * BLK, *ds = w.dp + r * BLK, lr = lse[r], dr = dyy[r];
+		int64_t seen = keys_seen(a, i0 + r, j0, j0 + nc);
 #pragma omp simd
-	for (int64_t c = 0; c < nc; c++) {
-		p[c] = exp_le0(p[c] - lse);
-		ds[c] = a->alpha * p[c] * (ds[c] - dyy);
+		for (int64_t c = 0; c < nc; c++) {
+			p[c] = c < seen ? exp_le0(p[c] - lr) : 0;
+			ds[c] = a->alpha * p[c] * (ds[c] - dr);
+		}
 	}
 }
 
-static inline float dot(const float *x, const float *y, int64_t n)
+/* rowsum(dy y) of rows [i0, i0 + nr) into out */
+INLINE void rows_dot(const Att *a, const float *dy, const float *y, int64_t nr, float *out)
 {
-	float s = 0;
+	for (int64_t r = 0; r < nr; r++) {
+		float s = 0;
 #pragma omp simd reduction(+ : s)
-	for (int64_t e = 0; e < n; e++)
-		s += x[e] * y[e];
-	return s;
+		for (int64_t e = 0; e < a->d; e++)
+			s += dy[r * a->d + e] * y[r * a->d + e];
+		out[r] = s;
+	}
 }
 
-/* dk, dv of the key block [j0, j1) of one matrix (x: q, k, v, y, lse, dy, dq, dk, dv): every row that sees it. */
-static inline __attribute__((always_inline)) void bwd_kv_block(const Att *a, void *const *x, int64_t j0, int64_t j1,
-                                                               Ws w, bool h)
+/* dk, dv of keys [j0, j0 + nc) of one matrix (x: q, k, v, y, lse, dy, dq, dk, dv): every query block that sees them. */
+INLINE void bwd_kv_block(const Att *a, void *const *x, int64_t j0, int64_t nc, Ws w)
 {
-	int64_t d = a->d, nc = j1 - j0;
-	const float *lse = x[4];
-	float *ak = w.acc, *av = w.acc2;
-	transpose_block(w.kt, x[1], j0, nc, d, h);
-	transpose_block(w.vt, x[2], j0, nc, d, h);
+	int64_t d = a->d;
+	const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
+	float *dk = w.acc, *dv = w.blk[4];
 	for (int64_t e = 0; e < nc * d; e++)
-		ak[e] = av[e] = 0;
-	for (int64_t i = a->causal ? j0 : 0; i < a->t; i++) {
-		int64_t seen = keys_seen(a, i, j0, j1);
-		const float *qi = rows_of(x[0], i * d, d, h, w.row[0]), *dyi = rows_of(x[5], i * d, d, h, w.row[1]);
-		float dyy = dot(dyi, rows_of(x[3], i * d, d, h, w.row[2]), d);
-		probs(a, w.s, w.ds, qi, dyi, w.kt, w.vt, lse[i], dyy, seen);
-		for (int64_t c = 0; c < seen; c++) {
-			float pc = w.s[c], dc = w.ds[c];
-#pragma omp simd
-			for (int64_t e = 0; e < d; e++) {
-				av[c * d + e] += pc * dyi[e];
-				ak[c * d + e] += dc * qi[e];
-			}
-		}
+		dk[e] = dv[e] = 0;
+	for (int64_t i0 = a->causal ? j0 : 0; i0 < a->t; i0 += BLK) {
+		int64_t nr = (i0 + BLK < a->t ? i0 + BLK : a->t) - i0;
+		const float *q = rows_of(a, x[0], i0, nr, w.blk[0]), *dy = rows_of(a, x[5], i0, nr, w.blk[3]);
+		rows_dot(a, dy, rows_of(a, x[3], i0, nr, w.blk[5]), nr, w.m);
+		probs(a, q, dy, k, v, (const float *)x[4] + i0, w.m, i0, nr, j0, nc, w);
+		gemm('T', 'N', nc, d, nr, 1, w.s, BLK, dy, d, 1, dv, d);
+		gemm('T', 'N', nc, d, nr, 1, w.dp, BLK, q, d, 1, dk, d);
 	}
-	put(x[7], j0 * d, ak, nc * d, 1, h);
-	put(x[8], j0 * d, av, nc * d, 1, h);
+	put_rows(a, x[7], j0, nc, dk, NULL);
+	put_rows(a, x[8], j0, nc, dv, NULL);
 }
 
-/* dq of the query block [i0, i1) of one matrix: every key block it sees. */
-static inline __attribute__((always_inline)) void bwd_q_block(const Att *a, void *const *x, int64_t i0, int64_t i1,
-                                                              Ws w, bool h)
+/* dq of queries [i0, i0 + nr) of one matrix: every key block they see. */
+INLINE void bwd_q_block(const Att *a, void *const *x, int64_t i0, int64_t nr, Ws w)
 {
-	int64_t d = a->d, nr = i1 - i0;
-	const float *lse = x[4];
-	float *aq = w.acc, *dyy = w.m;
+	int64_t d = a->d, jend = a->causal ? i0 + nr : a->t;
+	const float *q = rows_of(a, x[0], i0, nr, w.blk[0]), *dy = rows_of(a, x[5], i0, nr, w.blk[3]);
+	rows_dot(a, dy, rows_of(a, x[3], i0, nr, w.blk[5]), nr, w.m);
 	for (int64_t e = 0; e < nr * d; e++)
-		aq[e] = 0;
-	for (int64_t r = 0; r < nr; r++)
-		dyy[r] = dot(rows_of(x[5], (i0 + r) * d, d, h, w.row[1]), rows_of(x[3], (i0 + r) * d, d, h, w.row[2]), d);
-	int64_t jend = a->causal ? i1 : a->t;
-	for (int64_t j0 = 0; j0 < jend; j0 += BC) {
-		int64_t j1 = j0 + BC < jend ? j0 + BC : jend;
-		transpose_block(w.kt, x[1], j0, j1 - j0, d, h);
-		transpose_block(w.vt, x[2], j0, j1 - j0, d, h);
-		const float *kb = rows_of(x[1], j0 * d, (j1 - j0) * d, h, w.blk);
-		for (int64_t r = 0; r < nr; r++) {
-			int64_t i = i0 + r, seen = keys_seen(a, i, j0, j1);
-			if (seen <= 0)
-				continue;
-			probs(a, w.s, w.ds, rows_of(x[0], i * d, d, h, w.row[0]), rows_of(x[5], i * d, d, h, w.row[1]), w.kt,
-			      w.vt, lse[i], dyy[r], seen);
-			float *ar = aq + r * d;
-			for (int64_t c = 0; c < seen; c++) {
-				const float *kr = kb + c * d;
-				float dc = w.ds[c];
-#pragma omp simd
-				for (int64_t e = 0; e < d; e++)
-					ar[e] += dc * kr[e];
-			}
-		}
+		w.acc[e] = 0;
+	for (int64_t j0 = 0; j0 < jend; j0 += BLK) {
+		int64_t nc = (j0 + BLK < jend ? j0 + BLK : jend) - j0;
+		const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
+		probs(a, q, dy, k, v, (const float *)x[4] + i0, w.m, i0, nr, j0, nc, w);
+		gemm('N', 'N', nr, d, nc, 1, w.dp, BLK, k, d, 1, w.acc, d);
 	}
-	put(x[6], i0 * d, aq, nr * d, 1, h);
+	put_rows(a, x[6], i0, nr, w.acc, NULL);
 }
 
 /* args: q, k, v, y, lse, dy -> dq, dk, dv; each matrix's key blocks (dk, dv) and query blocks (dq) tasks */
 CPU_CLONES void cpu_attention_bwd(const int64_t *desc, void *const *args, void *ws)
 {
 	Att a = att_of(desc);
-	bool h = rt_arg_bf16(desc, 0);
-	int64_t nq = (a.t + BR - 1) / BR, nk = (a.t + BC - 1) / BC, md = a.t * a.d, sz = h ? 2 : 4;
+	int64_t nblk = (a.t + BLK - 1) / BLK, md = a.t * a.d * (a.h ? 2 : 4);
 #pragma omp parallel for schedule(dynamic)
-	for (int64_t task = 0; task < a.b * (nq + nk); task++) {
-		int64_t b = task / (nq + nk), blk = task % (nq + nk);
+	for (int64_t task = 0; task < a.b * 2 * nblk; task++) {
+		int64_t b = task / (2 * nblk), i0 = task % nblk * BLK, n = i0 + BLK < a.t ? BLK : a.t - i0;
 		void *x[9];
 		for (int k = 0; k < 9; k++)
-			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md * sz);
-		int64_t j0 = blk * BC, i0 = (blk - nk) * BR;
-		if (blk < nk && h)
-			bwd_kv_block(&a, x, j0, j0 + BC < a.t ? j0 + BC : a.t, att_ws(ws, &a), true);
-		else if (blk < nk)
-			bwd_kv_block(&a, x, j0, j0 + BC < a.t ? j0 + BC : a.t, att_ws(ws, &a), false);
-		else if (h)
-			bwd_q_block(&a, x, i0, i0 + BR < a.t ? i0 + BR : a.t, att_ws(ws, &a), true);
+			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md);
+		if (task % (2 * nblk) < nblk)
+			bwd_kv_block(&a, x, i0, n, att_ws(ws, &a));
 		else
-			bwd_q_block(&a, x, i0, i0 + BR < a.t ? i0 + BR : a.t, att_ws(ws, &a), false);
+			bwd_q_block(&a, x, i0, n, att_ws(ws, &a));
 	}
 }

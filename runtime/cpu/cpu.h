@@ -15,6 +15,8 @@
 
 #include "../rt_internal.h"
 
+#include <string.h>
+
 /* ---- memory (cpu/pool.c; store and load in cpu/move.c) ------------------- */
 
 void cpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out);
@@ -63,6 +65,34 @@ void cpu_sync(void *state);
  */
 #define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
+/*
+ * exp(x) for x <= 0 (and small positive x) within 2 ulp, as a polynomial
+ * the compiler vectorises where glibc's expf is scalar (the losses,
+ * attention). x below -87 gives exp(-87), 1.6e-38, which no sum of a row
+ * with its maximum's exp(0) = 1 notices. x =
+ * n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), exp(r) by its
+ * Taylor polynomial to r^7 / 7!, times 2^n made in the exponent bits.
+ */
+static inline __attribute__((always_inline)) float exp_le0(float x)
+{
+	x = x < -87.0f ? -87.0f : x;
+	const float shift = 12582912.0f;             /* 1.5 * 2^23: adding it rounds to an integer */
+	float n = (x * 1.44269504088896341f + shift) - shift;
+	float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+	float p = 1.98412698e-4f; /* 1/7!, then Horner's rule down to 1/0! */
+	p = 1.38888889e-3f + r * p;
+	p = 8.33333333e-3f + r * p;
+	p = 4.16666667e-2f + r * p;
+	p = 1.66666667e-1f + r * p;
+	p = 0.5f + r * p;
+	p = 1.0f + r * p;
+	p = 1.0f + r * p;
+	int32_t e = ((int32_t)n + 127) << 23;
+	float scale;
+	memcpy(&scale, &e, sizeof scale);
+	return p * scale;
+}
+
 /* ---- batch normalisation (cpu/batchnorm.c): kernels of cpu/kernels.c ------ */
 
 /* ICE unless the data arguments (x, y; x, dy, y, dx) are all float32 or all bf16, the rest float32. */
@@ -76,5 +106,14 @@ void cpu_xent(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_xent_bwd(const int64_t *desc, void *const *args);
 void cpu_xent_ids(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_xent_ids_bwd(const int64_t *desc, void *const *args);
+
+/* ---- fused attention (cpu/attention.c): kernels of cpu/kernels.c; ws: the scratch of every thread ---- */
+
+/* ICE unless q, k, v, y and the gradients are all float32 or all bf16, lse float32. */
+void cpu_attention_check(int32_t id, const int64_t *desc);
+/* The scratch bytes one thread's share of an attention or attention_bwd kernel takes. */
+size_t cpu_attention_scratch(const int64_t *desc);
+void cpu_attention(const int64_t *desc, void *const *args, void *ws);
+void cpu_attention_bwd(const int64_t *desc, void *const *args, void *ws);
 
 #endif

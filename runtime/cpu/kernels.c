@@ -122,6 +122,7 @@ typedef struct CpuKernel {
 	size_t reorder_pad;                   /* the largest scratchpad of its reorders */
 	size_t pad_at;                        /* offset of the scratchpads (the primitive's, the reorders') */
 	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
+	size_t attn_at;                       /* attention, attention_bwd: offset of its threads' blocks */
 	bool widen;                           /* plain C with bf16 arguments: run on float32 copies */
 	size_t wide_at[RT_MAX_ARGS];          /* widen: the offset of each bf16 argument's copy */
 	char impl[64];                        /* implementation, for --profile-kernels */
@@ -1333,7 +1334,8 @@ static void plan_widening(CpuKernel *k)
 	if (slice && rt_arg_bf16(d, 0) != rt_arg_bf16(d, 1))
 		RT_ICE("kernel %d: a slice between two types", k->id);
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
-	    k->op == RT_OP_BATCHNORM_BWD || slice || d[RT_D_BF16] == 0)
+	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD || slice ||
+	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;
 	for (int i = 0; i < d[RT_D_NIN] + d[RT_D_NOUT]; i++)
@@ -1469,6 +1471,12 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_BATCHNORM_EVAL:
 		run_bn_eval(d, a);
+		break;
+	case RT_OP_ATTENTION:
+		cpu_attention(d, a, (char *)s->scratch + k->attn_at);
+		break;
+	case RT_OP_ATTENTION_BWD:
+		cpu_attention_bwd(d, a, (char *)s->scratch + k->attn_at);
 		break;
 	case RT_OP_LAYERNORM:
 		run_layernorm(d, a);
@@ -1610,6 +1618,11 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));
+		break;
+	case RT_OP_ATTENTION:
+	case RT_OP_ATTENTION_BWD: /* a block of every thread's */
+		cpu_attention_check(id, desc);
+		k->attn_at = scratch_take(k, (size_t)omp_get_max_threads() * cpu_attention_scratch(desc));
 		break;
 	case RT_OP_RESHAPE:
 	case RT_OP_BIAS_GRAD:

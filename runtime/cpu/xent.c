@@ -19,32 +19,6 @@
 /* Rows of fewer elements than this in all run on one thread. */
 enum { XENT_PAR_MIN = 1 << 15 };
 
-/*
- * exp(x) for x <= 0 within 2 ulp (x below -87 gives exp(-87), 1.6e-38,
- * which no sum of a row with its maximum's exp(0) = 1 notices): x =
- * n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts), exp(r) by its
- * Taylor polynomial to r^7 / 7!, times 2^n made in the exponent bits.
- */
-static inline __attribute__((always_inline)) float exp_le0(float x)
-{
-	x = x < -87.0f ? -87.0f : x;
-	const float shift = 12582912.0f;             /* 1.5 * 2^23: adding it rounds to an integer */
-	float n = (x * 1.44269504088896341f + shift) - shift;
-	float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
-	float p = 1.98412698e-4f; /* 1/7!, then Horner's rule down to 1/0! */
-	p = 1.38888889e-3f + r * p;
-	p = 8.33333333e-3f + r * p;
-	p = 4.16666667e-2f + r * p;
-	p = 1.66666667e-1f + r * p;
-	p = 0.5f + r * p;
-	p = 1.0f + r * p;
-	p = 1.0f + r * p;
-	int32_t e = ((int32_t)n + 127) << 23;
-	float scale;
-	memcpy(&scale, &e, sizeof scale);
-	return p * scale;
-}
-
 /* A row's largest logit and the sum of exp(z - max), in double. */
 static inline __attribute__((always_inline)) void row_stats(const float *z, int64_t k, float *mx, double *sum)
 {

@@ -848,6 +848,8 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_BATCHNORM_STATS: launch_bn_stats(s, k, a); break;
 	case RT_OP_CAST: /* never created (below) */
+	case RT_OP_ATTENTION:
+	case RT_OP_ATTENTION_BWD:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1024,6 +1026,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		break; /* our own kernels and copies: the description is all they need */
 	case RT_OP_CAST: /* the compiler builds float32 programs only for the GPU (bf16 runs on the CPU) */
+	case RT_OP_ATTENTION: /* and composes attention for it (--attention) */
+	case RT_OP_ATTENTION_BWD:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

@@ -196,6 +196,13 @@ def forward(graph, weights, stats, x, y, train=True):
             k = ins[0].shape[-1]
             mask = torch.ones(k, k, dtype=torch.bool).triu(1)
             r = F.softmax(ins[0].masked_fill(mask, float("-inf")), dim=-1)
+        elif op == "attention":  # fused: softmax(alpha q k^T, masked when causal) v, bf16 inputs in float32
+            q, k, v = (i.float() if i.dtype == torch.bfloat16 else i for i in ins)
+            s = a["alpha"] * (q @ k.mT)
+            if a.get("causal"):
+                m = s.shape[-1]
+                s = s.masked_fill(torch.ones(m, m, dtype=torch.bool).triu(1), float("-inf"))
+            r = (F.softmax(s, dim=-1) @ v).to(ins[0].dtype)
         elif op == "cast":  # a bf16 program's (--bf16): to its output's type; the float64 reference: none
             bf16 = graph["tensors"][n["outputs"][0]]["dtype"] == "bf16"
             r = ins[0] if ins[0].dtype == torch.float64 else ins[0].to(torch.bfloat16 if bf16 else torch.float32)

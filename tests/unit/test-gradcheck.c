@@ -10,7 +10,9 @@
  * (whose casts are identities in float64). For every weight and for the
  * input, a spread of elements is perturbed by +-h and (L(+h) - L(-h)) / 2h
  * is compared with the analytic gradient. The SGD update ops are checked
- * separately against w - lr * g.
+ * separately against w - lr * g. The cases with attention are checked
+ * again fused: attention as one op (its backward the fused kernel's
+ * formula).
  */
 #include <math.h>
 #include <stdio.h>
@@ -148,6 +150,14 @@ int main(void)
 			test_check(run_case(c) == 0, "gradient of %s in bf16", c->name);
 	}
 	test_precision = PREC_FP32;
+	/* fused (fuse.h), and attention as one op: the fused kernels' gradients */
+	test_fuse = true;
+	for (int i = 0; i < nop_cases; i++) {
+		const OpCase *c = &op_cases[i];
+		if ((c->kind == OPCASE_OP || c->kind == OPCASE_NETWORK) && strstr(c->layers, "attention("))
+			test_check(run_case(c) == 0, "gradient of %s, fused", c->name);
+	}
+	test_fuse = false;
 	test_check(check_sgd("optimizer = sgd(lr = 0.1)", 0.1, 0) == 0, "sgd update");
 	test_check(check_sgd("optimizer = sgd(lr = 0.05, momentum = 0.9)", 0.05, 0.9) == 0, "sgd_momentum update");
 	return test_summary();

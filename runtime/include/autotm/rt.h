@@ -75,10 +75,11 @@ enum RtDescField {
 	RT_D_WARMUP, RT_D_SCHED_STEPS, RT_D_FLOOR, /* cosine (the floor in double bits) */
 	RT_D_EVERY, RT_D_GAMMA, /* step decay (gamma in double bits) */
 	RT_D_TRANS_A, RT_D_TRANS_B, /* matmul: a, b read transposed (0 or 1) */
-	RT_D_ALPHA,     /* matmul: the product's factor (double bits) */
+	RT_D_ALPHA,     /* matmul: the product's factor; attention: the scores' (double bits) */
 	RT_D_LO, RT_D_HI, /* clamp: the range (double bits) */
 	RT_D_BF16,      /* bit i set: argument i holds bfloat16 (autotm/rt.h's rt_arg_bf16); clear: float32 */
 	RT_D_ACT,       /* conv2d, dense, batchnorm: base/activation.h's Act applied to the output (0: none) */
+	RT_D_CAUSAL,    /* attention: causal (0 or 1) */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
