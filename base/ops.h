@@ -36,7 +36,7 @@ typedef enum OpAttrs {
 	ATTRS_UPDATE,    /* the optimizer's hyperparameters */
 	ATTRS_MOMENTUM,  /* the running statistics' momentum */
 	ATTRS_CLAMP,     /* lo, hi */
-	ATTRS_ATTENTION, /* alpha, causal */
+	ATTRS_ATTENTION, /* heads, alpha, causal */
 } OpAttrs;
 
 /* The scratch a GPU kernel takes from the shared pool beside its arguments (the op_*_bytes below). */

@@ -235,6 +235,7 @@ static int node_attrs(const Node *n, AttrItem *it)
 		ITEM("alpha", AK_REAL, a->alpha, 0, false);
 		break;
 	case ATTRS_ATTENTION:
+		ITEM("heads", AK_INT, a->shape.d[1], 0, false);
 		ITEM("alpha", AK_REAL, a->alpha, 0, false);
 		ITEM("causal", AK_FLAG, a->causal, 0, !a->causal);
 		break;

@@ -355,23 +355,6 @@ static void grad_norm(AD *ad, const Node *f, Tensor *dy)
 		emit_batchnorm_stats(ad, f);
 }
 
-/* attention: one node gives the gradients of q, k and v, from the output and its log-sum-exp */
-static void grad_attention(AD *ad, const Node *f, Tensor *dy)
-{
-	Graph *g = ad->g;
-	Tensor *in[6] = {f->in[0], f->in[1], f->in[2], f->out[0], f->out[1], dy};
-	Node *n = bwd_node(ad, OP_ATTENTION_BWD, in, 6, &f->attr, arena_printf(g->arena, "%s.bwd", f->name));
-	for (int k = 0; k < 3; k++) {
-		const Tensor *t = f->in[k];
-		if (!ad->needs[t->id]) {
-			tensor_rename(g, n->out[k], arena_printf(g->arena, "%s.unused", grad_name(g, t)));
-			continue;
-		}
-		tensor_rename(g, n->out[k], part_name(ad, t));
-		add_part(ad, t, n->out[k], true);
-	}
-}
-
 /* An activation: the gradient op of ops.def's act column reads y or x, and dy. */
 static void grad_activation(AD *ad, const Node *f, Tensor *dy)
 {
@@ -521,8 +504,8 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_CAUSAL_SOFTMAX:
 		emit_grad(ad, x, OP_CAUSAL_SOFTMAX_BWD, (Tensor *[]){f->out[0], dy}, 2, NULL);
 		break;
-	case OP_ATTENTION:
-		grad_attention(ad, f, dy);
+	case OP_ATTENTION: /* from its output and the rows' log-sum-exp */
+		emit_grad(ad, x, OP_ATTENTION_BWD, (Tensor *[]){x, f->out[0], f->out[1], dy}, 4, fa);
 		break;
 	case OP_MUL: /* y = x s: dx = dy s (s repeated), ds = dy x summed where s was repeated */
 		emit_grad(ad, x, OP_MUL, (Tensor *[]){dy, f->in[1]}, 2, NULL);

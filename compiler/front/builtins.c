@@ -359,10 +359,10 @@ static Tensor *b_dropout(Ctx *c, const Builtin *b, Value **args, Tensor *x, cons
  * output) -> [N, T, C]: each of the heads attends over C / heads columns,
  * position t to positions 0..t when causal; p is the dropout of the
  * attention weights. Fused (ElabOptions.fused_attention, without dropout)
- * it is one attention op, whose only tensor beside its output is the
- * rows' log-sum-exp [N, H, T]; composed, it is graph ops, and the
- * placement sees the scores [N, H, T, T] as tensors it can move or
- * recompute.
+ * it is one attention op reading the heads where the projection wrote
+ * them, whose only tensor beside its output is the rows' log-sum-exp
+ * [N, H, T]; composed, it is graph ops, and the placement sees the scores
+ * [N, H, T, T] as tensors it can move or recompute.
  */
 static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
@@ -382,29 +382,29 @@ static Tensor *b_attention(Ctx *c, const Builtin *b, Value **args, Tensor *x, co
 		error_at(hv->loc, "attention '%s': %" PRId64 " heads do not divide the width %" PRId64 " (input %s)", path,
 		         heads, width, elab_type_str(c, x));
 	int64_t d = width / heads;
+	Shape hs = shape_make(4, (int64_t[]){n, heads, t, d});
+	if (c->opt->fused_attention && p == 0) {
+		Attrs fa = {.alpha = 1 / sqrt((double)d), .causal = causal, .shape = hs};
+		Tensor *y = elab_add_node(c, OP_ATTENTION, &x, 1, &fa, "attention", path, loc);
+		tensor_rename(c->g, y->producer->out[1], elab_join(c, path, "lse"));
+		return y;
+	}
 	Tensor *qkv[3];
 	static const char *part[3] = {"q", "k", "v"};
 	for (int k = 0; k < 3; k++) {
-		Attrs a = {.offset = k * width, .shape = shape_make(4, (int64_t[]){n, heads, t, d})};
+		Attrs a = {.offset = k * width, .shape = hs};
 		qkv[k] = elab_add_node(c, OP_SPLIT_HEADS, &x, 1, &a, "attention", elab_join(c, path, part[k]), loc);
 	}
-	Tensor *y;
-	if (c->opt->fused_attention && p == 0) {
-		Attrs fa = {.alpha = 1 / sqrt((double)d), .causal = causal};
-		y = elab_add_node(c, OP_ATTENTION, qkv, 3, &fa, "attention", elab_join(c, path, "context"), loc);
-		tensor_rename(c->g, y->producer->out[1], elab_join(c, path, "lse"));
-	} else {
-		Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
-		Tensor *w = elab_add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention",
-		                          elab_join(c, path, "scores"), loc);
-		w = elab_add_node(c, causal ? OP_CAUSAL_SOFTMAX : OP_SOFTMAX, &w, 1, NULL, "attention",
-		                  elab_join(c, path, "weights"), loc);
-		if (p > 0)
-			w = dropout_node(c, w, p, elab_join(c, path, "dropout"), loc);
-		Attrs ma = {.alpha = 1};
-		y = elab_add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention", elab_join(c, path, "context"),
-		                  loc);
-	}
+	Attrs sa = {.trans_b = true, .alpha = 1 / sqrt((double)d)};
+	Tensor *w = elab_add_node(c, OP_MATMUL, (Tensor *[]){qkv[0], qkv[1]}, 2, &sa, "attention",
+	                          elab_join(c, path, "scores"), loc);
+	w = elab_add_node(c, causal ? OP_CAUSAL_SOFTMAX : OP_SOFTMAX, &w, 1, NULL, "attention",
+	                  elab_join(c, path, "weights"), loc);
+	if (p > 0)
+		w = dropout_node(c, w, p, elab_join(c, path, "dropout"), loc);
+	Attrs ma = {.alpha = 1};
+	Tensor *y = elab_add_node(c, OP_MATMUL, (Tensor *[]){w, qkv[2]}, 2, &ma, "attention",
+	                          elab_join(c, path, "context"), loc);
 	return elab_add_node(c, OP_MERGE_HEADS, &y, 1, NULL, "attention", path, loc);
 }
 

@@ -122,8 +122,8 @@ static int64_t flops_matmul(const Node *n)
    ops.def's factor is 4 forward, 10 backward: FlashAttention's count, five products) */
 static int64_t flops_attention(const Node *n)
 {
-	Shape q = n->in[0]->shape;
-	int64_t f = mul(mul(mul(q.d[0], q.d[1]), mul(q.d[2], q.d[2])), q.d[3]);
+	const int64_t *h = n->attr.shape.d; /* [N, H, T, D] */
+	int64_t f = mul(mul(mul(h[0], h[1]), mul(h[2], h[2])), h[3]);
 	return n->attr.causal && f != INT64_MAX ? f / 2 : f;
 }
 

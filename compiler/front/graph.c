@@ -212,8 +212,6 @@ static DType out_dtype(const Node *n, int i)
 	case OP_SOFTMAX_XENT_IDS_BWD:
 	case OP_GRAD_SUMSQ:
 		return DT_F32;
-	case OP_ATTENTION_BWD: /* dq, dk, dv: each in its value's type */
-		return n->in[i]->dtype;
 	default:
 		break;
 	}
@@ -869,36 +867,33 @@ static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t er
 	return true;
 }
 
-/* q, k, v [N, H, T, D] of the same shape -> y like q, lse [N, H, T] */
+/* x [N, T, 3 H D] with heads attr.shape [N, H, T, D] -> y [N, T, H D], lse [N, H, T] */
 static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen)
 {
-	Shape q = n->in[0]->shape;
+	Shape x = n->in[0]->shape, h = n->attr.shape;
 	char s1[128], s2[128];
-	if (q.ndim != 4)
-		FAIL("expects heads [N, H, T, D], got %s", shape_str(q, s1, sizeof s1));
-	for (int k = 1; k < 3; k++)
-		if (!shape_eq(n->in[k]->shape, q))
-			FAIL("queries %s and %s %s differ", shape_str(q, s1, sizeof s1), k == 1 ? "keys" : "values",
-			     shape_str(n->in[k]->shape, s2, sizeof s2));
+	if (x.ndim != 3 || h.ndim != 4 || h.d[0] != x.d[0] || h.d[2] != x.d[1] || 3 * h.d[1] * h.d[3] != x.d[2])
+		FAIL("cannot take the heads %s of q, k and v side by side from %s", shape_str(h, s1, sizeof s1),
+		     shape_str(x, s2, sizeof s2));
 	if (!(n->attr.alpha > 0))
 		FAIL("the scores' scale must be positive");
-	out[0] = q;
-	out[1] = shape_make(3, q.d);
+	out[0] = shape_make(3, (int64_t[]){x.d[0], x.d[1], h.d[1] * h.d[3]});
+	out[1] = shape_make(3, h.d);
 	return true;
 }
 
-/* q, k, v, y, lse, dy (attention's inputs, outputs, and y's gradient) -> dq, dk, dv */
+/* x, y, lse, dy (attention's input, outputs, and y's gradient) -> dx like x */
 static bool shape_attention_bwd(const Node *n, Shape *out, char *err, size_t errlen)
 {
 	Shape fwd[2];
-	char s1[128], s2[128], s3[128], s4[128];
+	char s1[128], s2[128], s3[128];
 	if (!shape_attention(n, fwd, err, errlen))
 		return false;
-	if (!shape_eq(n->in[3]->shape, fwd[0]) || !shape_eq(n->in[4]->shape, fwd[1]) || !shape_eq(n->in[5]->shape, fwd[0]))
-		FAIL("the output, statistics and gradient %s, %s, %s do not fit queries %s",
-		     shape_str(n->in[3]->shape, s1, sizeof s1), shape_str(n->in[4]->shape, s2, sizeof s2),
-		     shape_str(n->in[5]->shape, s3, sizeof s3), shape_str(fwd[0], s4, sizeof s4));
-	out[0] = out[1] = out[2] = fwd[0];
+	if (!shape_eq(n->in[1]->shape, fwd[0]) || !shape_eq(n->in[2]->shape, fwd[1]) || !shape_eq(n->in[3]->shape, fwd[0]))
+		FAIL("the output, statistics and gradient %s, %s, %s do not fit the attention's",
+		     shape_str(n->in[1]->shape, s1, sizeof s1), shape_str(n->in[2]->shape, s2, sizeof s2),
+		     shape_str(n->in[3]->shape, s3, sizeof s3));
+	out[0] = n->in[0]->shape;
 	return true;
 }
 

@@ -698,45 +698,45 @@ static void eval_causal_softmax_bwd(const Node *nd, double **in, double **out)
 	}
 }
 
-/* Attention's sizes: B = N H matrices [T, D] of q, k, v, y. */
-typedef struct AttnDims { int64_t b, t, d; } AttnDims;
+/* Attention's heads [N, H, T, D] (attr.shape): element e of row t of head h of sample n of part k (q, k, v:
+   0, 1, 2) of x [N, T, 3 H D], where y [N, T, H D] has its part 0 */
+typedef struct AttnDims { int64_t n, h, t, d; } AttnDims;
 
-static AttnDims attn_dims(const Node *nd)
+static int64_t attn_at(const AttnDims *m, int parts, int k, int64_t n, int64_t h, int64_t t, int64_t e)
 {
-	const int64_t *q = nd->in[0]->shape.d;
-	return (AttnDims){q[0] * q[1], q[2], q[3]};
+	return (n * m->t + t) * parts * m->h * m->d + k * m->h * m->d + h * m->d + e;
 }
 
-/* alpha q[i] . k[j], the score of query i for key j (q, k: one matrix's rows) */
-static double attn_score(const Node *nd, const double *q, const double *k, int64_t i, int64_t j, int64_t d)
+/* alpha q[i] . k[j] of head h of sample n */
+static double attn_score(const Node *nd, const AttnDims *m, const double *x, int64_t n, int64_t h, int64_t i,
+                         int64_t j)
 {
 	double s = 0;
-	for (int64_t e = 0; e < d; e++)
-		s += q[i * d + e] * k[j * d + e];
+	for (int64_t e = 0; e < m->d; e++)
+		s += x[attn_at(m, 3, 0, n, h, i, e)] * x[attn_at(m, 3, 1, n, h, j, e)];
 	return nd->attr.alpha * s;
 }
 
 /* y[i] = sum_j softmax_j(score(i, j)) v[j] over j <= i when causal; lse[i] = log sum_j exp(score(i, j)) */
 static void eval_attention(const Node *nd, double **in, double **out)
 {
-	AttnDims m = attn_dims(nd);
+	const int64_t *hs = nd->attr.shape.d;
+	AttnDims m = {hs[0], hs[1], hs[2], hs[3]};
 	double *s = xmalloc(sizeof(double) * (size_t)m.t);
-	for (int64_t b = 0; b < m.b; b++) {
-		const double *q = in[0] + b * m.t * m.d, *k = in[1] + b * m.t * m.d, *v = in[2] + b * m.t * m.d;
-		for (int64_t i = 0; i < m.t; i++) {
-			int64_t nj = nd->attr.causal ? i + 1 : m.t;
-			double mx = -INFINITY, sum = 0;
-			for (int64_t j = 0; j < nj; j++)
-				mx = fmax(mx, s[j] = attn_score(nd, q, k, i, j, m.d));
-			for (int64_t j = 0; j < nj; j++)
-				sum += s[j] = exp(s[j] - mx);
-			double *y = out[0] + (b * m.t + i) * m.d;
-			for (int64_t j = 0; j < nj; j++)
-				for (int64_t e = 0; e < m.d; e++)
-					y[e] += s[j] / sum * v[j * m.d + e];
-			out[1][b * m.t + i] = mx + log(sum);
-		}
-	}
+	for (int64_t n = 0; n < m.n; n++)
+		for (int64_t h = 0; h < m.h; h++)
+			for (int64_t i = 0; i < m.t; i++) {
+				int64_t nj = nd->attr.causal ? i + 1 : m.t;
+				double mx = -INFINITY, sum = 0;
+				for (int64_t j = 0; j < nj; j++)
+					mx = fmax(mx, s[j] = attn_score(nd, &m, in[0], n, h, i, j));
+				for (int64_t j = 0; j < nj; j++)
+					sum += s[j] = exp(s[j] - mx);
+				for (int64_t j = 0; j < nj; j++)
+					for (int64_t e = 0; e < m.d; e++)
+						out[0][attn_at(&m, 1, 0, n, h, i, e)] += s[j] / sum * in[0][attn_at(&m, 3, 2, n, h, j, e)];
+				out[1][(n * m.h + h) * m.t + i] = mx + log(sum);
+			}
 	free(s);
 }
 
@@ -747,30 +747,29 @@ static void eval_attention(const Node *nd, double **in, double **out)
  */
 static void eval_attention_bwd(const Node *nd, double **in, double **out)
 {
-	AttnDims m = attn_dims(nd);
-	double alpha = nd->attr.alpha;
-	for (int64_t b = 0; b < m.b; b++) {
-		int64_t o = b * m.t * m.d;
-		const double *q = in[0] + o, *k = in[1] + o, *v = in[2] + o, *y = in[3] + o, *dy = in[5] + o;
-		double *dq = out[0] + o, *dk = out[1] + o, *dv = out[2] + o;
-		for (int64_t i = 0; i < m.t; i++) {
-			double lse = in[4][b * m.t + i], dyy = 0;
-			for (int64_t e = 0; e < m.d; e++)
-				dyy += dy[i * m.d + e] * y[i * m.d + e];
-			for (int64_t j = 0; j < (nd->attr.causal ? i + 1 : m.t); j++) {
-				double p = exp(attn_score(nd, q, k, i, j, m.d) - lse), dp = 0;
-				for (int64_t e = 0; e < m.d; e++) {
-					dv[j * m.d + e] += p * dy[i * m.d + e];
-					dp += dy[i * m.d + e] * v[j * m.d + e];
-				}
-				double ds = alpha * p * (dp - dyy);
-				for (int64_t e = 0; e < m.d; e++) {
-					dq[i * m.d + e] += ds * k[j * m.d + e];
-					dk[j * m.d + e] += ds * q[i * m.d + e];
+	const int64_t *hs = nd->attr.shape.d;
+	AttnDims m = {hs[0], hs[1], hs[2], hs[3]};
+	const double *x = in[0], *y = in[1], *dy = in[3];
+	for (int64_t n = 0; n < m.n; n++)
+		for (int64_t h = 0; h < m.h; h++)
+			for (int64_t i = 0; i < m.t; i++) {
+				double lse = in[2][(n * m.h + h) * m.t + i], dyy = 0;
+				for (int64_t e = 0; e < m.d; e++)
+					dyy += dy[attn_at(&m, 1, 0, n, h, i, e)] * y[attn_at(&m, 1, 0, n, h, i, e)];
+				for (int64_t j = 0; j < (nd->attr.causal ? i + 1 : m.t); j++) {
+					double p = exp(attn_score(nd, &m, x, n, h, i, j) - lse), dp = 0;
+					for (int64_t e = 0; e < m.d; e++) {
+						double dye = dy[attn_at(&m, 1, 0, n, h, i, e)];
+						out[0][attn_at(&m, 3, 2, n, h, j, e)] += p * dye;
+						dp += dye * x[attn_at(&m, 3, 2, n, h, j, e)];
+					}
+					double ds = nd->attr.alpha * p * (dp - dyy);
+					for (int64_t e = 0; e < m.d; e++) {
+						out[0][attn_at(&m, 3, 0, n, h, i, e)] += ds * x[attn_at(&m, 3, 1, n, h, j, e)];
+						out[0][attn_at(&m, 3, 1, n, h, j, e)] += ds * x[attn_at(&m, 3, 0, n, h, i, e)];
+					}
 				}
 			}
-		}
-	}
 }
 
 /* v as a tensor of type dt stores it: rounded to float32, and from there to bfloat16 for bf16. */

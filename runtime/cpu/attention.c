@@ -2,19 +2,24 @@
  * cpu/attention.c - fused scaled dot-product attention, forward and
  * backward, flash-style: the [T, T] scores of a head are never stored.
  *
- * q, k, v, y and their gradients are N H matrices [T, D], all float32 or
- * all bf16 (bf16 blocks are widened into the thread's scratch as they are
- * used, results rounded once as they are stored); lse is float32, and all
- * arithmetic is. The forward pass takes a block of B queries at a time
- * against blocks of B keys: the block's scores S = alpha Q K^T, then per
- * row the online softmax (a running maximum m and sum l, the output so far
+ * The forward kernel reads the heads of q, k and v where the projection
+ * wrote them, side by side in x [N, T, 3 H D], and writes the heads of y
+ * side by side in [N, T, H D] (split_heads and merge_heads are folded in);
+ * one head of one sample is a matrix [T, D] whose rows are a row stride
+ * apart. Data are all float32 or all bf16 (bf16 blocks are widened into
+ * the thread's scratch as they are used, results rounded once as they are
+ * stored); lse [N, H, T] is float32, and all arithmetic is.
+ *
+ * The forward pass takes a block of BLK queries at a time against blocks
+ * of BLK keys: the block's scores S = alpha Q K^T, then per row the
+ * online softmax (a running maximum m and sum l, the output so far
  * rescaled as the maximum grows), and O += P V; it writes y = O / l and
  * the rows' log-sum-exp lse = m + log l. The backward pass recomputes the
- * probabilities P = exp(S - lse) block by block, twice: once per key block
- * for dk and dv (dV = P^T dY, dK = dS^T Q over the query blocks that see
- * it), once per query block for dq (dQ = dS K), where dS = alpha P (dY V^T
- * - rowsum(dY y)). So every output element is summed by one task in one
- * order, whatever the threads: the same bits every run. The block
+ * probabilities P = exp(S - lse) block by block, twice: once per key
+ * block for dk and dv (dV = P^T dY, dK = dS^T Q over the query blocks that
+ * see it), once per query block for dq (dQ = dS K), where dS = alpha P
+ * (dY V^T - rowsum(dY y)). So every output element is summed by one task
+ * in one order, whatever the threads: the same bits every run. The block
  * products are oneDNN's sgemm (single-threaded inside the tasks' parallel
  * loop); exponentials are cpu.h's exp_le0.
  */
@@ -34,19 +39,33 @@
 enum { BLK = 64 };
 
 typedef struct Att {
-	int64_t b, t, d; /* matrices (N H), rows (T), columns (D) */
-	float alpha;     /* the scores' scale */
-	bool causal;     /* row i sees keys 0..i */
-	bool h;          /* bf16 data (else float32) */
+	int64_t n, heads, t, d; /* samples, heads, rows (T), columns of a head (D) */
+	float alpha;            /* the scores' scale */
+	bool causal;            /* row i sees keys 0..i */
+	bool h;                 /* bf16 data (else float32) */
 } Att;
 
+/* One head of one sample of an argument: a matrix [T, D] at p, its rows ld elements apart. */
+typedef struct View {
+	char *p;
+	int64_t ld;
+} View;
+
+/* The attribute shape is [N, H, T, D]. */
 static Att att_of(const int64_t *desc)
 {
 	double alpha;
 	int64_t bits = desc[RT_D_ALPHA];
 	memcpy(&alpha, &bits, sizeof alpha);
-	return (Att){RT_ARG_DIM(desc, 0, 0) * RT_ARG_DIM(desc, 0, 1), RT_ARG_DIM(desc, 0, 2), RT_ARG_DIM(desc, 0, 3),
-	             (float)alpha, desc[RT_D_CAUSAL] != 0, rt_arg_bf16(desc, 0)};
+	const int64_t *s = &desc[RT_D_ASHAPE + 1];
+	return (Att){s[0], s[1], s[2], s[3], (float)alpha, desc[RT_D_CAUSAL] != 0, rt_arg_bf16(desc, 0)};
+}
+
+/* Head h of sample n of a packed argument of `parts` heads-wide parts, part k of them. */
+static View view_of(const Att *a, void *arg, int parts, int k, int64_t n, int64_t h)
+{
+	int64_t width = parts * a->heads * a->d;
+	return (View){(char *)arg + (n * a->t * width + k * a->heads * a->d + h * a->d) * (a->h ? 2 : 4), width};
 }
 
 /* A thread's scratch, in floats: s, dp [BLK, BLK]; acc, and six blocks of rows [BLK, D]; m, l [BLK]. */
@@ -63,12 +82,15 @@ static size_t att_stride(int64_t d)
 
 size_t cpu_attention_scratch(const int64_t *desc)
 {
-	return att_stride(RT_ARG_DIM(desc, 0, 3));
+	return att_stride(desc[RT_D_ASHAPE + 4]); /* D */
 }
 
 void cpu_attention_check(int32_t id, const int64_t *desc)
 {
-	int nargs = (int)(desc[RT_D_NIN] + desc[RT_D_NOUT]), lse = 4; /* an output forward, an input backward */
+	const int64_t *s = &desc[RT_D_ASHAPE + 1];
+	int nargs = (int)(desc[RT_D_NIN] + desc[RT_D_NOUT]), lse = 2; /* x, y, lse: the forward's args, the backward's inputs */
+	if (desc[RT_D_ASHAPE] != 4 || RT_ARG_NDIM(desc, 0) != 3 || RT_ARG_DIM(desc, 0, 2) != 3 * s[1] * s[3])
+		RT_ICE("kernel %d (%s): heads [N, H, T, D] do not fit the input", id, op_name(desc[RT_D_OP]));
 	for (int i = 0; i < nargs; i++)
 		if (i == lse ? rt_arg_bf16(desc, i) : rt_arg_bf16(desc, i) != rt_arg_bf16(desc, 0))
 			RT_ICE("kernel %d (%s): argument %d is %s", id, op_name(desc[RT_D_OP]), i,
@@ -92,38 +114,48 @@ static Ws att_ws(void *ws, const Att *a)
 	return x;
 }
 
-/* Rows [i, i + n) of matrix argument x as float32: x itself, or widened into buf (bf16). */
-INLINE const float *rows_of(const Att *a, const void *x, int64_t i, int64_t n, float *buf)
+/* A block of rows as float32 for sgemm: a matrix and its row stride. */
+typedef struct Rows {
+	const float *p;
+	int64_t ld;
+} Rows;
+
+/* Rows [i, i + n) of v as float32: in place (float32), or widened into buf (bf16, rows D apart). */
+INLINE Rows rows_of(const Att *a, View v, int64_t i, int64_t n, float *buf)
 {
-	int64_t d = a->d;
 	if (!a->h)
-		return (const float *)x + i * d;
-	const uint16_t *src = (const uint16_t *)x + i * d;
-	for (int64_t e = 0; e < n * d; e++)
-		buf[e] = bf16_to_f32(src[e]);
-	return buf;
+		return (Rows){(const float *)(void *)v.p + i * v.ld, v.ld};
+	for (int64_t r = 0; r < n; r++) {
+		const uint16_t *src = (const uint16_t *)(void *)v.p + (i + r) * v.ld;
+		for (int64_t e = 0; e < a->d; e++)
+			buf[r * a->d + e] = bf16_to_f32(src[e]);
+	}
+	return (Rows){buf, a->d};
 }
 
-/* Rows [i, i + n) of y = scale src (a per-row scale if rscale, else 1), rounded to bf16 for bf16 data. */
-INLINE void put_rows(const Att *a, void *y, int64_t i, int64_t n, const float *src, const float *rscale)
+/* Rows [i, i + n) of y = src (rows D apart) times rscale[r] (1 without), rounded to bf16 for bf16 data. */
+INLINE void put_rows(const Att *a, View y, int64_t i, int64_t n, const float *src, const float *rscale)
 {
 	int64_t d = a->d;
 	for (int64_t r = 0; r < n; r++) {
 		float sc = rscale ? rscale[r] : 1;
-		if (a->h)
+		if (a->h) {
+			uint16_t *dst = (uint16_t *)(void *)y.p + (i + r) * y.ld;
 			for (int64_t e = 0; e < d; e++)
-				((uint16_t *)y)[(i + r) * d + e] = bf16_from_f32(sc * src[r * d + e]);
-		else
+				dst[e] = bf16_from_f32(sc * src[r * d + e]);
+		} else {
+			float *dst = (float *)(void *)y.p + (i + r) * y.ld;
 			for (int64_t e = 0; e < d; e++)
-				((float *)y)[(i + r) * d + e] = sc * src[r * d + e];
+				dst[e] = sc * src[r * d + e];
+		}
 	}
 }
 
 /* C [m, n] (row stride ldc) = alpha op(A) op(B) + beta C, A and B row-major as sgemm reads them. */
-static void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *A, int64_t lda,
-                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+static void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, Rows A, Rows B, float beta,
+                 float *C, int64_t ldc)
 {
-	if (dnnl_sgemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+	if (dnnl_sgemm(ta, tb, m, n, k, alpha, A.p, A.ld, B.p, B.ld, beta, C, ldc) != dnnl_success)
 		RT_ICE("sgemm of attention's blocks (%lld x %lld x %lld) failed", (long long)m, (long long)n, (long long)k);
 }
 
@@ -152,45 +184,44 @@ INLINE float online_row(float *sr, int64_t seen, int64_t nc, float *m, float *l)
 	return corr;
 }
 
-/* Queries [i0, i1) of one matrix (x: q, k, v, y, lse) against every key block they see. */
-INLINE void fwd_block(const Att *a, void *const *x, int64_t i0, int64_t i1, Ws w)
+/* Queries [i0, i0 + nr) of one head (v: q, k, v, y; lse its rows') against every key block they see. */
+INLINE void fwd_block(const Att *a, const View *v, float *lse, int64_t i0, int64_t nr, Ws w)
 {
-	int64_t d = a->d, nr = i1 - i0, jend = a->causal ? i1 : a->t;
-	const float *q = rows_of(a, x[0], i0, nr, w.blk[0]);
+	int64_t d = a->d, jend = a->causal ? i0 + nr : a->t;
+	Rows q = rows_of(a, v[0], i0, nr, w.blk[0]);
 	for (int64_t r = 0; r < nr; r++)
 		w.m[r] = -INFINITY, w.l[r] = 0;
 	for (int64_t e = 0; e < nr * d; e++)
 		w.acc[e] = 0;
 	for (int64_t j0 = 0; j0 < jend; j0 += BLK) {
 		int64_t nc = (j0 + BLK < jend ? j0 + BLK : jend) - j0;
-		const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
-		gemm('N', 'T', nr, nc, d, a->alpha, q, d, k, d, 0, w.s, BLK);
+		Rows k = rows_of(a, v[1], j0, nc, w.blk[1]), vv = rows_of(a, v[2], j0, nc, w.blk[2]);
+		gemm('N', 'T', nr, nc, d, a->alpha, q, k, 0, w.s, BLK);
 		for (int64_t r = 0; r < nr; r++) {
 			float corr = online_row(w.s + r * BLK, keys_seen(a, i0 + r, j0, j0 + nc), nc, &w.m[r], &w.l[r]);
 			for (int64_t e = 0; e < d; e++)
 				w.acc[r * d + e] *= corr;
 		}
-		gemm('N', 'N', nr, d, nc, 1, w.s, BLK, v, d, 1, w.acc, d);
+		gemm('N', 'N', nr, d, nc, 1, (Rows){w.s, BLK}, vv, 1, w.acc, d);
 	}
 	for (int64_t r = 0; r < nr; r++) {
-		((float *)x[4])[i0 + r] = w.m[r] + logf(w.l[r]);
+		lse[i0 + r] = w.m[r] + logf(w.l[r]);
 		w.l[r] = 1 / w.l[r];
 	}
-	put_rows(a, x[3], i0, nr, w.acc, w.l);
+	put_rows(a, v[3], i0, nr, w.acc, w.l);
 }
 
-/* args: q, k, v -> y, lse; each of the N H matrices' blocks of queries a task */
+/* args: x [N, T, 3 H D] (q, k, v side by side) -> y [N, T, H D], lse [N, H, T]; a task per block of queries */
 CPU_CLONES void cpu_attention(const int64_t *desc, void *const *args, void *ws)
 {
 	Att a = att_of(desc);
-	int64_t nblk = (a.t + BLK - 1) / BLK, md = a.t * a.d * (a.h ? 2 : 4);
+	int64_t nblk = (a.t + BLK - 1) / BLK;
 #pragma omp parallel for schedule(dynamic)
-	for (int64_t task = 0; task < a.b * nblk; task++) {
-		int64_t b = task / nblk, i0 = task % nblk * BLK;
-		void *x[5];
-		for (int k = 0; k < 5; k++)
-			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md);
-		fwd_block(&a, x, i0, i0 + BLK < a.t ? i0 + BLK : a.t, att_ws(ws, &a));
+	for (int64_t task = 0; task < a.n * a.heads * nblk; task++) {
+		int64_t b = task / nblk, n = b / a.heads, h = b % a.heads, i0 = task % nblk * BLK;
+		View v[4] = {view_of(&a, args[0], 3, 0, n, h), view_of(&a, args[0], 3, 1, n, h),
+		             view_of(&a, args[0], 3, 2, n, h), view_of(&a, args[1], 1, 0, n, h)};
+		fwd_block(&a, v, (float *)args[2] + b * a.t, i0, i0 + BLK < a.t ? BLK : a.t - i0, att_ws(ws, &a));
 	}
 }
 
@@ -198,14 +229,13 @@ CPU_CLONES void cpu_attention(const int64_t *desc, void *const *args, void *ws)
  * The block of queries [i0, i0 + nr) against keys [j0, j0 + nc) (q, dy: the queries' rows; k, v: the keys';
  * lse, dyy: the queries' log-sum-exp and rowsum(dy y)): w.s = P, w.dp = dS.
  */
-INLINE void probs(const Att *a, const float *q, const float *dy, const float *k, const float *v, const float *lse,
-                  const float *dyy, int64_t i0, int64_t nr, int64_t j0, int64_t nc, Ws w)
+INLINE void probs(const Att *a, Rows q, Rows dy, Rows k, Rows v, const float *lse, const float *dyy, int64_t i0,
+                  int64_t nr, int64_t j0, int64_t nc, Ws w)
 {
-	int64_t d = a->d;
-	gemm('N', 'T', nr, nc, d, a->alpha, q, d, k, d, 0, w.s, BLK);
-	gemm('N', 'T', nr, nc, d, 1, dy, d, v, d, 0, w.dp, BLK);
+	gemm('N', 'T', nr, nc, a->d, a->alpha, q, k, 0, w.s, BLK);
+	gemm('N', 'T', nr, nc, a->d, 1, dy, v, 0, w.dp, BLK);
 	for (int64_t r = 0; r < nr; r++) {
-		float *p = w.s + r * BLK, *ds = w.dp + r * BLK, lr = lse[r], dr = dyy[r];
+		float *p = w.s + r * BLK, *ds = w.dp + r * BLK, lr = lse[i0 + r], dr = dyy[r];
 		int64_t seen = keys_seen(a, i0 + r, j0, j0 + nc);
 #pragma omp simd
 		for (int64_t c = 0; c < nc; c++) {
@@ -215,69 +245,76 @@ INLINE void probs(const Att *a, const float *q, const float *dy, const float *k,
 	}
 }
 
-/* rowsum(dy y) of rows [i0, i0 + nr) into out */
-INLINE void rows_dot(const Att *a, const float *dy, const float *y, int64_t nr, float *out)
+/* rowsum(dy y) of nr rows into out */
+INLINE void rows_dot(const Att *a, Rows dy, Rows y, int64_t nr, float *out)
 {
 	for (int64_t r = 0; r < nr; r++) {
+		const float *p = dy.p + r * dy.ld, *q = y.p + r * y.ld;
 		float s = 0;
 #pragma omp simd reduction(+ : s)
 		for (int64_t e = 0; e < a->d; e++)
-			s += dy[r * a->d + e] * y[r * a->d + e];
+			s += p[e] * q[e];
 		out[r] = s;
 	}
 }
 
-/* dk, dv of keys [j0, j0 + nc) of one matrix (x: q, k, v, y, lse, dy, dq, dk, dv): every query block that sees them. */
-INLINE void bwd_kv_block(const Att *a, void *const *x, int64_t j0, int64_t nc, Ws w)
+/* dk, dv of keys [j0, j0 + nc) of one head (v: q, k, v, y, dy, dq, dk, dv): every query block that sees them. */
+INLINE void bwd_kv_block(const Att *a, const View *v, const float *lse, int64_t j0, int64_t nc, Ws w)
 {
 	int64_t d = a->d;
-	const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
+	Rows k = rows_of(a, v[1], j0, nc, w.blk[1]), vv = rows_of(a, v[2], j0, nc, w.blk[2]);
 	float *dk = w.acc, *dv = w.blk[4];
 	for (int64_t e = 0; e < nc * d; e++)
 		dk[e] = dv[e] = 0;
 	for (int64_t i0 = a->causal ? j0 : 0; i0 < a->t; i0 += BLK) {
 		int64_t nr = (i0 + BLK < a->t ? i0 + BLK : a->t) - i0;
-		const float *q = rows_of(a, x[0], i0, nr, w.blk[0]), *dy = rows_of(a, x[5], i0, nr, w.blk[3]);
-		rows_dot(a, dy, rows_of(a, x[3], i0, nr, w.blk[5]), nr, w.m);
-		probs(a, q, dy, k, v, (const float *)x[4] + i0, w.m, i0, nr, j0, nc, w);
-		gemm('T', 'N', nc, d, nr, 1, w.s, BLK, dy, d, 1, dv, d);
-		gemm('T', 'N', nc, d, nr, 1, w.dp, BLK, q, d, 1, dk, d);
+		Rows q = rows_of(a, v[0], i0, nr, w.blk[0]), dy = rows_of(a, v[4], i0, nr, w.blk[3]);
+		rows_dot(a, dy, rows_of(a, v[3], i0, nr, w.blk[5]), nr, w.m);
+		probs(a, q, dy, k, vv, lse, w.m, i0, nr, j0, nc, w);
+		gemm('T', 'N', nc, d, nr, 1, (Rows){w.s, BLK}, dy, 1, dv, d);
+		gemm('T', 'N', nc, d, nr, 1, (Rows){w.dp, BLK}, q, 1, dk, d);
 	}
-	put_rows(a, x[7], j0, nc, dk, NULL);
-	put_rows(a, x[8], j0, nc, dv, NULL);
+	put_rows(a, v[6], j0, nc, dk, NULL);
+	put_rows(a, v[7], j0, nc, dv, NULL);
 }
 
-/* dq of queries [i0, i0 + nr) of one matrix: every key block they see. */
-INLINE void bwd_q_block(const Att *a, void *const *x, int64_t i0, int64_t nr, Ws w)
+/* dq of queries [i0, i0 + nr) of one head: every key block they see. */
+INLINE void bwd_q_block(const Att *a, const View *v, const float *lse, int64_t i0, int64_t nr, Ws w)
 {
 	int64_t d = a->d, jend = a->causal ? i0 + nr : a->t;
-	const float *q = rows_of(a, x[0], i0, nr, w.blk[0]), *dy = rows_of(a, x[5], i0, nr, w.blk[3]);
-	rows_dot(a, dy, rows_of(a, x[3], i0, nr, w.blk[5]), nr, w.m);
+	Rows q = rows_of(a, v[0], i0, nr, w.blk[0]), dy = rows_of(a, v[4], i0, nr, w.blk[3]);
+	rows_dot(a, dy, rows_of(a, v[3], i0, nr, w.blk[5]), nr, w.m);
 	for (int64_t e = 0; e < nr * d; e++)
 		w.acc[e] = 0;
 	for (int64_t j0 = 0; j0 < jend; j0 += BLK) {
 		int64_t nc = (j0 + BLK < jend ? j0 + BLK : jend) - j0;
-		const float *k = rows_of(a, x[1], j0, nc, w.blk[1]), *v = rows_of(a, x[2], j0, nc, w.blk[2]);
-		probs(a, q, dy, k, v, (const float *)x[4] + i0, w.m, i0, nr, j0, nc, w);
-		gemm('N', 'N', nr, d, nc, 1, w.dp, BLK, k, d, 1, w.acc, d);
+		Rows k = rows_of(a, v[1], j0, nc, w.blk[1]), vv = rows_of(a, v[2], j0, nc, w.blk[2]);
+		probs(a, q, dy, k, vv, lse, w.m, i0, nr, j0, nc, w);
+		gemm('N', 'N', nr, d, nc, 1, (Rows){w.dp, BLK}, k, 1, w.acc, d);
 	}
-	put_rows(a, x[6], i0, nr, w.acc, NULL);
+	put_rows(a, v[5], i0, nr, w.acc, NULL);
 }
 
-/* args: q, k, v, y, lse, dy -> dq, dk, dv; each matrix's key blocks (dk, dv) and query blocks (dq) tasks */
+/*
+ * args: x, y, lse, dy -> dx [N, T, 3 H D] (dq, dk, dv side by side); for each head, a task per block of keys
+ * (dk, dv) and one per block of queries (dq)
+ */
 CPU_CLONES void cpu_attention_bwd(const int64_t *desc, void *const *args, void *ws)
 {
 	Att a = att_of(desc);
-	int64_t nblk = (a.t + BLK - 1) / BLK, md = a.t * a.d * (a.h ? 2 : 4);
+	int64_t nblk = (a.t + BLK - 1) / BLK;
 #pragma omp parallel for schedule(dynamic)
-	for (int64_t task = 0; task < a.b * 2 * nblk; task++) {
-		int64_t b = task / (2 * nblk), i0 = task % nblk * BLK, n = i0 + BLK < a.t ? BLK : a.t - i0;
-		void *x[9];
-		for (int k = 0; k < 9; k++)
-			x[k] = (char *)args[k] + b * (k == 4 ? a.t * 4 : md);
+	for (int64_t task = 0; task < a.n * a.heads * 2 * nblk; task++) {
+		int64_t b = task / (2 * nblk), n = b / a.heads, h = b % a.heads, i0 = task % nblk * BLK;
+		int64_t rows = i0 + BLK < a.t ? BLK : a.t - i0;
+		View v[8] = {view_of(&a, args[0], 3, 0, n, h), view_of(&a, args[0], 3, 1, n, h),
+		             view_of(&a, args[0], 3, 2, n, h), view_of(&a, args[1], 1, 0, n, h),
+		             view_of(&a, args[3], 1, 0, n, h), view_of(&a, args[4], 3, 0, n, h),
+		             view_of(&a, args[4], 3, 1, n, h), view_of(&a, args[4], 3, 2, n, h)};
+		const float *lse = (const float *)args[2] + b * a.t;
 		if (task % (2 * nblk) < nblk)
-			bwd_kv_block(&a, x, i0, n, att_ws(ws, &a));
+			bwd_kv_block(&a, v, lse, i0, rows, att_ws(ws, &a));
 		else
-			bwd_q_block(&a, x, i0, n, att_ws(ws, &a));
+			bwd_q_block(&a, v, lse, i0, rows, att_ws(ws, &a));
 	}
 }

@@ -108,6 +108,54 @@ def run(cmd):
     return r.stdout
 
 
+class FusedAttention(torch.autograd.Function):
+    """autotmc's fused attention over x [N, T, 3 H D] (q, k, v side by side) -> y [N, T, H D], as its
+    kernels define it: bf16 data computed in float32 and rounded once, y as stored (bf16 in a bf16 graph)
+    and the rows' log-sum-exp saved, and the backward's rowsum(dy y) from that stored y, as flash
+    attention's is (what autograd through a composed softmax would take from its float32 probabilities)."""
+
+    @staticmethod
+    def heads(x, shape):
+        nb, h, tt, d = shape
+        return [x[:, :, i * h * d:(i + 1) * h * d].reshape(nb, tt, h, d).transpose(1, 2) for i in range(3)]
+
+    @staticmethod
+    def scores(q, k, alpha, causal):
+        s = alpha * (q @ k.mT)
+        if causal:
+            tt = s.shape[-1]
+            s = s.masked_fill(torch.ones(tt, tt, dtype=torch.bool).triu(1), float("-inf"))
+        return s
+
+    @staticmethod
+    @torch.autocast("cpu", enabled=False)
+    def forward(ctx, x, shape, alpha, causal):
+        wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+        q, k, v = FusedAttention.heads(x.to(wide), shape)
+        s = FusedAttention.scores(q, k, alpha, causal)
+        lse = torch.logsumexp(s, dim=-1, keepdim=True)
+        nb, h, tt, d = shape
+        y = (torch.exp(s - lse) @ v).transpose(1, 2).reshape(nb, tt, h * d).to(x.dtype)
+        ctx.save_for_backward(x, y, lse)
+        ctx.shape, ctx.alpha, ctx.causal = shape, alpha, causal
+        return y
+
+    @staticmethod
+    @torch.autocast("cpu", enabled=False)
+    def backward(ctx, dy):
+        x, y, lse = ctx.saved_tensors
+        wide = lse.dtype
+        nb, h, tt, d = ctx.shape
+        q, k, v = FusedAttention.heads(x.to(wide), ctx.shape)
+        split = lambda t: t.to(wide).reshape(nb, tt, h, d).transpose(1, 2)
+        dyh, yh = split(dy), split(y)
+        p = torch.exp(FusedAttention.scores(q, k, ctx.alpha, ctx.causal) - lse)
+        ds = ctx.alpha * p * (dyh @ v.mT - (dyh * yh).sum(-1, keepdim=True))
+        grads = [ds @ k, ds.mT @ q, p.mT @ dyh]
+        dx = torch.cat([g.transpose(1, 2).reshape(nb, tt, h * d) for g in grads], dim=-1)
+        return dx.to(x.dtype), None, None, None
+
+
 def forward(graph, weights, stats, x, y, train=True):
     """Execute the forward nodes of the graph; returns the loss and the
     tensors. In training mode batchnorm updates its running statistics in
@@ -196,13 +244,8 @@ def forward(graph, weights, stats, x, y, train=True):
             k = ins[0].shape[-1]
             mask = torch.ones(k, k, dtype=torch.bool).triu(1)
             r = F.softmax(ins[0].masked_fill(mask, float("-inf")), dim=-1)
-        elif op == "attention":  # fused: softmax(alpha q k^T, masked when causal) v, bf16 inputs in float32
-            q, k, v = (i.float() if i.dtype == torch.bfloat16 else i for i in ins)
-            s = a["alpha"] * (q @ k.mT)
-            if a.get("causal"):
-                m = s.shape[-1]
-                s = s.masked_fill(torch.ones(m, m, dtype=torch.bool).triu(1), float("-inf"))
-            r = (F.softmax(s, dim=-1) @ v).to(ins[0].dtype)
+        elif op == "attention":  # fused (autotmc's flash attention): its own forward and backward
+            r = FusedAttention.apply(ins[0], a["shape"], a["alpha"], bool(a.get("causal")))
         elif op == "cast":  # a bf16 program's (--bf16): to its output's type; the float64 reference: none
             bf16 = graph["tensors"][n["outputs"][0]]["dtype"] == "bf16"
             r = ins[0] if ins[0].dtype == torch.float64 else ins[0].to(torch.bfloat16 if bf16 else torch.float32)
