@@ -6,9 +6,9 @@
  * wrote them, side by side in x [N, T, 3 H D], and writes the heads of y
  * side by side in [N, T, H D] (split_heads and merge_heads are folded in);
  * one head of one sample is a matrix [T, D] whose rows are a row stride
- * apart. Data are all float32 or all bf16 (bf16 blocks are widened into
- * the thread's scratch as they are used, results rounded once as they are
- * stored); lse [N, H, T] is float32, and all arithmetic is.
+ * apart. Data are all float32 or all bf16 (blocks are copied into the
+ * thread's scratch as they are used, bf16 widened; results rounded once as
+ * they are stored); lse [N, H, T] is float32, and all arithmetic is.
  *
  * The forward pass takes a block of BLK queries at a time against blocks
  * of BLK keys: the block's scores S = alpha Q K^T, then per row the
@@ -21,7 +21,7 @@
  * (dY V^T - rowsum(dY y)). So every output element is summed by one task
  * in one order, whatever the threads: the same bits every run. The block
  * products are oneDNN's sgemm (single-threaded inside the tasks' parallel
- * loop); exponentials are cpu.h's exp_le0.
+ * loop); exponentials are exp_fma below.
  */
 #include "cpu.h"
 
@@ -34,6 +34,33 @@
 
 /* The helpers are inlined into the entry points, which are built per instruction set (cpu.h's CPU_CLONES). */
 #define INLINE static inline __attribute__((always_inline))
+
+/*
+ * exp(x) for x <= 0 (and small positive x), as exp_le0 but with fused multiply-adds: within an ulp, where
+ * exp_le0's rounding (2 ulp) left the probabilities' sums a few ulp from 1, which a key bias's gradient,
+ * exactly 0 in exact arithmetic, carries; under AdamW that noise moved the bias three times as far as
+ * PyTorch's does. In the x86-64-v3 and v4 clones fmaf is one instruction, and the loops still vectorise.
+ */
+INLINE float exp_fma(float x)
+{
+	x = x < -87.0f ? -87.0f : x;
+	const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+	float n = fmaf(x, 1.44269504088896341f, shift) - shift;
+	float r = fmaf(n, -0.693145751953125f, x);
+	r = fmaf(n, -1.42860682030941723e-6f, r);
+	float p = 1.98412698e-4f; /* 1/7!, then Horner's rule down to 1/0! */
+	p = fmaf(r, p, 1.38888889e-3f);
+	p = fmaf(r, p, 8.33333333e-3f);
+	p = fmaf(r, p, 4.16666667e-2f);
+	p = fmaf(r, p, 1.66666667e-1f);
+	p = fmaf(r, p, 0.5f);
+	p = fmaf(r, p, 1.0f);
+	p = fmaf(r, p, 1.0f);
+	int32_t e = ((int32_t)n + 127) << 23;
+	float scale;
+	memcpy(&scale, &e, sizeof scale);
+	return p * scale;
+}
 
 /* Queries and keys of a block. */
 enum { BLK = 64 };
@@ -120,15 +147,20 @@ typedef struct Rows {
 	int64_t ld;
 } Rows;
 
-/* Rows [i, i + n) of v as float32: in place (float32), or widened into buf (bf16, rows D apart). */
+/*
+ * Rows [i, i + n) of v as float32 in buf, rows D apart: copied (float32; rows a projection's width apart
+ * share cache sets, which slowed sgemm by half), or widened (bf16).
+ */
 INLINE Rows rows_of(const Att *a, View v, int64_t i, int64_t n, float *buf)
 {
-	if (!a->h)
-		return (Rows){(const float *)(void *)v.p + i * v.ld, v.ld};
 	for (int64_t r = 0; r < n; r++) {
-		const uint16_t *src = (const uint16_t *)(void *)v.p + (i + r) * v.ld;
-		for (int64_t e = 0; e < a->d; e++)
-			buf[r * a->d + e] = bf16_to_f32(src[e]);
+		if (a->h) {
+			const uint16_t *src = (const uint16_t *)(void *)v.p + (i + r) * v.ld;
+			for (int64_t e = 0; e < a->d; e++)
+				buf[r * a->d + e] = bf16_to_f32(src[e]);
+		} else {
+			memcpy(buf + r * a->d, (const float *)(void *)v.p + (i + r) * v.ld, sizeof(float) * (size_t)a->d);
+		}
 	}
 	return (Rows){buf, a->d};
 }
@@ -174,12 +206,12 @@ INLINE float online_row(float *sr, int64_t seen, int64_t nc, float *m, float *l)
 		mx = sr[c] > mx ? sr[c] : mx;
 #pragma omp simd reduction(+ : sum)
 	for (int64_t c = 0; c < seen; c++) {
-		sr[c] = exp_le0(sr[c] - mx);
+		sr[c] = exp_fma(sr[c] - mx);
 		sum += sr[c];
 	}
 	for (int64_t c = seen < 0 ? 0 : seen; c < nc; c++)
 		sr[c] = 0;
-	float corr = *m == -INFINITY ? 0 : exp_le0(*m - mx);
+	float corr = *m == -INFINITY ? 0 : exp_fma(*m - mx);
 	*l = *l * corr + sum, *m = mx;
 	return corr;
 }
@@ -239,7 +271,7 @@ INLINE void probs(const Att *a, Rows q, Rows dy, Rows k, Rows v, const float *ls
 		int64_t seen = keys_seen(a, i0 + r, j0, j0 + nc);
 #pragma omp simd
 		for (int64_t c = 0; c < nc; c++) {
-			p[c] = c < seen ? exp_le0(p[c] - lr) : 0;
+			p[c] = c < seen ? exp_fma(p[c] - lr) : 0;
 			ds[c] = a->alpha * p[c] * (ds[c] - dr);
 		}
 	}
