@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The fusion pass (compiler/front/fuse.h) changes kernels, not results: test_vgg (relu after its
-# convolutions and a dense layer) and tests/torch/small.net (relu after batchnorm, a residual block)
-# train 3 steps fused (the default) and with --no-fuse, in fp32 and bf16, from the same seed. Fused
-# must have fewer kernels; its losses and final weights must agree with the unfused ones within 1e-5
-# relative in fp32 (measured: bit for bit), and in bf16 its losses within 1e-2 and its weights
-# within 5e-2: a fused tanh or sigmoid reads the product before it is rounded to bf16, and
-# small.net's batchnorm biases, whose gradients nearly cancel, carry that (measured 1.3e-2); and a
-# second fused run must repeat the first bit for bit.
+# Fusion changes kernels, not results: test_vgg (relu after its convolutions and a dense layer),
+# tests/torch/small.net (relu after batchnorm, a residual block) and tests/e2e/attention.net (fused
+# attention, causal and not, across the kernel's blocks) train 3 steps fused (the default) and with
+# --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
+# final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
+# activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
+# summed in blocks), and in bf16 its losses within 1e-2 and its weights within 5e-2: a fused tanh
+# or sigmoid reads the product before it is rounded to bf16, and small.net's batchnorm biases,
+# whose gradients nearly cancel, carry that (measured 1.3e-2; attention 2e-3); and a second fused
+# run must repeat the first bit for bit. Then what check prints of fused attention, and the GPU
+# backend's refusal of it (its runtime has no such kernel) except on a modeled GPU.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -17,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
 kernels() { "$autotmc" check "$@" | sed -n 's/^training step: \([0-9]*\) nodes.*/\1/p'; }
-for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net"; do
+for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$srcdir/tests/e2e/attention.net"; do
     for prec in fp32 bf16; do
         tol=1e-5 wtol=1e-5
         [ $prec = bf16 ] && tol=1e-2 wtol=5e-2
@@ -48,5 +51,38 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net"; do
         [ $ok = 1 ] || fails=$((fails + 1))
     done
 done
+# check: the attention layers fused, and the peak without fusion (the [T, T] weights kept) larger
+att=$srcdir/tests/e2e/attention.net
+out=$("$autotmc" check "$att" 2>&1)
+peak=$(sed -n 's/^peak live bytes: \([0-9]*\) .*/\1/p' <<<"$out")
+unfused=$(sed -n 's/^with --no-fuse: [0-9]* kernels, peak live bytes \([0-9]*\) .*/\1/p' <<<"$out")
+if grep -q '^fusion: 2 attention layers fused' <<<"$out" && [ -n "$peak" ] && [ -n "$unfused" ] &&
+        [ "$peak" -lt "$unfused" ]; then
+    echo "ok: check: 2 attention layers fused, peak $peak B against $unfused B with --no-fuse"
+else
+    echo "FAIL: check of fused attention:"; printf '%s\n' "$out"; fails=$((fails + 1))
+fi
+[ "$(kernels "$att" --attention composed)" = "$(kernels "$att" --no-fuse)" ] ||
+    { echo "FAIL: --attention composed is not --no-fuse's attention"; fails=$((fails + 1)); }
+refused() { # WHAT MESSAGE ARGS...: autotmc ARGS exits 2 saying MESSAGE
+    local what=$1 msg=$2 err rc
+    shift 2
+    err=$("$autotmc" "$@" 2>&1 >/dev/null); rc=$?
+    if [ $rc -eq 2 ] && grep -q "$msg" <<<"$err"; then
+        echo "ok: $what refused"
+    else
+        echo "FAIL: $what: exit $rc, $err"; fails=$((fails + 1))
+    fi
+}
+refused "a fused attention for the GPU runtime" "no fused attention kernel" build "$att" --backend gpu \
+    --attention fused -o "$work/gpu-prog"
+refused "--attention fused with --no-fuse" "give it or --attention fused" check "$att" --attention fused --no-fuse
+refused "--attention with another value" "expects fused or composed" check "$att" --attention flash
+if "$autotmc" schedule "$att" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --attention fused --json \
+        >"$work/sched" 2>&1 && grep -q '"attention_bwd"' "$work/sched"; then
+    echo "ok: a fused attention placed on a modeled GPU"
+else
+    echo "FAIL: schedule --backend gpu --hw --attention fused"; cat "$work/sched"; fails=$((fails + 1))
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]
