@@ -6,6 +6,7 @@
 #   bench/cpu_step.sh [--threads T] [--iters N] [--warmup W] [--rounds R]
 #                     [--only NAME[,NAME...]] [--no-torch-profile]
 #                     [--wait-idle S] [--retry K] [--precision fp32|bf16]
+#                     [--compile] [--unfused]
 #
 # Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
 # (examples/test_vgg.net), vgg-b64 (-D batch=64), tinygpt-b16
@@ -20,7 +21,10 @@
 # alternating which goes first.  A workload's figure is the median over the
 # R x N timed steps of each side (the first W steps of every run dropped);
 # min and max are over the same steps.  ratio = PyTorch / autotmc: above 1,
-# autotmc is faster.  Then one more autotmc run with --profile-kernels (and a
+# autotmc is faster.  --compile adds a third side to every round, PyTorch
+# under torch.compile (NAME.compile.K.json; its warm-up steps compile);
+# --unfused a fourth, the autotmc program built with --no-fuse
+# (NAME.unfused.K.json), for fusion's speedup.  Then one more autotmc run with --profile-kernels (and a
 # torch.profiler run) gives the per-kernel tables in bench/out/.
 #
 # Defaults: T = nproc, N = 20, W = 5, R = 3.  The load that other processes
@@ -46,7 +50,9 @@ torch_profile=1
 idle_wait=0
 retry=0
 precision=fp32
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+compile=0
+unfused=0
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--threads) threads=$2; shift 2 ;;
@@ -58,6 +64,8 @@ while [ $# -gt 0 ]; do
 	--wait-idle) idle_wait=$2; shift 2 ;;
 	--retry) retry=$2; shift 2 ;;
 	--precision) precision=$2; shift 2 ;;
+	--compile) compile=1; shift ;;
+	--unfused) unfused=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "cpu_step.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -164,7 +172,10 @@ for w in "${workloads[@]}"; do
 	prog=$out/prog/$name
 	# shellcheck disable=SC2086
 	"$autotmc" build $defs "$net" --precision "$precision" -o "$prog" > "$out/$name.build.txt"
-	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json
+	# shellcheck disable=SC2086
+	[ "$unfused" = 0 ] || "$autotmc" build $defs "$net" --precision "$precision" --no-fuse -o "$prog.unfused" \
+		> "$out/$name.unfused.build.txt"
+	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json "$out/$name".compile.*.json "$out/$name".unfused.*.json
 	for r in $(seq 1 "$rounds"); do
 		run_autotmc() {
 			measured "$name autotmc $r" - "$prog" --iters $((warmup + iters)) --threads "$threads" \
@@ -175,7 +186,21 @@ for w in "${workloads[@]}"; do
 			measured "$name torch $r" "$out/$name.torch.$r.json" "$py" "$(torch_script "$targs")" \
 				$(torch_args "$targs") --precision "$precision" --threads "$threads" --warmup "$warmup" --iters "$iters"
 		}
+		run_compiled() {
+			local a
+			a=$(torch_args "$targs")
+			case $(torch_script "$targs") in */torch_gpu.py) a="$a --mode compile" ;; *) a="$a --compile" ;; esac
+			# shellcheck disable=SC2086
+			measured "$name compile $r" "$out/$name.compile.$r.json" "$py" "$(torch_script "$targs")" \
+				$a --precision "$precision" --threads "$threads" --warmup "$warmup" --iters "$iters"
+		}
+		run_unfused() {
+			measured "$name unfused $r" - "$prog.unfused" --iters $((warmup + iters)) --threads "$threads" \
+				--quiet --results "$out/$name.unfused.$r.json"
+		}
 		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
+		[ "$compile" = 0 ] || run_compiled
+		[ "$unfused" = 0 ] || run_unfused
 		echo "$name: round $r of $rounds done" >&2
 	done
 	measured "$name profile" "$out/$name.kernels.txt" "$prog" --iters $((warmup + iters)) \

@@ -94,6 +94,13 @@ def main():
             "ops": ops,
         }
         res["ratio"] = res["pytorch"]["median_ms"] / res["autotmc"]["median_ms"]
+        ct, ut = rounds(a.out, name, "compile"), rounds(a.out, name, "unfused")
+        if ct:  # PyTorch under torch.compile (cpu_step.sh --compile)
+            res["compile"] = stats([t for r in ct for t in r["step_times"]])
+            res["ratio_compile"] = res["compile"]["median_ms"] / res["autotmc"]["median_ms"]
+        if ut:  # autotmc --no-fuse (cpu_step.sh --unfused)
+            res["unfused"] = stats([t for r in ut for t in r["step_times"][a.warmup:]])
+            res["fusion_speedup"] = res["unfused"]["median_ms"] / res["autotmc"]["median_ms"]
         results.append(res)
 
     json.dump(results, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
@@ -105,6 +112,14 @@ def main():
         md.append(f"| {r['workload']} | {A['median_ms']:.2f} ({A['min_ms']:.2f}–{A['max_ms']:.2f}) "
                   f"| {P['median_ms']:.2f} ({P['min_ms']:.2f}–{P['max_ms']:.2f}) | {r['ratio']:.2f} "
                   f"| {r['autotmc_first_loss']:.4f} / {r['pytorch_first_loss']:.4f} |")
+    if any("compile" in r or "unfused" in r for r in results):
+        md += ["", "| workload | autotmc ms/step | torch.compile ms/step (min–max) | ratio compile/autotmc "
+               "| autotmc --no-fuse ms/step (min–max) | fusion speedup |", "|---|---:|---:|---:|---:|---:|"]
+        for r in results:
+            C, U = r.get("compile"), r.get("unfused")
+            c = f"{C['median_ms']:.2f} ({C['min_ms']:.2f}–{C['max_ms']:.2f}) | {r['ratio_compile']:.2f}" if C else "– | –"
+            u = f"{U['median_ms']:.2f} ({U['min_ms']:.2f}–{U['max_ms']:.2f}) | {r['fusion_speedup']:.2f}" if U else "– | –"
+            md.append(f"| {r['workload']} | {r['autotmc']['median_ms']:.2f} | {c} | {u} |")
     for r in results:
         md.append("")
         md.append(f"{r['workload']}: kernels {r['kernels_ms_per_step']:.2f} ms of "

@@ -41,6 +41,9 @@ users train (autotmc's --precision bf16).
 
 A step is: optimizer.zero_grad(), forward, loss, backward, (clipping,)
 optimizer.step(), timed with time.perf_counter() (CPU ops are synchronous).
+--compile runs the model under torch.compile (inductor, its default mode:
+the forward and backward graphs compiled, the optimizer eager), as a
+PyTorch user wanting speed does; compilation happens in the warm-up steps.
 """
 
 import argparse
@@ -154,6 +157,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (inductor: forward and backward; the warm-up steps compile)")
     p.add_argument("--profile", metavar="FILE",
                    help="after the timed steps, run --iters more under "
                         "torch.profiler and write its operator table to FILE")
@@ -171,6 +176,7 @@ def main():
     torch.manual_seed(args.seed)
     model, xshape, classes = build_model(nn, args)
     model.train()
+    forward = torch.compile(model) if args.compile else model
     if args.model == "gpt":
         x = torch.randint(0, args.vocab, (args.batch, args.seq))
         y = torch.randint(0, args.vocab, (args.batch, args.seq))
@@ -183,7 +189,7 @@ def main():
     def step():
         opt.zero_grad()
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-            out = model(x)
+            out = forward(x)
             loss = F.cross_entropy(out.reshape(-1, classes), y.reshape(-1))
         loss.backward()
         if args.model == "gpt":
@@ -215,6 +221,7 @@ def main():
         "framework": "pytorch",
         "model": args.model,
         "precision": args.precision,
+        "compiled": args.compile,
         "batch": args.batch,
         "lr": args.lr,
         "momentum": args.momentum,

@@ -38,6 +38,9 @@ Modes:
                 F.scaled_dot_product_attention, whichever kernel PyTorch picks)
   composed      (GPTs) eager with attention written out as autotmc composes
                 it: matmul, causal mask, softmax, matmul
+  compile       the model under torch.compile (inductor, its default mode:
+                forward and backward compiled, the optimizer eager); the
+                warm-up steps compile, so give --warmup 3 or more
   save_on_cpu   forward under torch.autograd.graph.save_on_cpu(pin_memory=True):
                 every tensor saved for backward goes to pinned host memory
   checkpoint    (ResNets) torch.utils.checkpoint.checkpoint_sequential over the
@@ -222,7 +225,7 @@ def main():
     p.add_argument("--classes", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--momentum", type=float)
-    p.add_argument("--mode", default="eager", choices=["eager", "save_on_cpu", "checkpoint", "composed"])
+    p.add_argument("--mode", default="eager", choices=["eager", "save_on_cpu", "checkpoint", "composed", "compile"])
     p.add_argument("--segments", type=int, default=8, help="checkpoint segments (default 8)")
     p.add_argument("--iters", type=int, default=10, help="timed steps (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
@@ -292,6 +295,8 @@ def main():
         out["parameters"] = sum(q.numel() for q in model.parameters())
         model.to(dev).train()
         forward = model
+        if args.mode == "compile":  # torch.compile's default (inductor), forward and backward; the first steps compile
+            forward = torch.compile(model)
         if args.mode == "checkpoint":
             seq = resnet_sequential(model)
             out["sequential_modules"] = len(seq)
