@@ -107,6 +107,45 @@ static void take_relu_grad(Graph *g, Node *r, Node *b)
 	r->out[0]->producer = NULL;
 }
 
+/* Drop user `n` of t. */
+static void remove_user(Tensor *t, const Node *n)
+{
+	int k = 0;
+	for (int i = 0; i < t->users.n; i++)
+		if (t->users.v[i] != n)
+			t->users.v[k++] = t->users.v[i];
+	t->users.n = k;
+}
+
+/*
+ * The loss by class ids and its gradient, the last forward node and the
+ * first backward one, as one node (softmax_crossentropy_ids_grad: dlogits,
+ * then the loss). Returns the gradient's node, now dead, or NULL.
+ */
+static Node *fuse_loss(Graph *g)
+{
+	Node *l = g->loss ? g->loss->producer : NULL;
+	if (!l || l->op != OP_SOFTMAX_XENT_IDS)
+		return NULL;
+	Tensor *z = l->in[0], *ids = l->in[1];
+	Node *b = NULL;
+	for (int i = 0; i < z->users.n && !b; i++)
+		if (z->users.v[i]->op == OP_SOFTMAX_XENT_IDS_BWD && z->users.v[i]->in[1] == ids)
+			b = z->users.v[i];
+	if (!b)
+		return NULL;
+	Tensor **out = arena_array(g->arena, 2, sizeof(Tensor *));
+	out[0] = b->out[0];
+	out[1] = g->loss;
+	l->op = OP_SOFTMAX_XENT_IDS_GRAD;
+	l->out = out;
+	l->nout = 2;
+	out[0]->producer = l;
+	remove_user(z, b);
+	remove_user(ids, b);
+	return b;
+}
+
 int fuse_epilogues(Graph *g)
 {
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
@@ -134,6 +173,11 @@ int fuse_epilogues(Graph *g)
 		dead_node[r->id] = true;
 		dead_tensor[r->out[0]->id] = true;
 		take_relu_grad(g, r, b);
+		folded++;
+	}
+	Node *b = fuse_loss(g);
+	if (b) {
+		dead_node[b->id] = true;
 		folded++;
 	}
 	if (folded)

@@ -14,13 +14,19 @@
  * input and post_act relu, and masks dy itself. Sums, roundings and
  * gradients are those of the unfused step but for the one rounding of z
  * the fused kernel skips.
+ *
+ * The loss by class ids and the first node of the backward pass, its
+ * gradient, become one node, softmax_crossentropy_ids_grad: the logits are
+ * read once less, and the gradient may be written over them (they die
+ * there), which over a GPT's vocabulary is a large part of the peak.
+ * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H
 #define AUTOTM_FUSE_H
 
 #include "graph.h"
 
-/* Fold what can be folded in g; returns the number of nodes folded (activations and gradients). */
+/* Fold what can be folded in g; returns the number of nodes folded (activations, gradients, the loss's). */
 int fuse_epilogues(Graph *g);
 
 /* Whether op can take activation act as an epilogue (the kernels' list). */

@@ -54,6 +54,7 @@ static bool shape_broadcast(const Node *n, Shape *out, char *err, size_t errlen)
 static bool shape_mean(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_mul(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_xent_ids_grad(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_attention_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
@@ -867,6 +868,15 @@ static bool shape_causal_softmax(const Node *n, Shape *out, char *err, size_t er
 	return true;
 }
 
+/* logits, ids -> dlogits like logits, loss [1]: the loss's rule, then the gradient's shape */
+static bool shape_xent_ids_grad(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	if (!shape_xent_ids(n, &out[1], err, errlen))
+		return false;
+	out[0] = n->in[0]->shape;
+	return true;
+}
+
 /* x [N, T, 3 H D] with heads attr.shape [N, H, T, D] -> y [N, T, H D], lse [N, H, T] */
 static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen)
 {
@@ -903,7 +913,8 @@ int64_t tensor_id_range(const Tensor *t)
 	for (int i = 0; i < t->users.n; i++) {
 		const Node *u = t->users.v[i];
 		int64_t r = u->op == OP_EMBEDDING && u->in[0] == t ? u->in[1]->shape.d[0]
-		          : u->op == OP_SOFTMAX_XENT_IDS && u->in[1] == t ? u->in[0]->shape.d[u->in[0]->shape.ndim - 1]
+		          : (u->op == OP_SOFTMAX_XENT_IDS || u->op == OP_SOFTMAX_XENT_IDS_GRAD) && u->in[1] == t
+		          ? u->in[0]->shape.d[u->in[0]->shape.ndim - 1]
 		          : range;
 		if (r < range)
 			range = r;

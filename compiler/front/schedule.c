@@ -12,8 +12,8 @@
  * Liveness is then a sweep: each tensor is live from the step that writes
  * it to the last step that reads it, and the live bytes of every step give
  * the peak: the memory a step needs if nothing is ever moved. A kernel
- * that writes its output over a gradient dying there (schedule_reuse)
- * counts the two once.
+ * that writes its output over a gradient (or the fused loss's logits)
+ * dying there (schedule_reuse) counts the two once.
  */
 #include "schedule.h"
 
@@ -194,7 +194,9 @@ const Tensor *schedule_reuse(const Schedule *s, int step)
 	if (k < 0)
 		return NULL;
 	const Tensor *in = n->in[k];
-	if (in->kind != TENSOR_GRADIENT || n->out[0]->kind != TENSOR_GRADIENT || s->live[in->id].last != step)
+	/* a gradient over a gradient, or over the activation it is the gradient of (the fused loss's) */
+	if ((in->kind != TENSOR_GRADIENT && in->kind != TENSOR_ACTIVATION) || n->out[0]->kind != TENSOR_GRADIENT ||
+	    s->live[in->id].last != step)
 		return NULL;
 	return in;
 }

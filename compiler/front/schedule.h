@@ -53,11 +53,12 @@ int node_reuse_input(const Node *n);
 
 /*
  * The input whose memory the kernel at `step` may write its first output
- * over, or NULL: node_reuse_input, where both are gradients and the
- * input is dead after the node (its live interval ends at `step`). Gradients are never
- * recomputed, so nothing needs the input's value again. Whether the
- * output does take that memory depends on the placement (both fast
- * there: placement_reuses).
+ * over, or NULL: node_reuse_input, where the output is a gradient, the
+ * input a gradient or an activation (the fused loss's logits), and the
+ * input is dead after the node (its live interval ends at `step`): no
+ * later step reads it, so none recomputes it either. Whether the output
+ * does take that memory depends on the placement (both fast there:
+ * placement_reuses).
  */
 const Tensor *schedule_reuse(const Schedule *s, int step);
 

@@ -613,16 +613,17 @@ static void eval_softmax_xent_ids(const Node *nd, double **in, double **out)
 	double *p = xmalloc(sizeof(double) * (size_t)nx);
 	softmax_rows(in[0], p, rows, k);
 	double loss = 0;
+	bool fwd = nd->op != OP_SOFTMAX_XENT_IDS_BWD, bwd = nd->op != OP_SOFTMAX_XENT_IDS; /* _grad: both */
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t id = (int64_t)in[1][r];
-		if (nd->op == OP_SOFTMAX_XENT_IDS)
+		if (fwd)
 			loss -= log(p[r * k + id] > 0 ? p[r * k + id] : 1e-300);
-		else
+		if (bwd)
 			for (int64_t j = 0; j < k; j++)
 				out[0][r * k + j] = (p[r * k + j] - (j == id)) / (double)rows;
 	}
-	if (nd->op == OP_SOFTMAX_XENT_IDS)
-		out[0][0] = loss / (double)rows;
+	if (fwd)
+		out[nd->nout - 1][0] = loss / (double)rows; /* the loss: _grad's second output */
 	free(p);
 }
 
@@ -907,7 +908,8 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_POSITION: eval_position(nd, in, out); break;
 	case OP_POSITION_BWD: eval_position_bwd(nd, in, out); break;
 	case OP_SOFTMAX_XENT_IDS:
-	case OP_SOFTMAX_XENT_IDS_BWD: eval_softmax_xent_ids(nd, in, out); break;
+	case OP_SOFTMAX_XENT_IDS_BWD:
+	case OP_SOFTMAX_XENT_IDS_GRAD: eval_softmax_xent_ids(nd, in, out); break;
 	case OP_MATMUL: eval_matmul(nd, in, out); break;
 	case OP_SPLIT_HEADS: eval_split_heads(nd, in, out); break;
 	case OP_MERGE_HEADS: eval_merge_heads(nd, in, out); break;

@@ -1440,6 +1440,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
 		cpu_xent_ids_bwd(d, a);
 		break;
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
+		cpu_xent_ids_grad(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
+		break;
 	case RT_OP_EMBEDDING:
 		run_embedding(d, a);
 		break;
@@ -1617,6 +1620,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0)));
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));
 		break;
 	case RT_OP_ATTENTION:

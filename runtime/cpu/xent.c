@@ -4,7 +4,9 @@
  *
  * A row of logits is read three times: for its largest value, for the
  * sum of exp(z - max), and for the output (the loss reads one element; a
- * gradient writes the whole row). Over a GPT's 50,257-way vocabulary the
+ * gradient writes the whole row); the fused loss and gradient
+ * (softmax_crossentropy_ids_grad) reads it twice, taking the maximum and
+ * the sum block by block in one read. Over a GPT's 50,257-way vocabulary the
  * exponentials are the work: glibc's expf is scalar, so they use exp_le0
  * below, a polynomial the compiler vectorises, and the entry points are
  * built for AVX-512 and AVX2 besides the baseline (chosen when the program
@@ -30,6 +32,38 @@ static inline __attribute__((always_inline)) void row_stats(const float *z, int6
 #pragma omp simd reduction(+ : s)
 	for (int64_t j = 0; j < k; j++)
 		s += exp_le0(z[j] - m);
+	*mx = m;
+	*sum = s;
+}
+
+/*
+ * row_stats in one read of the row: blocks of XENT_BLK elements, each block's maximum first (from the
+ * cache), the sum so far rescaled when it grows. Within rounding of row_stats (the exponentials are taken
+ * against the running maximum, then scaled).
+ */
+enum { XENT_BLK = 1024 };
+
+static inline __attribute__((always_inline)) void row_stats_once(const float *z, int64_t k, float *mx,
+                                                                  double *sum)
+{
+	float m = z[0];
+	double s = 0;
+	for (int64_t j0 = 0; j0 < k; j0 += XENT_BLK) {
+		int64_t j1 = j0 + XENT_BLK < k ? j0 + XENT_BLK : k;
+		float bm = m;
+#pragma omp simd reduction(max : bm)
+		for (int64_t j = j0; j < j1; j++)
+			bm = z[j] > bm ? z[j] : bm;
+		if (bm > m) {
+			s *= exp((double)m - (double)bm);
+			m = bm;
+		}
+		double bs = 0;
+#pragma omp simd reduction(+ : bs)
+		for (int64_t j = j0; j < j1; j++)
+			bs += exp_le0(z[j] - m);
+		s += bs;
+	}
 	*mx = m;
 	*sum = s;
 }
@@ -128,4 +162,30 @@ CPU_CLONES void cpu_xent_ids_bwd(const int64_t *d, void *const *a)
 			dz[r * k + j] = exp_le0(z[r * k + j] - mx) * scale;
 		dz[r * k + ids[r]] -= (float)(1.0 / (double)rows);
 	}
+}
+
+/*
+ * softmax_crossentropy_ids_grad: logits, ids -> dlogits, loss: both of the above from one read of each row
+ * for its statistics (the running maximum and sum of one pass, rescaled as the maximum grows) and one more
+ * for the gradient, which may be written over the logits (each element is read before it is written).
+ */
+CPU_CLONES void cpu_xent_ids_grad(const int64_t *d, void *const *a, double *rowloss)
+{
+	const float *z = a[0];
+	const int32_t *ids = a[1];
+	float *dz = a[2], *loss = a[3];
+	int64_t k, rows = id_rows(d, &k);
+#pragma omp parallel for if (rows * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < rows; r++) {
+		float mx;
+		double s;
+		row_stats_once(z + r * k, k, &mx, &s);
+		float zid = z[r * k + ids[r]], scale = (float)(1.0 / s / (double)rows);
+		rowloss[r] = mx + log(s) - (double)zid;
+#pragma omp simd
+		for (int64_t j = 0; j < k; j++)
+			dz[r * k + j] = exp_le0(z[r * k + j] - mx) * scale;
+		dz[r * k + ids[r]] -= (float)(1.0 / (double)rows);
+	}
+	loss[0] = mean_loss(rowloss, rows);
 }

@@ -850,6 +850,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_CAST: /* never created (below) */
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD:
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1028,6 +1029,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAST: /* the compiler builds float32 programs only for the GPU (bf16 runs on the CPU) */
 	case RT_OP_ATTENTION: /* and composes attention for it (--attention) */
 	case RT_OP_ATTENTION_BWD:
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD: /* and does not fuse for it (compiler/front/fuse.h) */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

@@ -251,13 +251,13 @@ def forward(graph, weights, stats, x, y, train=True):
         elif op == "cast":  # a bf16 program's (--bf16): to its output's type; the float64 reference: none
             bf16 = graph["tensors"][n["outputs"][0]]["dtype"] == "bf16"
             r = ins[0] if ins[0].dtype == torch.float64 else ins[0].to(torch.bfloat16 if bf16 else torch.float32)
-        elif op == "softmax_crossentropy_ids":
-            r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))
+        elif op in ("softmax_crossentropy_ids", "softmax_crossentropy_ids_grad"):  # _grad: the loss fused with its
+            r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))  # gradient (autograd's here)
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         if a.get("post_act"):  # an activation fused onto the op (autotmc's fusion pass)
             r = {"relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[a["post_act"]](r)
-        t[n["outputs"][0]] = r
+        t[n["outputs"][-1 if op == "softmax_crossentropy_ids_grad" else 0]] = r
     return t[graph["loss"]], t
 
 
@@ -267,7 +267,7 @@ def id_ranges(graph):
     for n in graph["nodes"]:
         if n["op"] == "embedding":
             out[n["inputs"][0]] = tensors[n["inputs"][1]]["shape"][0]
-        elif n["op"] == "softmax_crossentropy_ids":
+        elif n["op"] in ("softmax_crossentropy_ids", "softmax_crossentropy_ids_grad"):
             out[n["inputs"][1]] = tensors[n["inputs"][0]]["shape"][-1]
     return out
 

@@ -132,6 +132,7 @@ static inline int rt_ids_arg(const int64_t *desc, int64_t *range)
 		return 1;
 	case RT_OP_SOFTMAX_XENT_IDS:
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		*range = RT_ARG_DIM(desc, 0, RT_ARG_NDIM(desc, 0) - 1);
 		return 1;
 	default:
