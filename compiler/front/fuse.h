@@ -5,7 +5,8 @@
  *
  * An activation whose gradient reads its output (relu, sigmoid, tanh:
  * ACT_FROM_Y) and whose input is a forward conv2d or dense output (relu
- * also after batchnorm) that nothing else reads becomes that node's
+ * also after batchnorm and after an add of two, a residual block's) that
+ * nothing else reads becomes that node's
  * epilogue (Attrs.post_act): the node writes act(z) directly, z is never
  * stored, and the activation's node is gone. The backward pass needs no
  * change: it already read the activation's output. Then a relu folded

@@ -772,6 +772,22 @@ static void make_softmax_bwd(CpuState *s, CpuKernel *k)
 static void make_add(CpuState *s, CpuKernel *k)
 {
 	int n = (int)k->desc[RT_D_NIN];
+	if (k->desc[RT_D_ACT] != ACT_NONE) { /* x1 + x2 with a fused relu (fuse.h): binary add, an eltwise post-op */
+		if (n != 2)
+			RT_ICE("kernel %d: an add of %d inputs with a fused activation", k->id, n);
+		dnnl_memory_desc_t a = md_flat(k->desc, 0), b = md_flat(k->desc, 1), y = md_flat(k->desc, 2);
+		dnnl_binary_desc_t bd;
+		DNNL_CHECK(dnnl_binary_desc_init(&bd, dnnl_binary_add, &a, &b, &y));
+		dnnl_primitive_attr_t attr = fwd_attr(s, k->desc);
+		dnnl_primitive_desc_t pd;
+		DNNL_CHECK(dnnl_primitive_desc_create(&pd, &bd, attr, s->engine, NULL));
+		free_attr(s, attr);
+		bind(s, k, pd, DNNL_ARG_SRC_0, 0);
+		bind(s, k, pd, DNNL_ARG_SRC_1, 1);
+		bind(s, k, pd, DNNL_ARG_DST, 2);
+		finish(s, k, pd);
+		return;
+	}
 	dnnl_memory_desc_t src[RT_MAX_ARGS], dst = md_flat(k->desc, n);
 	float scales[RT_MAX_ARGS];
 	for (int i = 0; i < n; i++) {
