@@ -169,11 +169,15 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
-	int attention = 0;
-	for (int i = 0; i < g->nodes.n; i++)
+	int attention = 0, loss = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
 		attention += g->nodes.v[i]->op == OP_ATTENTION;
+		loss += g->nodes.v[i]->op == OP_SOFTMAX_XENT_IDS_GRAD;
+	}
 	if (g->nfused)
 		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them\n", g->nfused);
+	if (loss)
+		fprintf(f, "fusion: the loss and its gradient in one kernel, the gradient written over the logits\n");
 	if (attention)
 		fprintf(f, "fusion: %d attention layers fused, forward and backward (no [T, T] scores stored)\n", attention);
 	fprintf(f, "peak live bytes: %" PRId64 " (%s) at step %d, %s\n", s->peak, fmt_bytes(s->peak, b2, sizeof b2),

@@ -176,6 +176,7 @@ int fuse_epilogues(Graph *g)
 		take_relu_grad(g, r, b);
 		folded++;
 	}
+	g->nfused += folded;
 	Node *b = fuse_loss(g);
 	if (b) {
 		dead_node[b->id] = true;
@@ -183,6 +184,5 @@ int fuse_epilogues(Graph *g)
 	}
 	if (folded)
 		compact(g, dead_node, dead_tensor);
-	g->nfused += folded;
 	return folded;
 }
