@@ -92,9 +92,9 @@ else
 	config=(
 		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu"
 		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu checkpoint"
-		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu"
+		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 compile compile-bf16 save_on_cpu"
 		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu"
-		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1|eager eager-bf16 composed"
+		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1|eager eager-bf16 compile compile-bf16 composed"
 		"resnet200|examples/resnet200.net|$big_batch|224|async@$limit_big auto@$limit_big|eager checkpoint"
 	)
 fi
