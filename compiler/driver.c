@@ -259,9 +259,12 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 			return true;
 		autodiff(c->g, NULL);                                                       /* -> training step */
 		verify_or_die(c->g, "autodiff");
-		/* the CPU's: the GPU's measured profiles have no fused kernels, nor its runtime */
-		if (!s->no_fuse && s->target != TARGET_GPU) {
-			fuse_epilogues(c->g);                                                   /* -> fused kernels */
+		/* the CPU's kernels; the GPU runtime has only the loss's (and its measured profiles no others) */
+		if (!s->no_fuse) {
+			if (s->target == TARGET_GPU)
+				fuse_loss(c->g);
+			else
+				fuse_epilogues(c->g);                                               /* -> fused kernels */
 			verify_or_die(c->g, "fusion");
 		}
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */

@@ -123,7 +123,7 @@ static void remove_user(Tensor *t, const Node *n)
  * first backward one, as one node (softmax_crossentropy_ids_grad: dlogits,
  * then the loss). Returns the gradient's node, now dead, or NULL.
  */
-static Node *fuse_loss(Graph *g)
+static Node *fold_loss(Graph *g)
 {
 	Node *l = g->loss ? g->loss->producer : NULL;
 	if (!l || l->op != OP_SOFTMAX_XENT_IDS)
@@ -177,12 +177,19 @@ int fuse_epilogues(Graph *g)
 		folded++;
 	}
 	g->nfused += folded;
-	Node *b = fuse_loss(g);
-	if (b) {
-		dead_node[b->id] = true;
-		folded++;
-	}
 	if (folded)
 		compact(g, dead_node, dead_tensor);
-	return folded;
+	return folded + fuse_loss(g);
+}
+
+int fuse_loss(Graph *g)
+{
+	Node *b = fold_loss(g);
+	if (!b)
+		return 0;
+	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
+	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
+	dead_node[b->id] = true;
+	compact(g, dead_node, dead_tensor);
+	return 1;
 }

@@ -27,8 +27,12 @@
 
 #include "graph.h"
 
-/* Fold what can be folded in g; returns the number of nodes folded (activations, gradients, the loss's). */
+/* Fold what can be folded in g (the CPU's kernels); returns the number of nodes folded (activations,
+   gradients, the loss's). */
 int fuse_epilogues(Graph *g);
+
+/* Only the loss and its gradient (what the GPU runtime has a kernel for); returns 1 if folded, else 0. */
+int fuse_loss(Graph *g);
 
 /* Whether op can take activation act as an epilogue (the kernels' list). */
 bool fuse_can_take(Op op, Act act);

@@ -828,6 +828,11 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
 		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), st));
 		break;
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD: /* the loss, then its gradient, which may overwrite the logits: a block
+		                             a row, each row read whole for its statistics before it is written */
+		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[3], arg_elems(d, 1), last_dim(d, 0), st));
+		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), st));
+		break;
 	case RT_OP_GRAD_SUMSQ:
 		launched(k, gpu_grad_sumsq(a[0], d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]], arg_elems(d, 0), st));
 		break;
@@ -850,7 +855,6 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_CAST: /* never created (below) */
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD:
-	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -966,6 +970,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	}
 	case RT_OP_SOFTMAX_XENT: /* its rows' losses in the workspace */
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
+	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		break;
 	case RT_OP_ADD:
 		if (desc[RT_D_NIN] > GPU_MAX_ADD)
@@ -1029,7 +1034,6 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAST: /* the compiler builds float32 programs only for the GPU (bf16 runs on the CPU) */
 	case RT_OP_ATTENTION: /* and composes attention for it (--attention) */
 	case RT_OP_ATTENTION_BWD:
-	case RT_OP_SOFTMAX_XENT_IDS_GRAD: /* and does not fuse for it (compiler/front/fuse.h) */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}
