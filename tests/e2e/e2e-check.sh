@@ -17,14 +17,16 @@
 #   - the losses of spill-all are bitwise those of all-fast, and so are the
 #     final weights (moves copy bytes; they must not change a result);
 #   - for mlp, test_vgg, resnet50, a chain with dropout and a small GPT-2
-#     (examples/gpt2.net at 2 layers of 4 heads, 128 wide, dropout 0.1): so are those of
+#     (examples/gpt2.net at 2 layers of 4 heads, 128 wide, dropout 0.1; and
+#     without dropout, gpt-fused: its attention and its loss fused, 96
+#     positions, two of the attention kernel's blocks): so are those of
 #     the programs placed by auto, recompute (half the peak of live bytes,
 #     a slow tier 5000 times slower than DRAM: tests/e2e/slow-tier.hw,
 #     where recomputing pays) and checkpoint (2 segments): a recomputed
 #     value is bitwise the one it replaces, dropout's mask included.
 #     Checkpoint must recompute something; where auto and recompute do, the
 #     count is printed;
-#   - for mlp, test_vgg, resnet50 and the GPT: auto must place moves that span
+#   - for mlp, test_vgg, resnet50 and the GPTs: auto must place moves that span
 #     kernels (copied in chunks, one before each kernel they overlap) at
 #     one of the ratios 1:1, 4:1, 2:1, 8:1, and that program is bitwise
 #     equal to all-fast too. The machine is Optane's second tier with the
@@ -196,6 +198,8 @@ case ${1:-} in
         check_recompute dropout "$srcdir/tests/e2e/dropout.net" -D batch=1024 ;;
     gpt) set -- "$ex/gpt2.net" -D n_layer=2 -D n_head=4 -D n_embd=128 -D vocab=256 -D seq=64 -D batch=8 -D p=0.1
         check_model gpt 1 "$@" && check_recompute gpt "$@" && check_spans gpt "$@" ;;
+    gpt-fused) set -- "$ex/gpt2.net" -D n_layer=2 -D n_head=4 -D n_embd=128 -D vocab=256 -D seq=96 -D batch=4 -D p=0
+        check_model gpt-fused 1 "$@" && check_recompute gpt-fused "$@" && check_spans gpt-fused "$@" ;;
     densenet201) check_model densenet201 1 "$ex/densenet201.net" -D batch=2 -D size=64 -D lr=0.001 ;;
     inception_v3) check_model inception_v3 1 "$ex/inception_v3.net" -D batch=2 -D size=96 -D lr=0.001 ;;
     *) echo "usage: e2e-check.sh mlp|test_vgg|resnet50|densenet201|inception_v3|dropout|gpt [bf16]" >&2; exit 2 ;;
