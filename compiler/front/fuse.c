@@ -147,6 +147,31 @@ static Node *fold_loss(Graph *g)
 	return b;
 }
 
+/*
+ * A bf16 program's loss reads a float32 copy of the bf16 logits (autocast
+ * casts them), and its gradient is cast back to bf16: the fused loss l
+ * reads the bf16 logits and writes the bf16 gradient itself, the casts and
+ * both float32 tensors gone (the kernel widens as it reads and rounds once
+ * as it writes, as the casts did). Marks what dies; returns whether it
+ * folded.
+ */
+static bool fold_loss_casts(Node *l, bool *dead_node, bool *dead_tensor)
+{
+	Tensor *z32 = l->in[0], *dz32 = l->out[0];
+	Node *c1 = z32->producer, *c2 = dz32->users.n == 1 ? dz32->users.v[0] : NULL;
+	if (!c1 || c1->op != OP_CAST || c1->in[0]->dtype != DT_BF16 || z32->users.n != 1 || !c2 || c2->op != OP_CAST ||
+	    c2->out[0]->dtype != DT_BF16)
+		return false;
+	Tensor *zb = c1->in[0], *dzb = c2->out[0];
+	l->in[0] = zb;
+	replace_user(zb, c1, l);
+	l->out[0] = dzb;
+	dzb->producer = l;
+	dead_node[c1->id] = dead_node[c2->id] = true;
+	dead_tensor[z32->id] = dead_tensor[dz32->id] = true;
+	return true;
+}
+
 int fuse_epilogues(Graph *g)
 {
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
@@ -190,6 +215,7 @@ int fuse_loss(Graph *g)
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
 	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
 	dead_node[b->id] = true;
+	fold_loss_casts(g->loss->producer, dead_node, dead_tensor);
 	compact(g, dead_node, dead_tensor);
 	return 1;
 }

@@ -19,7 +19,9 @@
  * The loss by class ids and the first node of the backward pass, its
  * gradient, become one node, softmax_crossentropy_ids_grad: the logits are
  * read once less, and the gradient may be written over them (they die
- * there), which over a GPT's vocabulary is a large part of the peak.
+ * there), which over a GPT's vocabulary is a large part of the peak. In
+ * bf16 it reads the bf16 logits and writes their bf16 gradient itself,
+ * the casts to float32 and back folded in.
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H

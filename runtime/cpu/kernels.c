@@ -1350,7 +1350,8 @@ static void plan_widening(CpuKernel *k)
 	if (slice && rt_arg_bf16(d, 0) != rt_arg_bf16(d, 1))
 		RT_ICE("kernel %d: a slice between two types", k->id);
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
-	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD || slice ||
+	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
+	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;

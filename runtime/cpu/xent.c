@@ -18,6 +18,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "bf16.h" /* base/ */
+
 /* Rows of fewer elements than this in all run on one thread. */
 enum { XENT_PAR_MIN = 1 << 15 };
 
@@ -37,23 +39,28 @@ static inline __attribute__((always_inline)) void row_stats(const float *z, int6
 }
 
 /*
- * row_stats in one read of the row: blocks of XENT_BLK elements, each block's maximum first (from the
- * cache), the sum so far rescaled when it grows. Within rounding of row_stats (the exponentials are taken
- * against the running maximum, then scaled).
+ * row_stats in one read of the row, of float32 or (h) bf16 logits: blocks of XENT_BLK elements, each
+ * block's maximum first (from the cache), the sum so far rescaled when it grows. Within rounding of
+ * row_stats (the exponentials are taken against the running maximum, then scaled).
  */
 enum { XENT_BLK = 1024 };
 
-static inline __attribute__((always_inline)) void row_stats_once(const float *z, int64_t k, float *mx,
+static inline __attribute__((always_inline)) float logit(const void *z, int64_t j, bool h)
+{
+	return h ? bf16_to_f32(((const uint16_t *)z)[j]) : ((const float *)z)[j];
+}
+
+static inline __attribute__((always_inline)) void row_stats_once(const void *z, int64_t k, bool h, float *mx,
                                                                   double *sum)
 {
-	float m = z[0];
+	float m = logit(z, 0, h);
 	double s = 0;
 	for (int64_t j0 = 0; j0 < k; j0 += XENT_BLK) {
 		int64_t j1 = j0 + XENT_BLK < k ? j0 + XENT_BLK : k;
 		float bm = m;
 #pragma omp simd reduction(max : bm)
 		for (int64_t j = j0; j < j1; j++)
-			bm = z[j] > bm ? z[j] : bm;
+			bm = logit(z, j, h) > bm ? logit(z, j, h) : bm;
 		if (bm > m) {
 			s *= exp((double)m - (double)bm);
 			m = bm;
@@ -61,7 +68,7 @@ static inline __attribute__((always_inline)) void row_stats_once(const float *z,
 		double bs = 0;
 #pragma omp simd reduction(+ : bs)
 		for (int64_t j = j0; j < j1; j++)
-			bs += exp_le0(z[j] - m);
+			bs += exp_le0(logit(z, j, h) - m);
 		s += bs;
 	}
 	*mx = m;
@@ -164,28 +171,52 @@ CPU_CLONES void cpu_xent_ids_bwd(const int64_t *d, void *const *a)
 	}
 }
 
+/* Row r of softmax_crossentropy_ids_grad (float32, or bf16 logits and gradient when h). */
+static inline __attribute__((always_inline)) void xent_grad_row(const void *z, const int32_t *ids, void *dz,
+                                                                 int64_t r, int64_t k, int64_t rows, bool h,
+                                                                 double *rowloss)
+{
+	const void *zr = h ? (const void *)((const uint16_t *)z + r * k) : (const void *)((const float *)z + r * k);
+	float mx, inv = (float)(1.0 / (double)rows);
+	double s;
+	row_stats_once(zr, k, h, &mx, &s);
+	float scale = (float)(1.0 / s / (double)rows), gid = exp_le0(logit(zr, ids[r], h) - mx) * scale - inv;
+	rowloss[r] = mx + log(s) - (double)logit(zr, ids[r], h);
+	if (h) {
+		uint16_t *d = (uint16_t *)dz + r * k;
+#pragma omp simd
+		for (int64_t j = 0; j < k; j++)
+			d[j] = bf16_from_f32(exp_le0(logit(zr, j, true) - mx) * scale);
+		d[ids[r]] = bf16_from_f32(gid);
+	} else {
+		float *d = (float *)dz + r * k;
+#pragma omp simd
+		for (int64_t j = 0; j < k; j++)
+			d[j] = exp_le0(logit(zr, j, false) - mx) * scale;
+		d[ids[r]] = gid;
+	}
+}
+
 /*
  * softmax_crossentropy_ids_grad: logits, ids -> dlogits, loss: both of the above from one read of each row
  * for its statistics (the running maximum and sum of one pass, rescaled as the maximum grows) and one more
- * for the gradient, which may be written over the logits (each element is read before it is written).
+ * for the gradient, which may be written over the logits (each element is read before it is written; the
+ * id's element is computed before the row is). bf16 logits (the fusion pass folds the casts to float32 and
+ * back around the loss) are widened as read, the gradient computed in float32 and rounded once as stored:
+ * what the casts did.
  */
 CPU_CLONES void cpu_xent_ids_grad(const int64_t *d, void *const *a, double *rowloss)
 {
-	const float *z = a[0];
 	const int32_t *ids = a[1];
-	float *dz = a[2], *loss = a[3];
+	float *loss = a[3];
+	bool h = rt_arg_bf16(d, 0);
 	int64_t k, rows = id_rows(d, &k);
 #pragma omp parallel for if (rows * k > XENT_PAR_MIN)
 	for (int64_t r = 0; r < rows; r++) {
-		float mx;
-		double s;
-		row_stats_once(z + r * k, k, &mx, &s);
-		float zid = z[r * k + ids[r]], scale = (float)(1.0 / s / (double)rows);
-		rowloss[r] = mx + log(s) - (double)zid;
-#pragma omp simd
-		for (int64_t j = 0; j < k; j++)
-			dz[r * k + j] = exp_le0(z[r * k + j] - mx) * scale;
-		dz[r * k + ids[r]] -= (float)(1.0 / (double)rows);
+		if (h)
+			xent_grad_row(a[0], ids, a[2], r, k, rows, true, rowloss);
+		else
+			xent_grad_row(a[0], ids, a[2], r, k, rows, false, rowloss);
 	}
 	loss[0] = mean_loss(rowloss, rows);
 }

@@ -252,7 +252,8 @@ def forward(graph, weights, stats, x, y, train=True):
             bf16 = graph["tensors"][n["outputs"][0]]["dtype"] == "bf16"
             r = ins[0] if ins[0].dtype == torch.float64 else ins[0].to(torch.bfloat16 if bf16 else torch.float32)
         elif op in ("softmax_crossentropy_ids", "softmax_crossentropy_ids_grad"):  # _grad: the loss fused with its
-            r = F.cross_entropy(ins[0].reshape(-1, ins[0].shape[-1]), ins[1].reshape(-1))  # gradient (autograd's here)
+            z = ins[0].float() if ins[0].dtype == torch.bfloat16 else ins[0]  # gradient (autograd's here), bf16
+            r = F.cross_entropy(z.reshape(-1, z.shape[-1]), ins[1].reshape(-1))  # logits computed in float32
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         if a.get("post_act"):  # an activation fused onto the op (autotmc's fusion pass)
