@@ -893,59 +893,66 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 	}
 }
 
-/* maxpool_bwd: x, dy -> dx, each window's gradient to its first maximum (raster order, padding excluded) */
+/* The windows of max pooling over the planes of x (description d): sizes, strides, padding. */
+typedef struct Windows {
+	int64_t planes, h, w, ho, wo, kh, kw, sh, sw, ph, pw;
+} Windows;
+
+static Windows windows_of(const int64_t *d)
+{
+	return (Windows){RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3),
+	                 RT_ARG_DIM(d, 1, 2), RT_ARG_DIM(d, 1, 3), d[RT_D_KH], d[RT_D_KW], d[RT_D_SH], d[RT_D_SW],
+	                 d[RT_D_PH], d[RT_D_PW]};
+}
+
+/* The index in plane xp of window (i, j)'s first maximum in raster order (padding excluded), or -1. */
+static inline int64_t window_max(const Windows *v, const float *xp, int64_t i, int64_t j)
+{
+	int64_t h0 = i * v->sh - v->ph, w0 = j * v->sw - v->pw, best = -1;
+	int64_t h1 = h0 + v->kh < v->h ? h0 + v->kh : v->h, w1 = w0 + v->kw < v->w ? w0 + v->kw : v->w;
+	for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
+		for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
+			if (best < 0 || xp[r * v->w + q] > xp[best])
+				best = r * v->w + q;
+	return best;
+}
+
 /*
- * maxpool: x -> y, the largest element of each window (padding never
- * wins), where oneDNN offers only its generic implementation on the plain
- * layout (simple_nchw: 62 ms of an inception_v3 b8 step for its first
- * pooling, 147x147 planes).
+ * maxpool: x -> y, the largest element of each window, where oneDNN
+ * offers only its generic implementation on the plain layout
+ * (simple_nchw: 62 ms of an inception_v3 b8 step for its first pooling,
+ * 147x147 planes).
  */
 static void run_maxpool(const int64_t *d, void *const *a)
 {
 	const float *x = a[0];
 	float *y = a[1];
-	int64_t planes = RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1);
-	int64_t h = RT_ARG_DIM(d, 0, 2), w = RT_ARG_DIM(d, 0, 3), ho = RT_ARG_DIM(d, 1, 2), wo = RT_ARG_DIM(d, 1, 3);
-	int64_t kh = d[RT_D_KH], kw = d[RT_D_KW], sh = d[RT_D_SH], sw = d[RT_D_SW], ph = d[RT_D_PH], pw = d[RT_D_PW];
-#pragma omp parallel for if (planes * h * w > PAR_MIN)
-	for (int64_t p = 0; p < planes; p++) {
-		const float *xp = x + p * h * w;
-		for (int64_t i = 0; i < ho; i++) {
-			int64_t h0 = i * sh - ph, h1 = h0 + kh < h ? h0 + kh : h;
-			for (int64_t j = 0; j < wo; j++) {
-				int64_t w0 = j * sw - pw, w1 = w0 + kw < w ? w0 + kw : w;
-				float m = -INFINITY;
-				for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
-					for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
-						m = xp[r * w + q] > m ? xp[r * w + q] : m;
-				y[(p * ho + i) * wo + j] = m;
+	Windows v = windows_of(d);
+#pragma omp parallel for if (v.planes * v.h * v.w > PAR_MIN)
+	for (int64_t p = 0; p < v.planes; p++)
+		for (int64_t i = 0; i < v.ho; i++)
+			for (int64_t j = 0; j < v.wo; j++) {
+				int64_t best = window_max(&v, x + p * v.h * v.w, i, j);
+				y[(p * v.ho + i) * v.wo + j] = best >= 0 ? x[p * v.h * v.w + best] : -INFINITY;
 			}
-		}
-	}
 }
 
+/* maxpool_bwd: x, dy -> dx, each window's gradient to its first maximum (raster order, padding excluded) */
 static void run_maxpool_bwd(const int64_t *d, void *const *a)
 {
 	const float *x = a[0], *dy = a[1];
 	float *dx = a[2];
-	int64_t planes = RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1);
-	int64_t h = RT_ARG_DIM(d, 0, 2), w = RT_ARG_DIM(d, 0, 3), ho = RT_ARG_DIM(d, 1, 2), wo = RT_ARG_DIM(d, 1, 3);
-	int64_t kh = d[RT_D_KH], kw = d[RT_D_KW], sh = d[RT_D_SH], sw = d[RT_D_SW], ph = d[RT_D_PH], pw = d[RT_D_PW];
-#pragma omp parallel for if (planes * h * w > PAR_MIN)
-	for (int64_t p = 0; p < planes; p++) {
-		const float *xp = x + p * h * w, *dyp = dy + p * ho * wo;
-		float *dxp = dx + p * h * w;
-		memset(dxp, 0, sizeof *dxp * (size_t)(h * w));
-		for (int64_t i = 0; i < ho; i++)
-			for (int64_t j = 0; j < wo; j++) {
-				int64_t h0 = i * sh - ph, w0 = j * sw - pw, best = -1;
-				int64_t h1 = h0 + kh < h ? h0 + kh : h, w1 = w0 + kw < w ? w0 + kw : w;
-				for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
-					for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
-						if (best < 0 || xp[r * w + q] > xp[best])
-							best = r * w + q;
+	Windows v = windows_of(d);
+#pragma omp parallel for if (v.planes * v.h * v.w > PAR_MIN)
+	for (int64_t p = 0; p < v.planes; p++) {
+		const float *xp = x + p * v.h * v.w, *dyp = dy + p * v.ho * v.wo;
+		float *dxp = dx + p * v.h * v.w;
+		memset(dxp, 0, sizeof *dxp * (size_t)(v.h * v.w));
+		for (int64_t i = 0; i < v.ho; i++)
+			for (int64_t j = 0; j < v.wo; j++) {
+				int64_t best = window_max(&v, xp, i, j);
 				if (best >= 0)
-					dxp[best] += dyp[i * wo + j];
+					dxp[best] += dyp[i * v.wo + j];
 			}
 	}
 }

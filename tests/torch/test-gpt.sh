@@ -12,6 +12,13 @@
 # (tests/gpu/remote): PyTorch's reference written here (torch_check.py
 # --reference), the compiled program trained from its files and judged by
 # tests/torch/agree.py, which must also reject the untrained weights.
+# The float32 comparisons build attention composed (torch_check.py
+# --composed): the fused kernel's float32 results differ from PyTorch's
+# by rounding that AdamW amplifies on the key bias, whose gradient is 0 in
+# exact arithmetic, beyond what one tensor of PyTorch's own float32 run
+# differs by; the fused op is checked in float64 against PyTorch
+# (interpret-f64, the default fused), its kernels against the interpreter
+# (tests/unit/test-runtime-ops, tests/e2e/test-e2e-gpt-fused.sh).
 # The parameter count and the FLOPs need no PyTorch; the rest is skipped
 # (77) without it.
 set -uo pipefail
@@ -48,10 +55,10 @@ need_python "torch, numpy" "python3-torch"
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/gpt.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 model=$srcdir/tests/torch/gpt.net
-for mode in "interpret-f64 1e-6 --f64" "program-f32 1e-5 --run"; do
+for mode in "interpret-f64 1e-6 --f64" "program-f32 1e-5 --run --composed"; do
 	set -- $mode
 	mkdir -p "$work/$1"
-	if out=$("$py" "$srcdir/tests/torch/torch_check.py" "$autotmc" "$model" "$work/$1" 5 "$2" "$3" 2>&1); then
+	if out=$("$py" "$srcdir/tests/torch/torch_check.py" "$autotmc" "$model" "$work/$1" 5 "$2" "${@:3}" 2>&1); then
 		ok "$1 against PyTorch"
 	else
 		fail "$1 against PyTorch"
@@ -60,8 +67,8 @@ for mode in "interpret-f64 1e-6 --f64" "program-f32 1e-5 --run"; do
 done
 ref=$work/ref
 mkdir -p "$ref"
-if out=$("$py" "$srcdir/tests/torch/torch_check.py" "$autotmc" "$model" "$ref" 5 1e-5 --reference 2>&1) &&
-	"$autotmc" run "$model" --iters 5 --weights "$ref/init.safetensors" --input "$ref/x.npy" --labels "$ref/y.npy" \
+if out=$("$py" "$srcdir/tests/torch/torch_check.py" "$autotmc" "$model" "$ref" 5 1e-5 --reference --composed 2>&1) &&
+	"$autotmc" run "$model" --attention composed --iters 5 --weights "$ref/init.safetensors" --input "$ref/x.npy" --labels "$ref/y.npy" \
 		--results "$work/ref-run.json" --save-weights "$work/ref-final.safetensors" > /dev/null 2>&1; then
 	if out=$("$py" "$srcdir/tests/torch/agree.py" "$ref" "$work/ref-run.json" "$work/ref-final.safetensors" 2>&1); then
 		ok "the program against PyTorch's written reference (agree.py)"
