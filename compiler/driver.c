@@ -146,7 +146,8 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 	return true;
 }
 
-bool driver_fused_attention(const Settings *s)
+/* Whether attention layers are fused (--attention, and its default for the backend). */
+static bool fused_attention(const Settings *s)
 {
 	if (s->attention != ATTENTION_DEFAULT)
 		return s->attention == ATTENTION_FUSED;
@@ -157,7 +158,7 @@ bool driver_fused_attention(const Settings *s)
 static ElabOptions elab_options(const Settings *s, bool eval)
 {
 	return (ElabOptions){.dirs = s->dirs.v, .ndirs = s->dirs.n, .defines = s->defines.v, .ndefines = s->defines.n,
-	                     .eval = eval, .precision = s->precision, .fused_attention = driver_fused_attention(s)};
+	                     .eval = eval, .precision = s->precision, .fused_attention = fused_attention(s)};
 }
 
 /* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */

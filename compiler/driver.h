@@ -41,7 +41,4 @@ typedef struct Compilation {
  */
 bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c);
 
-/* Whether attention layers are fused (--attention, and its default for the backend). */
-bool driver_fused_attention(const Settings *s);
-
 #endif

@@ -37,9 +37,10 @@ static int cmd_check(const Settings *s, Arena *a)
 	if (!compile(a, s, STAGE_TRAINING, &c))
 		return 1;
 	report_summary(stdout, c.g, c.sched, s->file);
-	if (!s->no_fuse && s->attention != ATTENTION_FUSED) { /* the step again without fusion: its kernels, its peak */
+	if (!s->no_fuse) { /* the step again without fusion: its kernels, its peak */
 		Settings unfused = *s;
 		unfused.no_fuse = true;
+		unfused.attention = ATTENTION_DEFAULT; /* composed, as --no-fuse has it */
 		Compilation u;
 		char b[32];
 		if (!compile(a, &unfused, STAGE_TRAINING, &u))

@@ -21,7 +21,7 @@
  * (dY V^T - rowsum(dY y)). So every output element is summed by one task
  * in one order, whatever the threads: the same bits every run. The block
  * products are oneDNN's sgemm (single-threaded inside the tasks' parallel
- * loop); exponentials are exp_fma below.
+ * loop); exponentials are exp_fma below (cpu.h's exp_poly).
  */
 #include "cpu.h"
 
@@ -36,30 +36,14 @@
 #define INLINE static inline __attribute__((always_inline))
 
 /*
- * exp(x) for x <= 0 (and small positive x), as exp_le0 but with fused multiply-adds: within an ulp, where
- * exp_le0's rounding (2 ulp) left the probabilities' sums a few ulp from 1, which a key bias's gradient,
- * exactly 0 in exact arithmetic, carries; under AdamW that noise moved the bias three times as far as
- * PyTorch's does. In the x86-64-v3 and v4 clones fmaf is one instruction, and the loops still vectorise.
+ * cpu.h's exponential with fused multiply-adds, within an ulp: exp_le0's
+ * rounding (2 ulp) left the probabilities' sums a few ulp from 1, which a
+ * key bias's gradient, exactly 0 in exact arithmetic, carries; under AdamW
+ * that noise moved the bias three times as far as PyTorch's does.
  */
 INLINE float exp_fma(float x)
 {
-	x = x < -87.0f ? -87.0f : x;
-	const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-	float n = fmaf(x, 1.44269504088896341f, shift) - shift;
-	float r = fmaf(n, -0.693145751953125f, x);
-	r = fmaf(n, -1.42860682030941723e-6f, r);
-	float p = 1.98412698e-4f; /* 1/7!, then Horner's rule down to 1/0! */
-	p = fmaf(r, p, 1.38888889e-3f);
-	p = fmaf(r, p, 8.33333333e-3f);
-	p = fmaf(r, p, 4.16666667e-2f);
-	p = fmaf(r, p, 1.66666667e-1f);
-	p = fmaf(r, p, 0.5f);
-	p = fmaf(r, p, 1.0f);
-	p = fmaf(r, p, 1.0f);
-	int32_t e = ((int32_t)n + 127) << 23;
-	float scale;
-	memcpy(&scale, &e, sizeof scale);
-	return p * scale;
+	return exp_poly(x, true);
 }
 
 /* Queries and keys of a block. */
