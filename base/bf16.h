@@ -10,8 +10,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The same conversions on the host and in CUDA kernels (runtime/cuda/elementwise.cu). */
+#ifdef __CUDACC__
+#define BF16_FN __host__ __device__ static inline
+#else
+#define BF16_FN static inline
+#endif
+
 /* The bfloat16 bits nearest to f (ties to even). */
-static inline uint16_t bf16_from_f32(float f)
+BF16_FN uint16_t bf16_from_f32(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, sizeof u);
@@ -21,7 +28,7 @@ static inline uint16_t bf16_from_f32(float f)
 }
 
 /* The float32 a bfloat16 stands for (exact). */
-static inline float bf16_to_f32(uint16_t h)
+BF16_FN float bf16_to_f32(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;
 	float f;
@@ -30,7 +37,7 @@ static inline float bf16_to_f32(uint16_t h)
 }
 
 /* f rounded to the nearest bfloat16, as a float32. */
-static inline float bf16_round(float f)
+BF16_FN float bf16_round(float f)
 {
 	return bf16_to_f32(bf16_from_f32(f));
 }

@@ -143,8 +143,7 @@ static const Option options[] = {
 	/* the program */
 	{"precision", 0, V_PRECISION, F(precision), C_ALL, 0, 0, "P",
 	 "fp32 (default), or bf16: mixed precision as PyTorch's autocast (bf16 products,\n"
-	 "f32 softmax, norms, losses, weights and optimizer state; docs/training.md);\n"
-	 "bf16 runs on the CPU backend and in the interpreter so far"},
+	 "f32 softmax, norms, losses, weights and optimizer state; docs/training.md)"},
 	/* placement */
 	{"optimizer", 0, V_OPTIMIZER, F(optimizer), C_PLACE, 0, 0, "O",
 	 "where tensors live: auto (moves and recomputation), recompute, static,\n"
@@ -760,16 +759,6 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
-	/* the GPU runtime's kernels are float32: a bf16 GPU step can be placed on a modeled GPU (--hw), not run */
-	bool modeled_plan = cmd == CMD_SCHEDULE && !s->gpu_profile && !s->export_path;
-	if (s->precision == PREC_BF16 && s->target == TARGET_GPU && cmd != CMD_CHECK && cmd != CMD_GRAPH &&
-	    cmd != CMD_INTERPRET && !modeled_plan)
-		usage_error(cmd, "--precision bf16 runs on the CPU backend and in the interpreter so far: the GPU runtime's "
-		                 "kernels are float32 only (a bf16 step can be placed on a modeled GPU: schedule --hw)");
-	if (s->attention == ATTENTION_FUSED && s->target == TARGET_GPU && cmd != CMD_CHECK && cmd != CMD_GRAPH &&
-	    cmd != CMD_INTERPRET && !modeled_plan)
-		usage_error(cmd, "--attention fused runs on the CPU backend and in the interpreter so far: the GPU runtime "
-		                 "has no fused attention kernel (it can be placed on a modeled GPU: schedule --hw)");
 	if (s->attention == ATTENTION_FUSED && s->no_fuse)
 		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --attention fused, not both");
 	switch (cmd) {

@@ -147,6 +147,10 @@ const OpCase op_cases[] = {
 	 "embedding(20 => 117) attention(3) dense(39 => 20)", NULL},
 	{"fused attention's blocks, bidirectional", OPCASE_KERNEL, "i32 2, 100", "class 2, 100",
 	 "embedding(20 => 117) attention(3, causal = false) dense(39 => 20)", NULL},
+	{"fused attention over 300 positions (the GPU's query chunks)", OPCASE_KERNEL, "i32 2, 300", "class 2, 300",
+	 "embedding(11 => 24) attention(2) dense(8 => 11)", NULL},
+	{"the same, bidirectional", OPCASE_KERNEL, "i32 1, 300", "class 1, 300",
+	 "embedding(11 => 24) attention(4, causal = false) dense(8 => 11)", NULL},
 	{"larger conv 28x28", OPCASE_KERNEL, "8, 16, 28, 28", "10",
 	 "conv(3x3, 16 => 32, stride = 2, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(32 => 10)",

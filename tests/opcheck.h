@@ -71,8 +71,9 @@ bool opcheck_case(RtCtx *ctx, const OpCase *c, int32_t *next_id, const ArgMemory
  * Print, per op, the nodes checked and the worst error relative to
  * max(1, max |ref|), those with bf16 arguments apart: every op of ops.def
  * if `all` (those no node checked marked NOT COVERED), else the ops
- * checked. Returns the number of ops of ops.def that no node checked.
+ * checked. Returns the number of ops of ops.def that no node checked,
+ * of those that `expected` returns true for (NULL: all of them).
  */
-int opcheck_print_ops(bool all);
+int opcheck_print_ops(bool all, bool (*expected)(int op));
 
 #endif

@@ -36,13 +36,14 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
 /* src elaborated (eval: its evaluation graph, else its training step) and verified. */
 Precision test_precision = PREC_FP32;
 bool test_fuse = false;
+bool test_fuse_gpu = false;
 
 static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval, bool input_grad)
 {
 	static const char *dirs[1];
 	dirs[0] = getenv("AUTOTM_STDLIB") ? getenv("AUTOTM_STDLIB") : "stdlib";
 	ElabOptions eo = {.dirs = dirs, .ndirs = 1, .main_text = src, .main_len = strlen(src), .eval = eval,
-	                  .precision = test_precision, .fused_attention = test_fuse};
+	                  .precision = test_precision, .fused_attention = test_fuse || test_fuse_gpu};
 	Graph *g = elaborate(name, &eo, a);
 	if (!g) {
 		fprintf(stderr, "source was:\n%s", src);
@@ -53,6 +54,8 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 		autodiff(g, &ao);
 		if (test_fuse)
 			fuse_epilogues(g);
+		else if (test_fuse_gpu)
+			fuse_loss(g);
 	}
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {

@@ -32,8 +32,11 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
 Graph *test_training_graph(Arena *a, const char *name, const char *src, bool input_grad);
 /* The precision the graphs above are built in (default fp32). */
 extern Precision test_precision;
-/* Whether the training graphs of test_training_graph go through the fusion pass (fuse.h); default false. */
+/* Whether the training graphs of test_training_graph go through the fusion pass (fuse.h) with attention fused;
+   default false. */
 extern bool test_fuse;
+/* Whether they have the GPU's fusion instead: attention fused and the loss (fuse.h's fuse_loss); default false. */
+extern bool test_fuse_gpu;
 /* The same for src's evaluation graph (forward only: ElabOptions.eval). */
 Graph *test_eval_graph(Arena *a, const char *name, const char *src);
 

@@ -14,7 +14,10 @@
 #   vgg19, resnet152, densenet201 (batch 64, 224x224), inception_v3 (batch
 #   64, 299x299):  all-fast; async and auto at 50% (--ratio 1:1) and 25%
 #   (--ratio 3:1) of the all-fast peak of live bytes; um without a cap
-#   (unified memory that fits in the device: see run.sh).
+#   (unified memory that fits in the device: see run.sh); and in bf16
+#   all-fast and auto at 50% and 25% of the bf16 peak, beside PyTorch's
+#   autocast eager, torch.compile, selective activation checkpointing (sac)
+#   and torch.compile's activation memory budget at 0.5 and 0.25.
 #   gpt2 (examples/gpt2.net, GPT-2 small, batch 8, 1024 positions):
 #   all-fast; auto at 50% and 25%; PyTorch eager (scaled_dot_product_attention)
 #   and composed (attention as autotmc composes it).  Its size column is the
@@ -82,19 +85,21 @@ py=${PREPARE_PYTHON:-python3}
 command -v "$py" > /dev/null || { echo "prepare.sh: no $py" >&2; exit 1; }
 
 # model | .net file | batch | size | variants | PyTorch modes
-# A variant is all-fast, OPT:S:F (--ratio S:F) or OPT@LIMIT (--limit LIMIT).
+# A variant is all-fast, OPT:S:F (--ratio S:F) or OPT@LIMIT (--limit LIMIT),
+# with /bf16 after it in bf16 (--precision bf16; its name ends in -bf16) and
+# /fused with attention fused (--attention fused; -fused).
 if [ "$quick" = 1 ]; then
 	config=(
 		"test_vgg|examples/test_vgg.net|8|32|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
-		"resnet50|examples/resnet50.net|32|224|all-fast async:1:1 async:3:1 um async@1GiB|eager save_on_cpu checkpoint"
+		"resnet50|examples/resnet50.net|32|224|all-fast async:1:1 async:3:1 um async@1GiB all-fast/bf16 async:3:1/bf16|eager save_on_cpu checkpoint eager-bf16"
 	)
 else
 	config=(
-		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu"
-		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu checkpoint"
-		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 compile compile-bf16 save_on_cpu"
-		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager eager-bf16 save_on_cpu"
-		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1|eager eager-bf16 compile compile-bf16 composed"
+		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu checkpoint checkpoint-bf16 compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 compile save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1 all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16 all-fast/fused auto:3:1/fused all-fast/bf16/fused auto:1:1/bf16/fused auto:3:1/bf16/fused|eager eager-bf16 compile composed compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
 		"resnet200|examples/resnet200.net|$big_batch|224|async@$limit_big auto@$limit_big|eager checkpoint"
 	)
 fi
@@ -155,6 +160,10 @@ for c in "${config[@]}"; do
 	*) defs=(-D "batch=$batch" -D "size=$size"); echo "== $model batch $batch, ${size}x$size" >&2 ;;
 	esac
 	"$autotmc" profile "$net" "${defs[@]}" --backend gpu --export "$out/$model-b$batch.kernels.tsv" > /dev/null
+	[[ " $variants" != *"/bf16"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --precision bf16 \
+		--export "$out/$model-b$batch-bf16.kernels.tsv" > /dev/null
+	[[ " $variants" != *"/bf16/fused"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --precision bf16 \
+		--attention fused --export "$out/$model-b$batch-bf16-fused.kernels.tsv" > /dev/null
 	if [ -d "$gpu_profile" ]; then
 		# a directory of measured profiles: this model's, by name
 		times=(--gpu-profile "$gpu_profile/$model-b$batch.gpu.tsv")
@@ -164,6 +173,15 @@ for c in "${config[@]}"; do
 		fi
 	fi
 	for v in $variants; do
+		prec=() suffix=
+		while [[ $v == */* ]]; do # modifiers: /bf16 (--precision bf16), /fused (--attention fused)
+			case ${v##*/} in
+			bf16) prec+=(--precision bf16); suffix=-bf16$suffix ;;
+			fused) prec+=(--attention fused); suffix=-fused$suffix ;;
+			*) echo "prepare.sh: bad variant '$v'" >&2; exit 2 ;;
+			esac
+			v=${v%/*}
+		done
 		case $v in
 		all-fast|um) opt=$v; place=(); name=$v ;;
 		*@*) opt=${v%%@*}; place=(--limit "${v#*@}"); name=$opt-${v#*@} ;;
@@ -174,6 +192,7 @@ for c in "${config[@]}"; do
 			;;
 		*) echo "prepare.sh: bad variant '$v'" >&2; exit 2 ;;
 		esac
+		name=$name$suffix
 		id=$model-b$batch-$name
 		prog=$out/$id
 		log=$out/logs/build-$id.txt
@@ -182,7 +201,7 @@ for c in "${config[@]}"; do
 		t0=$SECONDS
 		set +e
 		"$autotmc" build "$net" "${defs[@]}" --backend gpu "${times[@]}" --optimizer "$opt" \
-			"${place[@]}" "${solver[@]}" -o "$prog" > "$log" 2>&1
+			"${place[@]}" "${solver[@]}" "${prec[@]}" -o "$prog" > "$log" 2>&1
 		rc=$?
 		set -e
 		secs=$((SECONDS - t0))

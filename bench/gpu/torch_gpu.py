@@ -49,6 +49,16 @@ Modes:
                 use_reentrant=False (on a PyTorch whose checkpoint_sequential
                 lacks use_reentrant, the same segmentation with
                 checkpoint(use_reentrant=False))
+  sac           selective activation checkpointing: the whole forward through
+                torch.utils.checkpoint.checkpoint(use_reentrant=False) with
+                create_selective_checkpoint_contexts and a policy that saves
+                the outputs of matrix products, convolutions and attention
+                (mm, addmm, bmm, convolution, scaled dot product attention)
+                and recomputes everything else in the backward pass
+  budgetNN      torch.compile with torch._functorch.config.activation_memory_budget
+                = NN / 100 (budget50: 0.5): the compiler's min-cut chooses what
+                to recompute so that the saved activations are about that
+                fraction of what eager saves
 
 --precision bf16 runs the forward pass and the loss under
 torch.autocast(device_type=--device, dtype=torch.bfloat16), as users train in
@@ -73,6 +83,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -135,6 +146,23 @@ def resnet_sequential(model):
         layers += list(stage.children())
     layers += [model.avgpool, nn.Flatten(1), model.fc]
     return nn.Sequential(*layers)
+
+
+def make_selective(torch, model):
+    """forward(x) = model(x) under selective activation checkpointing (mode sac)."""
+    from functools import partial
+    from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.convolution.default}
+    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_cudnn_attention"):
+        if hasattr(aten, name):
+            save.add(getattr(aten, name).default)
+
+    def policy(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op in save else CheckpointPolicy.PREFER_RECOMPUTE
+    context = partial(create_selective_checkpoint_contexts, policy)
+    return lambda x: checkpoint(model, x, use_reentrant=False, context_fn=context)
 
 
 def make_checkpointed(torch, seq, segments):
@@ -225,7 +253,8 @@ def main():
     p.add_argument("--classes", type=int)
     p.add_argument("--lr", type=float)
     p.add_argument("--momentum", type=float)
-    p.add_argument("--mode", default="eager", choices=["eager", "save_on_cpu", "checkpoint", "composed", "compile"])
+    p.add_argument("--mode", default="eager",
+                   help="eager, save_on_cpu, checkpoint, composed, compile, sac or budgetNN (see above)")
     p.add_argument("--segments", type=int, default=8, help="checkpoint segments (default 8)")
     p.add_argument("--iters", type=int, default=10, help="timed steps (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
@@ -250,6 +279,10 @@ def main():
     args.classes = args.classes or classes
     args.lr = lr if args.lr is None else args.lr
     args.momentum = momentum if args.momentum is None else args.momentum
+    budget = re.fullmatch(r"budget(\d+)", args.mode)
+    if args.mode not in ("eager", "save_on_cpu", "checkpoint", "composed", "compile", "sac") and \
+            not (budget and 0 < int(budget.group(1)) <= 100):
+        p.error(f"--mode {args.mode}: not a mode (eager, save_on_cpu, checkpoint, composed, compile, sac, budgetNN)")
     if args.mode == "checkpoint" and args.model not in RESNETS:
         p.error(f"--mode checkpoint is for the ResNets ({', '.join(RESNETS)})")
     if args.mode == "composed" and args.model not in GPT:
@@ -264,6 +297,8 @@ def main():
            "iterations": args.iters, "status": "error"}
     if args.mode == "checkpoint":
         out["segments"] = args.segments
+    if budget:
+        out["activation_memory_budget"] = int(budget.group(1)) / 100
     dev = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -295,8 +330,13 @@ def main():
         out["parameters"] = sum(q.numel() for q in model.parameters())
         model.to(dev).train()
         forward = model
-        if args.mode == "compile":  # torch.compile's default (inductor), forward and backward; the first steps compile
+        if args.mode == "compile" or budget:  # inductor, forward and backward; the first steps compile
+            if budget:
+                import torch._functorch.config as fconfig
+                fconfig.activation_memory_budget = out["activation_memory_budget"]
             forward = torch.compile(model)
+        if args.mode == "sac":
+            forward = make_selective(torch, model)
         if args.mode == "checkpoint":
             seq = resnet_sequential(model)
             out["sequential_modules"] = len(seq)

@@ -65,7 +65,7 @@ static inline bool conv_gemm_applies(const int64_t *d)
 /* Whether algorithm `algo` (RT_CONV_*) computes the convolution of description d. */
 static inline bool conv_gemm_offers(const int64_t *d, int algo)
 {
-	return conv_gemm_applies(d) &&
+	return conv_gemm_applies(d) && d[RT_D_BF16] == 0 && /* float32 products (cublasSgemm) */
 	       (algo == RT_CONV_GEMM || (algo == RT_CONV_GEMM_BATCHED && d[RT_D_OP] == RT_OP_CONV2D_BWD_FILTER));
 }
 

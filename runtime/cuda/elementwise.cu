@@ -19,8 +19,16 @@
  *     activations base/activation.h's act_value and act_grad (in
  *     double), the very functions the interpreter uses, and the updates
  *     base/optim.h's.
+ *
+ * The kernels of the ops that a bf16 program runs on bf16 data read and
+ * write their activations through In and Out, which hold float32 or
+ * bfloat16: a bf16 element is widened exactly, the arithmetic is the
+ * float32 kernel's, and a result is rounded to float32 and then to the
+ * nearest bfloat16 (base/bf16.h), as the CPU backend's widened kernels and
+ * the interpreter do.
  */
 #include "elementwise.h"
+#include "bf16.h"      /* base/ */
 #include "layernorm.h" /* base/ */
 #include "ops.h"       /* base/ */
 
@@ -36,6 +44,53 @@ unsigned grid(int64_t n)
 {
 	int64_t b = (n + THREADS - 1) / THREADS;
 	return (unsigned)(b < 1 ? 1 : b > MAX_BLOCKS ? MAX_BLOCKS : b);
+}
+
+/* An argument that holds float32 or bfloat16 elements, read as float32. */
+struct In {
+	const void *p;
+	bool bf;
+	__device__ float operator[](int64_t i) const
+	{
+		return bf ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+	}
+	/* the argument from element o on */
+	__device__ In operator+(int64_t o) const
+	{
+		return In{bf ? (const void *)((const uint16_t *)p + o) : (const void *)((const float *)p + o), bf};
+	}
+};
+
+/* An argument written as float32 or bfloat16 (rounded to nearest, ties to even). */
+struct Out {
+	void *p;
+	bool bf;
+	__device__ void set(int64_t i, float v) const
+	{
+		if (bf)
+			((uint16_t *)p)[i] = bf16_from_f32(v);
+		else
+			((float *)p)[i] = v;
+	}
+	__device__ float operator[](int64_t i) const
+	{
+		return bf ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+	}
+	__device__ Out operator+(int64_t o) const
+	{
+		return Out{bf ? (void *)((uint16_t *)p + o) : (void *)((float *)p + o), bf};
+	}
+};
+
+/* Pointer argument i of a launcher whose mask bf has bit i set for bfloat16. */
+In in_arg(const void *p, unsigned bf, int i)
+{
+	return In{p, (bf >> i & 1u) != 0};
+}
+
+Out out_arg(void *p, unsigned bf, int i)
+{
+	return Out{p, (bf >> i & 1u) != 0};
 }
 
 #define FOR_EACH(i, n) \
@@ -78,30 +133,44 @@ __device__ float block_max(float v)
 	return r;
 }
 
-__global__ void fill_rows(float *y, const float *b, int64_t n, int64_t cols)
+__global__ void fill_rows(Out y, In b, int64_t n, int64_t cols)
 {
 	FOR_EACH(i, n)
-		y[i] = b[i % cols];
+		y.set(i, b[i % cols]);
 }
 
-__global__ void eltwise(Act act, const float *x, float *y, int64_t n)
+/* y [n, c, inner] += b [c]: a convolution's bias */
+__global__ void add_channels(Out y, In b, int64_t total, int64_t c, int64_t inner)
 {
-	FOR_EACH(i, n)
-		y[i] = (float)act_value(act, (double)x[i]);
+	FOR_EACH(i, total)
+		y.set(i, y[i] + b[i / inner % c]);
 }
 
-__global__ void eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n)
+__global__ void eltwise(Act act, In x, Out y, int64_t n)
 {
 	FOR_EACH(i, n)
-		dx[i] = (float)act_grad(act, (double)saved[i], (double)dy[i]);
+		y.set(i, (float)act_value(act, (double)x[i]));
+}
+
+__global__ void eltwise_bwd(Act act, In saved, In dy, Out dx, int64_t n)
+{
+	FOR_EACH(i, n)
+		dx.set(i, (float)act_grad(act, (double)saved[i], (double)dy[i]));
+}
+
+/* cast: y = x in y's type */
+__global__ void cast(In x, Out y, int64_t n)
+{
+	FOR_EACH(i, n)
+		y.set(i, x[i]);
 }
 
 /* The inputs of an add, passed by value. */
 struct AddArgs {
-	const float *x[GPU_MAX_ADD];
+	In x[GPU_MAX_ADD];
 };
 
-__global__ void add(AddArgs a, int nin, float *y, int64_t n)
+__global__ void add(AddArgs a, int nin, Out y, int64_t n)
 {
 	FOR_EACH(i, n) {
 		float s = a.x[0][i];
@@ -111,14 +180,14 @@ __global__ void add(AddArgs a, int nin, float *y, int64_t n)
 		for (int k = 1; k < GPU_MAX_ADD; k++)
 			if (k < nin)
 				s += a.x[k][i];
-		y[i] = s;
+		y.set(i, s);
 	}
 }
 
-__global__ void dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p)
+__global__ void dropout(In x, Out y, int64_t n, uint64_t seed, uint64_t step, double p)
 {
 	FOR_EACH(i, n)
-		y[i] = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
+		y.set(i, rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f);
 }
 
 /* The first and last window along one dimension that contain position r. */
@@ -137,13 +206,13 @@ __device__ void windows_of(int64_t r, int64_t k, int64_t s, int64_t p, int64_t n
  * elements take maxpool_bwd, which finds each window's maximum again for
  * every element it contains.
  */
-__global__ void maxpool_argmax(const float *x, uint8_t *arg, int64_t planes, int64_t h, int64_t w, int64_t ho,
+__global__ void maxpool_argmax(In x, uint8_t *arg, int64_t planes, int64_t h, int64_t w, int64_t ho,
                                int64_t wo, GpuWindow g)
 {
 	FOR_EACH(o, planes * ho * wo) {
 		int64_t pl = o / (ho * wo);
 		int rem = (int)(o - pl * ho * wo), i = rem / (int)wo, j = rem % (int)wo;
-		const float *xp = x + pl * h * w;
+		In xp = x + pl * h * w;
 		int h0 = i * (int)g.sh - (int)g.ph, w0 = j * (int)g.sw - (int)g.pw;
 		int h1 = h0 + (int)g.kh < h ? h0 + (int)g.kh : (int)h, w1 = w0 + (int)g.kw < w ? w0 + (int)g.kw : (int)w;
 		int at = 0;
@@ -162,7 +231,7 @@ __global__ void maxpool_argmax(const float *x, uint8_t *arg, int64_t planes, int
 	}
 }
 
-__global__ void maxpool_gather(const uint8_t *arg, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+__global__ void maxpool_gather(const uint8_t *arg, In dy, Out dx, int64_t planes, int64_t h, int64_t w,
                                int64_t ho, int64_t wo, GpuWindow g)
 {
 	FOR_EACH(e, planes * h * w) {
@@ -171,7 +240,7 @@ __global__ void maxpool_gather(const uint8_t *arg, const float *dy, float *dx, i
 		int64_t i0, i1, j0, j1;
 		windows_of(r, g.kh, g.sh, g.ph, ho, &i0, &i1);
 		windows_of(q, g.kw, g.sw, g.pw, wo, &j0, &j1);
-		const float *dyp = dy + pl * ho * wo;
+		In dyp = dy + pl * ho * wo;
 		const uint8_t *ap = arg + pl * ho * wo;
 		float acc = 0;
 		for (int i = (int)i0; i <= (int)i1; i++)
@@ -180,16 +249,16 @@ __global__ void maxpool_gather(const uint8_t *arg, const float *dy, float *dx, i
 				if (ap[i * wo + j] == at)
 					acc += dyp[i * wo + j];
 			}
-		dx[e] = acc;
+		dx.set(e, acc);
 	}
 }
 
-__global__ void maxpool_bwd(const float *x, const float *dy, float *dx, int64_t planes, int64_t h, int64_t w,
+__global__ void maxpool_bwd(In x, In dy, Out dx, int64_t planes, int64_t h, int64_t w,
                             int64_t ho, int64_t wo, GpuWindow g)
 {
 	FOR_EACH(e, planes * h * w) {
 		int64_t pl = e / (h * w), r = e / w % h, q = e % w, i0, i1, j0, j1;
-		const float *xp = x + pl * h * w, *dyp = dy + pl * ho * wo;
+		In xp = x + pl * h * w, dyp = dy + pl * ho * wo;
 		windows_of(r, g.kh, g.sh, g.ph, ho, &i0, &i1);
 		windows_of(q, g.kw, g.sw, g.pw, wo, &j0, &j1);
 		float acc = 0;
@@ -204,11 +273,11 @@ __global__ void maxpool_bwd(const float *x, const float *dy, float *dx, int64_t 
 				if (best == r * w + q)
 					acc += dyp[i * wo + j];
 			}
-		dx[e] = acc;
+		dx.set(e, acc);
 	}
 }
 
-__global__ void avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho,
+__global__ void avgpool_bwd(In dy, Out dx, int64_t planes, int64_t h, int64_t w, int64_t ho,
                             int64_t wo, GpuWindow g)
 {
 	float div = (float)(g.kh * g.kw);
@@ -220,14 +289,45 @@ __global__ void avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t 
 		for (int64_t i = i0; i <= i1; i++)
 			for (int64_t j = j0; j <= j1; j++)
 				acc += dy[(pl * ho + i) * wo + j] / div;
-		dx[e] = acc;
+		dx.set(e, acc);
 	}
 }
 
-__global__ void globalavgpool_bwd(const float *dy, float *dx, int64_t n, int64_t inner)
+__global__ void globalavgpool_bwd(In dy, Out dx, int64_t n, int64_t inner)
 {
 	FOR_EACH(i, n)
-		dx[i] = dy[i / inner] / (float)inner;
+		dx.set(i, dy[i / inner] / (float)inner);
+}
+
+/*
+ * Pooling forward on bf16 data (cuDNN pools float32): max over the window's
+ * elements inside the image; average: their sum over kh * kw (the padding
+ * counted), as the CPU backend; global average: the plane's mean in double.
+ */
+__global__ void pool_fwd(In x, Out y, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo, GpuWindow g,
+                         bool max)
+{
+	FOR_EACH(o, planes * ho * wo) {
+		int64_t pl = o / (ho * wo), i = o / wo % ho, j = o % wo;
+		int64_t h0 = i * g.sh - g.ph, w0 = j * g.sw - g.pw;
+		int64_t h1 = h0 + g.kh < h ? h0 + g.kh : h, w1 = w0 + g.kw < w ? w0 + g.kw : w;
+		In xp = x + pl * h * w;
+		float acc = max ? -INFINITY : 0.0f;
+		for (int64_t rr = h0 < 0 ? 0 : h0; rr < h1; rr++)
+			for (int64_t qq = w0 < 0 ? 0 : w0; qq < w1; qq++)
+				acc = max ? fmaxf(acc, xp[rr * w + qq]) : acc + xp[rr * w + qq];
+		y.set(o, max ? acc : acc / (float)(g.kh * g.kw));
+	}
+}
+
+__global__ void global_pool_fwd(In x, Out y, int64_t planes, int64_t inner)
+{
+	FOR_EACH(pl, planes) {
+		double s = 0;
+		for (int64_t i = 0; i < inner; i++)
+			s += x[pl * inner + i];
+		y.set(pl, (float)(s / (double)inner));
+	}
 }
 
 /*
@@ -314,7 +414,7 @@ __device__ void bn_combine(const double *part, double *a, double *b)
 	*b = t;
 }
 
-__global__ void bn_sums(const float *x, double *part, int64_t n, int64_t nc, int64_t inner)
+__global__ void bn_sums(In x, double *part, int64_t n, int64_t nc, int64_t inner)
 {
 	int64_t c = blockIdx.x;
 	double s = 0, ss = 0;
@@ -326,7 +426,7 @@ __global__ void bn_sums(const float *x, double *part, int64_t n, int64_t nc, int
 	bn_store(part, s, ss);
 }
 
-__global__ void bn_normalize(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
+__global__ void bn_normalize(In x, const float *gamma, const float *beta, Out y, float *mean, float *var,
                              const double *part, int64_t n, int64_t nc, int64_t inner, double eps)
 {
 	int64_t c = blockIdx.x;
@@ -338,7 +438,7 @@ __global__ void bn_normalize(const float *x, const float *gamma, const float *be
 	double is = 1.0 / sqrt(v + eps), a = is * gamma[c], b = beta[c] - mu * a;
 	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		y[idx] = (float)(x[idx] * a + b);
+		y.set(idx, (float)(x[idx] * a + b));
 	}
 	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		mean[c] = (float)mu;
@@ -347,7 +447,7 @@ __global__ void bn_normalize(const float *x, const float *gamma, const float *be
 }
 
 /* backward: sums of dy and of dy (x - mean) */
-__global__ void bn_bwd_sums(const float *x, const float *mean, const float *dy, double *part, int64_t n, int64_t nc,
+__global__ void bn_bwd_sums(In x, const float *mean, In dy, double *part, int64_t n, int64_t nc,
                             int64_t inner)
 {
 	int64_t c = blockIdx.x;
@@ -361,8 +461,8 @@ __global__ void bn_bwd_sums(const float *x, const float *mean, const float *dy, 
 	bn_store(part, sdy, sdyx);
 }
 
-__global__ void bn_bwd_dx(const float *x, const float *gamma, const float *mean, const float *var, const float *dy,
-                          float *dx, float *dgamma, float *dbeta, const double *part, int64_t n, int64_t nc,
+__global__ void bn_bwd_dx(In x, const float *gamma, const float *mean, const float *var, In dy, Out dx,
+                          float *dgamma, float *dbeta, const double *part, int64_t n, int64_t nc,
                           int64_t inner, double eps)
 {
 	int64_t c = blockIdx.x;
@@ -373,7 +473,7 @@ __global__ void bn_bwd_dx(const float *x, const float *gamma, const float *mean,
 	double p = gamma[c] * invstd, q = -p * invstd * sdyx / m, r = -p * sdy / m - mu * q;
 	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		dx[idx] = (float)(dy[idx] * p + x[idx] * q + r);
+		dx.set(idx, (float)(dy[idx] * p + x[idx] * q + r));
 	}
 	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		dbeta[c] = (float)sdy;
@@ -399,7 +499,7 @@ __global__ void sum_images(const float *part, float *out, int64_t images, int64_
  * column c over group g's rows, so that a warp reads consecutive
  * channels; then bias_combine adds a channel's groups in order.
  */
-__global__ void bias_sums(const float *dy, double *part, int64_t n, int64_t nc, int64_t inner)
+__global__ void bias_sums(In dy, double *part, int64_t n, int64_t nc, int64_t inner)
 {
 	int64_t c = blockIdx.x;
 	double s = 0;
@@ -410,7 +510,7 @@ __global__ void bias_sums(const float *dy, double *part, int64_t n, int64_t nc, 
 		part[(int64_t)blockIdx.x * gridDim.y + blockIdx.y] = s;
 }
 
-__global__ void bias_sums_rows(const float *dy, double *part, int64_t rows, int64_t nc)
+__global__ void bias_sums_rows(In dy, double *part, int64_t rows, int64_t nc)
 {
 	int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, g = blockIdx.y, groups = gridDim.y;
 	if (c >= nc)
@@ -421,18 +521,18 @@ __global__ void bias_sums_rows(const float *dy, double *part, int64_t rows, int6
 	part[c * groups + g] = s;
 }
 
-__global__ void bias_combine(const double *part, float *db, int64_t nc, int64_t groups)
+__global__ void bias_combine(const double *part, Out db, int64_t nc, int64_t groups)
 {
 	FOR_EACH(c, nc) {
 		double s = 0;
 		for (int64_t g = 0; g < groups; g++)
 			s += part[c * groups + g];
-		db[c] = (float)s;
+		db.set(c, (float)s);
 	}
 }
 
 /* One block per row: the row's maximum and sum of exp(z - max). */
-__device__ void row_stats(const float *z, int64_t k, float *mx, double *sum)
+__device__ void row_stats(In z, int64_t k, float *mx, double *sum)
 {
 	float m = -INFINITY;
 	for (int64_t j = threadIdx.x; j < k; j += THREADS)
@@ -451,7 +551,7 @@ __global__ void xent_rows(const float *z, const float *y, double *rowloss, int64
 	z += r * k, y += r * k;
 	float mx;
 	double s;
-	row_stats(z, k, &mx, &s);
+	row_stats(In{z, false}, k, &mx, &s);
 	double lse = mx + log(s), l = 0;
 	for (int64_t j = threadIdx.x; j < k; j += THREADS)
 		if (y[j] != 0)
@@ -476,7 +576,7 @@ __global__ void xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 	z += r * k, y += r * k, dz += r * k;
 	float mx;
 	double s, ysum = 0;
-	row_stats(z, k, &mx, &s);
+	row_stats(In{z, false}, k, &mx, &s);
 	for (int64_t j = threadIdx.x; j < k; j += THREADS)
 		ysum += y[j];
 	ysum = block_sum(ysum);
@@ -553,14 +653,14 @@ __global__ void layernorm_bwd_params(const float *x, const float *mean, const fl
 }
 
 /* element i of x [n, c, inner]: x alpha + beta of its channel (base/ops.h's op_bn_eval_affine) */
-__global__ void bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
+__global__ void bn_eval(In x, const float *w, const float *b, const float *rm, const float *rv, Out y,
                         int64_t total, int64_t c, int64_t inner, double eps)
 {
 	FOR_EACH(i, total) {
 		int64_t ch = i / inner % c;
 		double alpha = (double)w[ch] / sqrt((double)rv[ch] + eps);
 		double beta = (double)b[ch] - (double)rm[ch] * alpha;
-		y[i] = (float)((double)x[i] * alpha + beta);
+		y.set(i, (float)((double)x[i] * alpha + beta));
 	}
 }
 
@@ -573,21 +673,21 @@ dim3 bn_grid(int64_t n, int64_t c)
  * split_heads: x [N, T, W] -> y [N, H, T, D] from column `offset`; merge_heads
  * the other way for one input `part` of y [N, T, parts H D]. A thread per element.
  */
-__global__ void split_heads(const float *x, float *y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
+__global__ void split_heads(In x, Out y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
                             int64_t offset)
 {
 	FOR_EACH(i, total) {
 		int64_t di = i % d, ti = i / d % t, hi = i / (d * t) % h, ni = i / (d * t * h);
-		y[i] = x[(ni * t + ti) * w + offset + hi * d + di];
+		y.set(i, x[(ni * t + ti) * w + offset + hi * d + di]);
 	}
 }
 
-__global__ void merge_heads(const float *x, float *y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
+__global__ void merge_heads(In x, Out y, int64_t total, int64_t h, int64_t t, int64_t d, int64_t w,
                             int64_t offset)
 {
 	FOR_EACH(i, total) {
 		int64_t di = i % d, ti = i / d % t, hi = i / (d * t) % h, ni = i / (d * t * h);
-		y[(ni * t + ti) * w + offset + hi * d + di] = x[i];
+		y.set((ni * t + ti) * w + offset + hi * d + di, x[i]);
 	}
 }
 
@@ -651,18 +751,18 @@ __global__ void embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
 }
 
 /* position_embedding: y = x + w[t] over n rows of tc = T * C */
-__global__ void position(const float *x, const float *w, float *y, int64_t total, int64_t tc)
+__global__ void position(In x, In w, Out y, int64_t total, int64_t tc)
 {
 	FOR_EACH(i, total)
-		y[i] = x[i] + w[i % tc];
+		y.set(i, x[i] + w[i % tc]);
 }
 
 /* transpose: x [n, ra, cb] -> y [n, cb, ra] */
-__global__ void transpose3(const float *x, float *y, int64_t total, int64_t ra, int64_t cb)
+__global__ void transpose3(In x, Out y, int64_t total, int64_t ra, int64_t cb)
 {
 	FOR_EACH(o, total) {
 		int64_t b = o / (ra * cb), r = o % (ra * cb), j = r / ra, i = r % ra;
-		y[o] = x[b * ra * cb + i * cb + j];
+		y.set(o, x[b * ra * cb + i * cb + j]);
 	}
 }
 
@@ -688,41 +788,43 @@ __global__ void mean_mid_bwd(const float *dy, float *dx, int64_t outer, int64_t 
 }
 
 /* mul: y = x s, x as [rows, inner], s as [rows, sin] (sin 1: repeated over the row) */
-__global__ void mul_rows(const float *x, const float *sc, float *y, int64_t rows, int64_t inner, int64_t sin)
+__global__ void mul_rows(In x, In sc, Out y, int64_t rows, int64_t inner, int64_t sin)
 {
 	FOR_EACH(o, rows * inner) {
 		int64_t r = o / inner, i = o % inner;
-		y[o] = x[o] * sc[r * sin + (sin == 1 ? 0 : i)];
+		y.set(o, x[o] * sc[r * sin + (sin == 1 ? 0 : i)]);
 	}
 }
 
 /* mul_bwd_scale: ds = dy x, summed over each row where s repeats (in double) */
-__global__ void mul_rows_bwd(const float *dy, const float *x, float *ds, int64_t rows, int64_t inner, int64_t sin)
+__global__ void mul_rows_bwd(In dy, In x, Out ds, int64_t rows, int64_t inner, int64_t sin)
 {
 	FOR_EACH(o, rows * sin) {
 		if (sin != 1) {
-			ds[o] = dy[o] * x[o];
+			ds.set(o, dy[o] * x[o]);
 			continue;
 		}
 		double s = 0;
 		for (int64_t i = 0; i < inner; i++)
 			s += (double)dy[o * inner + i] * x[o * inner + i];
-		ds[o] = (float)s;
+		ds.set(o, (float)s);
 	}
 }
 
 /* clamp: y = x in [lo, hi]; clamp_bwd: dx = dy where lo <= x <= hi */
-__global__ void clamp_elems(const float *x, const float *dy, float *y, int64_t n, float lo, float hi)
+__global__ void clamp_elems(In x, In dy, Out y, int64_t n, float lo, float hi)
 {
-	FOR_EACH(i, n)
-		y[i] = dy ? (x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f) : (x[i] < lo ? lo : x[i] > hi ? hi : x[i]);
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y.set(i, dy.p ? (v >= lo && v <= hi ? dy[i] : 0.0f) : (v < lo ? lo : v > hi ? hi : v));
+	}
 }
 
 /* broadcast: w [c] in every row of y */
-__global__ void broadcast_rows(const float *w, float *y, int64_t total, int64_t c)
+__global__ void broadcast_rows(In w, Out y, int64_t total, int64_t c)
 {
 	FOR_EACH(i, total)
-		y[i] = w[i % c];
+		y.set(i, w[i % c]);
 }
 
 /* position_embedding_bwd: dw[i] = sum over n of dy[n, i] for i < tc, 0 after */
@@ -736,10 +838,10 @@ __global__ void position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, 
 	}
 }
 
-__global__ void xent_ids_rows(const float *z, const int32_t *ids, double *rowloss, int64_t k)
+__global__ void xent_ids_rows(In z, const int32_t *ids, double *rowloss, int64_t k)
 {
 	int64_t r = blockIdx.x;
-	z += r * k;
+	z = z + r * k;
 	float mx;
 	double s;
 	row_stats(z, k, &mx, &s);
@@ -747,107 +849,143 @@ __global__ void xent_ids_rows(const float *z, const int32_t *ids, double *rowlos
 		rowloss[r] = mx + log(s) - (double)z[ids[r]];
 }
 
-__global__ void xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k)
+__global__ void xent_ids_bwd(In z, const int32_t *ids, Out dz, int64_t rows, int64_t k)
 {
 	int64_t r = blockIdx.x;
-	z += r * k, dz += r * k;
+	z = z + r * k, dz = dz + r * k;
 	float mx;
 	double s;
 	row_stats(z, k, &mx, &s);
 	for (int64_t j = threadIdx.x; j < k; j += THREADS)
-		dz[j] = (float)((exp((double)z[j] - mx) / s - (j == ids[r])) / (double)rows);
+		dz.set(j, (float)((exp((double)z[j] - mx) / s - (j == ids[r])) / (double)rows));
 }
 
 extern "C" {
 
-cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st)
+cudaError_t gpu_fill_rows(void *y, const void *b, int64_t rows, int64_t cols, unsigned bf, cudaStream_t st)
 {
-	fill_rows<<<grid(rows * cols), THREADS, 0, st>>>(y, b, rows * cols, cols);
+	fill_rows<<<grid(rows * cols), THREADS, 0, st>>>(out_arg(y, bf, 0), in_arg(b, bf, 1), rows * cols, cols);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_eltwise(Act act, const float *x, float *y, int64_t n, cudaStream_t st)
+cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, unsigned bf,
+                             cudaStream_t st)
 {
-	eltwise<<<grid(n), THREADS, 0, st>>>(act, x, y, n);
+	add_channels<<<grid(n * c * inner), THREADS, 0, st>>>(out_arg(y, bf, 0), in_arg(b, bf, 1), n * c * inner, c,
+	                                                      inner);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n, cudaStream_t st)
+cudaError_t gpu_cast(const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st)
 {
-	eltwise_bwd<<<grid(n), THREADS, 0, st>>>(act, saved, dy, dx, n);
+	cast<<<grid(n), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_add(const float *const *x, int nin, float *y, int64_t n, cudaStream_t st)
+cudaError_t gpu_eltwise(Act act, const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st)
+{
+	eltwise<<<grid(n), THREADS, 0, st>>>(act, in_arg(x, bf, 0), out_arg(y, bf, 1), n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_eltwise_bwd(Act act, const void *saved, const void *dy, void *dx, int64_t n, unsigned bf,
+                            cudaStream_t st)
+{
+	eltwise_bwd<<<grid(n), THREADS, 0, st>>>(act, in_arg(saved, bf, 0), in_arg(dy, bf, 1), out_arg(dx, bf, 2), n);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, unsigned bf, cudaStream_t st)
 {
 	if (nin < 1 || nin > GPU_MAX_ADD)
 		return cudaErrorInvalidValue;
 	AddArgs a = {};
 	for (int k = 0; k < nin; k++)
-		a.x[k] = x[k];
-	add<<<grid(n), THREADS, 0, st>>>(a, nin, y, n);
+		a.x[k] = in_arg(x[k], bf, k);
+	add<<<grid(n), THREADS, 0, st>>>(a, nin, out_arg(y, bf, nin), n);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p, cudaStream_t st)
+cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p, unsigned bf,
+                        cudaStream_t st)
 {
-	dropout<<<grid(n), THREADS, 0, st>>>(x, y, n, seed, step, p);
+	dropout<<<grid(n), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n, seed, step, p);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, void *arg, int64_t planes, int64_t h,
-                            int64_t w, int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st)
+cudaError_t gpu_pool(const void *x, void *y, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo, GpuWindow g,
+                     int kind, unsigned bf, cudaStream_t st)
 {
+	if (kind == GPU_POOL_GLOBAL)
+		global_pool_fwd<<<grid(planes), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), planes, h * w);
+	else
+		pool_fwd<<<grid(planes * ho * wo), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), planes, h, w, ho,
+		                                                      wo, g, kind == GPU_POOL_MAX);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_maxpool_bwd(const void *x, const void *dy, void *dx, void *arg, int64_t planes, int64_t h, int64_t w,
+                            int64_t ho, int64_t wo, GpuWindow g, unsigned bf, cudaStream_t st)
+{
+	In xa = in_arg(x, bf, 0), dya = in_arg(dy, bf, 1);
+	Out dxa = out_arg(dx, bf, 2);
 	if (g.kh * g.kw > 255) {
-		maxpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(x, dy, dx, planes, h, w, ho, wo, g);
+		maxpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(xa, dya, dxa, planes, h, w, ho, wo, g);
 		return cudaGetLastError();
 	}
-	maxpool_argmax<<<grid(planes * ho * wo), THREADS, 0, st>>>(x, (uint8_t *)arg, planes, h, w, ho, wo, g);
-	maxpool_gather<<<grid(planes * h * w), THREADS, 0, st>>>((const uint8_t *)arg, dy, dx, planes, h, w, ho, wo, g);
+	maxpool_argmax<<<grid(planes * ho * wo), THREADS, 0, st>>>(xa, (uint8_t *)arg, planes, h, w, ho, wo, g);
+	maxpool_gather<<<grid(planes * h * w), THREADS, 0, st>>>((const uint8_t *)arg, dya, dxa, planes, h, w, ho, wo, g);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
-                            GpuWindow g, cudaStream_t st)
+cudaError_t gpu_avgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                            GpuWindow g, unsigned bf, cudaStream_t st)
 {
-	avgpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(dy, dx, planes, h, w, ho, wo, g);
+	avgpool_bwd<<<grid(planes * h * w), THREADS, 0, st>>>(in_arg(dy, bf, 0), out_arg(dx, bf, 1), planes, h, w, ho, wo,
+	                                                      g);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t inner, cudaStream_t st)
+cudaError_t gpu_globalavgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t inner, unsigned bf,
+                                  cudaStream_t st)
 {
-	globalavgpool_bwd<<<grid(planes * inner), THREADS, 0, st>>>(dy, dx, planes * inner, inner);
+	globalavgpool_bwd<<<grid(planes * inner), THREADS, 0, st>>>(in_arg(dy, bf, 0), out_arg(dx, bf, 1),
+	                                                            planes * inner, inner);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
-                          double *part, int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
+cudaError_t gpu_batchnorm(const void *x, const float *gamma, const float *beta, void *y, float *mean, float *var,
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st)
 {
-	bn_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, part, n, c, inner);
-	bn_normalize<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, gamma, beta, y, mean, var, part, n, c, inner, eps);
+	In xa = in_arg(x, bf, 0);
+	bn_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, part, n, c, inner);
+	bn_normalize<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, gamma, beta, out_arg(y, bf, 3), mean, var, part, n, c,
+	                                                   inner, eps);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
-                              const float *dy, float *dx, float *dgamma, float *dbeta, double *part, int64_t n,
-                              int64_t c, int64_t inner, double eps, cudaStream_t st)
+cudaError_t gpu_batchnorm_bwd(const void *x, const float *gamma, const float *mean, const float *var, const void *dy,
+                              void *dx, float *dgamma, float *dbeta, double *part, int64_t n, int64_t c, int64_t inner,
+                              double eps, unsigned bf, cudaStream_t st)
 {
-	bn_bwd_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, mean, dy, part, n, c, inner);
-	bn_bwd_dx<<<bn_grid(n, c), BN_THREADS, 0, st>>>(x, gamma, mean, var, dy, dx, dgamma, dbeta, part, n, c, inner,
-	                                               eps);
+	In xa = in_arg(x, bf, 0), dya = in_arg(dy, bf, 4);
+	bn_bwd_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, mean, dya, part, n, c, inner);
+	bn_bwd_dx<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, gamma, mean, var, dya, out_arg(dx, bf, 5), dgamma, dbeta, part,
+	                                               n, c, inner, eps);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_bias_grad(const float *dy, float *db, double *part, int64_t n, int64_t c, int64_t inner,
+cudaError_t gpu_bias_grad(const void *dy, void *db, double *part, int64_t n, int64_t c, int64_t inner, unsigned bf,
                           cudaStream_t st)
 {
 	int64_t groups = op_bias_groups(n, c, inner);
+	In dya = in_arg(dy, bf, 0);
 	if (inner > 1)
-		bias_sums<<<dim3((unsigned)c, (unsigned)groups), BN_THREADS, 0, st>>>(dy, part, n, c, inner);
+		bias_sums<<<dim3((unsigned)c, (unsigned)groups), BN_THREADS, 0, st>>>(dya, part, n, c, inner);
 	else
 		bias_sums_rows<<<dim3((unsigned)((c + THREADS - 1) / THREADS), (unsigned)groups), THREADS, 0, st>>>(
-			dy, part, n, c);
-	bias_combine<<<grid(c), THREADS, 0, st>>>(part, db, c, groups);
+			dya, part, n, c);
+	bias_combine<<<grid(c), THREADS, 0, st>>>(part, out_arg(db, bf, 1), c, groups);
 	return cudaGetLastError();
 }
 
@@ -900,11 +1038,11 @@ cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean,
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
-                        int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st)
+cudaError_t gpu_bn_eval(const void *x, const float *w, const float *b, const float *rm, const float *rv, void *y,
+                        int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st)
 {
 	int64_t total = n * c * inner;
-	bn_eval<<<grid(total), THREADS, 0, st>>>(x, w, b, rm, rv, y, total, c, inner, eps);
+	bn_eval<<<grid(total), THREADS, 0, st>>>(in_arg(x, bf, 0), w, b, rm, rv, out_arg(y, bf, 5), total, c, inner, eps);
 	return cudaGetLastError();
 }
 
@@ -931,15 +1069,15 @@ cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, in
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st)
+cudaError_t gpu_position(const void *x, const void *w, void *y, int64_t n, int64_t tc, unsigned bf, cudaStream_t st)
 {
-	position<<<grid(n * tc), THREADS, 0, st>>>(x, w, y, n * tc, tc);
+	position<<<grid(n * tc), THREADS, 0, st>>>(in_arg(x, bf, 0), in_arg(w, bf, 1), out_arg(y, bf, 2), n * tc, tc);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st)
+cudaError_t gpu_transpose(const void *x, void *y, int64_t n, int64_t ra, int64_t cb, unsigned bf, cudaStream_t st)
 {
-	transpose3<<<grid(n * ra * cb), THREADS, 0, st>>>(x, y, n * ra * cb, ra, cb);
+	transpose3<<<grid(n * ra * cb), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n * ra * cb, ra, cb);
 	return cudaGetLastError();
 }
 
@@ -952,25 +1090,27 @@ cudaError_t gpu_mean(const float *x, float *y, int64_t outer, int64_t len, int64
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
-                    cudaStream_t st)
+cudaError_t gpu_mul(const void *u, const void *v, void *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
+                    unsigned bf, cudaStream_t st)
 {
+	In ua = in_arg(u, bf, 0), va = in_arg(v, bf, 1);
 	if (bwd)
-		mul_rows_bwd<<<grid(rows * sin), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
+		mul_rows_bwd<<<grid(rows * sin), THREADS, 0, st>>>(ua, va, out_arg(y, bf, 2), rows, inner, sin);
 	else
-		mul_rows<<<grid(rows * inner), THREADS, 0, st>>>(u, v, y, rows, inner, sin);
+		mul_rows<<<grid(rows * inner), THREADS, 0, st>>>(ua, va, out_arg(y, bf, 2), rows, inner, sin);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_clamp(const float *x, const float *dy, float *y, int64_t n, float lo, float hi, cudaStream_t st)
+cudaError_t gpu_clamp(const void *x, const void *dy, void *y, int64_t n, float lo, float hi, unsigned bf,
+                      cudaStream_t st)
 {
-	clamp_elems<<<grid(n), THREADS, 0, st>>>(x, dy, y, n, lo, hi);
+	clamp_elems<<<grid(n), THREADS, 0, st>>>(in_arg(x, bf, 0), in_arg(dy, bf, 1), out_arg(y, bf, 2), n, lo, hi);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st)
+cudaError_t gpu_broadcast(const void *w, void *y, int64_t c, int64_t total, unsigned bf, cudaStream_t st)
 {
-	broadcast_rows<<<grid(total), THREADS, 0, st>>>(w, y, total, c);
+	broadcast_rows<<<grid(total), THREADS, 0, st>>>(in_arg(w, bf, 0), out_arg(y, bf, 1), total, c);
 	return cudaGetLastError();
 }
 
@@ -980,31 +1120,34 @@ cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, 
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
-                         cudaStream_t st)
+cudaError_t gpu_xent_ids(const void *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
+                         unsigned bf, cudaStream_t st)
 {
-	xent_ids_rows<<<(unsigned)rows, THREADS, 0, st>>>(z, ids, rowloss, k);
+	xent_ids_rows<<<(unsigned)rows, THREADS, 0, st>>>(in_arg(z, bf, 0), ids, rowloss, k);
 	xent_mean<<<1, 1, 0, st>>>(rowloss, loss, rows);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k, cudaStream_t st)
+cudaError_t gpu_xent_ids_bwd(const void *z, const int32_t *ids, void *dz, int64_t rows, int64_t k, unsigned bf,
+                             cudaStream_t st)
 {
-	xent_ids_bwd<<<(unsigned)rows, THREADS, 0, st>>>(z, ids, dz, rows, k);
+	xent_ids_bwd<<<(unsigned)rows, THREADS, 0, st>>>(in_arg(z, bf, 0), ids, out_arg(dz, bf, 2), rows, k);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_split_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
-                            int64_t offset, cudaStream_t st)
+cudaError_t gpu_split_heads(const void *x, void *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, unsigned bf, cudaStream_t st)
 {
-	split_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(x, y, n * h * t * d, h, t, d, w, offset);
+	split_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n * h * t * d, h, t, d, w,
+	                                                     offset);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_merge_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
-                            int64_t offset, cudaStream_t st)
+cudaError_t gpu_merge_heads(const void *x, void *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, unsigned bf, cudaStream_t st)
 {
-	merge_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(x, y, n * h * t * d, h, t, d, w, offset);
+	merge_heads<<<grid(n * h * t * d), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n * h * t * d, h, t, d, w,
+	                                                     offset);
 	return cudaGetLastError();
 }
 
@@ -1018,6 +1161,110 @@ cudaError_t gpu_causal_softmax_bwd(const float *y, const float *dy, float *dx, i
                                    cudaStream_t st)
 {
 	causal_softmax_bwd<<<(unsigned)(rows < MAX_BLOCKS ? rows : MAX_BLOCKS), THREADS, 0, st>>>(y, dy, dx, rows, t);
+	return cudaGetLastError();
+}
+
+} /* extern "C" */
+
+/* ---- fused attention's elementwise parts (cuda/attention.c runs the products) ---------------- */
+
+/*
+ * Its rows: row r of a query chunk [heads, rows, keys] of float32 scores s
+ * (already scaled) is query q0 + r % rows of head r / rows, which sees keys
+ * 0..q0 + r % rows when causal, else all `keys`. att_softmax writes the
+ * row's probabilities into p (0 past what it sees) and its log-sum-exp into
+ * lse [heads, t] at the query; att_grad recomputes them from lse and
+ * writes p and ds = alpha p (dp - dd) with dd [heads, t] rowsum(dy y).
+ */
+__device__ int64_t att_seen(int64_t r, int64_t rows, int64_t q0, int64_t keys, bool causal)
+{
+	int64_t q = q0 + r % rows;
+	return causal && q + 1 < keys ? q + 1 : keys;
+}
+
+__global__ void att_softmax(const float *s, Out p, float *lse, int64_t heads, int64_t rows, int64_t keys, int64_t q0,
+                            int64_t t, bool causal)
+{
+	for (int64_t r = blockIdx.x; r < heads * rows; r += gridDim.x) {
+		const float *sr = s + r * keys;
+		Out pr = p + r * keys;
+		int64_t len = att_seen(r, rows, q0, keys, causal);
+		float mx = -INFINITY;
+		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+			mx = fmaxf(mx, sr[j]);
+		mx = block_max(mx);
+		double part = 0;
+		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+			part += exp((double)sr[j] - mx);
+		double l = block_sum(part);
+		for (int64_t j = threadIdx.x; j < keys; j += blockDim.x)
+			pr.set(j, j < len ? (float)(exp((double)sr[j] - mx) / l) : 0.0f);
+		if (threadIdx.x == 0)
+			lse[r / rows * t + q0 + r % rows] = (float)(mx + log(l));
+	}
+}
+
+__global__ void att_grad(const float *s, const float *dp, const float *lse, const float *dd, Out p, Out ds,
+                         int64_t heads, int64_t rows, int64_t keys, int64_t q0, int64_t t, bool causal, float alpha)
+{
+	FOR_EACH(e, heads * rows * keys) {
+		int64_t r = e / keys, j = e % keys, at = r / rows * t + q0 + r % rows;
+		float pe = j < att_seen(r, rows, q0, keys, causal) ? (float)exp((double)s[e] - (double)lse[at]) : 0.0f;
+		p.set(e, pe);
+		ds.set(e, alpha * pe * (dp[e] - dd[at]));
+	}
+}
+
+/* dd [heads, t] = the rows' sums of dy y, heads side by side in rows of ld elements (dy and y: [t, heads d]) */
+__global__ void att_rowdot(In dy, In y, float *dd, int64_t heads, int64_t t, int64_t d)
+{
+	FOR_EACH(e, heads * t) {
+		int64_t h = e / t, q = e % t;
+		double acc = 0;
+		for (int64_t i = 0; i < d; i++)
+			acc += (double)dy[q * heads * d + h * d + i] * y[q * heads * d + h * d + i];
+		dd[e] = (float)acc;
+	}
+}
+
+/* y [rows, cols] at ld_y = x [rows, cols] at ld_x, in y's type */
+__global__ void copy_2d(In x, int64_t ld_x, Out y, int64_t ld_y, int64_t rows, int64_t cols)
+{
+	FOR_EACH(e, rows * cols)
+		y.set(e / cols * ld_y + e % cols, x[e / cols * ld_x + e % cols]);
+}
+
+extern "C" {
+
+cudaError_t gpu_att_softmax(const float *s, void *p, float *lse, int64_t heads, int64_t rows, int64_t keys,
+                            int64_t q0, int64_t t, bool causal, unsigned bf, cudaStream_t st)
+{
+	int64_t n = heads * rows;
+	att_softmax<<<(unsigned)(n < MAX_BLOCKS ? n : MAX_BLOCKS), THREADS, 0, st>>>(s, out_arg(p, bf, 1), lse, heads,
+	                                                                            rows, keys, q0, t, causal);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_att_grad(const float *s, const float *dp, const float *lse, const float *dd, void *p, void *ds,
+                         int64_t heads, int64_t rows, int64_t keys, int64_t q0, int64_t t, bool causal, float alpha,
+                         unsigned bf, cudaStream_t st)
+{
+	att_grad<<<grid(heads * rows * keys), THREADS, 0, st>>>(s, dp, lse, dd, out_arg(p, bf, 4), out_arg(ds, bf, 5),
+	                                                       heads, rows, keys, q0, t, causal, alpha);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_att_rowdot(const void *dy, const void *y, float *dd, int64_t heads, int64_t t, int64_t d, unsigned bf,
+                           cudaStream_t st)
+{
+	att_rowdot<<<grid(heads * t), THREADS, 0, st>>>(in_arg(dy, bf, 0), in_arg(y, bf, 1), dd, heads, t, d);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_copy_2d(const void *x, int64_t ld_x, void *y, int64_t ld_y, int64_t rows, int64_t cols, unsigned bf,
+                        cudaStream_t st)
+{
+	copy_2d<<<grid(rows * cols), THREADS, 0, st>>>(in_arg(x, bf, 0), ld_x, out_arg(y, bf, 1), ld_y, rows, cols);
 	return cudaGetLastError();
 }
 

@@ -5,6 +5,13 @@
  * Each returns the launch's error (cudaGetLastError). Shapes are those of
  * ops.def; "planes" is N * C of an NCHW tensor, "inner" the elements of
  * one (n, c) plane. Reductions are in double, in a fixed order.
+ *
+ * The launchers whose arguments are `void *` take float32 or bfloat16
+ * there, as their mask `bf` says: bit i set when the i-th pointer
+ * argument, counting from 0, holds bfloat16 (gpu_add: bit k for x[k],
+ * bit nin for y). Their `float *` arguments are always float32. The other
+ * launchers are float32 only (a bf16 program widens their arguments:
+ * cuda/kernels.c).
  */
 #ifndef AUTOTM_GPU_ELEMENTWISE_H
 #define AUTOTM_GPU_ELEMENTWISE_H
@@ -22,41 +29,53 @@ extern "C" {
 enum { GPU_MAX_ADD = 16 };
 
 /* Each row of y [rows, cols] = b [cols] (dense's bias, before the product adds to it). */
-cudaError_t gpu_fill_rows(float *y, const float *b, int64_t rows, int64_t cols, cudaStream_t st);
+cudaError_t gpu_fill_rows(void *y, const void *b, int64_t rows, int64_t cols, unsigned bf, cudaStream_t st);
+/* y [n, c, inner] += b [c] (a bf16 convolution's bias). */
+cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, unsigned bf,
+                             cudaStream_t st);
+/* cast: y = x converted to y's type (bf16: rounded to nearest, ties to even). */
+cudaError_t gpu_cast(const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st);
 /*
  * y = act(x);  dx = dy * act'(x) from `saved`, y or x as act_from(act)
  * says: base/activation.h's act_value and act_grad, in double.
  */
-cudaError_t gpu_eltwise(Act act, const float *x, float *y, int64_t n, cudaStream_t st);
-cudaError_t gpu_eltwise_bwd(Act act, const float *saved, const float *dy, float *dx, int64_t n, cudaStream_t st);
+cudaError_t gpu_eltwise(Act act, const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st);
+cudaError_t gpu_eltwise_bwd(Act act, const void *saved, const void *dy, void *dx, int64_t n, unsigned bf,
+                            cudaStream_t st);
 /* y = x1 + x2 + ... (nin of them, at most GPU_MAX_ADD). */
-cudaError_t gpu_add(const float *const *x, int nin, float *y, int64_t n, cudaStream_t st);
+cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, unsigned bf, cudaStream_t st);
 /* y = kept x / (1 - p), 0 elsewhere: the mask of autotm/random.h's rt_dropout_keep. */
-cudaError_t gpu_dropout(const float *x, float *y, int64_t n, uint64_t seed, uint64_t step, double p, cudaStream_t st);
+cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p, unsigned bf,
+                        cudaStream_t st);
 /* The window geometry of a pooling op: kernel, stride, padding. */
 typedef struct GpuWindow {
 	int64_t kh, kw, sh, sw, ph, pw;
 } GpuWindow;
+/* Pooling forward, for bf16 data (cuDNN pools float32): max, average (the padding counted) or global average. */
+enum { GPU_POOL_MAX, GPU_POOL_AVG, GPU_POOL_GLOBAL };
+cudaError_t gpu_pool(const void *x, void *y, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo, GpuWindow g,
+                     int kind, unsigned bf, cudaStream_t st);
 /* maxpool_bwd: each window's dy to the window's first maximum of x (padding excluded); arg: scratch of
  * op_maxpool_arg_bytes (base/ops.h) for each window's maximum. */
-cudaError_t gpu_maxpool_bwd(const float *x, const float *dy, float *dx, void *arg, int64_t planes, int64_t h,
-                            int64_t w, int64_t ho, int64_t wo, GpuWindow g, cudaStream_t st);
+cudaError_t gpu_maxpool_bwd(const void *x, const void *dy, void *dx, void *arg, int64_t planes, int64_t h, int64_t w,
+                            int64_t ho, int64_t wo, GpuWindow g, unsigned bf, cudaStream_t st);
 /* avgpool_bwd: each window's dy / (kh * kw) to every element of it inside the image. */
-cudaError_t gpu_avgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
-                            GpuWindow g, cudaStream_t st);
+cudaError_t gpu_avgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t h, int64_t w, int64_t ho, int64_t wo,
+                            GpuWindow g, unsigned bf, cudaStream_t st);
 /* globalavgpool_bwd: dx [planes, inner] = dy [planes] / inner. */
-cudaError_t gpu_globalavgpool_bwd(const float *dy, float *dx, int64_t planes, int64_t inner, cudaStream_t st);
+cudaError_t gpu_globalavgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t inner, unsigned bf,
+                                  cudaStream_t st);
 /* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c]; part: the
  * partial sums, op_bn_partial_bytes(n, c) of device memory (base/ops.h). */
-cudaError_t gpu_batchnorm(const float *x, const float *gamma, const float *beta, float *y, float *mean, float *var,
-                          double *part, int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
+cudaError_t gpu_batchnorm(const void *x, const float *gamma, const float *beta, void *y, float *mean, float *var,
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st);
 /* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta; part as gpu_batchnorm's. */
-cudaError_t gpu_batchnorm_bwd(const float *x, const float *gamma, const float *mean, const float *var,
-                              const float *dy, float *dx, float *dgamma, float *dbeta, double *part, int64_t n,
-                              int64_t c, int64_t inner, double eps, cudaStream_t st);
+cudaError_t gpu_batchnorm_bwd(const void *x, const float *gamma, const float *mean, const float *var, const void *dy,
+                              void *dx, float *dgamma, float *dbeta, double *part, int64_t n, int64_t c, int64_t inner,
+                              double eps, unsigned bf, cudaStream_t st);
 /* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner; part: the groups' sums,
  * op_bias_partial_bytes(n, c, inner) of device memory (base/ops.h). */
-cudaError_t gpu_bias_grad(const float *dy, float *db, double *part, int64_t n, int64_t c, int64_t inner,
+cudaError_t gpu_bias_grad(const void *dy, void *db, double *part, int64_t n, int64_t c, int64_t inner, unsigned bf,
                           cudaStream_t st);
 /* out [len] = the sum of part [images, len] over its first dimension (a 1x1 convolution's filter gradient). */
 cudaError_t gpu_sum_images(const float *part, float *out, int64_t images, int64_t len, cudaStream_t st);
@@ -81,8 +100,8 @@ cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float 
 cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
                               float *dx, float *dw, float *db, int64_t rows, int64_t c, cudaStream_t st);
 /* batchnorm_eval (ops.def) on x [n, c, inner], per element in double as the CPU. */
-cudaError_t gpu_bn_eval(const float *x, const float *w, const float *b, const float *rm, const float *rv, float *y,
-                        int64_t n, int64_t c, int64_t inner, double eps, cudaStream_t st);
+cudaError_t gpu_bn_eval(const void *x, const float *w, const float *b, const float *rm, const float *rv, void *y,
+                        int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st);
 /* batchnorm_stats (ops.def) on c channels, the variance times unbias (op_bn_unbias), in double as the CPU. */
 cudaError_t gpu_bn_stats(float *rm, float *rv, float *count, const float *mean, const float *var, int64_t c,
                          double unbias, double momentum, cudaStream_t st);
@@ -92,32 +111,54 @@ cudaError_t gpu_embedding(const int32_t *ids, const float *w, float *y, int64_t 
 cudaError_t gpu_embedding_bwd(const float *dy, const int32_t *ids, float *dw, int64_t rows, int64_t c, int64_t v,
                               cudaStream_t st);
 /* position_embedding (ops.def) on n rows of tc = T * C; its gradient into dw of `all` elements. */
-cudaError_t gpu_position(const float *x, const float *w, float *y, int64_t n, int64_t tc, cudaStream_t st);
+cudaError_t gpu_position(const void *x, const void *w, void *y, int64_t n, int64_t tc, unsigned bf, cudaStream_t st);
 /* transpose: x [n, ra, cb] -> y [n, cb, ra] */
-cudaError_t gpu_transpose(const float *x, float *y, int64_t n, int64_t ra, int64_t cb, cudaStream_t st);
+cudaError_t gpu_transpose(const void *x, void *y, int64_t n, int64_t ra, int64_t cb, unsigned bf, cudaStream_t st);
 /* mean over the middle of [outer, len, inner] -> [outer, inner]; bwd: dy [outer, inner] -> dx, dy / len at each */
 cudaError_t gpu_mean(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, bool bwd, cudaStream_t st);
 /* mul: y = u v, u [rows, inner], v [rows, sin] (sin 1: repeated); bwd: y = u v summed over each row (sin 1) */
-cudaError_t gpu_mul(const float *u, const float *v, float *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
-                    cudaStream_t st);
+cudaError_t gpu_mul(const void *u, const void *v, void *y, int64_t rows, int64_t inner, int64_t sin, bool bwd,
+                    unsigned bf, cudaStream_t st);
 /* clamp (dy NULL): y = x in [lo, hi]; clamp_bwd: y = dy where lo <= x <= hi, else 0 */
-cudaError_t gpu_clamp(const float *x, const float *dy, float *y, int64_t n, float lo, float hi, cudaStream_t st);
+cudaError_t gpu_clamp(const void *x, const void *dy, void *y, int64_t n, float lo, float hi, unsigned bf,
+                      cudaStream_t st);
 /* broadcast: w [c] repeated into y, `total` elements (a multiple of c) */
-cudaError_t gpu_broadcast(const float *w, float *y, int64_t c, int64_t total, cudaStream_t st);
+cudaError_t gpu_broadcast(const void *w, void *y, int64_t c, int64_t total, unsigned bf, cudaStream_t st);
 cudaError_t gpu_position_bwd(const float *dy, float *dw, int64_t n, int64_t tc, int64_t all, cudaStream_t st);
 /* split_heads, and merge_heads of one input at column `offset` of y [N, T, w] (ops.def) */
-cudaError_t gpu_split_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
-                            int64_t offset, cudaStream_t st);
-cudaError_t gpu_merge_heads(const float *x, float *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
-                            int64_t offset, cudaStream_t st);
+cudaError_t gpu_split_heads(const void *x, void *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, unsigned bf, cudaStream_t st);
+cudaError_t gpu_merge_heads(const void *x, void *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
+                            int64_t offset, unsigned bf, cudaStream_t st);
 /* causal_softmax and its gradient (ops.def): rows of t entries, row r using 0..r % t */
 cudaError_t gpu_causal_softmax(const float *x, float *y, int64_t rows, int64_t t, cudaStream_t st);
 cudaError_t gpu_causal_softmax_bwd(const float *y, const float *dy, float *dx, int64_t rows, int64_t t,
                                    cudaStream_t st);
 /* softmax_crossentropy_ids and its gradient (ops.def): rows of k logits, a class id each. */
-cudaError_t gpu_xent_ids(const float *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
-                         cudaStream_t st);
-cudaError_t gpu_xent_ids_bwd(const float *z, const int32_t *ids, float *dz, int64_t rows, int64_t k, cudaStream_t st);
+cudaError_t gpu_xent_ids(const void *z, const int32_t *ids, double *rowloss, float *loss, int64_t rows, int64_t k,
+                         unsigned bf, cudaStream_t st);
+cudaError_t gpu_xent_ids_bwd(const void *z, const int32_t *ids, void *dz, int64_t rows, int64_t k, unsigned bf,
+                             cudaStream_t st);
+
+/*
+ * Fused attention's elementwise parts (cuda/attention.c): a query chunk's
+ * float32 scores s [heads, rows, keys] (queries q0.., keys 0..keys-1;
+ * causal: query q sees keys 0..q) to probabilities p and the queries'
+ * log-sum-exp lse [heads, t]; the backward's p and ds = alpha p (dp - dd)
+ * from s, dp = dy v^T, lse and dd = rowsum(dy y) [heads, t]
+ * (gpu_att_rowdot, dy and y [t, heads d]). p and ds: bit 1 of bf
+ * (att_softmax), bits 4 and 5 (att_grad).
+ */
+cudaError_t gpu_att_softmax(const float *s, void *p, float *lse, int64_t heads, int64_t rows, int64_t keys,
+                            int64_t q0, int64_t t, bool causal, unsigned bf, cudaStream_t st);
+cudaError_t gpu_att_grad(const float *s, const float *dp, const float *lse, const float *dd, void *p, void *ds,
+                         int64_t heads, int64_t rows, int64_t keys, int64_t q0, int64_t t, bool causal, float alpha,
+                         unsigned bf, cudaStream_t st);
+cudaError_t gpu_att_rowdot(const void *dy, const void *y, float *dd, int64_t heads, int64_t t, int64_t d, unsigned bf,
+                           cudaStream_t st);
+/* y [rows, cols] with rows ld_y apart = x [rows, cols] with rows ld_x apart, converted to y's type */
+cudaError_t gpu_copy_2d(const void *x, int64_t ld_x, void *y, int64_t ld_y, int64_t rows, int64_t cols, unsigned bf,
+                        cudaStream_t st);
 
 #ifdef __cplusplus
 }

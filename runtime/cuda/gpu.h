@@ -7,6 +7,7 @@
  *   cuda/memory.c       memory and copies: device, managed and pinned
  *                       host pools, copy streams, host staging
  *   cuda/kernels.c      kernels: cuDNN, cuBLAS, cuda/elementwise.cu
+ *   cuda/attention.c    fused attention: cuBLAS products in chunks of queries
  *
  * One process drives one device (the current one: choose it with
  * CUDA_VISIBLE_DEVICES) and one compute stream. Every kernel, every
@@ -18,6 +19,7 @@
 #ifndef AUTOTM_GPU_H
 #define AUTOTM_GPU_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,6 +76,13 @@ int64_t gpu_scratch_bytes(void *state);
 int64_t gpu_kernel_scratch(void *kernel);
 void gpu_sync(void *state);
 
+/* ---- fused attention (cuda/attention.c) ------------------------------------ */
+
+/* The workspace an attention or attention_bwd kernel of description desc needs, in bytes. */
+size_t gpu_attention_scratch(const int64_t *desc);
+/* Run it on the stream with the arguments args and that workspace. */
+void gpu_attention(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace);
+
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 
 /* One convolution algorithm for a kernel: cuDNN's, or the backend's own (conv_gemm.h). */
@@ -81,7 +90,7 @@ typedef struct GpuConvAlgo {
 	int algo;           /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, or RT_CONV_* */
 	int math;           /* cudnnMathType_t it runs with (FMA unless TF32 is on) */
 	const char *name;   /* "implicit_precomp_gemm", "algo_1", "gemm_1x1", ... */
-	bool tensor_op;     /* it uses tensor cores (TF32) */
+	bool tensor_op;     /* it uses tensor cores (TF32 on float32 data; bf16 data) */
 	bool deterministic; /* it gives the same bits every run */
 	const char *status; /* NULL: it can run here; else cuDNN's reason why not */
 	size_t workspace;   /* bytes of workspace it needs */
@@ -96,8 +105,8 @@ const char *gpu_conv_direction(const void *kernel);
  * (cudnnGetConvolution*Algorithm_v7 with the most results), each once,
  * then the backend's own that compute it (conv_gemm.h), at most
  * GPU_MAX_CONV_ALGOS into out; returns how many (0: not a
- * convolution). Algorithms rated for tensor cores are left out when TF32
- * is off, as the backend never chooses them then.
+ * convolution). Algorithms rated for tensor cores are left out of float32
+ * convolutions when TF32 is off, as the backend never chooses them then.
  */
 int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out);
 /*

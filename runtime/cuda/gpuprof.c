@@ -53,6 +53,7 @@
  * lines measured so far.
  */
 #include "gpu.h"
+#include "elementwise.h"
 
 #include <cudnn.h>
 #include <errno.h>
@@ -488,6 +489,17 @@ static void fill_random(Prof *p, float *dst, int64_t n)
 	}
 }
 
+/* Tile n bf16 elements at dst with the random block, rounded (on the device: elementwise.h's gpu_cast). */
+static void fill_random_bf16(Prof *p, uint16_t *dst, int64_t n)
+{
+	for (int64_t at = 0; at < n; at += FILL_FLOATS) {
+		int64_t len = n - at < FILL_FLOATS ? n - at : FILL_FLOATS;
+		cudaError_t err = gpu_cast(p->block, dst + at, len, 2u, p->stream);
+		if (err != cudaSuccess)
+			rt_fatal("filling a bf16 argument: %s", cudaGetErrorString(err));
+	}
+}
+
 /* n floats at dst from the host. */
 static void fill_from(Prof *p, float *dst, const float *src, int64_t n)
 {
@@ -525,6 +537,8 @@ static void fill_args(Prof *p, const int64_t *d, void *const *args)
 				h[k] = 0.5f + (float)(k % 97) / 97.0f;
 			fill_from(p, args[i], h, n);
 			free(h);
+		} else if (rt_arg_bf16(d, i)) {
+			fill_random_bf16(p, args[i], n);
 		} else {
 			fill_random(p, args[i], n);
 		}
@@ -535,13 +549,14 @@ static void fill_args(Prof *p, const int64_t *d, void *const *args)
 /* The other algorithms of a convolution kernel: an algo line each, or a comment why it cannot run. */
 static void profile_algos(Prof *p, const Kernel *k, void *kernel, void *const *args)
 {
+	const int64_t *d = k->desc;
 	GpuConvAlgo algos[GPU_MAX_CONV_ALGOS];
 	int n = gpu_conv_algos(p->state, kernel, algos);
 	const char *dir = gpu_conv_direction(kernel);
 	for (int i = 0; i < n; i++) {
 		const GpuConvAlgo *a = &algos[i];
 		char name[64];
-		snprintf(name, sizeof name, "%s%s", a->name, a->tensor_op ? "_tf32" : "");
+		snprintf(name, sizeof name, "%s%s", a->name, !a->tensor_op ? "" : d[RT_D_BF16] ? "_bf16" : "_tf32");
 		if (a->status) {
 			emit(p, "# %s %s: %s", k->sig, name, a->status);
 			continue;
@@ -578,8 +593,7 @@ static void profile_kernel(Prof *p, const Kernel *k, int index, int nkernels)
 	int64_t off[RT_MAX_ARGS], total = 0;
 	for (int i = 0; i < nargs; i++) {
 		off[i] = total;
-		total = round_up(total + (int64_t)sizeof(float) * rt_elems(RT_ARG_NDIM(d, i), &RT_ARG_DIM(d, i, 0)),
-		                 ARG_ALIGN);
+		total = round_up(total + rt_arg_bytes(d, i), ARG_ALIGN);
 	}
 	void *kernel = rt_cuda_backend.kernels.create(p->state, index, d);
 	char *base;

@@ -5,7 +5,8 @@
  *
  * The semantics are the CPU backend's (runtime/cpu/kernels.c) and the
  * reference interpreter's (compiler/interp/interp.c); every tensor is plain
- * row-major f32 (NCHW), wherever its pool is. Who computes what:
+ * row-major (NCHW), float32 or, in a bf16 program, bfloat16 as its
+ * description says (RT_D_BF16), wherever its pool is. Who computes what:
  *
  *   cuDNN     convolution forward, backward data and backward filter
  *             (cross-correlation, groups), max / average / global average
@@ -16,6 +17,7 @@
  *             the backend's own algorithms of 1x1 convolutions
  *             (conv_gemm.h: RT_CONV_GEMM, RT_CONV_GEMM_BATCHED), offered
  *             beside cuDNN's;
+ *   cuda/attention.c  fused attention: cuBLAS products in chunks of queries;
  *   our own   the rest: activations, dropout (the mask of autotm/random.h),
  *             add, batchnorm (cuDNN keeps 1 / sqrt(var + eps) and an
  *             unbiased running variance, not the biased batch variance
@@ -38,6 +40,13 @@
  * its partial sums too; it is the "scratch" of rt_end's report. autotm-gpu-profile (cuda/gpuprof.c) also
  * times every other algorithm cuDNN reports, and ours, through the
  * functions at the end of this file (gpu.h).
+ *
+ * bf16: products by cublasGemmEx and convolutions by cuDNN on bf16 tensors,
+ * both summing in float32 (tensor cores); pooling forward, a convolution's
+ * bias and the rest by our own kernels, which read and write either type
+ * (cuda/elementwise.h). An op with no bf16 kernel (native_bf16) runs
+ * widened: its bf16 arguments copied to float32 in the workspace, and its
+ * outputs rounded back (run_widened), as the CPU backend does.
  *
  * TF32: off by default, so that the GPU trains as the CPU does within
  * float32 rounding: cuBLAS runs in CUBLAS_DEFAULT_MATH (no TF32 for
@@ -92,6 +101,9 @@ typedef struct GpuKernel {
 	int algo;                         /* convolutions: the cudnnConvolution*Algo_t chosen */
 	size_t ws;                        /* workspace it needs: a convolution's algorithm's; softmax_crossentropy's rows' losses */
 	cudnnPoolingDescriptor_t pool;    /* pooling forward */
+	unsigned bf;                      /* the arguments it reads and writes as bf16 (RT_D_BF16's bits; 0 when widened) */
+	bool widen;                       /* a float32-only kernel with bf16 arguments: runs on float32 copies */
+	size_t wide_at[RT_MAX_ARGS];      /* widen: each bf16 argument's copy, at this offset in the workspace */
 	char impl[64];                    /* implementation, for --profile-kernels */
 } GpuKernel;
 
@@ -151,13 +163,19 @@ static int to_int(const GpuKernel *k, int64_t v)
 
 /* ---- cuDNN descriptors ------------------------------------------------------ */
 
+/* The cuDNN type of argument i. */
+static cudnnDataType_t cudnn_type(const GpuKernel *k, int i)
+{
+	return k->bf >> i & 1u ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
 /* Argument i as an NCHW tensor (fewer dimensions padded with 1). */
 static cudnnTensorDescriptor_t tensor_desc(const GpuKernel *k, int i)
 {
 	cudnnTensorDescriptor_t t;
 	CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
 	const int64_t *d = k->desc;
-	CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(k, dim_or_1(d, i, 0)),
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, cudnn_type(k, i), to_int(k, dim_or_1(d, i, 0)),
 	                                       to_int(k, dim_or_1(d, i, 1)), to_int(k, dim_or_1(d, i, 2)),
 	                                       to_int(k, dim_or_1(d, i, 3))));
 	return t;
@@ -216,6 +234,18 @@ static const char *conv_algo_name(ConvDir dir, int algo)
 		break;
 	}
 	return algo >= 0 && algo < n ? names[algo] : "?";
+}
+
+/* Whether k may use tensor cores: with TF32 on, or on bf16 data (whose products accumulate in float32). */
+static bool tensor_ok(const GpuState *s, const GpuKernel *k)
+{
+	return s->tf32 || k->bf != 0;
+}
+
+/* " tf32" or " bf16" after an algorithm's name where it uses tensor cores. */
+static const char *tensor_tag(const GpuKernel *k, bool tensor_op)
+{
+	return !tensor_op ? "" : k->bf ? " bf16" : " tf32";
 }
 
 static bool is_tensor_op(cudnnMathType_t math)
@@ -330,14 +360,14 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			if (a[i].algo != algo || a[i].status != CUDNN_STATUS_SUCCESS)
 				continue;
 			bool tensor_op = is_tensor_op(a[i].math);
-			if (tensor_op && !s->tf32)
+			if (tensor_op && !tensor_ok(s, k))
 				continue;
-			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, s->tf32 ? a[i].math : CUDNN_FMA_MATH));
+			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, tensor_ok(s, k) ? a[i].math : CUDNN_FMA_MATH));
 			if (conv_workspace(s, k, algo, &k->ws) != CUDNN_STATUS_SUCCESS)
 				continue;
 			k->algo = algo;
 			snprintf(k->impl, sizeof k->impl, "%s %s%s (placed)", algo_library(algo), conv_algo_name(k->dir, algo),
-			         tensor_op ? " tf32" : "");
+			         tensor_tag(k, tensor_op));
 			return;
 		}
 		rt_fatal("kernel %d (%s): the placement chose %s's %s, which is not offered for this convolution on "
@@ -348,10 +378,10 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < n; i++) {
 			bool tensor_op = is_tensor_op(a[i].math);
-			if (a[i].status != CUDNN_STATUS_SUCCESS || (tensor_op && !s->tf32) ||
+			if (a[i].status != CUDNN_STATUS_SUCCESS || (tensor_op && !tensor_ok(s, k)) ||
 			    (pass == 0 && a[i].det != CUDNN_DETERMINISTIC))
 				continue;
-			cudnnMathType_t math = s->tf32 ? a[i].math : CUDNN_FMA_MATH;
+			cudnnMathType_t math = tensor_ok(s, k) ? a[i].math : CUDNN_FMA_MATH;
 			CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, math));
 			size_t ws;
 			if (conv_workspace(s, k, a[i].algo, &ws) != CUDNN_STATUS_SUCCESS)
@@ -363,7 +393,7 @@ static void choose_conv_algo(GpuState *s, GpuKernel *k)
 			k->algo = a[i].algo;
 			k->ws = ws;
 			snprintf(k->impl, sizeof k->impl, "%s %s%s%s", algo_library(a[i].algo),
-			         conv_algo_name(k->dir, a[i].algo), tensor_op ? " tf32" : "", pass ? " nondeterministic" : "");
+			         conv_algo_name(k->dir, a[i].algo), tensor_tag(k, tensor_op), pass ? " nondeterministic" : "");
 			if (pass)
 				rt_warn("kernel %d (%s): no deterministic cuDNN algorithm fits here; with %s, runs may differ "
 				        "in their last bits", k->id, op_name(k->op), k->impl);
@@ -397,18 +427,18 @@ static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 	k->x = tensor_desc(k, xi);
 	k->y = tensor_desc(k, yi);
 	CUDNN_CHECK(cudnnCreateFilterDescriptor(&k->w));
-	CUDNN_CHECK(cudnnSetFilter4dDescriptor(k->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(k, RT_ARG_DIM(d, wi, 0)),
+	CUDNN_CHECK(cudnnSetFilter4dDescriptor(k->w, cudnn_type(k, wi), CUDNN_TENSOR_NCHW, to_int(k, RT_ARG_DIM(d, wi, 0)),
 	                                       to_int(k, RT_ARG_DIM(d, wi, 1)), to_int(k, RT_ARG_DIM(d, wi, 2)),
 	                                       to_int(k, RT_ARG_DIM(d, wi, 3))));
 	CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&k->conv));
 	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(k->conv, (int)d[RT_D_PH], (int)d[RT_D_PW], (int)d[RT_D_SH],
 	                                            (int)d[RT_D_SW], 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 	CUDNN_CHECK(cudnnSetConvolutionGroupCount(k->conv, d[RT_D_GROUPS] > 1 ? (int)d[RT_D_GROUPS] : 1));
-	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, s->tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(k->conv, tensor_ok(s, k) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 	choose_conv_algo(s, k);
 	if (dir == CONV_FWD && nin == 3) {
 		CUDNN_CHECK(cudnnCreateTensorDescriptor(&k->bias));
-		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+		CUDNN_CHECK(cudnnSetTensor4dDescriptor(k->bias, CUDNN_TENSOR_NCHW, cudnn_type(k, 2), 1,
 		                                       to_int(k, RT_ARG_DIM(d, 2, 0)), 1, 1));
 	}
 	if (!(d[RT_D_ALGO] & RT_ALGO_WS_ARG)) /* else the placement gives it a block of the fast pool */
@@ -422,6 +452,10 @@ static void make_conv(GpuState *s, GpuKernel *k, ConvDir dir)
 static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 {
 	const int64_t *d = k->desc;
+	if (k->bf) { /* cuDNN pools float32 here; ours pool bf16 (gpu_pool) */
+		snprintf(k->impl, sizeof k->impl, "CUDA pooling bf16");
+		return;
+	}
 	k->x = tensor_desc(k, 0);
 	k->y = tensor_desc(k, 1);
 	CUDNN_CHECK(cudnnCreatePoolingDescriptor(&k->pool));
@@ -494,6 +528,12 @@ static const char *run_conv(GpuState *s, const GpuKernel *k, int algo, void *ws,
 			RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 		}
 	}
+	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && nin == 3 && k->bf) {
+		const int64_t *d = k->desc;
+		cudaError_t err = gpu_add_channels(a[3], a[2], RT_ARG_DIM(d, 3, 0), RT_ARG_DIM(d, 3, 1), inner_elems(d, 3, 2),
+		                                   (k->bf >> 3 & 1u) | (k->bf >> 2 & 1u) << 1, s->stream);
+		return err == cudaSuccess ? NULL : cudaGetErrorString(err);
+	}
 	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && nin == 3)
 		st = cudnnAddTensor(s->dnn, &one, k->bias, a[2], &one, k->y, a[3]);
 	return st == CUDNN_STATUS_SUCCESS ? NULL : cudnnGetErrorString(st);
@@ -523,38 +563,72 @@ static int64_t last_dim(const int64_t *d, int i)
 	return RT_ARG_DIM(d, i, RT_ARG_NDIM(d, i) - 1);
 }
 
+/*
+ * A column-major product c = alpha op(a) op(b) + beta c, `batch` of them
+ * `sa`, `sb`, `sc` elements apart. a, b and c are arguments ai, bi, ci of
+ * the kernel: float32 ones with cublasSgemm, as always; where any is bf16,
+ * cublasGemmEx with float32 accumulation (tensor cores), the result
+ * rounded once to c's type.
+ */
+typedef struct Gemm {
+	cublasOperation_t ta, tb;
+	int m, n, k, lda, ldb, ldc, batch;
+	long long sa, sb, sc;
+	float alpha, beta;
+	int ai, bi, ci;
+} Gemm;
+
+static cudaDataType_t blas_type(const GpuKernel *k, int i)
+{
+	return k->bf >> i & 1u ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static void run_gemm(GpuState *s, const GpuKernel *k, const Gemm *g, void *const *args)
+{
+	const void *a = args[g->ai], *b = args[g->bi];
+	void *c = args[g->ci];
+	if (!k->bf && g->batch == 1)
+		CUBLAS_CHECK(cublasSgemm(s->blas, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, a, g->lda, b, g->ldb, &g->beta,
+		                         c, g->ldc));
+	else if (!k->bf)
+		CUBLAS_CHECK(cublasSgemmStridedBatched(s->blas, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, a, g->lda, g->sa,
+		                                       b, g->ldb, g->sb, &g->beta, c, g->ldc, g->sc, g->batch));
+	else
+		CUBLAS_CHECK(cublasGemmStridedBatchedEx(s->blas, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, a,
+		                                        blas_type(k, g->ai), g->lda, g->sa, b, blas_type(k, g->bi), g->ldb,
+		                                        g->sb, &g->beta, c, blas_type(k, g->ci), g->ldc, g->sc, g->batch,
+		                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
-	const float one = 1, zero = 0;
 	int nin = (int)d[RT_D_NIN], fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, nin));
 	int nb = to_int(k, arg_elems(d, 0) / fi);
 	if (nin == 3)
-		launched(k, gpu_fill_rows(a[3], a[2], nb, fo, s->stream));
-	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, &one, a[1], fi, a[0], fi,
-	                         nin == 3 ? &one : &zero, a[nin], fo));
+		launched(k, gpu_fill_rows(a[3], a[2], nb, fo, (k->bf >> 3 & 1u) | (k->bf >> 2 & 1u) << 1, s->stream));
+	Gemm g = {CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, fi, fi, fo, 1, 0, 0, 0, 1, nin == 3 ? 1 : 0, 1, 0, nin};
+	run_gemm(s, k, &g, a);
 }
 
 /* dense_bwd_data: dy [N, O], W [O, I] -> dx [N, I] */
 static void run_dense_bwd_data(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
-	const float one = 1, zero = 0;
 	int fo = to_int(k, last_dim(d, 0)), fi = to_int(k, last_dim(d, 2));
 	int nb = to_int(k, arg_elems(d, 0) / fo);
-	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, &one, a[1], fi, a[0], fo, &zero, a[2],
-	                         fi));
+	Gemm g = {CUBLAS_OP_N, CUBLAS_OP_N, fi, nb, fo, fi, fo, fi, 1, 0, 0, 0, 1, 0, 1, 0, 2};
+	run_gemm(s, k, &g, a);
 }
 
 /* dense_bwd_weight: x [N, I], dy [N, O] -> dW [O, I] */
 static void run_dense_bwd_weight(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
-	const float one = 1, zero = 0;
 	int fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, 1));
 	int nb = to_int(k, arg_elems(d, 0) / fi);
-	CUBLAS_CHECK(cublasSgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, &one, a[0], fi, a[1], fo, &zero, a[2],
-	                         fi));
+	Gemm g = {CUBLAS_OP_N, CUBLAS_OP_T, fi, fo, nb, fi, fo, fi, 1, 0, 0, 0, 1, 0, 0, 1, 2};
+	run_gemm(s, k, &g, a);
 }
 
 /*
@@ -567,15 +641,20 @@ static void run_dense_bwd_weight(GpuState *s, const GpuKernel *k, void *const *a
 static void run_matmul(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
-	const float zero = 0, alpha = (float)attr_f64(d, RT_D_ALPHA);
 	int r = (int)RT_ARG_NDIM(d, 2) - 2;
 	bool ta = d[RT_D_TRANS_A], tb = d[RT_D_TRANS_B];
 	int m = to_int(k, RT_ARG_DIM(d, 2, r)), n = to_int(k, RT_ARG_DIM(d, 2, r + 1));
 	int kk = to_int(k, RT_ARG_DIM(d, 0, r + !ta));
 	int batch = to_int(k, arg_elems(d, 2) / ((int64_t)m * n));
-	CUBLAS_CHECK(cublasSgemmStridedBatched(s->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-	                                       n, m, kk, &alpha, a[1], tb ? kk : n, (long long)kk * n, a[0],
-	                                       ta ? m : kk, (long long)m * kk, &zero, a[2], n, (long long)m * n, batch));
+	Gemm g = {tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, kk, tb ? kk : n, ta ? m : kk, n,
+	          batch, (long long)kk * n, (long long)m * kk, (long long)m * n, (float)attr_f64(d, RT_D_ALPHA), 0,
+	          1, 0, 2};
+	/* a batch of one as a strided batch, as before: cuBLAS may choose differently for sgemm */
+	if (!k->bf)
+		CUBLAS_CHECK(cublasSgemmStridedBatched(s->blas, g.ta, g.tb, g.m, g.n, g.k, &g.alpha, a[1], g.lda, g.sa, a[0],
+		                                       g.ldb, g.sb, &g.beta, a[2], g.ldc, g.sc, g.batch));
+	else
+		run_gemm(s, k, &g, a);
 }
 
 /* split_heads: x [N, T, W] -> y [N, H, T, D];  merge_heads: x1.. [N, H, T, D] -> y [N, T, k H D] */
@@ -585,13 +664,13 @@ static void run_heads(GpuState *s, const GpuKernel *k, void *const *a)
 	int nin = (int)d[RT_D_NIN];
 	if (k->op == RT_OP_SPLIT_HEADS) {
 		launched(k, gpu_split_heads(a[0], a[1], RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
-		                            RT_ARG_DIM(d, 1, 3), last_dim(d, 0), d[RT_D_OFFSET], s->stream));
+		                            RT_ARG_DIM(d, 1, 3), last_dim(d, 0), d[RT_D_OFFSET], k->bf, s->stream));
 		return;
 	}
 	int64_t h = RT_ARG_DIM(d, 0, 1), dd = RT_ARG_DIM(d, 0, 3);
 	for (int i = 0; i < nin; i++)
 		launched(k, gpu_merge_heads(a[i], a[nin], RT_ARG_DIM(d, 0, 0), h, RT_ARG_DIM(d, 0, 2), dd, last_dim(d, nin),
-		                            i * h * dd, s->stream));
+		                            i * h * dd, (k->bf >> i & 1u) | (k->bf >> nin & 1u) << 1, s->stream));
 }
 
 /*
@@ -607,13 +686,17 @@ static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 	int nin = (int)d[RT_D_NIN], whole = concat ? nin : into ? 1 : 0, axis = (int)d[RT_D_AXIS];
 	int64_t outer, inner, off = concat ? 0 : d[RT_D_OFFSET];
 	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
-	size_t stride = sizeof(float) * (size_t)(RT_ARG_DIM(d, whole, axis) * inner);
+	size_t es = (size_t)(rt_arg_bytes(d, whole) / arg_elems(d, whole)); /* the pieces are of the whole's type */
+	for (int i = 0; i < nin + 1; i++)
+		if (rt_arg_bf16(d, i) != rt_arg_bf16(d, whole))
+			RT_ICE("kernel %d (%s): pieces of two types", k->id, op_name(k->op));
+	size_t stride = es * (size_t)(RT_ARG_DIM(d, whole, axis) * inner);
 	if (k->op == RT_OP_SLICE_BWD)
-		CUDA_CHECK(cudaMemsetAsync(a[1], 0, sizeof(float) * (size_t)arg_elems(d, 1), s->stream));
+		CUDA_CHECK(cudaMemsetAsync(a[1], 0, (size_t)rt_arg_bytes(d, 1), s->stream));
 	for (int p = 0; p < (concat ? nin : 1); p++) {
 		int piece = concat ? p : 1 - whole;
-		size_t len = sizeof(float) * (size_t)(RT_ARG_DIM(d, piece, axis) * inner);
-		char *at = (char *)a[whole] + sizeof(float) * (size_t)(off * inner);
+		size_t len = es * (size_t)(RT_ARG_DIM(d, piece, axis) * inner);
+		char *at = (char *)a[whole] + es * (size_t)(off * inner);
 		if (into)
 			CUDA_CHECK(cudaMemcpy2DAsync(at, stride, a[piece], len, len, (size_t)outer, cudaMemcpyDefault, s->stream));
 		else
@@ -648,10 +731,10 @@ static void launch_pool_bwd(GpuState *s, GpuKernel *k, void *const *a)
 	if (k->op == RT_OP_MAXPOOL_BWD)
 		launched(k, gpu_maxpool_bwd(a[0], a[1], a[2], s->workspace, RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1),
 		                            RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), RT_ARG_DIM(d, 1, 2),
-		                            RT_ARG_DIM(d, 1, 3), window(d), s->stream));
+		                            RT_ARG_DIM(d, 1, 3), window(d), k->bf, s->stream));
 	else
 		launched(k, gpu_avgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1), RT_ARG_DIM(d, 1, 2),
-		                            RT_ARG_DIM(d, 1, 3), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), window(d),
+		                            RT_ARG_DIM(d, 1, 3), RT_ARG_DIM(d, 0, 2), RT_ARG_DIM(d, 0, 3), window(d), k->bf,
 		                            s->stream));
 }
 
@@ -668,10 +751,10 @@ static void launch_mean(GpuState *s, GpuKernel *k, void *const *a)
 static void launch_add(GpuState *s, GpuKernel *k, void *const *a)
 {
 	int nin = (int)k->desc[RT_D_NIN];
-	const float *x[GPU_MAX_ADD];
+	const void *x[GPU_MAX_ADD];
 	for (int i = 0; i < nin; i++)
 		x[i] = a[i];
-	launched(k, gpu_add(x, nin, a[nin], arg_elems(k->desc, 0), s->stream));
+	launched(k, gpu_add(x, nin, a[nin], arg_elems(k->desc, 0), k->bf, s->stream));
 }
 
 static void launch_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
@@ -679,7 +762,7 @@ static void launch_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
 	const int64_t *d = k->desc;
 	int64_t n, c, inner;
 	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &n, &c, &inner);
-	launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, s->stream));
+	launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, k->bf, s->stream));
 }
 
 /* The optimizer's update of one weight: its state after the weight and gradient, the clip's sum of squares last. */
@@ -700,13 +783,27 @@ static void launch_bn_stats(GpuState *s, GpuKernel *k, void *const *a)
 	                         attr_f64(d, RT_D_BN_MOMENTUM), s->stream));
 }
 
-void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
+/* Pooling forward: cuDNN on float32; on bf16 our own (gpu_pool). */
+static void launch_pool(GpuState *s, GpuKernel *k, void *const *a)
 {
-	GpuState *s = state;
-	GpuKernel *k = kernel;
+	const int64_t *d = k->desc;
+	const float one = 1, zero = 0;
+	if (!k->bf) {
+		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
+		return;
+	}
+	int kind = k->op == RT_OP_MAXPOOL ? GPU_POOL_MAX : k->op == RT_OP_AVGPOOL ? GPU_POOL_AVG : GPU_POOL_GLOBAL;
+	launched(k, gpu_pool(a[0], a[1], RT_ARG_DIM(d, 0, 0) * RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2),
+	                     RT_ARG_DIM(d, 0, 3), dim_or_1(d, 1, 2), dim_or_1(d, 1, 3), window(d), kind, k->bf, s->stream));
+}
+
+/* The ops of a kernel on the arguments a (its own, or their float32 copies: run_widened). */
+static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
+{
 	const int64_t *d = k->desc;
 	const float one = 1, zero = 0;
 	cudaStream_t st = s->stream;
+	unsigned bf = k->bf;
 	switch (k->op) {
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -716,23 +813,21 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_DENSE_BWD_WEIGHT: run_dense_bwd_weight(s, k, a); break;
 	case RT_OP_MAXPOOL:
 	case RT_OP_AVGPOOL:
-	case RT_OP_GLOBALAVGPOOL:
-		CUDNN_CHECK(cudnnPoolingForward(s->dnn, k->pool, &one, k->x, a[0], &zero, k->y, a[1]));
-		break;
+	case RT_OP_GLOBALAVGPOOL: launch_pool(s, k, a); break;
 	case RT_OP_MAXPOOL_BWD:
 	case RT_OP_AVGPOOL_BWD: launch_pool_bwd(s, k, a); break;
 	case RT_OP_GLOBALAVGPOOL_BWD:
 		launched(k, gpu_globalavgpool_bwd(a[0], a[1], RT_ARG_DIM(d, 1, 0) * RT_ARG_DIM(d, 1, 1),
-		                                  inner_elems(d, 1, 2), st));
+		                                  inner_elems(d, 1, 2), bf, st));
 		break;
 	case RT_OP_BATCHNORM:
 		launched(k, gpu_batchnorm(a[0], a[1], a[2], a[3], a[4], a[5], s->workspace, RT_ARG_DIM(d, 0, 0),
-		                          dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		                          dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), bf, st));
 		break;
 	case RT_OP_BATCHNORM_BWD:
 		launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], s->workspace,
 		                              RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2),
-		                              attr_f64(d, RT_D_EPS), st));
+		                              attr_f64(d, RT_D_EPS), bf, st));
 		break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
@@ -741,7 +836,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_RELU6:
 	case RT_OP_HARDSIGMOID:
 	case RT_OP_HARDSWISH:
-	case RT_OP_SILU: launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), st)); break;
+	case RT_OP_SILU: launched(k, gpu_eltwise(op_info[k->op].act, a[0], a[1], arg_elems(d, 0), bf, st)); break;
 	case RT_OP_RELU_BWD:
 	case RT_OP_SIGMOID_BWD:
 	case RT_OP_TANH_BWD:
@@ -750,7 +845,7 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_HARDSIGMOID_BWD:
 	case RT_OP_HARDSWISH_BWD:
 	case RT_OP_SILU_BWD:
-		launched(k, gpu_eltwise_bwd(op_info[k->op].act, a[0], a[1], a[2], arg_elems(d, 0), st));
+		launched(k, gpu_eltwise_bwd(op_info[k->op].act, a[0], a[1], a[2], arg_elems(d, 0), bf, st));
 		break;
 	case RT_OP_SOFTMAX:
 		CUDNN_CHECK(cudnnSoftmaxForward(s->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &one, k->x, a[0],
@@ -762,35 +857,36 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_RESHAPE:
 		if (a[1] != a[0])
-			CUDA_CHECK(cudaMemcpyAsync(a[1], a[0], sizeof(float) * (size_t)arg_elems(d, 0), cudaMemcpyDefault, st));
+			CUDA_CHECK(cudaMemcpyAsync(a[1], a[0], (size_t)rt_arg_bytes(d, 0), cudaMemcpyDefault, st));
 		break;
 	case RT_OP_DROPOUT:
 	case RT_OP_DROPOUT_BWD:
-		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), st));
+		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), bf,
+		                        st));
 		break;
 	case RT_OP_ADD: launch_add(s, k, a); break;
 	case RT_OP_CONCAT:
 	case RT_OP_SLICE:
 	case RT_OP_SLICE_BWD: run_pieces(s, k, a); break;
 	case RT_OP_TRANSPOSE:
-		launched(k, gpu_transpose(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), st));
+		launched(k, gpu_transpose(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1), RT_ARG_DIM(d, 0, 2), bf, st));
 		break;
-	case RT_OP_BROADCAST: launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), st)); break;
+	case RT_OP_BROADCAST: launched(k, gpu_broadcast(a[0], a[1], arg_elems(d, 0), arg_elems(d, 1), bf, st)); break;
 	case RT_OP_MEAN:
 	case RT_OP_MEAN_BWD: launch_mean(s, k, a); break;
 	case RT_OP_CLAMP:
 		launched(k, gpu_clamp(a[0], NULL, a[1], arg_elems(d, 0), (float)attr_f64(d, RT_D_LO),
-		                      (float)attr_f64(d, RT_D_HI), st));
+		                      (float)attr_f64(d, RT_D_HI), (bf & 1u) | (bf >> 1 & 1u) << 2, st));
 		break;
 	case RT_OP_CLAMP_BWD:
 		launched(k, gpu_clamp(a[0], a[1], a[2], arg_elems(d, 0), (float)attr_f64(d, RT_D_LO),
-		                      (float)attr_f64(d, RT_D_HI), st));
+		                      (float)attr_f64(d, RT_D_HI), bf, st));
 		break;
 	case RT_OP_MUL:
 	case RT_OP_MUL_BWD_SCALE: {
 		int bwd = k->op == RT_OP_MUL_BWD_SCALE, xa = bwd ? 1 : 0, sa = bwd ? 2 : 1;
 		int64_t rows = RT_ARG_DIM(d, xa, 0) * RT_ARG_DIM(d, xa, 1);
-		launched(k, gpu_mul(a[0], a[1], a[2], rows, arg_elems(d, xa) / rows, arg_elems(d, sa) / rows, bwd, st));
+		launched(k, gpu_mul(a[0], a[1], a[2], rows, arg_elems(d, xa) / rows, arg_elems(d, sa) / rows, bwd, bf, st));
 		break;
 	}
 	case RT_OP_SOFTMAX_XENT:
@@ -807,7 +903,8 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		launched(k, gpu_embedding_bwd(a[0], a[1], a[2], arg_elems(d, 1), RT_ARG_DIM(d, 2, 1), RT_ARG_DIM(d, 2, 0), st));
 		break;
 	case RT_OP_POSITION:
-		launched(k, gpu_position(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2), st));
+		launched(k, gpu_position(a[0], a[1], a[2], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2), bf,
+		                         st));
 		break;
 	case RT_OP_POSITION_BWD:
 		launched(k, gpu_position_bwd(a[0], a[1], RT_ARG_DIM(d, 0, 0), RT_ARG_DIM(d, 0, 1) * RT_ARG_DIM(d, 0, 2),
@@ -822,16 +919,16 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 		launched(k, gpu_causal_softmax_bwd(a[0], a[1], a[2], arg_elems(d, 0) / last_dim(d, 0), last_dim(d, 0), st));
 		break;
-	case RT_OP_SOFTMAX_XENT_IDS:
-		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[2], arg_elems(d, 1), last_dim(d, 0), st));
+	case RT_OP_SOFTMAX_XENT_IDS: /* the loss is float32 */
+		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[2], arg_elems(d, 1), last_dim(d, 0), bf & 1u, st));
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
-		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), st));
+		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), bf, st));
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD: /* the loss, then its gradient, which may overwrite the logits: a block
 		                             a row, each row read whole for its statistics before it is written */
-		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[3], arg_elems(d, 1), last_dim(d, 0), st));
-		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), st));
+		launched(k, gpu_xent_ids(a[0], a[1], s->workspace, a[3], arg_elems(d, 1), last_dim(d, 0), bf & 1u, st));
+		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), bf & 5u, st));
 		break;
 	case RT_OP_GRAD_SUMSQ:
 		launched(k, gpu_grad_sumsq(a[0], d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]], arg_elems(d, 0), st));
@@ -849,15 +946,48 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 		break;
 	case RT_OP_BATCHNORM_EVAL:
 		launched(k, gpu_bn_eval(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
-		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), st));
+		                        inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), bf, st));
 		break;
 	case RT_OP_BATCHNORM_STATS: launch_bn_stats(s, k, a); break;
-	case RT_OP_CAST: /* never created (below) */
+	case RT_OP_CAST: launched(k, gpu_cast(a[0], a[1], arg_elems(d, 0), bf, st)); break;
 	case RT_OP_ATTENTION:
-	case RT_OP_ATTENTION_BWD:
+	case RT_OP_ATTENTION_BWD: gpu_attention(s->blas, st, d, a, s->workspace); break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
+}
+
+/*
+ * A float32-only kernel on bf16 arguments, as the interpreter and the CPU
+ * backend define it: every bf16 input widened to float32 (exact) into the
+ * workspace, the float32 kernel on the copies, then every output and
+ * every input it updates in place rounded back to bf16. All inputs are
+ * widened before anything is written (the stream orders it), so an output
+ * over its dying input is safe.
+ */
+static void run_widened(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN], nargs = nin + (int)d[RT_D_NOUT];
+	void *w[RT_MAX_ARGS] = {0};
+	for (int i = 0; i < nargs; i++) {
+		w[i] = rt_arg_bf16(d, i) ? (char *)s->workspace + k->wide_at[i] : a[i];
+		if (rt_arg_bf16(d, i) && i < nin)
+			launched(k, gpu_cast(a[i], w[i], arg_elems(d, i), 1u, s->stream)); /* bf16 -> f32 */
+	}
+	launch_op(s, k, w, step);
+	for (int i = 0; i < nargs; i++)
+		if (rt_arg_bf16(d, i) && (i >= nin || (op_info[k->op].inplace >> i & 1)))
+			launched(k, gpu_cast(w[i], a[i], arg_elems(d, i), 2u, s->stream)); /* f32 -> bf16 */
+}
+
+void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
+{
+	GpuKernel *k = kernel;
+	if (k->widen)
+		run_widened(state, k, a, step);
+	else
+		launch_op(state, k, a, step);
 }
 
 /* ---- the kernels group of the backend table (cuda/backend.c) ----------------- */
@@ -899,6 +1029,49 @@ void gpu_kernels_close(void *state)
 	free(s);
 }
 
+/* Whether op's kernels read and write bf16 arguments themselves; the others run widened (run_widened). */
+static bool native_bf16(RtOp op)
+{
+	switch (op) {
+	case RT_OP_CONV2D: case RT_OP_CONV2D_BWD_DATA: case RT_OP_CONV2D_BWD_FILTER:
+	case RT_OP_DENSE: case RT_OP_DENSE_BWD_DATA: case RT_OP_DENSE_BWD_WEIGHT: case RT_OP_MATMUL:
+	case RT_OP_MAXPOOL: case RT_OP_AVGPOOL: case RT_OP_GLOBALAVGPOOL:
+	case RT_OP_MAXPOOL_BWD: case RT_OP_AVGPOOL_BWD: case RT_OP_GLOBALAVGPOOL_BWD:
+	case RT_OP_BATCHNORM: case RT_OP_BATCHNORM_BWD: case RT_OP_BATCHNORM_EVAL:
+	case RT_OP_RELU: case RT_OP_SIGMOID: case RT_OP_TANH: case RT_OP_GELU:
+	case RT_OP_RELU6: case RT_OP_HARDSIGMOID: case RT_OP_HARDSWISH: case RT_OP_SILU:
+	case RT_OP_RELU_BWD: case RT_OP_SIGMOID_BWD: case RT_OP_TANH_BWD: case RT_OP_GELU_BWD:
+	case RT_OP_RELU6_BWD: case RT_OP_HARDSIGMOID_BWD: case RT_OP_HARDSWISH_BWD: case RT_OP_SILU_BWD:
+	case RT_OP_DROPOUT: case RT_OP_DROPOUT_BWD: case RT_OP_ADD: case RT_OP_BIAS_GRAD:
+	case RT_OP_RESHAPE: case RT_OP_CONCAT: case RT_OP_SLICE: case RT_OP_SLICE_BWD:
+	case RT_OP_TRANSPOSE: case RT_OP_BROADCAST: case RT_OP_MUL: case RT_OP_MUL_BWD_SCALE:
+	case RT_OP_CLAMP: case RT_OP_CLAMP_BWD: case RT_OP_POSITION:
+	case RT_OP_SPLIT_HEADS: case RT_OP_MERGE_HEADS:
+	case RT_OP_SOFTMAX_XENT_IDS: case RT_OP_SOFTMAX_XENT_IDS_BWD: case RT_OP_SOFTMAX_XENT_IDS_GRAD:
+	case RT_OP_CAST: case RT_OP_ATTENTION: case RT_OP_ATTENTION_BWD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A kernel that runs widened: a float32 copy of each bf16 argument in the workspace, after its own scratch. */
+static void plan_widening(GpuKernel *k)
+{
+	const int64_t *d = k->desc;
+	size_t at = k->ws;
+	for (int i = 0; i < d[RT_D_NIN] + d[RT_D_NOUT]; i++) {
+		if (!rt_arg_bf16(d, i))
+			continue;
+		at = (at + 255) & ~(size_t)255;
+		k->wide_at[i] = at;
+		at += sizeof(float) * (size_t)arg_elems(d, i);
+	}
+	k->ws = at;
+	k->bf = 0; /* the kernel itself sees float32 */
+	k->widen = true;
+}
+
 void *gpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	GpuState *s = state;
@@ -907,8 +1080,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	k->op = (RtOp)desc[RT_D_OP];
 	memcpy(k->desc, desc, sizeof k->desc);
 	snprintf(k->impl, sizeof k->impl, "CUDA");
-	if (desc[RT_D_BF16])
-		RT_ICE("kernel %d (%s): bf16 arguments, and this runtime has float32 kernels only", id, op_name(k->op));
+	k->bf = (unsigned)desc[RT_D_BF16];
 	if (desc[RT_D_ACT] != ACT_NONE) /* the compiler fuses for the CPU only (compiler/front/fuse.h) */
 		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", id, op_name(k->op),
 		       act_name((Act)desc[RT_D_ACT]));
@@ -917,6 +1089,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),
 	                               nin > 1 ? &RT_ARG_DIM(desc, 1, 0) : NULL, nin > 1 ? (int)RT_ARG_NDIM(desc, 1) : 0,
 	                               desc[RT_D_KH], desc[RT_D_KW], desc[RT_D_AXIS]);
+	if (k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD)
+		k->ws = gpu_attention_scratch(desc);
+	if (k->bf && !native_bf16(k->op))
+		plan_widening(k);
 	if (k->ws)
 		grow_workspace(s, k);
 	switch (k->op) {
@@ -950,10 +1126,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE:
 	case RT_OP_DENSE_BWD_DATA:
 	case RT_OP_DENSE_BWD_WEIGHT:
-		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm%s", s->tf32 ? " tf32" : "");
+		snprintf(k->impl, sizeof k->impl, "cuBLAS %s", k->bf ? "gemm bf16" : s->tf32 ? "sgemm tf32" : "sgemm");
 		break;
 	case RT_OP_MATMUL:
-		snprintf(k->impl, sizeof k->impl, "cuBLAS sgemm strided batched%s", s->tf32 ? " tf32" : "");
+		snprintf(k->impl, sizeof k->impl, "cuBLAS %s strided batched", k->bf ? "gemm bf16" : s->tf32 ? "sgemm tf32" : "sgemm");
 		break;
 	case RT_OP_MAXPOOL_BWD: /* each window's maximum in the workspace */
 		break;
@@ -1030,13 +1206,17 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_MERGE_HEADS:
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
+	case RT_OP_CAST:
 		break; /* our own kernels and copies: the description is all they need */
-	case RT_OP_CAST: /* the compiler builds float32 programs only for the GPU (bf16 runs on the CPU) */
-	case RT_OP_ATTENTION: /* and composes attention for it (--attention) */
+	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD:
+		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in chunks + CUDA", k->bf ? "gemm bf16" : "gemm");
+		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}
+	if (k->widen)
+		snprintf(k->impl + strlen(k->impl), sizeof k->impl - strlen(k->impl), ", bf16 widened");
 	return k;
 }
 
@@ -1108,9 +1288,9 @@ int gpu_conv_algos(void *state, void *kernel, GpuConvAlgo *out)
 	CUDNN_CHECK(cudnnGetConvolutionMathType(k->conv, &own));
 	for (int i = 0; i < n; i++) {
 		bool tensor_op = is_tensor_op(a[i].math);
-		if (tensor_op && !s->tf32)
+		if (tensor_op && !tensor_ok(s, k))
 			continue;
-		cudnnMathType_t math = s->tf32 ? a[i].math : CUDNN_FMA_MATH;
+		cudnnMathType_t math = tensor_ok(s, k) ? a[i].math : CUDNN_FMA_MATH;
 		bool seen = false;
 		for (int j = 0; j < nout; j++)
 			seen |= out[j].algo == a[i].algo && out[j].math == (int)math;

@@ -15,9 +15,14 @@
  * passed after its arguments (RT_ALGO_WS_ARG), and twice more so, with
  * the backend's own algorithms of 1x1 convolutions (cuda/conv_gemm.h:
  * RT_CONV_GEMM, then RT_CONV_GEMM_BATCHED) where they apply, which must
- * run in each direction they offer. Every output, and every input an op
- * updates in place, must agree: max |a - b| <= 1e-4 * max(1, max |ref|),
- * with TF32 off (AUTOTM_TF32 unset). Every op of ops.def must be covered.
+ * run in each direction they offer. Then every case in device memory as
+ * a bf16 graph (autocast's casts, the bf16 kernels and the float32 ones
+ * run widened), and fused as the GPU's programs are (attention fused, the
+ * loss fused with its gradient: fuse.h's fuse_loss) in bf16 and in fp32.
+ * Every output, and every input an op updates in place, must agree: max
+ * |a - b| <= 1e-4 * max(1, max |ref|), 1e-2 for a node with bf16
+ * arguments (opcheck.h), with TF32 off (AUTOTM_TF32 unset). Every op of
+ * ops.def must be covered.
  *
  * Without a GPU (cudaGetDeviceCount fails or finds none) it says so and
  * exits 77: skipped.
@@ -84,6 +89,12 @@ static const ArgMemory gemm_memory = {"gemm", device_alloc, cuda_copy, cuda_wait
 static const ArgMemory batched_memory = {"gemm-b", device_alloc, cuda_copy, cuda_wait, device_free,
                                          RT_CONV_GEMM_BATCHED};
 
+/* Whether the GPU's fusion changes case c: attention, or a loss by class ids (what fuse_loss fuses). */
+static bool gpu_fuses(const OpCase *c)
+{
+	return strstr(c->layers, "attention") || (c->labels && strncmp(c->labels, "class", 5) == 0);
+}
+
 int main(void)
 {
 	int ndev = 0;
@@ -108,10 +119,23 @@ int main(void)
 				test_check(opcheck_own_algo[d] > before[d], "%s: the backend's algorithm %d ran %d %s kernels",
 				           mems[m]->where, mems[m]->placed_algo, opcheck_own_algo[d] - before[d], dirs[d]);
 	}
+	/* bf16, then fused (the cases with attention or a loss by ids) in both precisions */
+	test_precision = PREC_BF16;
+	for (int i = 0; i < nop_cases; i++)
+		opcheck_case(ctx, &op_cases[i], &next_id, &device_memory);
+	test_fuse_gpu = true;
+	for (int i = 0; i < nop_cases; i++)
+		if (gpu_fuses(&op_cases[i]))
+			opcheck_case(ctx, &op_cases[i], &next_id, &device_memory);
+	test_precision = PREC_FP32;
+	for (int i = 0; i < nop_cases; i++)
+		if (gpu_fuses(&op_cases[i]))
+			opcheck_case(ctx, &op_cases[i], &next_id, &device_memory);
+	test_fuse_gpu = false;
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");
-	int missing = opcheck_print_ops(true);
+	int missing = opcheck_print_ops(true, NULL);
 	test_check(missing == 0, "every op of ops.def ran in some case (%d did not)", missing);
 	return test_summary();
 }

@@ -293,7 +293,7 @@ static int run_model(const char *path, const Define *defs, int ndefs)
 	interp_free(ip);
 	printf("# %s: %d nodes checked, worst error per op relative to max(1, max |ref|):\n", path, s->n);
 	arena_free(&a);
-	opcheck_print_ops(false);
+	opcheck_print_ops(false, NULL);
 	return test_summary();
 }
 
@@ -350,7 +350,7 @@ int main(int argc, char **argv)
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");
-	int missing = opcheck_print_ops(true);
+	int missing = opcheck_print_ops(true, NULL);
 	test_check(missing == 0, "every op of ops.def ran in some case (%d did not)", missing);
 
 	/* part 2: programs through the ABI */

@@ -2,7 +2,7 @@
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
 # the package that tests/gpu/remote/package.sh built (it is copied there):
 #
-#   ./check.sh [LOGDIR] [--only ops,abi,train,gpt,eval,det,san,profile,reprofile]
+#   ./check.sh [LOGDIR] [--only ops,abi,train,gpt,bf16,eval,det,san,profile,reprofile]
 #
 #   ops    test-gpu-ops: every op against the interpreter (1e-4)
 #   abi    abi-train on the GPU (device memory, managed memory capped at
@@ -12,10 +12,16 @@
 #          first, 2e-2 for the others); tokennet (tests/torch): all-fast,
 #          sync, auto within 1e-4; the device pool within the limit;
 #          unified memory capped below its pool refused
-#   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast and auto
+#   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast, auto and
+#          all-fast with attention fused
 #          (--ratio 1:1, placed at its floor), 5 AdamW steps from ref/gpt's weights and data: losses
 #          and final weights against PyTorch's within 1e-5 (agree.py);
 #          at batch 48 auto (moves and recomputation) bitwise all-fast
+#   bf16   the bf16 programs: the small GPT (batch 3, all-fast, auto, fused)
+#          against PyTorch's autocast within 1e-2 (agree.py); at batch 48
+#          auto bitwise all-fast (composed, fused); resnet50 b2 all-fast and async against
+#          the bf16 interpreter (1e-2 the first loss, 5e-2 the others);
+#          resnet50 b32 async at 25% three times: bitwise all-fast
 #   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
 #          the parking of the training step's tensors) evaluates the same
 #          weights on the same 27 samples as the CPU program: loss within
@@ -38,7 +44,7 @@
 set -uo pipefail
 pkg=$(cd "$(dirname "$0")" && pwd)
 logs=$pkg/logs
-only=ops,abi,train,gpt,eval,det,san,profile
+only=ops,abi,train,gpt,bf16,eval,det,san,profile
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
@@ -182,7 +188,7 @@ EOF
 }
 
 if want gpt; then
-	for name in gpt-all-fast gpt-auto; do
+	for name in gpt-all-fast gpt-auto gpt-fused; do
 		f=$logs/$name
 		if [ ! -f ref/gpt/ref.json ]; then
 			notok "$name against PyTorch: the package has no reference (package.sh found no PyTorch)"; continue
@@ -208,6 +214,57 @@ if want gpt; then
 	else
 		notok "gpt batch 48, auto at 50%: not bitwise identical to all-fast"
 	fi
+fi
+
+if want bf16; then
+	for name in gpt16-all-fast gpt16-auto gpt16-fused; do
+		f=$logs/$name
+		if [ ! -f ref/gpt16/ref.json ]; then
+			notok "$name against PyTorch: the package has no reference (package.sh found no PyTorch)"; continue
+		fi
+		timeout -k 5 60 "prog/$name" --iters 5 --weights ref/gpt16/init.safetensors --input ref/gpt16/x.npy \
+			--labels ref/gpt16/y.npy --results "$f.json" --save-weights "$f.safetensors" > "$f.txt" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then
+			notok "$name against PyTorch autocast (exit $rc)"; tail -3 "$f.txt"
+		elif python3 agree.py ref/gpt16 "$f.json" "$f.safetensors" 1e-2 > "$f.agree.txt" 2>&1; then
+			ok "$name against PyTorch autocast (5 AdamW steps, 1e-2)"; tail -2 "$f.agree.txt" | sed 's/^/#   /'
+		else
+			notok "$name against PyTorch autocast"; sed 's/^/#   /' "$f.agree.txt"
+		fi
+	done
+	for name in gpt16b48-all-fast gpt16b48-auto gpt16b48-fused-all-fast gpt16b48-fused-auto; do
+		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
+			--save-weights "$logs/$name.safetensors" > "$logs/$name.txt" 2>&1 ||
+			notok "$name (exit $?)"
+	done
+	if same_run "$logs/gpt16b48-all-fast" "$logs/gpt16b48-auto"
+	then ok "bf16 gpt batch 48, auto at 50%: bitwise all-fast"
+	else notok "bf16 gpt batch 48, auto at 50%: not bitwise identical to all-fast"; fi
+	if same_run "$logs/gpt16b48-fused-all-fast" "$logs/gpt16b48-fused-auto"
+	then ok "bf16 gpt batch 48, attention fused, auto at 50%: bitwise all-fast"
+	else notok "bf16 gpt batch 48, attention fused, auto at 50%: not bitwise identical to all-fast"; fi
+	for opt in all-fast async; do
+		f=$logs/train-resnet50-bf16-$opt.txt
+		timeout -k 5 120 "prog/resnet50-bf16-$opt" --iters 3 > "$f" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then notok "bf16 resnet50-$opt (exit $rc)"; tail -3 "$f"
+		elif agree 1e-2 ref/resnet50-bf16.txt "$f" 5e-2; then ok "bf16 resnet50-$opt: the bf16 interpreter's losses"
+		else notok "bf16 resnet50-$opt: losses differ from the bf16 interpreter's"; fi
+	done
+	timeout -k 5 120 prog/det16-all-fast --iters 5 --results "$logs/det16-all-fast.json" \
+		--save-weights "$logs/det16-all-fast.safetensors" > "$logs/det16-all-fast.txt" 2>&1 ||
+		notok "det16 all-fast (exit $?)"
+	runs=()
+	for i in 1 2 3; do
+		timeout -k 5 120 prog/det16-async-25 --iters 5 --results "$logs/det16-async-$i.json" \
+			--save-weights "$logs/det16-async-$i.safetensors" > "$logs/det16-async-$i.txt" 2>&1 ||
+			notok "det16 async run $i (exit $?)"
+		runs+=("$logs/det16-async-$i")
+	done
+	if same_run "$logs/det16-all-fast" "${runs[@]}"
+	then ok "bf16 resnet50 async at 25%, 3 runs: bitwise all-fast"
+	else notok "bf16 resnet50 async at 25%: not bitwise identical to all-fast"; fi
 fi
 
 if want det; then

@@ -160,10 +160,35 @@ else
 fi
 build gpt-all-fast "$gpt" 3 all-fast
 build gpt-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20
+build gpt-fused "$gpt" 3 all-fast --attention fused
 build gptb48-all-fast "$gpt" 48 all-fast
 build gptb48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20
 grep -q '^recomputation:' "$out/prog/gptb48-auto.build.txt" ||
 	echo "package.sh: warning: gptb48-auto recomputes nothing" >&2
+
+# bf16 (check.sh's bf16): the small GPT against PyTorch's autocast (batch 3,
+# the reference written here), auto against all-fast bit for bit (batch
+# 48), resnet50 at batch 2 against the bf16 interpreter, and resnet50 at
+# batch 32 async at 25% of its bf16 peak, to be bitwise all-fast
+if [ -n "$gpt_py" ]; then
+	mkdir -p "$out/ref/gpt16"
+	"$gpt_py" "$root/tests/torch/torch_check.py" "$autotmc" "$gpt" "$out/ref/gpt16" 5 1e-2 --reference --autocast \
+		> /dev/null
+fi
+bf16=(--precision bf16)
+build gpt16-all-fast "$gpt" 3 all-fast "${bf16[@]}"
+build gpt16-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20 "${bf16[@]}"
+build gpt16-fused "$gpt" 3 all-fast --attention fused "${bf16[@]}"
+build gpt16b48-fused-all-fast "$gpt" 48 all-fast --attention fused "${bf16[@]}"
+build gpt16b48-fused-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20 --attention fused "${bf16[@]}"
+build gpt16b48-all-fast "$gpt" 48 all-fast "${bf16[@]}"
+build gpt16b48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20 "${bf16[@]}"
+"$autotmc" interpret "$root/examples/resnet50.net" -D batch=2 -D lr=0.001 --iters 3 "${bf16[@]}" \
+	> "$out/ref/resnet50-bf16.txt"
+build resnet50-bf16-all-fast resnet50 2 all-fast -D lr=0.001 "${bf16[@]}"
+build resnet50-bf16-async resnet50 2 async --ratio 1:3 --solver-time 20 -D lr=0.001 "${bf16[@]}"
+build det16-all-fast resnet50 32 all-fast "${bf16[@]}"
+build det16-async-25 resnet50 32 async --ratio 3:1 --solver-time 60 "${bf16[@]}"
 
 cp "$out/prog/libcjson.so.1" "$out/"
 
@@ -175,6 +200,11 @@ for spec in "${bench_models[@]}"; do
 	"$autotmc" profile "$root/examples/$model.net" -D batch="$batch" -D size="$size" --backend gpu \
 		--export "$out/kernels/$model-b$batch.kernels.tsv" > /dev/null
 done
+# and in bf16: resnet50 and GPT-2 small at batch 8 (its bf16 kernels, composed attention)
+"$autotmc" profile "$root/examples/resnet50.net" -D batch=32 --backend gpu "${bf16[@]}" \
+	--export "$out/kernels/resnet50-b32-bf16.kernels.tsv" > /dev/null
+"$autotmc" profile "$root/examples/gpt2.net" -D batch=8 --backend gpu "${bf16[@]}" \
+	--export "$out/kernels/gpt2-b8-bf16.kernels.tsv" > /dev/null
 # the kernels of the measured profiles to measure again (check.sh's
 # reprofile): the adds (rewritten after some profiles were measured), the
 # bias gradients (summed in groups since: base/ops.h's op_bias_groups) and
