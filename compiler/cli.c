@@ -83,6 +83,12 @@ static const struct {
 	               "slow to fast memory (and, with --threads auto, every thread count tried), and\n"
 	               "write every run's results record to one JSON file, with plots of the speedup\n"
 	               "over all-slow and of predicted against measured step time."},
+	[CMD_IMPORT] = {"import", "[OPTIONS] MODEL.onnx", "turn an ONNX model into a .net file and its weights",
+	                "Read MODEL.onnx (exported from PyTorch: docs/import.md) and write it as a .net\n"
+	                "file (-o, default the standard output) and, with --weights, its initializers\n"
+	                "as safetensors under the .net file's names, to train from them with\n"
+	                "`autotmc run MODEL.net --weights OUT`. An op or a structure the .net language\n"
+	                "has no layer for is refused, naming the node, its op type and inputs."},
 };
 
 bool command_find(const char *name, Command *out)
@@ -98,7 +104,7 @@ bool command_find(const char *name, Command *out)
 /* ---- the options -------------------------------------------------------- */
 
 #define C(cmd) (1u << CMD_##cmd)
-#define C_ALL ((1u << NUM_COMMANDS) - 1)
+#define C_ALL (((1u << NUM_COMMANDS) - 1) & ~C(IMPORT)) /* every command that reads a .net file */
 #define C_PLACE (C(SCHEDULE) | C(BUILD) | C(RUN) | C(EVAL))
 #define C_COST (C_PLACE | C(SWEEP))
 #define C_TRAIN (C(INTERPRET) | C(RUN))
@@ -183,9 +189,12 @@ static const Option options[] = {
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */
-	{"output", 'o', V_OUTPUT, F(output), C(BUILD) | C(SWEEP), 0, 0, "FILE",
+	{"output", 'o', V_OUTPUT, F(output), C(BUILD) | C(SWEEP) | C(IMPORT), 0, 0, "FILE",
 	 "build: the executable to write; sweep: the results (default MODEL-sweep.json),\n"
-	 "rewritten after every run"},
+	 "rewritten after every run; import: the .net file (default the standard output)"},
+	{"weights", 0, V_OUTPUT, F(import_weights), C(IMPORT), 0, 0, "OUT.safetensors",
+	 "also write the model's initializers (weights, running statistics) under the\n"
+	 ".net file's names"},
 	{"no-fuse", 0, V_FLAG, F(no_fuse), C_ALL, 0, 0, NULL,
 	 "keep every activation a kernel of its own (default on the CPU: relu, sigmoid and\n"
 	 "tanh after a convolution or dense layer, relu after batchnorm, run in the\n"
@@ -809,6 +818,7 @@ static void check_settings(Arena *a, Settings *s)
 		break;
 	case CMD_CHECK:
 	case CMD_GRAPH:
+	case CMD_IMPORT:
 	case NUM_COMMANDS:
 		break;
 	}
@@ -916,7 +926,7 @@ void settings_parse(Arena *a, Command cmd, int argc, char **argv, Settings *s)
 		set_value(a, s, &options[i], optarg);
 	}
 	if (optind >= argc)
-		usage_error(cmd, "no model file given");
+		usage_error(cmd, cmd == CMD_IMPORT ? "no ONNX file given" : "no model file given");
 	if (optind + 1 < argc)
 		usage_error(cmd, "unexpected argument '%s' (one model file at a time)", argv[optind + 1]);
 	s->file = argv[optind];

@@ -34,6 +34,7 @@ typedef enum Command {
 	CMD_RUN,
 	CMD_EVAL,
 	CMD_SWEEP,
+	CMD_IMPORT,
 	NUM_COMMANDS
 } Command;
 
@@ -86,6 +87,7 @@ typedef struct Settings {
 	Precision precision;      /* --precision fp32|bf16 (default fp32) */
 	const char *weights;      /* --weights W */
 	const char *save_weights; /* --save-weights OUT */
+	const char *import_weights; /* import --weights OUT: the initializers as safetensors */
 	const char *input;        /* --input X.npy */
 	const char *labels;       /* --labels Y.npy */
 	const char *data;         /* --data DIR: a dataset (autotm/dataset.h) */

@@ -19,6 +19,7 @@
 
 #include "diag.h"
 #include "driver.h"
+#include "import.h"
 #include "interp.h"
 #include "profile.h"
 #include "profile_gpu.h"
@@ -49,6 +50,25 @@ static int cmd_check(const Settings *s, Arena *a)
 			printf("with --no-fuse: %d kernels, peak live bytes %" PRId64 " (%s)\n", u.g->nodes.n, u.sched->peak,
 			       fmt_bytes(u.sched->peak, b, sizeof b));
 	}
+	return 0;
+}
+
+/* import: the .net file on stdout or in -o, a summary on stderr (stdout may be the file) */
+static int cmd_import(const Settings *s, Arena *a)
+{
+	(void)a;
+	char err[2048];
+	ImportStats st = {0};
+	const char *name = s->output ? s->output : "imported.net";
+	if (onnx_import(s->file, s->output, name, s->import_weights, &st, err, sizeof err) != 0) {
+		error_plain("%s", err);
+		return 1;
+	}
+	char b[32];
+	fprintf(stderr, "autotmc: imported %s: %d nodes as %s, %d blocks; %d tensors of weights and statistics (%s)%s%s\n",
+	        s->file, st.nodes, s->output ? s->output : "the standard output", st.blocks, st.tensors,
+	        fmt_bytes(4 * st.elements, b, sizeof b), s->import_weights ? " in " : ", not written (--weights)",
+	        s->import_weights ? s->import_weights : "");
 	return 0;
 }
 
@@ -261,6 +281,7 @@ int main(int argc, char **argv)
 		[CMD_CHECK] = cmd_check,       [CMD_GRAPH] = cmd_graph, [CMD_INTERPRET] = cmd_interpret,
 		[CMD_PROFILE] = cmd_profile,   [CMD_SCHEDULE] = cmd_schedule, [CMD_BUILD] = cmd_build,
 		[CMD_RUN] = cmd_run,           [CMD_EVAL] = cmd_run,     [CMD_SWEEP] = cmd_sweep,
+		[CMD_IMPORT] = cmd_import,
 	};
 	Command cmd;
 	if (!command_find(name, &cmd))

@@ -244,7 +244,7 @@ static void emit_batchnorm_stats(AD *ad, const Node *f)
 		if (!in[k])
 			ICE("%s.%s", path, names[k]);
 	}
-	Attrs a = {.momentum = 0.1, .shape = f->in[0]->shape};
+	Attrs a = {.momentum = f->attr.momentum > 0 ? f->attr.momentum : 0.1, .shape = f->in[0]->shape};
 	char err[512];
 	Node *n = graph_node(g, OP_BATCHNORM_STATS, in, 5, &a, TENSOR_STATE, arena_printf(g->arena, "%s.stats", path),
 	                     f->loc, err, sizeof err);

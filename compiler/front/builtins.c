@@ -235,10 +235,15 @@ static double want_eps(const Value *v, const char *fn)
 	return eps;
 }
 
-/* batchnorm(eps = 1e-5) */
+/* batchnorm(eps = 1e-5, momentum = 0.1): momentum is PyTorch's, the running statistics' weight of a batch */
 static Tensor *b_batchnorm(Ctx *c, const Builtin *b, Value **args, Tensor *x, const char *path, SrcLoc loc)
 {
-	Attrs a = {.eps = want_eps(args[0], "batchnorm")};
+	Attrs a = {.eps = want_eps(args[0], "batchnorm"), .momentum = 0.1};
+	if (args[1]) {
+		a.momentum = elab_want_float(args[1], "momentum", "batchnorm");
+		if (!(a.momentum > 0 && a.momentum <= 1))
+			error_at(args[1]->loc, "'momentum' of batchnorm must be in (0, 1] (PyTorch's: the weight of a batch)");
+	}
 	if (x->shape.ndim != 2 && x->shape.ndim != 4)
 		error_at(loc, "batchnorm '%s' expects an input [N, C] or [N, C, H, W] but got %s", path,
 		         elab_type_str(c, x));
@@ -509,7 +514,7 @@ static const Builtin builtins[] = {
 	{"maxpool", {"kernel", "stride", "pad"}, b_pool, OP_MAXPOOL},
 	{"avgpool", {"kernel", "stride", "pad"}, b_pool, OP_AVGPOOL},
 	{"globalavgpool", {NULL}, b_simple, OP_GLOBALAVGPOOL},
-	{"batchnorm", {"eps"}, b_batchnorm, OP_BATCHNORM},
+	{"batchnorm", {"eps", "momentum"}, b_batchnorm, OP_BATCHNORM},
 	{"layernorm", {"eps"}, b_layernorm, OP_LAYERNORM},
 	{"embedding", {"channels"}, b_embedding, OP_EMBEDDING},
 	{"position_embedding", {"channels"}, b_position, OP_POSITION},

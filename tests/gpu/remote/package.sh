@@ -227,4 +227,7 @@ for spec in "${bench_models[@]}" "resnet200 576 224"; do
 	if grep -qv '^#' "$part"; then cp "$prof" "$out/reprofile/"; else rm "$part"; fi
 done
 rm -f "$out/reprofile/all.kernels.tsv"
-step "$(du -sh "$out" | cut -f1) in $out"
+# the package is larger than what a device session may carry (64 MiB): also as one .tar.xz (about a fifth),
+# unpacked there with `tar xJf pkg.tar.xz`
+tar -C "$(dirname "$out")" -cf - "$(basename "$out")" | xz -T0 -6 > "$out.tar.xz"
+step "$(du -sh "$out" | cut -f1) in $out; $(du -sh "$out.tar.xz" | cut -f1) in $out.tar.xz"
