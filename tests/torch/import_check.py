@@ -2,7 +2,7 @@
 """`autotmc import` against PyTorch: export a model to ONNX, import it,
 train both 3 SGD steps from the same weights on the same batch.
 
-    import_check.py AUTOTMC MODEL WORKDIR [--run] [--size S]
+    import_check.py AUTOTMC MODEL WORKDIR [--run] [--size S] [--batch B]
 
 MODEL is a torchvision classification model (resnet18, vgg11_bn, ...) built
 with 10 classes, or `tiny` (a small network of the blocks import knows:
@@ -15,7 +15,7 @@ layers at p = 0 (the masks are random in both). Then:
   - `autotmc import` writes WORKDIR/MODEL.net and its weights;
   - `autotmc check` prints the parameter count PyTorch counts;
   - `autotmc interpret` (with --run also the compiled CPU program)
-    trains 3 steps of SGD at lr 0.01 from the exported weights on the
+    trains 3 steps of SGD at lr 0.001 from the exported weights on the
     exported batch, and PyTorch trains the same module the same way:
     every loss within 1e-4 relative, and every final weight and running
     statistic within 1e-4 of its tensor's largest value.
@@ -32,7 +32,7 @@ import sys
 import numpy as np
 import torch
 
-ITERS, LR, TOL = 3, 0.01, 1e-4
+ITERS, LR, TOL = 3, 0.001, 1e-4
 
 
 def run(cmd):
@@ -106,15 +106,17 @@ def train(m, x, y):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for i, a in enumerate(sys.argv[1:]) if not a.startswith("--")
+            and sys.argv[i] not in ("--size", "--batch")]
     flags = sys.argv[1:]
     autotmc, name, work = args[0], args[1], args[2]
     size = int(flags[flags.index("--size") + 1]) if "--size" in flags else 64
+    batch = int(flags[flags.index("--batch") + 1]) if "--batch" in flags else 2
     os.makedirs(work, exist_ok=True)
     m = build(name).train()
     torch.manual_seed(1)
-    x = torch.randn(2, 3, size, size)
-    y = torch.randint(0, 10, (2,))
+    x = torch.randn(batch, 3, size, size)
+    y = torch.randint(0, 10, (batch,))
     onnx = f"{work}/{name}.onnx"
     torch.onnx.export(m, x, onnx, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                       input_names=["x"], output_names=["logits"])
@@ -122,6 +124,10 @@ def main():
     np.save(f"{work}/y.npy", y.numpy().astype(np.int64))
     net, weights = f"{work}/{name}.net", f"{work}/{name}.safetensors"
     run([autotmc, "import", onnx, "-o", net, "--weights", weights])
+    # the learning rate of the test (the import writes sgd(lr = 0.01)): small enough that 3 steps of a deep
+    # network with batch statistics of few elements stay where float32 rounding does not decide them
+    text = open(net).read()
+    open(net, "w").write(text.replace("optimizer = sgd(lr = 0.01)", f"optimizer = sgd(lr = {LR})"))
     bad = 0
 
     params = sum(p.numel() for p in m.parameters())
@@ -135,6 +141,7 @@ def main():
     theirs, final = train(m, x, y)
     m.load_state_dict(state)
     exact, exact_final = train(m.double(), x.double(), y)
+    print(f"# PyTorch float32 {theirs}, float64 {exact}")
     _, onnx_name = read_safetensors(weights)  # the import's metadata: .net name -> ONNX initializer
     how = ["interpret"] + (["run"] if "--run" in flags else [])
     for cmd in how:
@@ -159,10 +166,10 @@ def main():
                 for k, v in final.items() if k in by_torch}
         close = {k for k, r in rels.items()
                  if r > TOL and np.abs(by_torch[k] - exact_final[k]).max() <= 2 * np.abs(final[k] - exact_final[k]).max()}
-        worst = max((r for k, r in rels.items() if k not in close), default=0.0)
+        worst, worst_name = max(((r, k) for k, r in rels.items() if k not in close), default=(0.0, ""))
         ok = not missing and worst <= TOL
         print(f"{'ok' if ok else 'FAIL'}: {name} {cmd}: {len(final)} final tensors within {worst:.2e} of their "
-              f"largest value from PyTorch's" + (f", {len(close)} more as close to float64 as PyTorch's" if close else "")
+              f"largest value from PyTorch's (the farthest: {worst_name})" + (f", {len(close)} more as close to float64 as PyTorch's" if close else "")
               + (f"; not found: {missing[:5]}" if missing else ""))
         bad += not ok
     sys.exit(1 if bad else 0)
