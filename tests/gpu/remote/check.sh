@@ -187,22 +187,27 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
+# vs_torch NAME REF TOL WHAT: prog/NAME trained 5 steps from REF's weights and data agrees with PyTorch's (agree.py)
+vs_torch() {
+	local name=$1 ref=$2 tol=$3 what=$4 f=$logs/$1 rc
+	if [ ! -f "$ref/ref.json" ]; then
+		notok "$name against $what: the package has no reference (package.sh found no PyTorch)"; return
+	fi
+	timeout -k 5 60 "prog/$name" --iters 5 --weights "$ref/init.safetensors" --input "$ref/x.npy" \
+		--labels "$ref/y.npy" --results "$f.json" --save-weights "$f.safetensors" > "$f.txt" 2>&1
+	rc=$?
+	if [ $rc != 0 ]; then
+		notok "$name against $what (exit $rc)"; tail -3 "$f.txt"
+	elif python3 agree.py "$ref" "$f.json" "$f.safetensors" "$tol" > "$f.agree.txt" 2>&1; then
+		ok "$name against $what (5 AdamW steps, $tol)"; tail -2 "$f.agree.txt" | sed 's/^/#   /'
+	else
+		notok "$name against $what"; sed 's/^/#   /' "$f.agree.txt"
+	fi
+}
+
 if want gpt; then
 	for name in gpt-all-fast gpt-auto gpt-fused; do
-		f=$logs/$name
-		if [ ! -f ref/gpt/ref.json ]; then
-			notok "$name against PyTorch: the package has no reference (package.sh found no PyTorch)"; continue
-		fi
-		timeout -k 5 60 "prog/$name" --iters 5 --weights ref/gpt/init.safetensors --input ref/gpt/x.npy \
-			--labels ref/gpt/y.npy --results "$f.json" --save-weights "$f.safetensors" > "$f.txt" 2>&1
-		rc=$?
-		if [ $rc != 0 ]; then
-			notok "$name against PyTorch (exit $rc)"; tail -3 "$f.txt"
-		elif python3 agree.py ref/gpt "$f.json" "$f.safetensors" 1e-5 > "$f.agree.txt" 2>&1; then
-			ok "$name against PyTorch (5 AdamW steps, 1e-5)"; tail -2 "$f.agree.txt" | sed 's/^/#   /'
-		else
-			notok "$name against PyTorch"; sed 's/^/#   /' "$f.agree.txt"
-		fi
+		vs_torch "$name" ref/gpt 1e-5 PyTorch
 	done
 	for name in gptb48-all-fast gptb48-auto; do
 		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
@@ -218,20 +223,7 @@ fi
 
 if want bf16; then
 	for name in gpt16-all-fast gpt16-auto gpt16-fused; do
-		f=$logs/$name
-		if [ ! -f ref/gpt16/ref.json ]; then
-			notok "$name against PyTorch: the package has no reference (package.sh found no PyTorch)"; continue
-		fi
-		timeout -k 5 60 "prog/$name" --iters 5 --weights ref/gpt16/init.safetensors --input ref/gpt16/x.npy \
-			--labels ref/gpt16/y.npy --results "$f.json" --save-weights "$f.safetensors" > "$f.txt" 2>&1
-		rc=$?
-		if [ $rc != 0 ]; then
-			notok "$name against PyTorch autocast (exit $rc)"; tail -3 "$f.txt"
-		elif python3 agree.py ref/gpt16 "$f.json" "$f.safetensors" 1e-2 > "$f.agree.txt" 2>&1; then
-			ok "$name against PyTorch autocast (5 AdamW steps, 1e-2)"; tail -2 "$f.agree.txt" | sed 's/^/#   /'
-		else
-			notok "$name against PyTorch autocast"; sed 's/^/#   /' "$f.agree.txt"
-		fi
+		vs_torch "$name" ref/gpt16 1e-2 "PyTorch autocast"
 	done
 	for name in gpt16b48-all-fast gpt16b48-auto gpt16b48-fused-all-fast gpt16b48-fused-auto; do
 		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
