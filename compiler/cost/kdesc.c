@@ -44,7 +44,8 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 	desc[RT_D_PH] = a->ph, desc[RT_D_PW] = a->pw, desc[RT_D_GROUPS] = a->groups;
 	desc[RT_D_AXIS] = a->axis, desc[RT_D_OFFSET] = a->offset, desc[RT_D_SEED] = a->seed;
 	desc[RT_D_EPS] = dbits(a->eps), desc[RT_D_P] = dbits(a->p);
-	desc[RT_D_BN_MOMENTUM] = dbits(a->momentum);
+	/* the statistics' update uses it; batchnorm carries it to autodiff only (its kernel and signature do not) */
+	desc[RT_D_BN_MOMENTUM] = n->op == OP_BATCHNORM_STATS ? dbits(a->momentum) : 0;
 	const OptimHyper *h = &a->upd;
 	desc[RT_D_OPTIM] = h->kind, desc[RT_D_LR] = dbits(h->lr), desc[RT_D_MOMENTUM] = dbits(h->momentum);
 	desc[RT_D_NESTEROV] = h->nesterov;
