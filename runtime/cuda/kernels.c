@@ -686,7 +686,7 @@ static void run_pieces(GpuState *s, const GpuKernel *k, void *const *a)
 	int nin = (int)d[RT_D_NIN], whole = concat ? nin : into ? 1 : 0, axis = (int)d[RT_D_AXIS];
 	int64_t outer, inner, off = concat ? 0 : d[RT_D_OFFSET];
 	op_axis_dims(&RT_ARG_DIM(d, whole, 0), (int)RT_ARG_NDIM(d, whole), axis, &outer, &inner);
-	size_t es = (size_t)(rt_arg_bytes(d, whole) / arg_elems(d, whole)); /* the pieces are of the whole's type */
+	size_t es = rt_arg_bf16(d, whole) ? 2 : 4; /* bytes an element: the pieces are of the whole's type */
 	for (int i = 0; i < nin + 1; i++)
 		if (rt_arg_bf16(d, i) != rt_arg_bf16(d, whole))
 			RT_ICE("kernel %d (%s): pieces of two types", k->id, op_name(k->op));
