@@ -38,6 +38,9 @@
 #include "onnx_ir.h"
 #include "util.h"
 
+/* The labels given in one block. */
+typedef VEC(const char *) Labels;
+
 /* A constant to write as a parameter, in the order the .net layers create them. */
 typedef struct Param {
 	const IrConst *c;
@@ -54,7 +57,9 @@ typedef struct Cv {
 	int depth;  /* indentation */
 	Param *param;
 	int nparam, cap_param;
-	int blocks; /* labels of blocks: b1, b2, ... */
+	int blocks; /* blocks written */
+	const char *prefix; /* the PyTorch module path of the block being written ("" at the top) */
+	Labels used;        /* the labels given in it */
 	char *err;
 	size_t errlen;
 	bool failed;
@@ -160,13 +165,52 @@ static const char *identifier(Arena *a, const char *s, size_t n)
 	return isalpha((unsigned char)id[0]) && !kw ? id : arena_printf(a, "m_%s", id);
 }
 
-/* The label of a layer whose weight is initializer v: its module path with '_' for '.', or NULL. */
-static const char *label_of(Cv *c, int v)
+/* The module path of initializer v (`layer1.0.conv1` of `layer1.0.conv1.weight`), or NULL. */
+static const char *module_of(Cv *c, int v)
 {
 	const char *name = c->ir->v[v].name, *dot = strrchr(name, '.');
 	if (!dot || dot == name || strncmp(name, "onnx::", 6) == 0)
 		return NULL;
-	return identifier(c->a, name, (size_t)(dot - name));
+	return arena_strndup(c->a, name, (size_t)(dot - name));
+}
+
+/* Module path m below the current block's prefix: what follows "PREFIX.", or NULL if m is not below it. */
+static const char *below(const Cv *c, const char *m)
+{
+	size_t n = strlen(c->prefix);
+	if (!n)
+		return m;
+	return strncmp(m, c->prefix, n) == 0 && m[n] == '.' && m[n + 1] ? m + n + 1 : NULL;
+}
+
+/* label, made unique among the labels of the current block (label_2, ...). */
+static const char *unique_label(Cv *c, const char *label)
+{
+	const char *l = label;
+	for (int k = 2;; k++) {
+		bool taken = false;
+		for (int i = 0; i < c->used.n && !taken; i++)
+			taken = strcmp(c->used.v[i], l) == 0;
+		if (!taken)
+			break;
+		l = arena_printf(c->a, "%s_%d", label, k);
+	}
+	vec_push(c->a, &c->used, l);
+	return l;
+}
+
+/*
+ * The label of a layer whose weight is initializer v: its module path
+ * below the block's (`conv1` in block `layer1_0`; the whole path, '_' for
+ * '.', elsewhere), or NULL when the initializer names no module.
+ */
+static const char *label_of(Cv *c, int v)
+{
+	const char *m = module_of(c, v), *rel = m ? below(c, m) : NULL;
+	if (!m)
+		return NULL;
+	const char *id = identifier(c->a, rel ? rel : m, strlen(rel ? rel : m));
+	return unique_label(c, id);
 }
 
 /* Constant input k of node i, which must be there with `ndim` dimensions (0: any). */
@@ -457,6 +501,7 @@ static bool emit_node(Cv *c, int i)
 /* ---- structure ---------------------------------------------------------------------- */
 
 static bool seq(Cv *c, int from, int to);
+static bool block_body(Cv *c, int v, int j, int a, int b, const char *op);
 
 /*
  * The node that joins the branches forking at value v: walking the nodes
@@ -464,10 +509,9 @@ static bool seq(Cv *c, int from, int to);
  * inputs' edges off the open ones and adds its output's; the join is the
  * first after which every open edge leaves it. -1 if none.
  */
-static int join_of(Cv *c, int v)
+static int join_of(Cv *c, int v, bool *reached)
 {
 	const Ir *ir = c->ir;
-	bool *reached = arena_array(c->a, (size_t)ir->nv, sizeof(bool));
 	reached[v] = true;
 	int open = ir->v[v].nuses, first = ir->v[v].uses[0];
 	for (int i = first; i < ir->nnode; i++) {
@@ -559,16 +603,79 @@ static bool branch(Cv *c, int v, int to)
 	return ok;
 }
 
-/* The block that forks at v and joins at node j: residual, add, concat or gate. */
-static bool block(Cv *c, int v, int j)
+/*
+ * The module path that every weight of the block's nodes (those after the
+ * fork's value v whose output `reached` marks, up to the join j) lies below, if it is below the
+ * current block's and longer; else NULL.
+ */
+static const char *block_module(Cv *c, const bool *reached, int v, int j)
+{
+	const char *common = NULL;
+	size_t len = 0;
+	for (int i = 0; i <= j; i++) {
+		const IrNode *n = &c->ir->node[i];
+		bool weighted = !strcmp(n->p->op_type, "Conv") || !strcmp(n->p->op_type, "BatchNormalization") ||
+		                !strcmp(n->p->op_type, "Gemm"); /* the layers label_of labels */
+		if (!weighted || n->nout < 1 || n->out[0] < 0 || n->out[0] == v || !reached[n->out[0]] || n->nin < 2 ||
+		    !ir_const(c->ir, n->in[1]))
+			continue;
+		const char *m = module_of(c, n->in[1]);
+		if (!m)
+			continue;
+		if (!common) {
+			common = m;
+			len = strlen(m);
+			continue;
+		}
+		size_t k = 0, whole = 0; /* the common prefix, cut back to whole parts */
+		while (k < len && m[k] && m[k] == common[k]) {
+			k++;
+			if ((k == len || common[k] == '.') && (!m[k] || m[k] == '.'))
+				whole = k;
+		}
+		len = whole;
+	}
+	if (!common || !len)
+		return NULL;
+	const char *p = arena_strndup(c->a, common, len);
+	return below(c, p) ? p : NULL;
+}
+
+/* The block that forks at v and joins at node j (reached: what lies between): residual, add, concat or gate. */
+static bool block(Cv *c, int v, int j, const bool *reached)
 {
 	const IrNode *n = &c->ir->node[j];
 	const char *op = n->p->op_type;
 	int a = n->nin > 0 ? n->in[0] : -1, b = n->nin > 1 ? n->in[1] : -1;
 	if (data_inputs(c->ir, j) != n->nin)
 		return cv_fail(c, "%s: it joins branches and reads a constant too", who(c, j));
+	int other = a == v ? b : a, sig = other >= 0 ? c->ir->v[other].producer : -1;
+	if (strcmp(op, "Mul") == 0 && n->nin == 2 && (a == v) != (b == v) && sig >= 0 &&
+	    strcmp(c->ir->node[sig].p->op_type, "Sigmoid") == 0 && c->ir->node[sig].in[0] == v) {
+		line(c); /* x sigmoid(x) */
+		put(c, "silu");
+		return true;
+	}
+	c->blocks++;
+	const char *module = block_module(c, reached, v, j), *outer = c->prefix;
 	line(c);
-	put(c, "b%d: ", ++c->blocks);
+	put(c, "%s: ", unique_label(c, module ? identifier(c->a, below(c, module), strlen(below(c, module)))
+	                                      : arena_printf(c->a, "b%d", c->blocks)));
+	/* inside, labels are below the block's module, and a namespace of their own */
+	Labels used = c->used;
+	c->used = (Labels){0};
+	if (module)
+		c->prefix = module;
+	bool ok = block_body(c, v, j, a, b, op);
+	c->prefix = outer;
+	c->used = used;
+	return ok;
+}
+
+/* The block's keyword and branches (block). */
+static bool block_body(Cv *c, int v, int j, int a, int b, const char *op)
+{
+	const IrNode *n = &c->ir->node[j];
 	bool ok;
 	if ((strcmp(op, "Add") == 0 || strcmp(op, "Sum") == 0) && n->nin == 2 && (a == v) != (b == v)) {
 		put(c, "residual {");
@@ -618,11 +725,12 @@ static bool seq(Cv *c, int from, int to)
 				return false;
 			continue;
 		}
-		int j = join_of(c, v);
+		bool *reached = arena_array(c->a, (size_t)ir->nv, sizeof(bool));
+		int j = join_of(c, v, reached);
 		if (j < 0 || j > ir->v[to].producer)
 			return cv_fail(c, "%s: the branches that fork at '%s' are never joined into one value before '%s'",
 			               who(c, i), val->name, ir->v[to].name);
-		if (!block(c, v, j))
+		if (!block(c, v, j, reached))
 			return false;
 		v = main_out(c, j);
 		if (v < 0)
@@ -777,7 +885,7 @@ int onnx_import(const char *onnx_path, const char *net_path, const char *net_nam
 	Arena a = {0};
 	Ir ir;
 	int rc = -1;
-	Cv c = {.ir = &ir, .a = &a, .err = err, .errlen = errlen, .cap = 4096};
+	Cv c = {.ir = &ir, .a = &a, .err = err, .errlen = errlen, .cap = 4096, .prefix = ""};
 	c.text = xmalloc(c.cap);
 	c.text[0] = '\0';
 	TioOut *t = NULL;
