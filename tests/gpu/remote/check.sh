@@ -187,6 +187,12 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
+# steps PROG NAME: 5 steps of prog/PROG, its results and weights as LOGDIR/NAME.json and .safetensors
+steps() {
+	timeout -k 5 120 "prog/$1" --iters 5 --results "$logs/$2.json" --save-weights "$logs/$2.safetensors" \
+		> "$logs/$2.txt" 2>&1 || notok "$2 (exit $?)"
+}
+
 # vs_torch NAME REF TOL WHAT: prog/NAME trained 5 steps from REF's weights and data agrees with PyTorch's (agree.py)
 vs_torch() {
 	local name=$1 ref=$2 tol=$3 what=$4 f=$logs/$1 rc
@@ -210,9 +216,7 @@ if want gpt; then
 		vs_torch "$name" ref/gpt 1e-5 PyTorch
 	done
 	for name in gptb48-all-fast gptb48-auto; do
-		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
-			--save-weights "$logs/$name.safetensors" > "$logs/$name.txt" 2>&1 ||
-			notok "$name (exit $?)"
+		steps "$name" "$name"
 	done
 	if same_run "$logs/gptb48-all-fast" "$logs/gptb48-auto"; then
 		ok "gpt batch 48, auto at 50% (moves, recomputation): bitwise all-fast"
@@ -226,9 +230,7 @@ if want bf16; then
 		vs_torch "$name" ref/gpt16 1e-2 "PyTorch autocast"
 	done
 	for name in gpt16b48-all-fast gpt16b48-auto gpt16b48-fused-all-fast gpt16b48-fused-auto; do
-		timeout -k 5 60 "prog/$name" --iters 5 --results "$logs/$name.json" \
-			--save-weights "$logs/$name.safetensors" > "$logs/$name.txt" 2>&1 ||
-			notok "$name (exit $?)"
+		steps "$name" "$name"
 	done
 	if same_run "$logs/gpt16b48-all-fast" "$logs/gpt16b48-auto"
 	then ok "bf16 gpt batch 48, auto at 50%: bitwise all-fast"
@@ -244,14 +246,10 @@ if want bf16; then
 		elif agree 1e-2 ref/resnet50-bf16.txt "$f" 5e-2; then ok "bf16 resnet50-$opt: the bf16 interpreter's losses"
 		else notok "bf16 resnet50-$opt: losses differ from the bf16 interpreter's"; fi
 	done
-	timeout -k 5 120 prog/det16-all-fast --iters 5 --results "$logs/det16-all-fast.json" \
-		--save-weights "$logs/det16-all-fast.safetensors" > "$logs/det16-all-fast.txt" 2>&1 ||
-		notok "det16 all-fast (exit $?)"
+	steps det16-all-fast det16-all-fast
 	runs=()
 	for i in 1 2 3; do
-		timeout -k 5 120 prog/det16-async-25 --iters 5 --results "$logs/det16-async-$i.json" \
-			--save-weights "$logs/det16-async-$i.safetensors" > "$logs/det16-async-$i.txt" 2>&1 ||
-			notok "det16 async run $i (exit $?)"
+		steps det16-async-25 "det16-async-$i"
 		runs+=("$logs/det16-async-$i")
 	done
 	if same_run "$logs/det16-all-fast" "${runs[@]}"
@@ -262,15 +260,11 @@ fi
 if want det; then
 	runs=()
 	for i in 1 2; do # all-fast twice: are the kernels themselves repeatable?
-		timeout -k 5 120 prog/det-all-fast --iters 5 --results "$logs/det-all-fast-$i.json" \
-			--save-weights "$logs/det-all-fast-$i.safetensors" > "$logs/det-all-fast-$i.txt" 2>&1 ||
-			notok "det all-fast run $i (exit $?)"
+		steps det-all-fast "det-all-fast-$i"
 	done
 	runs+=("$logs/det-all-fast-2")
 	for i in 1 2 3 4 5; do
-		timeout -k 5 120 prog/det-async-25 --iters 5 --results "$logs/det-async-$i.json" \
-			--save-weights "$logs/det-async-$i.safetensors" > "$logs/det-async-$i.txt" 2>&1 ||
-			notok "det async run $i (exit $?)"
+		steps det-async-25 "det-async-$i"
 		runs+=("$logs/det-async-$i")
 	done
 	if same_run "$logs/det-all-fast-1" "${runs[@]}"
