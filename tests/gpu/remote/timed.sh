@@ -6,14 +6,16 @@
 #
 #   tests/gpu/out/pkg/timed.sh OUTDIR [SECONDS]     (default 520)
 #
-# Phases, in this order: a (ops, abi, train, eval; at most 150 s), r
-# (reprofile: each profile's part at most PROFILE_TIMEOUT, default 45 s,
-# merged into a copy of its profile, r/M.gpu.tsv, to commit in its
-# place; at most 270 s), d (det, at most 60 s), s (san, at most 220 s).
+# Phases, in this order: a (ops, gpt, bf16: every kernel, the bf16 and
+# fused ones too, and the programs that use them; at most 200 s), b (abi,
+# train, eval; at most 100 s), d (det, at most 60 s), s (san, at most 120
+# s), r (reprofile: each profile's part at most PROFILE_TIMEOUT, default
+# 45 s, merged into a copy of its profile, r/M.gpu.tsv, to commit in its
+# place; what is left).
 # OUTDIR gets check.txt (every phase's output) and PHASE.tgz (its logs,
 # saved weights left out).
 set -u
-[ $# -ge 1 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 2
 deadline=${2:-520}
 pkg=$(cd "$(dirname "$0")" && pwd)
@@ -34,9 +36,10 @@ phase() { # NAME SECONDS check.sh-ARGS...
 	pack "$name"
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee "$log"
-phase a 150 --only ops,abi,train,eval
-PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-45} phase r 270 --only reprofile
+phase a 200 --only ops,gpt,bf16
+phase b 100 --only abi,train,eval
 phase d 60 --only det
-SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-70} phase s 220 --only san
+SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-35} phase s 120 --only san
+PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-45} phase r 600 --only reprofile
 echo "== done at $(elapsed) s" | tee -a "$log"
 rm -rf "$logs"
