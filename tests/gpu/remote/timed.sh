@@ -8,7 +8,7 @@
 #
 # Phases, in this order: a (ops, gpt, bf16: every kernel, the bf16 and
 # fused ones too, and the programs that use them; at most 200 s), b (abi,
-# train, eval; at most 100 s), d (det, at most 60 s), s (san, at most 120
+# train, eval; at most 100 s), d (det, at most 60 s), s (san, at most 190
 # s), r (reprofile: each profile's part at most PROFILE_TIMEOUT, default
 # 45 s, merged into a copy of its profile, r/M.gpu.tsv, to commit in its
 # place; what is left).
@@ -39,7 +39,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,cl
 phase a 200 --only ops,gpt,bf16
 phase b 100 --only abi,train,eval
 phase d 60 --only det
-SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-35} phase s 120 --only san
+SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-60} phase s 190 --only san
 PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-45} phase r 600 --only reprofile
 echo "== done at $(elapsed) s" | tee -a "$log"
 rm -rf "$logs"
