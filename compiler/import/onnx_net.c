@@ -466,6 +466,15 @@ static bool emit_node(Cv *c, int i)
 		put(c, "flatten");
 		return true;
 	}
+	if (strcmp(op, "Reshape") == 0) { /* x.view(N, -1): flatten */
+		const IrConst *shape = n->nin > 1 ? ir_const(c->ir, n->in[1]) : NULL;
+		if (!shape || shape->n != 2 || !(shape->data[1] == -1 || shape->data[1] > 0))
+			return cv_fail(c, "%s: a Reshape other than to [batch, -1] (a flatten); export with a fixed batch",
+			               who(c, i));
+		line(c);
+		put(c, "flatten");
+		return true;
+	}
 	if (strcmp(op, "HardSigmoid") == 0) {
 		double al = ir_attr_float(n, "alpha", 0.2), be = ir_attr_float(n, "beta", 0.5);
 		if (al < 0.16666 || al > 0.16667 || be != 0.5)
@@ -772,6 +781,45 @@ static void chain_concats(Ir *ir, Arena *a)
 	ir_link_uses(ir, a);
 }
 
+/*
+ * Shape arithmetic on constants, as PyTorch exports x.view(x.size(0), -1)
+ * at a fixed batch: Unsqueeze, Squeeze, Cast and Identity of a constant,
+ * and Concat of constants, become constants themselves (the elements are
+ * kept; only Reshape reads such values, as a list of sizes).
+ */
+static void fold_constants(Ir *ir, Arena *a)
+{
+	static const char *const foldable[] = {"Unsqueeze", "Squeeze", "Cast", "Identity", "Concat"};
+	for (int i = 0; i < ir->nnode; i++) {
+		IrNode *n = &ir->node[i];
+		bool fold = false;
+		for (size_t k = 0; k < sizeof foldable / sizeof *foldable; k++)
+			fold |= strcmp(n->p->op_type, foldable[k]) == 0;
+		int64_t total = 0;
+		for (int k = 0; k < n->nin && fold; k++) {
+			const IrConst *c = ir_const(ir, n->in[k]);
+			fold = c != NULL;
+			total += c ? c->n : 0;
+		}
+		if (!fold || n->nin < 1 || n->nout != 1 || n->out[0] < 0 || total > 64)
+			continue;
+		bool concat = strcmp(n->p->op_type, "Concat") == 0;
+		IrConst *c = &ir->konst[ir->nkonst];
+		*c = (IrConst){.ndim = 1, .n = concat ? total : ir_const(ir, n->in[0])->n};
+		c->dims[0] = c->n;
+		c->data = arena_array(a, (size_t)c->n + 1, sizeof(float));
+		int64_t at = 0;
+		for (int k = 0; k < (concat ? n->nin : 1); k++) {
+			const IrConst *in = ir_const(ir, n->in[k]);
+			memcpy(c->data + at, in->data, sizeof(float) * (size_t)in->n);
+			at += in->n;
+		}
+		ir->v[n->out[0]].konst = ir->nkonst++;
+		ir->v[n->out[0]].producer = -1;
+		n->nout = 0; /* no longer a node of the network */
+	}
+}
+
 /* ---- the file and its weights ----------------------------------------------------- */
 
 /* The model's name from the file's: its base name without .onnx, letters, digits and '_'. */
@@ -894,6 +942,7 @@ int onnx_import(const char *onnx_path, const char *net_path, const char *net_nam
 	if (!onnx_read(onnx_path, &ir, &a, err, errlen))
 		goto out;
 	chain_concats(&ir, &a);
+	fold_constants(&ir, &a);
 	if (!write_net(&c, onnx_path) || !match_params(&c, net_name, &t, &meta, &n)) {
 		char inner[2048];
 		snprintf(inner, sizeof inner, "%s", err);

@@ -6,7 +6,7 @@ train both 3 SGD steps from the same weights on the same batch.
 
 MODEL is a torchvision classification model (resnet18, vgg11_bn, ...) built
 with 10 classes, or `tiny` (a small network of the blocks import knows:
-a residual, a concat and a gate). It is exported in training mode
+a residual, a concat, a gate, and x.view(N, -1)). It is exported in training mode
 (torch.onnx.export(..., training=TrainingMode.TRAINING,
 do_constant_folding=False): batchnorm normalises by the batch and the
 initializers are the parameters and running statistics), with its dropout
@@ -57,7 +57,7 @@ def read_safetensors(path):
 
 
 class Tiny(torch.nn.Module):
-    """A residual block, a concat of two branches and a squeeze-excite gate."""
+    """A residual block, a concat of two branches, a squeeze-excite gate and a view to [N, -1]."""
 
     def __init__(self):
         super().__init__()
@@ -68,14 +68,15 @@ class Tiny(torch.nn.Module):
         self.right = nn.Sequential(nn.Conv2d(8, 4, 3, padding=1), nn.ReLU())
         self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(8, 4, 1), nn.ReLU(), nn.Conv2d(4, 8, 1),
                                 nn.Hardsigmoid())
-        self.head = nn.Sequential(nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+        self.pool = nn.Sequential(nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(8, 10)
 
     def forward(self, x):
         x = self.stem(x)
         x = x + self.body(x)
         x = torch.cat([self.left(x), self.right(x)], 1)
-        x = x * self.se(x)
-        return self.head(x)
+        x = self.pool(x * self.se(x))
+        return self.fc(x.view(x.size(0), -1))  # a view, as user code writes it: a Reshape
 
 
 def build(name):
