@@ -650,6 +650,73 @@ static const char *block_module(Cv *c, const bool *reached, int v, int j)
 	return below(c, p) ? p : NULL;
 }
 
+/* One entry of a shape list: a constant, or dimension `val` of the fork's value. */
+typedef struct Size {
+	bool dim;
+	int64_t val;
+} Size;
+
+enum { MAX_SIZES = 8 };
+
+/*
+ * The list of sizes value w holds, computed from the fork's value v by
+ * Shape, Gather of a constant index, Unsqueeze, Squeeze, Cast and Concat,
+ * as PyTorch exports x.view(x.size(0), -1) with a symbolic batch; into
+ * out, the count returned, -1 if w is not such a list.
+ */
+static int sizes_of(const Cv *c, int w, int v, Size *out)
+{
+	const Ir *ir = c->ir;
+	const IrConst *k = ir_const(ir, w);
+	if (k) {
+		if (k->n > MAX_SIZES)
+			return -1;
+		for (int64_t i = 0; i < k->n; i++)
+			out[i] = (Size){false, (int64_t)k->data[i]};
+		return (int)k->n;
+	}
+	int i = ir->v[w].producer;
+	if (i < 0)
+		return -1;
+	const IrNode *n = &ir->node[i];
+	const char *op = n->p->op_type;
+	const IrConst *idx = n->nin > 1 ? ir_const(ir, n->in[1]) : NULL;
+	if (strcmp(op, "Gather") == 0 && n->nin == 2 && idx && idx->n == 1 && ir->v[n->in[0]].producer >= 0) {
+		const IrNode *sh = &ir->node[ir->v[n->in[0]].producer];
+		if (strcmp(sh->p->op_type, "Shape") != 0 || sh->in[0] != v || idx->data[0] < 0)
+			return -1;
+		out[0] = (Size){true, (int64_t)idx->data[0]};
+		return 1;
+	}
+	if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Cast") == 0)
+		return n->nin >= 1 ? sizes_of(c, n->in[0], v, out) : -1;
+	if (strcmp(op, "Concat") != 0)
+		return -1;
+	int total = 0;
+	for (int m = 0; m < n->nin; m++) {
+		Size part[MAX_SIZES];
+		int got = sizes_of(c, n->in[m], v, part);
+		if (got < 0 || total + got > MAX_SIZES)
+			return -1;
+		memcpy(out + total, part, sizeof(Size) * (size_t)got);
+		total += got;
+	}
+	return total;
+}
+
+/* A view of v to [its batch, -1] (x.view(x.size(0), -1) with a symbolic batch) at Reshape node j: flatten. */
+static bool view_flatten(Cv *c, int v, int j)
+{
+	const IrNode *n = &c->ir->node[j];
+	Size s[MAX_SIZES];
+	if (n->nin != 2 || n->in[0] != v || sizes_of(c, n->in[1], v, s) != 2 || !s[0].dim || s[0].val != 0 ||
+	    s[1].dim || !(s[1].val == -1 || s[1].val > 0))
+		return cv_fail(c, "%s: a Reshape other than to [batch, -1] (a flatten)", who(c, j));
+	line(c);
+	put(c, "flatten");
+	return true;
+}
+
 /* The block that forks at v and joins at node j (reached: what lies between): residual, add, concat or gate. */
 static bool block(Cv *c, int v, int j, const bool *reached)
 {
@@ -658,6 +725,8 @@ static bool block(Cv *c, int v, int j, const bool *reached)
 	int a = n->nin > 0 ? n->in[0] : -1, b = n->nin > 1 ? n->in[1] : -1;
 	if (data_inputs(c->ir, j) != n->nin)
 		return cv_fail(c, "%s: it joins branches and reads a constant too", who(c, j));
+	if (strcmp(op, "Reshape") == 0)
+		return view_flatten(c, v, j);
 	int other = a == v ? b : a, sig = other >= 0 ? c->ir->v[other].producer : -1;
 	if (strcmp(op, "Mul") == 0 && n->nin == 2 && (a == v) != (b == v) && sig >= 0 &&
 	    strcmp(c->ir->node[sig].p->op_type, "Sigmoid") == 0 && c->ir->node[sig].in[0] == v) {

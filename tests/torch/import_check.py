@@ -2,7 +2,7 @@
 """`autotmc import` against PyTorch: export a model to ONNX, import it,
 train both 3 SGD steps from the same weights on the same batch.
 
-    import_check.py AUTOTMC MODEL WORKDIR [--run] [--size S] [--batch B]
+    import_check.py AUTOTMC MODEL WORKDIR [--run] [--size S] [--batch B] [--dynamic]
 
 MODEL is a torchvision classification model (resnet18, vgg11_bn, ...) built
 with 10 classes, or `tiny` (a small network of the blocks import knows:
@@ -119,8 +119,10 @@ def main():
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
     onnx = f"{work}/{name}.onnx"
+    # --dynamic: the batch symbolic, as users export for serving (a view's size then comes from Shape(x))
+    dynamic = {"x": {0: "batch"}, "logits": {0: "batch"}} if "--dynamic" in flags else None
     torch.onnx.export(m, x, onnx, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      input_names=["x"], output_names=["logits"])
+                      input_names=["x"], output_names=["logits"], dynamic_axes=dynamic)
     np.save(f"{work}/x.npy", x.numpy())
     np.save(f"{work}/y.npy", y.numpy().astype(np.int64))
     net, weights = f"{work}/{name}.net", f"{work}/{name}.safetensors"
@@ -146,7 +148,8 @@ def main():
     _, onnx_name = read_safetensors(weights)  # the import's metadata: .net name -> ONNX initializer
     how = ["interpret"] + (["run"] if "--run" in flags else [])
     for cmd in how:
-        out = run([autotmc, cmd, net, "--iters", str(ITERS), "--weights", weights, "--input", f"{work}/x.npy",
+        out = run([autotmc, cmd, net, "-D", f"batch={batch}", "--iters", str(ITERS), "--weights", weights,
+                   "--input", f"{work}/x.npy",
                    "--labels", f"{work}/y.npy", "--save-weights", f"{work}/{cmd}.safetensors"]
                   + (["--slow-dir", work] if cmd == "run" else []))
         ours = [float(v) for v in re.findall(r"^step \d+: loss (\S+)", out, re.M)]

@@ -19,16 +19,16 @@ trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache
 fails=0
 # model batch size [--run]
-for spec in "tiny 2 16 --run" "resnet18 2 64 --run" "squeezenet1_1 2 64 --run" "mobilenet_v3_small 2 64 --run" \
+for spec in "tiny 2 16 --run" "tiny 2 16 --dynamic" "resnet18 2 64 --run" "squeezenet1_1 2 64 --run" "mobilenet_v3_small 2 64 --run" \
     "efficientnet_b0 8 64" "mobilenet_v2 8 64" "densenet121 4 64"; do
     read -r model batch size run <<< "$spec"
-    "$py" "$srcdir/tests/torch/import_check.py" "$autotmc" "$model" "$work/$model" --batch "$batch" --size "$size" \
+    "$py" "$srcdir/tests/torch/import_check.py" "$autotmc" "$model" "$work/$model${run#--}" --batch "$batch" --size "$size" \
         $run 2>&1 | grep -E '^(ok|FAIL|#)|Error|error' || fails=$((fails + 1))
     [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 done
 
 # the small network under a limit: auto moves tensors, and the losses and weights are all-fast's, bit for bit
-t=$work/tiny
+t=$work/tinyrun
 runs() {
     "$autotmc" run "$t/tiny.net" -D batch=32 --iters 3 --weights "$t/tiny.safetensors" --slow-dir "$work" \
         --save-weights "$t/$1.safetensors" "${@:2}" 2>&1 | tee "$t/$1.log" | grep -o '^step [0-9]*: loss [^ ]*'
