@@ -30,12 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <unistd.h>
-
 #include "autotm/tensorio.h"
 #include "elaborate.h"
 #include "graph.h"
 #include "onnx_ir.h"
+#include "outfile.h"
 #include "util.h"
 
 /* The labels given in one block. */
@@ -964,36 +963,16 @@ static bool match_params(Cv *c, const char *net_name, TioOut **out, TioMeta **me
 	return true;
 }
 
-/* Write text to path through a temporary file in its directory, renamed over it; NULL: stdout. */
+/* The .net text into path (base/outfile.h: atomically, a link followed), or on stdout when NULL. */
 static bool write_text(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
-	if (!path) {
-		if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
-			snprintf(err, errlen, "cannot write the .net file to the standard output: %s", strerror(errno));
-			return false;
-		}
-		return true;
+	if (path)
+		return outfile_write(path, text, len, err, errlen);
+	if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+		snprintf(err, errlen, "cannot write the .net file to the standard output: %s", strerror(errno));
+		return false;
 	}
-	char *tmp = xmalloc(strlen(path) + 16);
-	sprintf(tmp, "%s.tmp.XXXXXX", path);
-	int fd = mkstemp(tmp);
-	bool ok = fd >= 0 && write_all(fd, text, len) && fsync(fd) == 0;
-	int e = errno;
-	if (fd >= 0 && close(fd) != 0 && ok) {
-		ok = false;
-		e = errno;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		ok = false;
-		e = errno;
-	}
-	if (!ok) {
-		if (fd >= 0)
-			unlink(tmp);
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
-	}
-	free(tmp);
-	return ok;
+	return true;
 }
 
 int onnx_import(const char *onnx_path, const char *net_path, const char *net_name, const char *weights_path,
