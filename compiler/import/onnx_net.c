@@ -212,6 +212,15 @@ static const char *label_of(Cv *c, int v)
 	return unique_label(c, id);
 }
 
+/* A new line for the layer of node i, labelled after its weight (input 1) where that names a module. */
+static void start_layer(Cv *c, int i)
+{
+	const char *label = label_of(c, c->ir->node[i].in[1]);
+	line(c);
+	if (label)
+		put(c, "%s: ", label);
+}
+
 /* Constant input k of node i, which must be there with `ndim` dimensions (0: any). */
 static const IrConst *const_in(Cv *c, int i, int k, int ndim, const char *what)
 {
@@ -317,12 +326,9 @@ static bool emit_conv(Cv *c, int i)
 	int64_t k[2], s[2], p[2], g = ir_attr_int(n, "group", 1);
 	if (!w || (n->nin > 2 && n->in[2] >= 0 && !b) || !window(c, i, k, s, p))
 		return false;
-	if (w->dims[2] != k[0] || w->dims[3] != k[1] || g < 1)
+	if (w->dims[2] != k[0] || w->dims[3] != k[1] || g < 1 || g > w->dims[0] || w->dims[0] % g != 0)
 		return cv_fail(c, "%s: kernel_shape and group disagree with the weight", who(c, i));
-	const char *label = label_of(c, n->in[1]);
-	line(c);
-	if (label)
-		put(c, "%s: ", label);
+	start_layer(c, i);
 	put(c, "conv(%lldx%lld, %lld => %lld", (long long)k[0], (long long)k[1], (long long)(w->dims[1] * g),
 	    (long long)w->dims[0]);
 	pair_arg(c, "stride", s, 1);
@@ -349,10 +355,7 @@ static bool emit_batchnorm(Cv *c, int i)
 	if (!(momentum > 0 && momentum <= 1))
 		return cv_fail(c, "%s: momentum %g (ONNX's: the running statistics' own weight); .net's takes a batch's "
 		                  "weight in (0, 1]", who(c, i), 1 - momentum);
-	const char *label = label_of(c, n->in[1]);
-	line(c);
-	if (label)
-		put(c, "%s: ", label);
+	start_layer(c, i);
 	bool eps_dflt = eps > 0.99999e-5 && eps < 1.00001e-5, mom_dflt = momentum > 0.0999 && momentum < 0.1001;
 	put(c, "batchnorm");
 	if (!eps_dflt || !mom_dflt)
@@ -380,10 +383,7 @@ static bool emit_gemm(Cv *c, int i)
 	    (b && b->n != out))
 		return cv_fail(c, "%s: a Gemm other than x W^T + b (transA = 0, alpha = beta = 1, a bias of the outputs)",
 		               who(c, i));
-	const char *label = label_of(c, n->in[1]);
-	line(c);
-	if (label)
-		put(c, "%s: ", label);
+	start_layer(c, i);
 	put(c, "dense(%lld => %lld%s)", (long long)in, (long long)out, b ? "" : ", bias = false");
 	add_param(c, i, 1, w, false, !tb);
 	if (b)

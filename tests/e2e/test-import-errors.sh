@@ -7,7 +7,7 @@
 # value written twice, an initializer of an unread type, data of the wrong
 # length, dimensions whose product overflows, two data inputs, an op
 # without a .net layer, an unsupported join, a weight whose shape
-# disagrees with the node, and a directory and a FIFO given as the file.
+# disagrees with the node, a group count that would overflow the channels, and a directory and a FIFO given as the file.
 # Then a good file imports, and -o and --weights refuse to name one file.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -78,6 +78,9 @@ files = {
     "join": model([node("Relu", ["x"], ["a"]), node("Sub", ["x", "a"], ["y"])]),
     "bad-kernel": model([node("Conv", ["x", "w"], ["y"], attrs=[attr_ints("kernel_shape", [5, 5])])],
                         [tensor("w", (4, 3, 3, 3), [0.1] * 108)], inputs=(("x", (2, 3, 8, 8)),)),
+    "bad-group": model([node("Conv", ["x", "w"], ["y"], attrs=[attr_ints("kernel_shape", [3, 3]),
+                        ld(1, "group") + num(20, 2) + num(3, 1 << 62)])],
+                       [tensor("w", (4, 3, 3, 3), [0.1] * 108)], inputs=(("x", (2, 3, 8, 8)),)),
     "bad-width": model([gemm], [tensor("fc.weight", (4, 5), [0.5] * 20), b]),
 }
 for name, data in files.items():
@@ -114,6 +117,7 @@ refused two-inputs.onnx "more than one data input"
 refused einsum.onnx "node 'Einsum_0' (Einsum), inputs 'x': the op Einsum has no .net layer"
 refused join.onnx "node 'Sub_0' (Sub), inputs 'x', 'a': it joins the branches"
 refused bad-kernel.onnx "kernel_shape and group disagree with the weight"
+refused bad-group.onnx "kernel_shape and group disagree with the weight"
 refused bad-width.onnx "dense"
 refused dir.onnx "is a directory"
 refused fifo.onnx "not an ONNX file"
