@@ -32,6 +32,8 @@ import sys
 import numpy as np
 import torch
 
+from torch_check import read_safetensors  # tests/torch/torch_check.py, beside this script
+
 ITERS, LR, TOL = 3, 0.001, 1e-4
 
 
@@ -42,18 +44,11 @@ def run(cmd):
     return p.stdout
 
 
-def read_safetensors(path):
-    """name -> array, and the header's __metadata__"""
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    head = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in head.items():
-        if name == "__metadata__":
-            continue
-        b, t = e["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + t], dtype=np.float32).reshape(e["shape"])
-    return out, head.get("__metadata__", {})
+def metadata(path):
+    """a safetensors header's __metadata__ (import's: .net name -> ONNX initializer)"""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n)).get("__metadata__", {})
 
 
 class Tiny(torch.nn.Module):
@@ -145,7 +140,7 @@ def main():
     m.load_state_dict(state)
     exact, exact_final = train(m.double(), x.double(), y)
     print(f"# PyTorch float32 {theirs}, float64 {exact}")
-    _, onnx_name = read_safetensors(weights)  # the import's metadata: .net name -> ONNX initializer
+    onnx_name = metadata(weights)
     how = ["interpret"] + (["run"] if "--run" in flags else [])
     for cmd in how:
         out = run([autotmc, cmd, net, "-D", f"batch={batch}", "--iters", str(ITERS), "--weights", weights,
@@ -163,7 +158,7 @@ def main():
               + (f" ({by_f64} as close to float64 as PyTorch's)" if by_f64 else ""))
         bad += not ok
         # the final tensors, by their PyTorch (ONNX initializer) names
-        saved, _ = read_safetensors(f"{work}/{cmd}.safetensors")
+        saved = read_safetensors(f"{work}/{cmd}.safetensors")
         by_torch = {onnx_name[k]: v for k, v in saved.items() if k in onnx_name}
         missing = [k for k in final if k not in by_torch]
         rels = {k: float(np.abs(by_torch[k] - v).max() / max(np.abs(v).max(), 1e-30))
