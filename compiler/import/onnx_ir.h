@@ -26,10 +26,20 @@ typedef struct IrConst {
 	float *data; /* n floats (integers converted exactly up to 2^24) */
 } IrConst;
 
+/* What a constant computed by folding (compiler/import/onnx_fold.c) is of another. */
+typedef enum IrFrom {
+	FROM_NONE,
+	FROM_TRANSPOSE, /* the transpose of 2-D `from` (a Linear's weight as MatMul reads it) */
+	FROM_ROWS,      /* the first rows of `from`, in order (a position embedding's rows 0..T-1) */
+} IrFrom;
+
 typedef struct IrValue {
 	const char *name;
+	const char *param; /* the initializer a constant stands for (its name, or an Identity's output's), or NULL */
 	int producer; /* the node that writes it, or -1: the graph's input or a constant */
 	int konst;    /* its constant, or -1 */
+	IrFrom from_kind; /* a folded constant computed from the constant `from` so */
+	int from;
 	int *uses;    /* the nodes that read it, in order (a node reading it twice: twice) */
 	int nuses;
 } IrValue;
@@ -49,6 +59,7 @@ typedef struct Ir {
 	IrConst *konst;
 	int nkonst;
 	int input;  /* the one graph input that is not a constant */
+	bool input_ids; /* its elements are integers (token ids, for an embedding) */
 	int output; /* the graph's one output */
 	int in_ndim;
 	int64_t in_dims[IR_MAX_DIMS]; /* -1 where symbolic (the batch) */
@@ -68,7 +79,20 @@ double ir_attr_float(const IrNode *n, const char *name, double dflt);
 int ir_attr_ints(const IrNode *n, const char *name, int64_t *out, int max);
 /* (Again, after nodes' inputs changed) every value's readers, IrValue.uses. */
 void ir_link_uses(Ir *ir, Arena *a);
+/* A constant's element as an integer: f clamped to +-2^40 (NaN to 0), so that no conversion overflows. */
+int64_t ir_int(float f);
+
 /* The constant value v holds, or NULL. */
 const IrConst *ir_const(const Ir *ir, int v);
+
+/*
+ * Nodes whose inputs are all constants become constants (onnx_fold.c):
+ * the shape arithmetic of views, Identity (PyTorch names a shared
+ * initializer so), Transpose of a matrix, Slice, Equal, Not, Cast,
+ * arithmetic, and Gather of rows (a position embedding's table at
+ * positions 0..T-1).
+ * Their values then have no producer; the nodes no outputs.
+ */
+void ir_fold(Ir *ir, Arena *a);
 
 #endif

@@ -34,6 +34,7 @@
 #include "elaborate.h"
 #include "graph.h"
 #include "onnx_ir.h"
+#include "onnx_match.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -58,6 +59,9 @@ typedef struct Cv {
 	int nparam, cap_param;
 	int blocks; /* blocks written */
 	const char *prefix; /* the PyTorch module path of the block being written ("" at the top) */
+	const char *path;   /* the .net path of that block's layers ("" at the top, "b1." inside b1) */
+	int emb_konst;      /* the token embedding's table (a dense reading it is tied to it), or -1 */
+	const char *emb_path; /* its .net path */
 	Labels used;        /* the labels given in it */
 	char *err;
 	size_t errlen;
@@ -100,14 +104,15 @@ static bool cv_fail(Cv *c, const char *fmt, ...)
 	return false;
 }
 
-/* Input k of node i, a constant, as the next parameter. */
-static void add_param(Cv *c, int i, int k, const IrConst *konst, bool stat, bool transpose)
+/* Constant value v (konst) as the next parameter, under the initializer it stands for. */
+static void add_param(Cv *c, int v, const IrConst *konst, bool stat, bool transpose)
 {
 	if (c->nparam == c->cap_param) {
 		c->cap_param = c->cap_param ? 2 * c->cap_param : 64;
 		c->param = xrealloc(c->param, sizeof *c->param * (size_t)c->cap_param);
 	}
-	c->param[c->nparam++] = (Param){konst, c->ir->v[c->ir->node[i].in[k]].name, stat, transpose};
+	const IrValue *val = &c->ir->v[v];
+	c->param[c->nparam++] = (Param){konst, val->param ? val->param : val->name, stat, transpose};
 }
 
 /* ---- nodes ---------------------------------------------------------------------- */
@@ -167,7 +172,7 @@ static const char *identifier(Arena *a, const char *s, size_t n)
 /* The module path of initializer v (`layer1.0.conv1` of `layer1.0.conv1.weight`), or NULL. */
 static const char *module_of(Cv *c, int v)
 {
-	const char *name = c->ir->v[v].name, *dot = strrchr(name, '.');
+	const char *name = c->ir->v[v].param, *dot = name ? strrchr(name, '.') : NULL;
 	if (!dot || dot == name || strncmp(name, "onnx::", 6) == 0)
 		return NULL;
 	return arena_strndup(c->a, name, (size_t)(dot - name));
@@ -212,13 +217,49 @@ static const char *label_of(Cv *c, int v)
 	return unique_label(c, id);
 }
 
-/* A new line for the layer of node i, labelled after its weight (input 1) where that names a module. */
-static void start_layer(Cv *c, int i)
+/* The weight of node i where it is a layer with one (a constant), or -1. */
+static int weight_of(const Ir *ir, int i)
 {
-	const char *label = label_of(c, c->ir->node[i].in[1]);
+	static const char *const weighted[] = {"Conv", "BatchNormalization", "Gemm", "LayerNormalization", "MatMul"};
+	const IrNode *n = &ir->node[i];
+	int w = -1;
+	for (size_t k = 0; k < sizeof weighted / sizeof *weighted; k++)
+		if (strcmp(n->p->op_type, weighted[k]) == 0 && n->nin >= 2)
+			w = n->in[1];
+	if (strcmp(n->p->op_type, "Gather") == 0 && n->nin == 2)
+		w = n->in[0];
+	return ir_const(ir, w) ? w : -1;
+}
+
+/*
+ * The module path in node i's name as PyTorch scopes it ("/h.0/attn/c_attn/MatMul": h.0.attn.c_attn), made
+ * a label of the current block, or NULL.
+ */
+static const char *node_label(Cv *c, int i)
+{
+	const char *name = c->ir->node[i].p->name, *end = name ? strrchr(name, '/') : NULL;
+	if (!end || name[0] != '/' || end == name)
+		return NULL;
+	char *m = arena_strndup(c->a, name + 1, (size_t)(end - name - 1));
+	for (char *q = m; *q; q++)
+		*q = *q == '/' ? '.' : *q;
+	const char *rel = below(c, m);
+	return unique_label(c, identifier(c->a, rel ? rel : m, strlen(rel ? rel : m)));
+}
+
+/*
+ * A new line for node i, a layer with weight w, labelled after w where it names a module (not when
+ * `borrowed`: a tied weight names its owner), else after the node's scope; its label or NULL.
+ */
+static const char *start_layer(Cv *c, int w, int i, bool borrowed)
+{
+	const char *label = borrowed ? NULL : label_of(c, w);
+	if (!label)
+		label = node_label(c, i);
 	line(c);
 	if (label)
 		put(c, "%s: ", label);
+	return label;
 }
 
 /* Constant input k of node i, which must be there with `ndim` dimensions (0: any). */
@@ -328,7 +369,7 @@ static bool emit_conv(Cv *c, int i)
 		return false;
 	if (w->dims[2] != k[0] || w->dims[3] != k[1] || g < 1 || g > w->dims[0] || w->dims[0] % g != 0)
 		return cv_fail(c, "%s: kernel_shape and group disagree with the weight", who(c, i));
-	start_layer(c, i);
+	start_layer(c, n->in[1], i, false);
 	put(c, "conv(%lldx%lld, %lld => %lld", (long long)k[0], (long long)k[1], (long long)(w->dims[1] * g),
 	    (long long)w->dims[0]);
 	pair_arg(c, "stride", s, 1);
@@ -336,9 +377,9 @@ static bool emit_conv(Cv *c, int i)
 	if (g != 1)
 		put(c, ", groups = %lld", (long long)g);
 	put(c, "%s)", b ? "" : ", bias = false");
-	add_param(c, i, 1, w, false, false);
+	add_param(c, n->in[1], w, false, false);
 	if (b)
-		add_param(c, i, 2, b, false, false);
+		add_param(c, n->in[2], b, false, false);
 	return true;
 }
 
@@ -355,7 +396,7 @@ static bool emit_batchnorm(Cv *c, int i)
 	if (!(momentum > 0 && momentum <= 1))
 		return cv_fail(c, "%s: momentum %g (ONNX's: the running statistics' own weight); .net's takes a batch's "
 		                  "weight in (0, 1]", who(c, i), 1 - momentum);
-	start_layer(c, i);
+	start_layer(c, n->in[1], i, false);
 	bool eps_dflt = eps > 0.99999e-5 && eps < 1.00001e-5, mom_dflt = momentum > 0.0999 && momentum < 0.1001;
 	put(c, "batchnorm");
 	if (!eps_dflt || !mom_dflt)
@@ -367,7 +408,7 @@ static bool emit_batchnorm(Cv *c, int i)
 	if (!eps_dflt || !mom_dflt)
 		put(c, ")");
 	for (int j = 0; j < 4; j++)
-		add_param(c, i, 1 + j, k[j], j >= 2, false);
+		add_param(c, n->in[1 + j], k[j], j >= 2, false);
 	return true;
 }
 
@@ -383,11 +424,11 @@ static bool emit_gemm(Cv *c, int i)
 	    (b && b->n != out))
 		return cv_fail(c, "%s: a Gemm other than x W^T + b (transA = 0, alpha = beta = 1, a bias of the outputs)",
 		               who(c, i));
-	start_layer(c, i);
+	start_layer(c, n->in[1], i, false);
 	put(c, "dense(%lld => %lld%s)", (long long)in, (long long)out, b ? "" : ", bias = false");
-	add_param(c, i, 1, w, false, !tb);
+	add_param(c, n->in[1], w, false, !tb);
 	if (b)
-		add_param(c, i, 2, b, false, false);
+		add_param(c, n->in[2], b, false, false);
 	return true;
 }
 
@@ -423,9 +464,184 @@ static bool scalar_in(Cv *c, int i, int k, double dflt, double *out)
 	return true;
 }
 
-/* Node i, whose one data input is the value before it, as a layer; false (and why) if it has none. */
-static bool emit_node(Cv *c, int i)
+/* ---- a transformer's layers ------------------------------------------------------ */
+
+/* The one node that reads value v, or -1. */
+static int sole_reader(const Ir *ir, int v)
 {
+	return v >= 0 && ir->v[v].nuses == 1 ? ir->v[v].uses[0] : -1;
+}
+
+/* An embedding of the token ids: Gather(table, ids). */
+static bool emit_embedding(Cv *c, int i)
+{
+	const IrNode *n = &c->ir->node[i];
+	const IrConst *w = const_in(c, i, 0, 2, "table");
+	if (!w)
+		return false;
+	if (n->in[1] != c->ir->input || !c->ir->input_ids || ir_attr_int(n, "axis", 0) != 0)
+		return cv_fail(c, "%s: a Gather other than of rows of a table by the graph's token ids (an embedding)",
+		               who(c, i));
+	const char *label = start_layer(c, n->in[0], i, false);
+	if (!label) {
+		label = unique_label(c, "embedding");
+		put(c, "%s: ", label);
+	}
+	put(c, "embedding(%lld => %lld)", (long long)w->dims[0], (long long)w->dims[1]);
+	add_param(c, n->in[0], w, false, false);
+	if (c->emb_konst < 0) {
+		c->emb_konst = c->ir->v[n->in[0]].konst;
+		c->emb_path = arena_printf(c->a, "%s%s", c->path, label);
+	}
+	return true;
+}
+
+/* Add(x, rows [T, C] of a table [P, C]): a position embedding (the table folded from Gather(wpe, 0..T-1)). */
+static bool emit_positions(Cv *c, int i)
+{
+	const IrNode *n = &c->ir->node[i];
+	int rv = n->nin == 2 ? n->in[ir_const(c->ir, n->in[0]) ? 0 : 1] : -1;
+	const IrConst *rows = ir_const(c->ir, rv);
+	int tv = rows && c->ir->v[rv].from_kind == FROM_ROWS ? c->ir->v[rv].from : rv;
+	const IrConst *t = ir_const(c->ir, tv);
+	bool lead = t && t->ndim == 3 && t->dims[0] == 1; /* nn.Parameter(torch.zeros(1, T, C)) */
+	if (!rows || !(t->ndim == 2 || lead) || rows->dims[rows->ndim - 1] != t->dims[t->ndim - 1] ||
+	    rows->n > t->n || !(rows->ndim == 2 || (rows->ndim == 3 && rows->dims[0] == 1)))
+		return cv_fail(c, "%s: an Add of a constant other than a position embedding's rows [T, C] (the only "
+		                  "constant .net adds)", who(c, i));
+	start_layer(c, tv, i, false);
+	put(c, "position_embedding(%lld => %lld)", (long long)t->dims[t->ndim - 2], (long long)t->dims[t->ndim - 1]);
+	add_param(c, tv, t, false, false);
+	return true;
+}
+
+static bool emit_layernorm(Cv *c, int i)
+{
+	const IrNode *n = &c->ir->node[i];
+	const IrConst *w = const_in(c, i, 1, 1, "scale"), *b = n->nin > 2 && n->in[2] >= 0 ? const_in(c, i, 2, 1, "bias")
+	                                                                                   : NULL;
+	if (!w || !b)
+		return c->failed ? false : cv_fail(c, "%s: a layer norm without a bias (.net's layernorm has one)", who(c, i));
+	if (ir_attr_int(n, "axis", -1) != -1)
+		return cv_fail(c, "%s: a layer norm over axis %lld; .net's normalises the last dimension (axis -1)",
+		               who(c, i), (long long)ir_attr_int(n, "axis", -1));
+	double eps = ir_attr_float(n, "epsilon", 1e-5);
+	start_layer(c, n->in[1], i, false);
+	if (eps > 0.99999e-5 && eps < 1.00001e-5)
+		put(c, "layernorm");
+	else
+		put(c, "layernorm(eps = %.9g)", eps);
+	add_param(c, n->in[1], w, false, false);
+	add_param(c, n->in[2], b, false, false);
+	return true;
+}
+
+/* Whether m [C, V] is the transpose of table t [V, C]. */
+static bool transposes(const IrConst *m, const IrConst *t)
+{
+	if (m->ndim != 2 || t->ndim != 2 || m->dims[0] != t->dims[1] || m->dims[1] != t->dims[0])
+		return false;
+	for (int64_t r = 0; r < t->dims[0]; r++)
+		for (int64_t k = 0; k < t->dims[1]; k++)
+			if (m->data[k * t->dims[0] + r] != t->data[r * t->dims[1] + k])
+				return false;
+	return true;
+}
+
+/*
+ * MatMul(x, W^T) and, where the one reader of its output adds a constant
+ * of its outputs, that bias: a dense layer (*last: the Add), tied to the
+ * token embedding where W is its table.
+ */
+static bool emit_matmul(Cv *c, int i, int *last)
+{
+	const Ir *ir = c->ir;
+	const IrNode *n = &ir->node[i];
+	const IrConst *w = const_in(c, i, 1, 2, "weight");
+	if (!w)
+		return false;
+	const IrValue *wv = &ir->v[n->in[1]];
+	bool orig = wv->from_kind == FROM_TRANSPOSE; /* the Linear's [out, in] weight itself, before the Transpose */
+	int src = orig ? wv->from : n->in[1];
+	int64_t in = w->dims[0], out = w->dims[1];
+	int add = sole_reader(ir, n->out[0]), bias = -1;
+	if (add >= 0 && strcmp(ir->node[add].p->op_type, "Add") == 0 && ir->node[add].nin == 2) {
+		int k = ir->node[add].in[0] == n->out[0] ? 1 : 0;
+		const IrConst *b = ir_const(ir, ir->node[add].in[k]);
+		if (b && b->ndim == 1 && b->n == out)
+			bias = ir->node[add].in[k];
+	}
+	const IrConst *emb = c->emb_konst >= 0 ? &ir->konst[c->emb_konst] : NULL;
+	bool tied = emb && (orig ? ir->v[src].konst == c->emb_konst : transposes(w, emb));
+	start_layer(c, src, i, tied);
+	put(c, "dense(%lld => %lld%s", (long long)in, (long long)out, bias < 0 ? ", bias = false" : "");
+	if (tied)
+		put(c, ", tie = \"%s\"", c->emb_path);
+	put(c, ")");
+	if (!tied)
+		add_param(c, src, orig ? ir_const(ir, src) : w, false, !orig);
+	if (bias >= 0) {
+		add_param(c, bias, ir_const(ir, bias), false, false);
+		*last = add;
+	}
+	return true;
+}
+
+static bool emit_attention(Cv *c, int i, int *last)
+{
+	IrAttention at;
+	char why[400];
+	if (!ir_match_attention(c->ir, i, &at, why, sizeof why))
+		return cv_fail(c, "%s: a Split that does not begin self-attention as autotmc import recognises it: %s",
+		               who(c, i), why);
+	line(c);
+	put(c, "attention(%lld", at.heads);
+	if (at.p > 0)
+		put(c, ", p = %.9g", at.p);
+	put(c, "%s)", at.causal ? "" : ", causal = false");
+	*last = at.last;
+	return true;
+}
+
+/* Node i as one of a transformer's layers (*last as emit_node's); *known false where op is none of them. */
+static bool emit_sequence_node(Cv *c, int i, int *last, bool *known)
+{
+	const char *op = c->ir->node[i].p->op_type;
+	*known = true;
+	if (strcmp(op, "Gather") == 0)
+		return emit_embedding(c, i);
+	if (strcmp(op, "Add") == 0)
+		return emit_positions(c, i);
+	if (strcmp(op, "LayerNormalization") == 0)
+		return emit_layernorm(c, i);
+	if (strcmp(op, "MatMul") == 0)
+		return emit_matmul(c, i, last);
+	if (strcmp(op, "Split") == 0)
+		return emit_attention(c, i, last);
+	if (strcmp(op, "ReduceMean") == 0)
+		return cv_fail(c, "%s: a mean over an axis, which autotmc import maps to no layer", who(c, i));
+	if (strcmp(op, "Gelu") == 0) {
+		const Onnx__AttributeProto *ap = ir_attr(&c->ir->node[i], "approximate");
+		if (!ap || !ap->has_s || ap->s.len != 4 || memcmp(ap->s.data, "tanh", 4) != 0)
+			return cv_fail(c, "%s: the exact GELU (erf); .net's gelu is the tanh approximation (approximate='tanh')",
+			               who(c, i));
+		line(c);
+		put(c, "gelu");
+		return true;
+	}
+	*known = false;
+	return false;
+}
+
+/* Node i, whose one data input is the value before it, as a layer; *last: the node whose output follows it
+ * (i, or a later node the layer takes in); false (and why) if it has none. */
+static bool emit_node(Cv *c, int i, int *last)
+{
+	bool known;
+	*last = i;
+	bool ok = emit_sequence_node(c, i, last, &known);
+	if (known)
+		return ok;
 	const IrNode *n = &c->ir->node[i];
 	const char *op = n->p->op_type;
 	static const char *const same[][2] = {{"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},
@@ -530,12 +746,16 @@ static int join_of(Cv *c, int v, bool *reached)
 		if (!k)
 			continue;
 		open -= k;
-		int out = n->nout > 0 ? n->out[0] : -1;
+		int out = n->nout > 0 ? n->out[0] : -1, outs = 0;
 		if (out < 0)
 			return -1;
-		reached[out] = true;
-		open += ir->v[out].nuses;
-		if (open == ir->v[out].nuses)
+		for (int o = 0; o < n->nout; o++) /* a Split's outputs are all reached */
+			if (n->out[o] >= 0) {
+				reached[n->out[o]] = true;
+				outs += ir->v[n->out[o]].nuses;
+			}
+		open += outs;
+		if (open == outs && outs == ir->v[out].nuses)
 			return i;
 	}
 	return -1;
@@ -588,9 +808,10 @@ static bool branch_body(Cv *c, int v, int to)
 		return cv_fail(c, "'%s' is not computed from '%s'", c->ir->v[to].name, val->name);
 	if (data_inputs(c->ir, first) != 1)
 		return cv_fail(c, "%s: it reads more than the branch's value at the start of a branch", who(c, first));
-	if (!emit_node(c, first))
+	int last;
+	if (!emit_node(c, first, &last))
 		return false;
-	int out = main_out(c, first);
+	int out = main_out(c, last);
 	return out >= 0 && seq(c, out, to);
 }
 
@@ -622,12 +843,10 @@ static const char *block_module(Cv *c, const bool *reached, int v, int j)
 	size_t len = 0;
 	for (int i = 0; i <= j; i++) {
 		const IrNode *n = &c->ir->node[i];
-		bool weighted = !strcmp(n->p->op_type, "Conv") || !strcmp(n->p->op_type, "BatchNormalization") ||
-		                !strcmp(n->p->op_type, "Gemm"); /* the layers label_of labels */
-		if (!weighted || n->nout < 1 || n->out[0] < 0 || n->out[0] == v || !reached[n->out[0]] || n->nin < 2 ||
-		    !ir_const(c->ir, n->in[1]))
+		int w = weight_of(c->ir, i); /* the layers label_of labels */
+		if (w < 0 || n->nout < 1 || n->out[0] < 0 || n->out[0] == v || !reached[n->out[0]])
 			continue;
-		const char *m = module_of(c, n->in[1]);
+		const char *m = module_of(c, w);
 		if (!m)
 			continue;
 		if (!common) {
@@ -671,7 +890,7 @@ static int sizes_of(const Cv *c, int w, int v, Size *out)
 		if (k->n > MAX_SIZES)
 			return -1;
 		for (int64_t i = 0; i < k->n; i++)
-			out[i] = (Size){false, (int64_t)k->data[i]};
+			out[i] = (Size){false, ir_int(k->data[i])};
 		return (int)k->n;
 	}
 	int i = ir->v[w].producer;
@@ -684,7 +903,7 @@ static int sizes_of(const Cv *c, int w, int v, Size *out)
 		const IrNode *sh = &ir->node[ir->v[n->in[0]].producer];
 		if (strcmp(sh->p->op_type, "Shape") != 0 || sh->in[0] != v || idx->data[0] < 0)
 			return -1;
-		out[0] = (Size){true, (int64_t)idx->data[0]};
+		out[0] = (Size){true, ir_int(idx->data[0])};
 		return 1;
 	}
 	if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Cast") == 0)
@@ -717,34 +936,40 @@ static bool view_flatten(Cv *c, int v, int j)
 }
 
 /* The block that forks at v and joins at node j (reached: what lies between): residual, add, concat or gate. */
-static bool block(Cv *c, int v, int j, const bool *reached)
+static bool block(Cv *c, int v, int *jp, const bool *reached)
 {
+	int j = *jp;
 	const IrNode *n = &c->ir->node[j];
 	const char *op = n->p->op_type;
 	int a = n->nin > 0 ? n->in[0] : -1, b = n->nin > 1 ? n->in[1] : -1;
+	char why[400];
+	const char *fn = ir_match_activation(c->ir, v, j, reached, jp, why, sizeof why); /* x sigmoid(x), GELU's formula */
+	if (fn) {
+		line(c);
+		put(c, "%s", fn);
+		return true;
+	}
+	if (why[0])
+		return cv_fail(c, "%s: %s", who(c, j), why);
 	if (data_inputs(c->ir, j) != n->nin)
 		return cv_fail(c, "%s: it joins branches and reads a constant too", who(c, j));
 	if (strcmp(op, "Reshape") == 0)
 		return view_flatten(c, v, j);
-	int other = a == v ? b : a, sig = other >= 0 ? c->ir->v[other].producer : -1;
-	if (strcmp(op, "Mul") == 0 && n->nin == 2 && (a == v) != (b == v) && sig >= 0 &&
-	    strcmp(c->ir->node[sig].p->op_type, "Sigmoid") == 0 && c->ir->node[sig].in[0] == v) {
-		line(c); /* x sigmoid(x) */
-		put(c, "silu");
-		return true;
-	}
 	c->blocks++;
 	const char *module = block_module(c, reached, v, j), *outer = c->prefix;
 	line(c);
-	put(c, "%s: ", unique_label(c, module ? identifier(c->a, below(c, module), strlen(below(c, module)))
-	                                      : arena_printf(c->a, "b%d", c->blocks)));
+	const char *label = unique_label(c, module ? identifier(c->a, below(c, module), strlen(below(c, module)))
+	                                           : arena_printf(c->a, "b%d", c->blocks)), *path = c->path;
+	put(c, "%s: ", label);
 	/* inside, labels are below the block's module, and a namespace of their own */
 	Labels used = c->used;
 	c->used = (Labels){0};
 	if (module)
 		c->prefix = module;
+	c->path = arena_printf(c->a, "%s%s.", path, label);
 	bool ok = block_body(c, v, j, a, b, op);
 	c->prefix = outer;
+	c->path = path;
 	c->used = used;
 	return ok;
 }
@@ -795,9 +1020,10 @@ static bool seq(Cv *c, int from, int to)
 			               ir->v[to].name);
 		int i = val->uses[0];
 		if (val->nuses == 1 && data_inputs(ir, i) == 1) {
-			if (!emit_node(c, i))
+			int last;
+			if (!emit_node(c, i, &last))
 				return false;
-			v = main_out(c, i);
+			v = main_out(c, last);
 			if (v < 0)
 				return false;
 			continue;
@@ -807,7 +1033,7 @@ static bool seq(Cv *c, int from, int to)
 		if (j < 0 || j > ir->v[to].producer)
 			return cv_fail(c, "%s: the branches that fork at '%s' are never joined into one value before '%s'",
 			               who(c, i), val->name, ir->v[to].name);
-		if (!block(c, v, j, reached))
+		if (!block(c, v, &j, reached))
 			return false;
 		v = main_out(c, j);
 		if (v < 0)
@@ -849,45 +1075,6 @@ static void chain_concats(Ir *ir, Arena *a)
 	ir_link_uses(ir, a);
 }
 
-/*
- * Shape arithmetic on constants, as PyTorch exports x.view(x.size(0), -1)
- * at a fixed batch: Unsqueeze, Squeeze, Cast and Identity of a constant,
- * and Concat of constants, become constants themselves (the elements are
- * kept; only Reshape reads such values, as a list of sizes).
- */
-static void fold_constants(Ir *ir, Arena *a)
-{
-	static const char *const foldable[] = {"Unsqueeze", "Squeeze", "Cast", "Identity", "Concat"};
-	for (int i = 0; i < ir->nnode; i++) {
-		IrNode *n = &ir->node[i];
-		bool fold = false;
-		for (size_t k = 0; k < sizeof foldable / sizeof *foldable; k++)
-			fold |= strcmp(n->p->op_type, foldable[k]) == 0;
-		int64_t total = 0;
-		for (int k = 0; k < n->nin && fold; k++) {
-			const IrConst *c = ir_const(ir, n->in[k]);
-			fold = c != NULL;
-			total += c ? c->n : 0;
-		}
-		if (!fold || n->nin < 1 || n->nout != 1 || n->out[0] < 0 || total > 64)
-			continue;
-		bool concat = strcmp(n->p->op_type, "Concat") == 0;
-		IrConst *c = &ir->konst[ir->nkonst];
-		*c = (IrConst){.ndim = 1, .n = concat ? total : ir_const(ir, n->in[0])->n};
-		c->dims[0] = c->n;
-		c->data = arena_array(a, (size_t)c->n + 1, sizeof(float));
-		int64_t at = 0;
-		for (int k = 0; k < (concat ? n->nin : 1); k++) {
-			const IrConst *in = ir_const(ir, n->in[k]);
-			memcpy(c->data + at, in->data, sizeof(float) * (size_t)in->n);
-			at += in->n;
-		}
-		ir->v[n->out[0]].konst = ir->nkonst++;
-		ir->v[n->out[0]].producer = -1;
-		n->nout = 0; /* no longer a node of the network */
-	}
-}
-
 /* ---- the file and its weights ----------------------------------------------------- */
 
 /* The model's name from the file's: its base name without .onnx, letters, digits and '_'. */
@@ -897,9 +1084,30 @@ static const char *model_name(Arena *a, const char *path)
 	return identifier(a, base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
 }
 
+/* False (and why) where a layer norm is written as its arithmetic, as PyTorch exports it before opset 17. */
+static bool layernorm_ops(Cv *c)
+{
+	const Ir *ir = c->ir;
+	for (int i = 0; i < ir->nnode; i++) {
+		const IrNode *n = &ir->node[i];
+		if (strcmp(n->p->op_type, "ReduceMean") != 0 || n->nin < 1 || n->nout < 1 || n->out[0] < 0)
+			continue;
+		const IrValue *mean = &ir->v[n->out[0]];
+		for (int k = 0; k < mean->nuses; k++) { /* x - mean(x) */
+			const IrNode *u = &ir->node[mean->uses[k]];
+			if (strcmp(u->p->op_type, "Sub") == 0 && u->nin == 2 && u->in[0] == n->in[0])
+				return cv_fail(c, "%s: a layer norm written as its arithmetic (x - mean(x), ...), as PyTorch exports "
+				                  "it before opset 17; export with opset_version=17 (one LayerNormalization)", who(c, i));
+		}
+	}
+	return true;
+}
+
 static bool write_net(Cv *c, const char *path)
 {
 	const Ir *ir = c->ir;
+	if (!layernorm_ops(c))
+		return false;
 	int64_t batch = ir->in_dims[0] > 0 ? ir->in_dims[0] : 8;
 	put(c, "# imported from %s by autotmc import (%s %s, opset %lld)\n", path,
 	    ir->model->producer_name ? ir->model->producer_name : "?",
@@ -908,10 +1116,13 @@ static bool write_net(Cv *c, const char *path)
 	c->depth = 1;
 	if (!seq(c, ir->input, ir->output))
 		return false;
-	put(c, "\n}\n\ninput x : f32[batch");
+	put(c, "\n}\n\ninput x : %s[batch", ir->input_ids ? "i32" : "f32");
 	for (int d = 1; d < ir->in_ndim; d++)
 		put(c, ", %lld", (long long)ir->in_dims[d]);
-	put(c, "]\nlabels y : class[batch]\nloss = crossentropy(network(x), y)\noptimizer = sgd(lr = 0.01)\n");
+	put(c, "]\nlabels y : class[batch");
+	for (int d = 1; d < ir->in_ndim && ir->input_ids; d++) /* a language model: a class at every position */
+		put(c, ", %lld", (long long)ir->in_dims[d]);
+	put(c, "]\nloss = crossentropy(network(x), y)\noptimizer = sgd(lr = 0.01)\n");
 	return true;
 }
 
@@ -981,7 +1192,7 @@ int onnx_import(const char *onnx_path, const char *net_path, const char *net_nam
 	Arena a = {0};
 	Ir ir;
 	int rc = -1;
-	Cv c = {.ir = &ir, .a = &a, .err = err, .errlen = errlen, .cap = 4096, .prefix = ""};
+	Cv c = {.ir = &ir, .a = &a, .err = err, .errlen = errlen, .cap = 4096, .prefix = "", .path = "", .emb_konst = -1};
 	c.text = xmalloc(c.cap);
 	c.text[0] = '\0';
 	TioOut *t = NULL;
@@ -989,8 +1200,8 @@ int onnx_import(const char *onnx_path, const char *net_path, const char *net_nam
 	int n = 0;
 	if (!onnx_read(onnx_path, &ir, &a, err, errlen))
 		goto out;
+	ir_fold(&ir, &a);
 	chain_concats(&ir, &a);
-	fold_constants(&ir, &a);
 	if (!write_net(&c, onnx_path) || !match_params(&c, net_name, &t, &meta, &n)) {
 		char inner[2048];
 		snprintf(inner, sizeof inner, "%s", err);

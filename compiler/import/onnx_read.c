@@ -64,7 +64,7 @@ static int add_value(Ir *ir, Names *t, const char *name)
 	size_t i = hash(name) & (t->cap - 1);
 	while (t->slot[i])
 		i = (i + 1) & (t->cap - 1);
-	ir->v[ir->nv] = (IrValue){.name = name, .producer = -1, .konst = -1};
+	ir->v[ir->nv] = (IrValue){.name = name, .producer = -1, .konst = -1, .from = -1};
 	t->slot[i] = ++ir->nv;
 	return ir->nv - 1;
 }
@@ -155,6 +155,7 @@ static bool read_input(Ir *ir, const Onnx__GraphProto *g, Names *t, char *err, s
 			return fail(err, errlen, "graph input '%s': no tensor shape of 2 to %d dimensions (export with an example "
 			                         "input)", vi->name, IR_MAX_DIMS);
 		ir->in_ndim = (int)tt->shape->n_dim;
+		ir->input_ids = tt->has_elem_type && (tt->elem_type == ONNX_INT64 || tt->elem_type == ONNX_INT32);
 		for (size_t d = 0; d < tt->shape->n_dim; d++) {
 			const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
 			bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
@@ -263,7 +264,9 @@ static bool read_graph(Ir *ir, Arena *a, char *err, size_t errlen)
 		int c = add_const(ir, a, in, what, err, errlen);
 		if (c < 0)
 			return false;
-		ir->v[add_value(ir, &t, in->name)].konst = c;
+		int v = add_value(ir, &t, in->name);
+		ir->v[v].konst = c;
+		ir->v[v].param = in->name;
 	}
 	if (!read_input(ir, g, &t, err, errlen))
 		return false;
@@ -342,6 +345,12 @@ int ir_attr_ints(const IrNode *n, const char *name, int64_t *out, int max)
 	if (k)
 		memcpy(out, at->ints, sizeof(int64_t) * k);
 	return at->n_ints > INT_MAX ? INT_MAX : (int)at->n_ints;
+}
+
+int64_t ir_int(float f)
+{
+	const float lim = 1099511627776.0f; /* 2^40: beyond any size, and far inside int64 */
+	return f != f ? 0 : f > lim ? (int64_t)lim : f < -lim ? -(int64_t)lim : (int64_t)f;
 }
 
 const IrConst *ir_const(const Ir *ir, int v)
