@@ -85,6 +85,16 @@ static void put(Cv *c, const char *fmt, ...)
 	}
 }
 
+/* Float32 value f as the shortest decimal that reads back as it (0.1, not 0.100000001), in the arena. */
+static const char *num(Cv *c, double f)
+{
+	for (int digits = 6;; digits++) {
+		char *t = arena_printf(c->a, "%.*g", digits, f);
+		if (digits == 9 || strtof(t, NULL) == (float)f)
+			return t;
+	}
+}
+
 /* A new line at the current depth. */
 static void line(Cv *c)
 {
@@ -402,7 +412,7 @@ static bool emit_batchnorm(Cv *c, int i)
 	if (!eps_dflt || !mom_dflt)
 		put(c, "(");
 	if (!eps_dflt)
-		put(c, "eps = %.9g%s", eps, mom_dflt ? "" : ", ");
+		put(c, "eps = %s%s", num(c, eps), mom_dflt ? "" : ", ");
 	if (!mom_dflt)
 		put(c, "momentum = %.6g", momentum);
 	if (!eps_dflt || !mom_dflt)
@@ -530,7 +540,7 @@ static bool emit_layernorm(Cv *c, int i)
 	if (eps > 0.99999e-5 && eps < 1.00001e-5)
 		put(c, "layernorm");
 	else
-		put(c, "layernorm(eps = %.9g)", eps);
+		put(c, "layernorm(eps = %s)", num(c, eps));
 	add_param(c, n->in[1], w, false, false);
 	add_param(c, n->in[2], b, false, false);
 	return true;
@@ -597,7 +607,7 @@ static bool emit_attention(Cv *c, int i, int *last)
 	line(c);
 	put(c, "attention(%lld", at.heads);
 	if (at.p > 0)
-		put(c, ", p = %.9g", at.p);
+		put(c, ", p = %s", num(c, at.p));
 	put(c, "%s)", at.causal ? "" : ", causal = false");
 	*last = at.last;
 	return true;
@@ -707,7 +717,7 @@ static bool emit_node(Cv *c, int i, int *last)
 		if (lo == 0 && hi == 6)
 			put(c, "relu6");
 		else
-			put(c, "clamp(%.9g, %.9g)", lo, hi);
+			put(c, "clamp(%s, %s)", num(c, lo), num(c, hi));
 		return true;
 	}
 	if (strcmp(op, "Dropout") == 0) {
@@ -715,7 +725,7 @@ static bool emit_node(Cv *c, int i, int *last)
 		if (!scalar_in(c, i, 1, ir_attr_float(n, "ratio", 0.5), &p))
 			return false;
 		line(c);
-		put(c, "dropout(%.9g)", p);
+		put(c, "dropout(%s)", num(c, p));
 		return true;
 	}
 	return cv_fail(c, "%s: the op %s has no .net layer that autotmc import maps it to (docs/import.md lists those "

@@ -88,6 +88,7 @@ class Attention(torch.nn.Module):
         super().__init__()
         self.c_attn, self.c_proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
         self.heads, self.width, self.variant = heads, width, variant
+        self.attn_dropout, self.resid_dropout = torch.nn.Dropout(0.0), torch.nn.Dropout(0.0)  # (exported, at 0)
         self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
 
     def forward(self, x):
@@ -101,8 +102,8 @@ class Attention(torch.nn.Module):
             att = att * (1.0 / (k.size(-1) ** 0.5))
         if self.variant != "encoder":  # an encoder's attention: every position sees every other
             att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        y = torch.nn.functional.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        y = self.attn_dropout(torch.nn.functional.softmax(att, dim=-1)) @ v
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
 
 
 class Block(torch.nn.Module):
@@ -114,7 +115,7 @@ class Block(torch.nn.Module):
         self.mlp = nn.Sequential()
         self.mlp.c_fc = nn.Linear(width, 4 * width)
         self.mlp.gelu = nn.GELU() if variant == "erf" else nn.GELU(approximate="tanh")
-        self.mlp.c_proj = nn.Linear(4 * width, width)
+        self.mlp.c_proj, self.mlp.dropout = nn.Linear(4 * width, width), nn.Dropout(0.0)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
