@@ -186,6 +186,10 @@ static const Option options[] = {
 	 "auto: neighbourhoods of the placement re-solved at once, one process each\n(default: one per core)"},
 	{"threads", 0, V_THREADS, F(threads), C_COST | C(PROFILE), 1, 4096, "N",
 	 "kernel threads (default: every core; profiles are per thread count);\nsweep: also auto"},
+	{"ranks", 0, V_INT, F(ranks), C(CHECK) | C(GRAPH) | C_PLACE, 1, 4096, "N",
+	 "data parallel: N processes under mpirun, each training on its shard of every\n"
+	 "batch (`batch` is each rank's), the gradients averaged over them by all-reduce\n"
+	 "nodes of the training step (docs/distributed.md; CPU backend)"},
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */
@@ -766,6 +770,12 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--eval-every needs --val DIR");
 	if (s->tf32 && s->target != TARGET_GPU)
 		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
+	if (s->ranks > 1 && s->target == TARGET_GPU)
+		usage_error(cmd, "--ranks: the GPU backend trains on one rank (its all-reduce, over NCCL, is not built yet)");
+	if (s->ranks > 1 && !s->threads) { /* the cores, shared: the profiles are made at the threads each rank runs */
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		s->threads = cores / s->ranks > 1 ? (int)(cores / s->ranks) : 1;
+	}
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
 	if (s->attention == ATTENTION_FUSED && s->no_fuse)

@@ -68,7 +68,8 @@ typedef struct Settings {
 	const char *solver;       /* --solver cbc|lp_solve (NULL: cbc) */
 	double solver_time;       /* --solver-time SECONDS (0: the default) */
 	int solver_jobs;          /* --solver-jobs N (0: one per core) */
-	int threads;              /* --threads N (0: every core) */
+	int threads;              /* --threads N (0: every core; with --ranks, the cores shared among the ranks) */
+	int ranks;                /* --ranks N: data parallel over N ranks (0 or 1: one process) */
 	bool threads_auto;        /* sweep --threads auto */
 	const char *slow_dir;     /* --slow-dir DIR */
 	/* what to write or show */

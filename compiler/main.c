@@ -197,6 +197,32 @@ static int cmd_build(const Settings *s, Arena *a)
 	return 0;
 }
 
+/*
+ * The program args[0..n) on s->ranks ranks: mpirun starts them on this
+ * machine (--oversubscribe: more ranks than cores may share them; as
+ * root, which Open MPI refuses unless told) with --threads each
+ * (cli.c shares the cores among them).
+ */
+static int run_ranks(const Settings *s, const char **args, int n, Arena *a)
+{
+	const char **argv = arena_array(a, (size_t)n + 16, sizeof(char *));
+	int k = 0;
+	argv[k++] = AUTOTM_MPIRUN;
+	argv[k++] = "-np";
+	argv[k++] = arena_printf(a, "%d", s->ranks);
+	argv[k++] = "--oversubscribe";
+	argv[k++] = "--bind-to";
+	argv[k++] = "none";
+	if (geteuid() == 0)
+		argv[k++] = "--allow-run-as-root";
+	for (int i = 0; i < n; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	execv(AUTOTM_MPIRUN, (char *const *)argv);
+	error_plain("cannot run %s for --ranks %d: %s", AUTOTM_MPIRUN, s->ranks, strerror(errno));
+	return 1;
+}
+
 static int cmd_run(const Settings *s, Arena *a)
 {
 	Compilation c;
@@ -257,6 +283,8 @@ static int cmd_run(const Settings *s, Arena *a)
 		schedule_plan(stdout, c.eval->sched, c.eval->place, c.eval->cm, &c.eval->st, a);
 	}
 	fflush(stdout);
+	if (s->ranks > 1)
+		return run_ranks(s, args, n, a);
 	execv(c.exe, (char *const *)args);
 	error_plain("cannot run %s: %s", c.exe, strerror(errno));
 	return 1;

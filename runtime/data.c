@@ -43,12 +43,18 @@ static const char *kind_name(int32_t kind)
 	}
 }
 
-/* Fill n floats from the tensor's generator. */
+/*
+ * Fill n floats from the tensor's generator. The synthetic batch of rank
+ * r > 0 of several comes from another stream (rank 0's is the one-rank
+ * program's): each rank trains on a batch of its own.
+ */
 static void fill_init(RtCtx *ctx, const RtTensor *t, float *dst, int64_t n)
 {
+	bool batch = t->kind == RT_TENSOR_INPUT || t->kind == RT_TENSOR_LABELS;
+	uint64_t seed = (uint64_t)ctx->opt.seed + (batch ? (uint64_t)ctx->rank * 0x9e3779b97f4a7c15ull : 0);
 	RtInit gen = {
 		.kind = t->init, .lo = t->lo, .hi = t->hi, .value = t->value,
-		.state = rt_stream(ctx->opt.seed, t->name),
+		.state = rt_stream(seed, t->name),
 		.cols = t->ndim > 1 ? t->shape[1] : 1,
 	};
 	if (t->init < RT_INIT_UNIFORM || t->init > RT_INIT_IDS || (t->init == RT_INIT_IDS && !(t->hi >= 1)))
@@ -104,13 +110,22 @@ static void load_weight(RtCtx *ctx, const RtTensor *t, float *dst)
 }
 
 /* The input or labels from a .npy file: the tensor's shape, or labels as [N] class indices. */
-static void load_npy(const RtTensor *t, const char *path, float *dst)
+static void load_npy(const RtCtx *ctx, const RtTensor *t, const char *path, float *dst)
 {
 	TioFile *f;
 	char err[512];
 	if (tio_npy_open(path, &f, err, sizeof err))
 		rt_fatal("%s", err);
 	const TioTensor *a = &f->t[0];
+	TioTensor shard;
+	if (ctx->nranks > 1 && a->ndim >= 1 && t->ndim >= 1 && a->shape[0] == t->shape[0] * ctx->nranks) {
+		/* the whole batch of every rank: this rank's rows (a batch of B per rank, of N ranks: N B rows) */
+		shard = *a;
+		shard.shape[0] = t->shape[0];
+		shard.nelems = a->nelems / ctx->nranks;
+		shard.data = a->data + (size_t)(shard.nelems * ctx->rank) * (size_t)tio_dtype_size(a->dtype);
+		a = &shard;
+	}
 	bool ok = a->ndim == t->ndim;
 	for (int i = 0; ok && i < a->ndim; i++)
 		ok = a->shape[i] == t->shape[i];
@@ -228,7 +243,7 @@ void rt_tensor(RtCtx *ctx, const RtTensor *t)
 		}
 		const char *path = t->kind == RT_TENSOR_INPUT ? ctx->opt.input : ctx->opt.labels;
 		if (path)
-			load_npy(t, path, b->data);
+			load_npy(ctx, t, path, b->data);
 		else if (!ctx->opt.data) /* --data: each step's batch comes from feed.c */
 			fill_init(ctx, t, b->data, n);
 		return;

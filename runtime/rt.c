@@ -517,6 +517,7 @@ RtCtx *rt_begin(int argc, char **argv, const RtProgram *program)
 	parse_options(argc, argv, program, &ctx->opt);
 	check_eval_options(program, &ctx->opt);
 	check_outputs(&ctx->opt);
+	rt_ranks_begin(ctx);
 
 	rt_check_memory(ctx);
 	if (program->flags & RT_PROGRAM_MANAGED)
@@ -760,6 +761,8 @@ int rt_end(RtCtx *ctx)
 			status = 1;
 	}
 	if (ctx->eval_failed)
+		status = 1;
+	if (!rt_ranks_end(ctx))
 		status = 1;
 	bool saved = ctx->opt.save_weights && rt_data_save_weights(ctx);
 	if (ctx->opt.save_weights && !saved)

@@ -298,6 +298,7 @@ typedef struct RtWeight {
 
 struct RtCtx {
 	const RtProgram *program;  /* what the compiler knows */
+	int rank, nranks;          /* data parallel (ranks.c): this process's rank of nranks (0 of 1 alone) */
 	RtOptions opt;             /* the command line */
 	const RtBackend *backend;  /* rt_backend: memory, copies and kernels */
 	RtPool fast, slow;         /* RT_POOL_FAST, RT_POOL_SLOW */
@@ -384,6 +385,21 @@ void rt_data_free(RtCtx *ctx);
  * announce it; fatal on a dataset that does not fit the model.
  */
 void rt_feed_open(RtCtx *ctx);
+
+/* ---- ranks.c: data-parallel training over MPI (docs/distributed.md) ---- */
+
+/*
+ * Join the ranks when started by mpirun (one rank otherwise): ctx->rank
+ * and nranks, the check that every rank runs this program, and a watchdog
+ * that stops a rank waiting longer than AUTOTM_RANK_TIMEOUT seconds (600)
+ * in a collective. Ranks other than 0 write nothing (no report, no
+ * results, weights, checkpoints or plots).
+ */
+void rt_ranks_begin(RtCtx *ctx);
+/* dst = the mean of src over the ranks, the same bits on every rank (dst may be src); one rank: a copy. */
+void rt_allreduce_mean(float *dst, const float *src, int64_t n);
+/* At the end: the check that every rank holds the same weights, then leave MPI. False (and why) if not. */
+bool rt_ranks_end(RtCtx *ctx);
 /*
  * feed.c: put step ctx->step's batch into the input and labels batches;
  * start preparing the next. False with a message naming the file when the

@@ -45,7 +45,7 @@ const char *tio_dtype_name(TioDtype d)
 	return "?";
 }
 
-static int dtype_size(TioDtype d)
+int tio_dtype_size(TioDtype d)
 {
 	return d == TIO_F32 || d == TIO_I32 ? 4 : 8;
 }
@@ -140,7 +140,7 @@ static int64_t count(const int64_t *shape, int ndim)
 /* The bytes of n elements of type d; false when they do not fit 64 bits. */
 static bool elem_bytes(int64_t n, TioDtype d, uint64_t *bytes)
 {
-	return n >= 0 && !__builtin_mul_overflow((uint64_t)n, (uint64_t)dtype_size(d), bytes);
+	return n >= 0 && !__builtin_mul_overflow((uint64_t)n, (uint64_t)tio_dtype_size(d), bytes);
 }
 
 /* "(2, 3)", a shape as NumPy writes it, for messages. */
@@ -220,7 +220,7 @@ static int cmp_data(const void *a, const void *b)
 /* The offset just past a tensor's bytes, relative to the data's first byte. */
 static uint64_t data_end(const TioTensor *t, const unsigned char *data)
 {
-	return (uint64_t)(t->data - data) + (uint64_t)t->nelems * (uint64_t)dtype_size(t->dtype);
+	return (uint64_t)(t->data - data) + (uint64_t)t->nelems * (uint64_t)tio_dtype_size(t->dtype);
 }
 
 /*
@@ -443,7 +443,7 @@ const TioTensor *tio_find(const TioFile *f, const char *name)
 
 double tio_f64_at(const TioTensor *t, int64_t i)
 {
-	const unsigned char *p = t->data + (size_t)i * (size_t)dtype_size(t->dtype);
+	const unsigned char *p = t->data + (size_t)i * (size_t)tio_dtype_size(t->dtype);
 	switch (t->dtype) {
 	case TIO_F32: { float v; memcpy(&v, p, 4); return v; }
 	case TIO_F64: { double v; memcpy(&v, p, 8); return v; }
@@ -455,7 +455,7 @@ double tio_f64_at(const TioTensor *t, int64_t i)
 
 int64_t tio_int_at(const TioTensor *t, int64_t i)
 {
-	const unsigned char *p = t->data + (size_t)i * (size_t)dtype_size(t->dtype);
+	const unsigned char *p = t->data + (size_t)i * (size_t)tio_dtype_size(t->dtype);
 	if (t->dtype == TIO_I32) {
 		int32_t v;
 		memcpy(&v, p, 4);
@@ -643,7 +643,7 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen)
 	uint64_t need, have = f->size - hstart - hlen;
 	if (!elem_bytes(t->nelems, dt, &need)) {
 		char shape[TIO_MAX_DIMS * 24];
-		double approx = (double)dtype_size(dt);
+		double approx = (double)tio_dtype_size(dt);
 		for (int i = 0; i < t->ndim; i++)
 			approx *= (double)t->shape[i];
 		fmt_fail(err, errlen, "%s: the data is %" PRIu64 " bytes but its shape %s needs %.3g, more than a 64-bit "

@@ -863,6 +863,7 @@ void interp_node(Interp *ip, const Node *nd)
 	}
 	case OP_SOFTMAX_BWD: eval_softmax_bwd(nd, in, out); break;
 	case OP_RESHAPE:
+	case OP_ALLREDUCE: /* the interpreter is one process: the mean over one rank */
 	case OP_CAST: /* rounded to its type below */
 		memcpy(out[0], in[0], sizeof(double) * (size_t)nx);
 		break;

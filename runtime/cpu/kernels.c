@@ -1522,6 +1522,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_GRAD_SUMSQ:
 		run_grad_sumsq(d, a);
 		break;
+	case RT_OP_ALLREDUCE:
+		rt_allreduce_mean(a[1], a[0], arg_elems(d, 0));
+		break;
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
 	case RT_OP_ADAMW:
@@ -1725,6 +1728,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_CAUSAL_SOFTMAX:
 	case RT_OP_CAUSAL_SOFTMAX_BWD:
 	case RT_OP_CAST:
+	case RT_OP_ALLREDUCE:
 		break; /* plain C: the description is all it needs */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));

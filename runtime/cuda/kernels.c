@@ -952,6 +952,8 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_CAST: launched(k, gpu_cast(a[0], a[1], arg_elems(d, 0), bf, st)); break;
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD: gpu_attention(s->blas, st, d, a, s->workspace); break;
+	case RT_OP_ALLREDUCE: /* the compiler builds no GPU program for several ranks (NCCL: not yet) */
+		RT_ICE("kernel %d: the GPU runtime has no all-reduce", k->id);
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1212,6 +1214,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_ATTENTION_BWD:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in chunks + CUDA", k->bf ? "gemm bf16" : "gemm");
 		break;
+	case RT_OP_ALLREDUCE:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

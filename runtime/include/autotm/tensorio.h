@@ -64,6 +64,8 @@ int tio_npy_open(const char *path, TioFile **out, char *err, size_t errlen);
 void tio_close(TioFile *f);
 const TioTensor *tio_find(const TioFile *f, const char *name);
 const char *tio_dtype_name(TioDtype d);
+/* Bytes of one element of type d. */
+int tio_dtype_size(TioDtype d);
 
 /* Convert the n elements of t into doubles. */
 void tio_to_f64(const TioTensor *t, double *dst);
