@@ -287,6 +287,7 @@ static int open_dataset(const char *dir, uint64_t seed, const DsModel *m, bool w
 		goto out;
 	}
 	d->sample_elems = d->x->t[0].nelems / d->n;
+	d->shards = 1;
 	d->steps_per_epoch = d->n / d->batch;
 	if (scan && check_samples(d, err, errlen))
 		goto out;
@@ -375,7 +376,7 @@ static int gather_step(Read *r, char *err, size_t errlen)
 		d->perm_epoch = epoch;
 	}
 	for (int64_t b = 0; b < d->batch; b++)
-		if (gather_sample(d, d->perm[index * d->batch + b], r->x + b * d->sample_elems,
+		if (gather_sample(d, d->perm[(index * d->shards + d->shard) * d->batch + b], r->x + b * d->sample_elems,
 		                  r->y + b * d->label_elems, err, errlen))
 			return -1;
 	return 0;
@@ -390,6 +391,17 @@ static int gather_rows(Read *r, char *err, size_t errlen)
 		if (gather_sample(d, i, r->x + b * d->sample_elems, r->y + b * d->label_elems, err, errlen))
 			return -1;
 	}
+	return 0;
+}
+
+int ds_shard(DsDataset *d, int64_t shard, int64_t shards, char *err, size_t errlen)
+{
+	if (shards < 1 || shard < 0 || shard >= shards || d->n / d->batch < shards)
+		return fmt_fail(err, errlen, "%s: %lld samples, fewer than a batch of %lld for each of %lld ranks",
+		                d->dir, (long long)d->n, (long long)d->batch, (long long)shards);
+	d->shard = shard;
+	d->shards = shards;
+	d->steps_per_epoch = d->n / (d->batch * shards);
 	return 0;
 }
 

@@ -277,7 +277,7 @@ bool rt_evaluate(RtCtx *ctx)
 	ev->loss_sum = 0;
 	ev->correct = 0;
 	ev->active = true;
-	bool tty = !ctx->opt.quiet && isatty(STDOUT_FILENO), showed = false;
+	bool tty = !ctx->opt.quiet && rt_stdout_tty(), showed = false;
 	double shown = t0;
 	for (int64_t i = 0; i < nbatches; i++) {
 		if (tty && rt_now() - shown >= 0.1) { /* a long evaluation shows how far it is */

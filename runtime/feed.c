@@ -62,7 +62,8 @@ void rt_feed_open(RtCtx *ctx)
 		.x_ids = in->dtype == RT_DTYPE_I32 ? in->range : 0,
 		.y_ndim = lab->ndim, .y_shape = lab->shape, .y_ids = lab->dtype == RT_DTYPE_I32 ? lab->range : 0,
 	};
-	if (ds_open(ctx->opt.data, ctx->opt.seed, &m, &f->ds, err, sizeof err))
+	if (ds_open(ctx->opt.data, ctx->opt.seed, &m, &f->ds, err, sizeof err) ||
+	    ds_shard(f->ds, ctx->rank, ctx->nranks, err, sizeof err))
 		rt_fatal("%s", err);
 	if (f->ds->batch != lab->shape[0])
 		RT_ICE("input '%s' has a batch of %lld, labels '%s' of %lld", in->name, (long long)f->ds->batch,
@@ -81,9 +82,11 @@ void rt_feed_open(RtCtx *ctx)
 	if (ds_steps(d, o->epochs, o->iters_given ? o->iters : -1, RT_MAX_STEPS, &o->iters, err, sizeof err))
 		rt_fatal("%s", err);
 	if (!o->quiet) {
-		int64_t dropped = d->n % d->batch;
+		int64_t dropped = d->n % (d->batch * d->shards);
 		printf("data: %s: %lld samples, %lld steps of %lld an epoch", d->dir, (long long)d->n,
 		       (long long)d->steps_per_epoch, (long long)d->batch);
+		if (d->shards > 1)
+			printf(" on each of %lld ranks", (long long)d->shards);
 		if (dropped)
 			printf(" (the last %lld samples of each epoch's order are dropped)", (long long)dropped);
 		printf("; %lld steps", (long long)o->iters);

@@ -45,6 +45,16 @@ void rt_allreduce_mean(float *dst, const float *src, int64_t n)
 		memmove(dst, src, sizeof(float) * (size_t)n);
 }
 
+double rt_ranks_mean(double v)
+{
+	return v;
+}
+
+void rt_ranks_step_end(RtCtx *ctx)
+{
+	(void)ctx;
+}
+
 bool rt_ranks_end(RtCtx *ctx)
 {
 	(void)ctx;
@@ -65,6 +75,7 @@ static struct {
 	bool on;                 /* MPI is initialised */
 	int rank, size;
 	double timeout;          /* seconds a collective may take */
+	bool check_steps;        /* AUTOTM_CHECK_RANKS: compare the weights after every step */
 	const char *volatile in; /* the collective under way, or NULL */
 	volatile double since;   /* when it began */
 } R = {.size = 1};
@@ -126,6 +137,7 @@ void rt_ranks_begin(RtCtx *ctx)
 	const char *t = getenv("AUTOTM_RANK_TIMEOUT"), *r = getenv("OMPI_COMM_WORLD_RANK"),
 	           *n = getenv("OMPI_COMM_WORLD_SIZE");
 	R.timeout = t && atof(t) > 0 ? atof(t) : 600;
+	R.check_steps = getenv("AUTOTM_CHECK_RANKS") && strcmp(getenv("AUTOTM_CHECK_RANKS"), "0") != 0;
 	R.rank = r ? atoi(r) : 0; /* for the watchdog's messages until MPI says */
 	R.size = n ? atoi(n) : 1;
 	pthread_t th; /* before MPI_Init, which may itself wait for the other ranks */
@@ -180,10 +192,9 @@ void rt_allreduce_mean(float *dst, const float *src, int64_t n)
 	R.in = NULL;
 }
 
-bool rt_ranks_end(RtCtx *ctx)
+/* A hash of the weights and optimizer state as this rank holds them. */
+static uint64_t weights_hash(RtCtx *ctx)
 {
-	if (!R.on)
-		return true;
 	uint64_t h = 1469598103934665603ull;
 	for (int i = 0; i < ctx->nweights; i++) { /* weights and optimizer state (each rank's running statistics
 		                                            are its own batches', as under PyTorch's DDP without SyncBatchNorm) */
@@ -196,7 +207,35 @@ bool rt_ranks_end(RtCtx *ctx)
 		h = fnv(h, host, (size_t)b);
 		free(host);
 	}
-	bool same = same_everywhere(h, "the check of the weights");
+	return h;
+}
+
+double rt_ranks_mean(double v)
+{
+	if (!R.on || R.size == 1)
+		return v;
+	double sum = 0;
+	R.in = "the mean of the loss";
+	R.since = rt_now();
+	check(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+	R.in = NULL;
+	return sum / R.size;
+}
+
+void rt_ranks_step_end(RtCtx *ctx)
+{
+	if (!R.on || !R.check_steps)
+		return;
+	if (!same_everywhere(weights_hash(ctx), "the check of the weights after a step"))
+		rt_fatal("rank %d of %d: the ranks' weights differ after step %lld (AUTOTM_CHECK_RANKS)", R.rank, R.size,
+		         (long long)ctx->step);
+}
+
+bool rt_ranks_end(RtCtx *ctx)
+{
+	if (!R.on)
+		return true;
+	bool same = same_everywhere(weights_hash(ctx), "the check of the weights");
 	if (!same)
 		fprintf(stderr, "%s: error: rank %d of %d: the ranks' weights differ at the end (a bug: the gradients' "
 		                "average should leave every rank the same bits)\n", rt_prog_name(), R.rank, R.size);

@@ -147,6 +147,13 @@ char *rt_xstrdup(const char *s)
 	return memcpy(rt_xmalloc(n), s, n);
 }
 
+bool rt_stdout_tty(void)
+{
+	/* under `autotmc run --ranks`, mpirun gives the ranks a terminal of its own: autotmc says what it has */
+	const char *e = getenv("AUTOTM_STDOUT_TTY");
+	return e ? strcmp(e, "1") == 0 : isatty(STDOUT_FILENO);
+}
+
 double rt_now(void)
 {
 	struct timespec ts;
@@ -1001,7 +1008,7 @@ void rt_step_begin(RtCtx *ctx)
 		rt_data_finish_loading(ctx);
 		check_fast_total(ctx);
 		ctx->run_start = rt_now();
-		ctx->progress_tty = isatty(STDOUT_FILENO);
+		ctx->progress_tty = rt_stdout_tty();
 	}
 	ctx->in_step = true;
 	ctx->step_start = rt_now();
@@ -1020,7 +1027,7 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 	float lv = NAN;
 	if (loss)
 		ctx->backend->memory.load(&lv, loss, sizeof lv);
-	double l = lv;
+	double l = rt_ranks_mean(lv); /* the step's loss over every rank's shard */
 	ctx->in_step = false;
 	if (ctx->nsteps == ctx->steps_cap) {
 		int64_t cap = ctx->steps_cap ? 2 * ctx->steps_cap : 64;
@@ -1039,6 +1046,7 @@ void rt_step_end(RtCtx *ctx, const float *loss)
 	ctx->losses[ctx->nsteps] = l;
 	ctx->nsteps++;
 	ctx->step++;
+	rt_ranks_step_end(ctx);
 	if (!ctx->opt.quiet)
 		report_step(ctx);
 	if (loss && !isfinite(l))

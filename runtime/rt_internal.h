@@ -92,6 +92,8 @@ void *rt_alloc_at(const char *file, int line, size_t n, bool zero);
 char *rt_xstrdup(const char *s);
 
 /* Monotonic time in seconds. */
+/* Whether the standard output is a terminal (progress lines), as AUTOTM_STDOUT_TTY says where it is set. */
+bool rt_stdout_tty(void);
 double rt_now(void);
 /* The median of v[n] (0 when n is 0). */
 double rt_median(const double *v, int64_t n);
@@ -398,6 +400,10 @@ void rt_feed_open(RtCtx *ctx);
 void rt_ranks_begin(RtCtx *ctx);
 /* dst = the mean of src over the ranks, the same bits on every rank (dst may be src); one rank: a copy. */
 void rt_allreduce_mean(float *dst, const float *src, int64_t n);
+/* The mean of v over the ranks (a step's loss; v itself on one rank). */
+double rt_ranks_mean(double v);
+/* After each step, with AUTOTM_CHECK_RANKS=1 (a debug mode): stop if the ranks' weights differ. */
+void rt_ranks_step_end(RtCtx *ctx);
 /* At the end: the check that every rank holds the same weights, then leave MPI. False (and why) if not. */
 bool rt_ranks_end(RtCtx *ctx);
 /*

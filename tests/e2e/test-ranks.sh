@@ -2,11 +2,14 @@
 # Data-parallel training (autotmc run --ranks N, docs/distributed.md) on this
 # machine with Open MPI:
 #   - 2 ranks with half a batch each train as 1 rank with the whole batch
-#     (the same .npy arrays, split by rank), 3 steps, within float rounding
-#     of the order the gradients are summed in: an MLP with SGD, a small
-#     GPT with AdamW and clipping by the global norm, all-fast, and the MLP
-#     placed under a limit with moves;
-#   - the ranks' weights are the same bits at the end (the run checks it,
+#     (the same .npy arrays, split by rank, or the same dataset), 3 steps,
+#     within float rounding of the order the gradients are summed in: an MLP
+#     with SGD, a small GPT with AdamW and clipping by the global norm,
+#     all-fast, and the MLP placed under a limit with moves; the losses
+#     printed are the whole batch's;
+#   - 2 ranks resumed from a checkpoint end bitwise as if they had not stopped;
+#   - the ranks' weights are the same bits after every step (the debug mode
+#     AUTOTM_CHECK_RANKS=1 compares them) and at the end (the run checks it,
 #     and says so);
 #   - rank 1 of 2 only: no report on standard output but rank 0's, and only
 #     rank 0 writes the weights;
@@ -24,6 +27,7 @@ need_python numpy python3-numpy
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/ranks.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME=$work/cache
+export AUTOTM_CHECK_RANKS=1 # the debug mode: the ranks compare their weights after every step
 cd "$work" || exit 1
 fails=0
 ok() { echo "ok: $*"; }
@@ -48,6 +52,10 @@ np.save("x.npy", rng.standard_normal((16, 64)).astype(np.float32))
 np.save("y.npy", rng.integers(0, 10, 16).astype(np.int64))
 np.save("ids.npy", rng.integers(0, 64, (8, 16)).astype(np.int32))
 np.save("next.npy", rng.integers(0, 64, (8, 16)).astype(np.int32))
+import os
+os.makedirs("data")
+np.save("data/x.npy", rng.standard_normal((64, 64)).astype(np.float32))
+np.save("data/y.npy", rng.integers(0, 10, 64).astype(np.int64))
 EOF
 
 # one rank, the whole batch; two ranks, half each; the weights within RTOL of each other's largest value. With
@@ -55,26 +63,47 @@ EOF
 # moment, so a gradient of rounding size (a key bias's, 0 in exact arithmetic) takes steps of the learning
 # rate whatever its size (measured 5.6e-6)
 RTOL=2e-6
-pair() {  # name model x y batch [options...]
-    local name=$1 model=$2 x=$3 y=$4 b=$5
-    shift 5
-    "$autotmc" run "$model" -D batch="$b" --iters 3 --input "$x" --labels "$y" --slow-dir "$work" \
-        --save-weights "$name-1.safetensors" "$@" > "$name-1.log" 2>&1 || { bad "$name: 1 rank: exit $?"; tail -5 "$name-1.log"; return; }
-    "$autotmc" run "$model" -D batch=$((b / 2)) --ranks 2 --iters 3 --input "$x" --labels "$y" --slow-dir "$work" \
+pair() {  # name model batch [options: the data, ...]
+    local name=$1 model=$2 b=$3
+    shift 3
+    "$autotmc" run "$model" -D batch="$b" --iters 3 --slow-dir "$work" --save-weights "$name-1.safetensors" "$@" \
+        > "$name-1.log" 2>&1 || { bad "$name: 1 rank: exit $?"; tail -5 "$name-1.log"; return; }
+    "$autotmc" run "$model" -D batch=$((b / 2)) --ranks 2 --iters 3 --slow-dir "$work" \
         --save-weights "$name-2.safetensors" "$@" > "$name-2.log" 2>&1 || { bad "$name: 2 ranks: exit $?"; tail -5 "$name-2.log"; return; }
+    # the losses printed: the mean over the ranks' shards, the whole batch's
+    local l1 l2
+    l1=$(grep -o '^step [0-9]*: loss [^ ]*' "$name-1.log" | awk '{print $4}' | tr '\n' ' ')
+    l2=$(grep -o '^step [0-9]*: loss [^ ]*' "$name-2.log" | awk '{print $4}' | tr '\n' ' ')
     if ! grep -q '^ranks: 2, weights the same on every rank (checked)' "$name-2.log"; then
         bad "$name: 2 ranks did not report the check of the weights"; tail -5 "$name-2.log"
+    elif ! "$py" -c "import sys; a, b = map(float, sys.argv[1].split()), map(float, sys.argv[2].split()); \
+            sys.exit(not all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)))" "$l1" "$l2" || [ -z "$l1" ]; then
+        bad "$name: losses of 2 ranks [$l2] against 1 rank's [$l1]"
     elif out=$("$compare" "$name-1.safetensors" "$name-2.safetensors" "$RTOL"); then
-        ok "$name: 2 ranks of batch $((b / 2)) = 1 rank of batch $b within $RTOL ($out); $(grep -m1 '^placement:' "$name-2.log")"
+        ok "$name: 2 ranks of batch $((b / 2)) = 1 rank of batch $b: losses [$l2] within 1e-5, weights within $RTOL ($out); $(grep -m1 '^placement:' "$name-2.log")"
     else
         bad "$name: 2 ranks against 1: $out"
     fi
 }
-pair mlp-sgd mlp.net x.npy y.npy 16
-pair mlp-moves mlp.net x.npy y.npy 16 --ratio 1:1 --hw optane-6dimm
-RTOL=2e-5 pair gpt-adamw "$srcdir/examples/tinygpt.net" ids.npy next.npy 8 -I "$srcdir/stdlib" -D seq=16 -D n_layer=1 \
-    -D n_embd=32 -D n_head=2 -D vocab=64
+pair mlp-sgd mlp.net 16 --input x.npy --labels y.npy
+pair mlp-moves mlp.net 16 --input x.npy --labels y.npy --ratio 1:1 --hw optane-6dimm
+pair mlp-data mlp.net 16 --data data
+RTOL=2e-5 pair gpt-adamw "$srcdir/examples/tinygpt.net" 8 --input ids.npy --labels next.npy -I "$srcdir/stdlib" -D seq=16 \
+    -D n_layer=1 -D n_embd=32 -D n_head=2 -D vocab=64
 grep -qE 'placement: [a-z-]+; [1-9][0-9]* moves' mlp-moves-2.log || bad "mlp under a limit made no move"
+grep -q 'on each of 2 ranks' mlp-data-2.log || bad "--data on 2 ranks did not say so"
+
+# resuming 2 ranks from rank 0's checkpoint ends as the run that did not stop, bitwise
+two=("$autotmc" run mlp.net -D batch=8 --ranks 2 --data data --slow-dir "$work")
+"${two[@]}" --iters 4 --save-weights whole.safetensors > whole.log 2>&1 &&
+    "${two[@]}" --iters 2 --checkpoint ck > part.log 2>&1 &&
+    "${two[@]}" --iters 4 --checkpoint ck --resume ck --save-weights resumed.safetensors > resumed.log 2>&1
+rc=$?
+if [ $rc = 0 ] && cmp -s whole.safetensors resumed.safetensors; then
+    ok "2 ranks stopped after 2 steps and resumed to 4: bitwise the run of 4"
+else
+    bad "2 ranks resumed: exit $rc, weights $(cmp whole.safetensors resumed.safetensors 2>&1)"; tail -3 resumed.log
+fi
 
 # rank 0 alone reports: one report of the steps in the output
 n=$(grep -c '^median step time' mlp-sgd-2.log)

@@ -49,7 +49,8 @@ typedef struct DsDataset {
 	int y_ids;            /* the model's labels are class ids too: gathered as ids, not one-hot */
 	int64_t label_elems;  /* floats of one sample's labels: K one-hot, or its ids */
 	int64_t batch;        /* samples a step */
-	int64_t steps_per_epoch; /* N / batch */
+	int64_t shards, shard; /* data parallel: a step's samples are shards x batch, this rank's the shard-th batch */
+	int64_t steps_per_epoch; /* N / (shards x batch) */
 	int64_t *perm;        /* the order of epoch perm_epoch (ds_gather's) */
 	int64_t perm_epoch;   /* -1: none yet */
 } DsDataset;
@@ -94,6 +95,14 @@ void ds_order(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm);
  */
 int ds_steps(const DsDataset *d, int64_t epochs, int64_t iters, int64_t max, int64_t *steps, char *err,
              size_t errlen);
+
+/*
+ * Make d the shard-th of `shards` ranks' view: each step draws shards x
+ * batch samples in the order of its seed (what one rank of that batch
+ * would draw), and this rank gathers the shard-th batch of them. Fails
+ * where N does not hold shards batches.
+ */
+int ds_shard(DsDataset *d, int64_t shard, int64_t shards, char *err, size_t errlen);
 
 /*
  * Gather the batch of step `step` of the run (from 0): its samples into
