@@ -190,6 +190,10 @@ static const Option options[] = {
 	 "data parallel: N processes under mpirun, each training on its shard of every\n"
 	 "batch (`batch` is each rank's), the gradients averaged over them by all-reduce\n"
 	 "nodes of the training step (docs/distributed.md; CPU backend)"},
+	{"ranks-bandwidth", 0, V_TEXT, F(ranks_link), C(SCHEDULE) | C(BUILD) | C(RUN), 0, 0, "BW",
+	 "the bandwidth of the link between the ranks, as 450GB/s (default: the --hw file's\n"
+	 "[ranks] section, else Open MPI's shared memory on one machine as measured:\n"
+	 "0.75GB/s)"},
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */
@@ -770,8 +774,11 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--eval-every needs --val DIR");
 	if (s->tf32 && s->target != TARGET_GPU)
 		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
-	if (s->ranks > 1 && s->target == TARGET_GPU)
-		usage_error(cmd, "--ranks: the GPU backend trains on one rank (its all-reduce, over NCCL, is not built yet)");
+	if (s->ranks > 1 && s->target == TARGET_GPU && (cmd == CMD_BUILD || cmd == CMD_RUN || cmd == CMD_EVAL))
+		usage_error(cmd, "--ranks: the GPU backend trains on one rank (its all-reduce, over NCCL, is not built yet; "
+		                 "schedule models several)");
+	if (s->ranks_link && s->ranks < 2)
+		usage_error(cmd, "--ranks-bandwidth is the link between ranks: give --ranks N with N >= 2 too");
 	if (s->ranks > 1 && !s->threads) { /* the cores, shared: the profiles are made at the threads each rank runs */
 		long cores = sysconf(_SC_NPROCESSORS_ONLN);
 		s->threads = cores / s->ranks > 1 ? (int)(cores / s->ranks) : 1;

@@ -70,6 +70,7 @@ typedef struct Settings {
 	int solver_jobs;          /* --solver-jobs N (0: one per core) */
 	int threads;              /* --threads N (0: every core; with --ranks, the cores shared among the ranks) */
 	int ranks;                /* --ranks N: data parallel over N ranks (0 or 1: one process) */
+	const char *ranks_link;   /* --ranks-bandwidth BW: the link between the ranks, as a bandwidth ("450GB/s") */
 	bool threads_auto;        /* sweep --threads auto */
 	const char *slow_dir;     /* --slow-dir DIR */
 	/* what to write or show */

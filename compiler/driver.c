@@ -30,6 +30,7 @@
 #include "diag.h"
 #include "elaborate.h"
 #include "emit_llvm.h"
+#include "hwmodel.h"
 #include "interp.h"
 #include "link.h"
 #include "memplan.h"
@@ -137,6 +138,26 @@ static bool link_module(const Compilation *c, const Module *m, Arena *a, char *e
 #define RANKS_LINK_BANDWIDTH 0.75e9
 #define RANKS_LINK_LATENCY 20e-6
 
+/*
+ * cm with the ranks' exchange of the gradients: over --ranks-bandwidth,
+ * the --hw file's [ranks] link, or this machine's shared memory.
+ */
+static CostModel *ranks_cost(const Settings *s, CostModel *cm, Arena *a, char *err, size_t errlen)
+{
+	double bw = RANKS_LINK_BANDWIDTH, latency = RANKS_LINK_LATENCY;
+	HwModel hw = {0};
+	const char *path = s->hw ? hw_find(s->hw, a, err, errlen) : NULL;
+	if (s->hw && (!path || !hw_load(path, &hw, err, errlen)))
+		return NULL;
+	if (hw.ranks_bw > 0) {
+		bw = hw.ranks_bw;
+		latency = hw.ranks_latency;
+	}
+	if (s->ranks_link && !hw_bandwidth("--ranks-bandwidth", s->ranks_link, &bw, err, errlen))
+		return NULL;
+	return costmodel_ranks(cm, s->ranks, bw, latency, a);
+}
+
 /* Profile c's kernels, make its cost model, place it under po's limit and plan its pools. */
 static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOptions *po)
 {
@@ -146,8 +167,8 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 		return fail(err);
 	if (!(c->cm = costmodel_for(c->g, c->sched, &cr, a, err, sizeof err)))          /* -> kernel, move times */
 		return fail(err);
-	if (s->ranks > 1) /* the ranks on this machine: shared memory, as measured (docs/distributed.md) */
-		c->cm = costmodel_ranks(c->cm, s->ranks, RANKS_LINK_BANDWIDTH, RANKS_LINK_LATENCY, a);
+	if (s->ranks > 1 && !(c->cm = ranks_cost(s, c->cm, a, err, sizeof err)))
+		return fail(err);
 	po->cm = c->cm;
 	if (!(c->place = place(c->g, c->sched, po, a, &c->st, err, sizeof err)))        /* -> tiers, moves */
 		return fail(err);

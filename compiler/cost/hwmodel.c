@@ -28,9 +28,9 @@
 
 typedef enum ValKind { V_TEXT, V_BANDWIDTH, V_TIME, V_SIZE, V_FRACTION, V_RATE } ValKind;
 
-typedef enum Section { SEC_TOP, SEC_FAST, SEC_SLOW, SEC_LINK, SEC_COMPUTE, NSECTIONS } Section;
+typedef enum Section { SEC_TOP, SEC_FAST, SEC_SLOW, SEC_LINK, SEC_COMPUTE, SEC_RANKS, NSECTIONS } Section;
 
-static const char *const section_names[NSECTIONS] = {"top", "fast", "slow", "link", "compute"};
+static const char *const section_names[NSECTIONS] = {"top", "fast", "slow", "link", "compute", "ranks"};
 
 /* A key: where it may appear, what it takes, where it goes. */
 typedef struct Key {
@@ -59,6 +59,8 @@ static const Key keys[] = {
 	{SEC_COMPUTE, "flops", V_RATE, true},
 	{SEC_COMPUTE, "flops_bf16", V_RATE, false},
 	{SEC_COMPUTE, "launch", V_TIME, false},
+	{SEC_RANKS, "bandwidth", V_BANDWIDTH, true},
+	{SEC_RANKS, "latency", V_TIME, false},
 };
 
 /* Units of each kind of value, with their factor to bytes/s, seconds or bytes. */
@@ -255,7 +257,7 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 		if (*l == '[') {
 			char *close = strchr(l, ']');
 			if (!close || *trim(close + 1))
-				return fail(err, errlen, path, lineno, "a section header is [fast], [slow], [link] or [compute]");
+				return fail(err, errlen, path, lineno, "a section header is [fast], [slow], [link], [compute] or [ranks]");
 			*close = '\0';
 			char *name = trim(l + 1);
 			Section s = NSECTIONS;
@@ -263,7 +265,7 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 				if (strcmp(name, section_names[i]) == 0)
 					s = (Section)i;
 			if (s == NSECTIONS)
-				return fail(err, errlen, path, lineno, "unknown section [%s] (fast, slow, link or compute)", name);
+				return fail(err, errlen, path, lineno, "unknown section [%s] (fast, slow, link, compute or ranks)", name);
 			if (section_line[s])
 				return fail(err, errlen, path, lineno, "a second [%s] section (the first is on line %d)", name,
 				            section_line[s]);
@@ -336,6 +338,10 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 			hw->flop_rate_bf16 = x;
 		else if (sec == SEC_COMPUTE && strcmp(key, "launch") == 0)
 			hw->launch = x;
+		else if (sec == SEC_RANKS && strcmp(key, "bandwidth") == 0)
+			hw->ranks_bw = x;
+		else if (sec == SEC_RANKS && strcmp(key, "latency") == 0)
+			hw->ranks_latency = x;
 		else
 			unreachable();
 	}
@@ -350,6 +356,11 @@ bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t
 				return fail(err, errlen, path, section_line[s], "[%s] has no %s", section_names[s], keys[i].name);
 	}
 	return true;
+}
+
+bool hw_bandwidth(const char *what, const char *text, double *out, char *err, size_t errlen)
+{
+	return parse_quantity(what, 0, what, text, V_BANDWIDTH, out, err, errlen);
 }
 
 /* A hw file is a few dozen lines; anything larger is not one. */

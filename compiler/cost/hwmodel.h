@@ -27,6 +27,9 @@
  *   flops_bf16 = 990 TFLOP/s       instead of flops for a kernel with bf16 inputs (--precision bf16)
  *   flops_bf16.conv2d = 330 TFLOP/s  one op's own rate with bf16 inputs (else its flops.OP)
  *   bandwidth.batchnorm = 0.4      the fraction of the fast tier's bandwidth one op reaches
+ *   [ranks]                        optional: the link between data-parallel ranks (--ranks)
+ *   bandwidth = 50 GB/s            of a gradient's exchange (required in [ranks])
+ *   latency = 10 us                of one message
  *
  * Every tier needs read_bandwidth and write_bandwidth; the rest is
  * optional. Errors are "file:line: error: message".
@@ -64,7 +67,12 @@ typedef struct HwModel {
 	double flop_rate_bf16;        /* [compute] flops_bf16: FLOP/s of a kernel with bf16 inputs (0: as float32) */
 	double op_flops_bf16[NUM_OPS]; /* [compute] flops_bf16.OP: that op's with bf16 inputs (0: flop_rate_bf16) */
 	double op_bandwidth[NUM_OPS]; /* [compute] bandwidth.OP: fraction of the fast tier's bandwidth (0: all of it) */
+	double ranks_bw;         /* [ranks] bandwidth: of the link between data-parallel ranks (0: not given) */
+	double ranks_latency;    /* [ranks] latency: of one of its messages */
 } HwModel;
+
+/* A bandwidth with its unit ("450 GB/s") into bytes per second; false with "what: error: ..." in err. */
+bool hw_bandwidth(const char *what, const char *text, double *out, char *err, size_t errlen);
 
 /* Parse the text of a hw file named path. False with "path:line: error: ..." in err. */
 bool hw_parse(const char *path, const char *text, HwModel *hw, char *err, size_t errlen);

@@ -131,6 +131,9 @@ static void test_hw_errors(void)
 		{"[compute]\nbandwidth.relu = 0.5\nbandwidth.relu = 0.4\n",
 		 "bad.hw:3: error: bandwidth.relu is given twice in [compute]"},
 		{"[fast]\nflops.relu = 1 TFLOP/s\n", "bad.hw:2: error: unknown key 'flops.relu' in [fast]"},
+		{"[ranks]\nlatency = 10 us\n[fast]\nread_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n[slow]\n"
+		 "read_bandwidth = 1 GB/s\nwrite_bandwidth = 1 GB/s\n", "bad.hw:1: error: [ranks] has no bandwidth"},
+		{"[ranks]\nbandwidth = 5\n", "bad.hw:2: error: bandwidth needs a unit (B/s, KB/s"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		HwModel hw;
@@ -142,6 +145,12 @@ static void test_hw_errors(void)
 	HwModel hw;
 	char err[512];
 	test_check(hw_parse("good.hw", ok_tiers, &hw, err, sizeof err), "a minimal hw file is accepted");
+	char ranks[512];
+	snprintf(ranks, sizeof ranks, "%s[ranks]\nbandwidth = 40 GB/s\nlatency = 10 us\n", ok_tiers);
+	bool parsed = hw_parse("ranks.hw", ranks, &hw, err, sizeof err);
+	test_check(parsed && hw.ranks_bw == 40e9 && fabs(hw.ranks_latency - 10e-6) < 1e-15,
+	           "[ranks]: the link between data-parallel ranks (%g B/s, %g s)", parsed ? hw.ranks_bw : 0.0,
+	           parsed ? hw.ranks_latency : 0.0);
 	/* a binary file read from disk */
 	const char *bin = tmp_path("binary.hw");
 	write_bytes(bin, "[fast]\n\0\x01\x02", 10);
