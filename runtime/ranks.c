@@ -50,6 +50,12 @@ double rt_ranks_mean(double v)
 	return v;
 }
 
+void rt_exchange_need(void *const *ptrs, int n)
+{
+	(void)ptrs;
+	(void)n;
+}
+
 void rt_ranks_step_end(RtCtx *ctx)
 {
 	(void)ctx;
@@ -145,7 +151,7 @@ void rt_ranks_begin(RtCtx *ctx)
 		rt_fatal("rank %d: cannot start the watchdog thread", R.rank);
 	R.in = "the start of MPI (MPI_Init)";
 	R.since = rt_now();
-	int provided, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+	int provided, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
 	R.in = NULL;
 	if (rc != MPI_SUCCESS)
 		rt_fatal("cannot start MPI (MPI_Init_thread: error %d)", rc);
@@ -164,6 +170,9 @@ void rt_ranks_begin(RtCtx *ctx)
 	if (!same_everywhere(h, "the check of the program"))
 		rt_fatal("rank %d of %d: the ranks run different programs (another model, -D, placement or build): start "
 		         "every rank from one `autotmc run --ranks N`, or one program under mpirun", R.rank, R.size);
+	const char *overlap = getenv("AUTOTM_RANKS_OVERLAP");
+	if (R.size > 1 && provided >= MPI_THREAD_SERIALIZED && !(overlap && strcmp(overlap, "0") == 0))
+		rt_exchange_start();
 	if (R.rank != 0) { /* rank 0 reports and writes */
 		ctx->opt.quiet = true;
 		ctx->opt.save_weights = ctx->opt.results = ctx->opt.plot = ctx->opt.checkpoint = NULL;
@@ -171,25 +180,28 @@ void rt_ranks_begin(RtCtx *ctx)
 	}
 }
 
-void rt_allreduce_mean(float *dst, const float *src, int64_t n)
+void rt_exchange_mean(float *buf, int64_t n)
 {
-	if (R.size == 1) {
-		if (dst != src)
-			memmove(dst, src, sizeof(float) * (size_t)n);
-		return;
-	}
-	R.in = "an all-reduce of a gradient";
+	R.in = "an all-reduce of the gradients";
 	R.since = rt_now();
 	for (int64_t at = 0; at < n; at += INT_MAX / 2) { /* MPI counts are int */
 		int c = (int)(n - at < INT_MAX / 2 ? n - at : INT_MAX / 2);
-		const void *send = R.rank == 0 && dst == src ? MPI_IN_PLACE : (const void *)(src + at);
-		check(MPI_Reduce(send, dst + at, c, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
+		check(MPI_Reduce(R.rank == 0 ? MPI_IN_PLACE : (const void *)(buf + at), buf + at, c, MPI_FLOAT, MPI_SUM, 0,
+		                 MPI_COMM_WORLD), "MPI_Reduce");
 		if (R.rank == 0)
 			for (int i = 0; i < c; i++)
-				dst[at + i] /= (float)R.size;
-		check(MPI_Bcast(dst + at, c, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+				buf[at + i] /= (float)R.size;
+		check(MPI_Bcast(buf + at, c, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
 	}
 	R.in = NULL;
+}
+
+void rt_allreduce_mean(float *dst, const float *src, int64_t n)
+{
+	if (dst != src)
+		memmove(dst, src, sizeof(float) * (size_t)n);
+	if (R.size > 1 && !rt_exchange_submit(dst, n)) /* on the exchange's thread, else here */
+		rt_exchange_mean(dst, n);
 }
 
 /* A hash of the weights and optimizer state as this rank holds them. */
@@ -212,6 +224,7 @@ static uint64_t weights_hash(RtCtx *ctx)
 
 double rt_ranks_mean(double v)
 {
+	rt_exchange_drain(); /* the step's exchanges are done: this thread may call MPI */
 	if (!R.on || R.size == 1)
 		return v;
 	double sum = 0;
@@ -235,12 +248,20 @@ bool rt_ranks_end(RtCtx *ctx)
 {
 	if (!R.on)
 		return true;
+	int64_t messages, gradients;
+	bool overlapped = rt_exchange_counts(&messages, &gradients);
+	rt_exchange_stop();
 	bool same = same_everywhere(weights_hash(ctx), "the check of the weights");
 	if (!same)
 		fprintf(stderr, "%s: error: rank %d of %d: the ranks' weights differ at the end (a bug: the gradients' "
 		                "average should leave every rank the same bits)\n", rt_prog_name(), R.rank, R.size);
+	else if (R.rank == 0 && !ctx->opt.quiet && overlapped)
+		printf("ranks: %d, gradients exchanged beside the backward pass, %.1f in a bucket (%lld buckets); weights "
+		       "the same on every rank (checked)\n", R.size, messages ? (double)gradients / (double)messages : 0.0,
+		       (long long)messages);
 	else if (R.rank == 0 && !ctx->opt.quiet)
-		printf("ranks: %d, weights the same on every rank (checked)\n", R.size);
+		printf("ranks: %d, gradients exchanged in the allreduce kernels; weights the same on every rank (checked)\n",
+		       R.size);
 	MPI_Finalize();
 	R.on = false;
 	return same;

@@ -822,6 +822,8 @@ void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 {
 	if (bytes < 0)
 		RT_ICE("rt_move of %lld bytes", (long long)bytes);
+	if (ctx->nranks > 1)
+		rt_exchange_need((void *const[]){dst, (void *)src}, 2);
 	ctx->backend->copies.move(dst, src, (size_t)bytes);
 }
 
@@ -829,6 +831,8 @@ int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 {
 	if (bytes < 0)
 		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
+	if (ctx->nranks > 1)
+		rt_exchange_need((void *const[]){dst, (void *)src}, 2);
 	return ctx->backend->copies.submit(ctx->copier, dst, src, (size_t)bytes);
 }
 
@@ -881,6 +885,7 @@ void rt_kernel(RtCtx *ctx, int32_t id, const int64_t *desc)
 	check_desc(id, desc);
 	ctx->kernels[id].impl = ctx->backend->kernels.create(ctx->kernel_state, id, desc);
 	ctx->kernels[id].op = desc[RT_D_OP];
+	ctx->kernels[id].nargs = (int)(desc[RT_D_NIN] + desc[RT_D_NOUT]);
 	ctx->nkernels++;
 }
 
@@ -890,6 +895,8 @@ void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
 		RT_ICE("rt_launch: kernel %d was never created", id);
 	RtKernelSlot *k = &ctx->kernels[id];
 	const RtKernelOps *ko = &ctx->backend->kernels;
+	if (ctx->nranks > 1) /* a gradient it reads may still be on its way from the other ranks */
+		rt_exchange_need(args, k->nargs);
 	if (!ctx->opt.profile) {
 		ko->launch(ctx->kernel_state, k->impl, args, ctx->step);
 		return;

@@ -272,6 +272,7 @@ typedef struct RtOptions {
 typedef struct RtKernelSlot {
 	void *impl;        /* the backend's kernel; NULL: id not created */
 	int64_t op;        /* RtOp, for reports */
+	int nargs;         /* its arguments, inputs then outputs */
 	int64_t calls;     /* --profile-kernels: launches */
 	double seconds;    /* --profile-kernels: total time in them */
 } RtKernelSlot;
@@ -402,6 +403,23 @@ void rt_ranks_begin(RtCtx *ctx);
 void rt_allreduce_mean(float *dst, const float *src, int64_t n);
 /* The mean of v over the ranks (a step's loss; v itself on one rank). */
 double rt_ranks_mean(double v);
+/*
+ * exchange.c: the gradients' exchange on a thread of its own, in buckets,
+ * overlapping the backward pass (AUTOTM_RANKS_OVERLAP=0: in the allreduce
+ * kernels instead). rt_exchange_submit hands over a gradient to average in
+ * place (false where the thread is not running: the caller exchanges it);
+ * rt_exchange_need waits until no gradient among ptrs is still being
+ * exchanged (before a kernel or a move); rt_exchange_drain ends a step's
+ * exchanges; rt_exchange_mean is one exchange (ranks.c), on the calling thread.
+ */
+void rt_exchange_start(void);
+bool rt_exchange_submit(float *buf, int64_t n);
+void rt_exchange_need(void *const *ptrs, int n);
+void rt_exchange_drain(void);
+void rt_exchange_stop(void);
+void rt_exchange_mean(float *buf, int64_t n);
+/* The buckets sent and the gradients in them so far; whether the thread runs. */
+bool rt_exchange_counts(int64_t *messages, int64_t *gradients);
 /* After each step, with AUTOTM_CHECK_RANKS=1 (a debug mode): stop if the ranks' weights differ. */
 void rt_ranks_step_end(RtCtx *ctx);
 /* At the end: the check that every rank holds the same weights, then leave MPI. False (and why) if not. */

@@ -87,7 +87,8 @@ CostModel *costmodel_roofline(const Roofline *r, Arena *a);
  * inner, with the time the ranks of a data-parallel program spend
  * exchanging each allreduce node's gradient added to the node's
  * (costmodel_ranks.c): 2 (N - 1) / N of its bytes over a link of
- * `bandwidth` bytes per second, and 2 log2 N times its latency.
+ * `bandwidth` bytes per second, and 2 log2 N times its latency for each
+ * bucket of 25 MiB (a smaller gradient pays its share).
  */
 CostModel *costmodel_ranks(const CostModel *inner, int ranks, double bandwidth, double latency, Arena *a);
 

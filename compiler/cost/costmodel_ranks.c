@@ -6,13 +6,20 @@
  * process, is a copy; the ranks exchange the gradient besides. A mean
  * taken as a reduction to one rank and a broadcast moves each byte
  * 2 (N - 1) / N times over the link, and waits on its latency about
- * 2 log2 N times: that time is added to the node's.
+ * 2 log2 N times per message, a message being a bucket of 25 MiB of
+ * gradients (a gradient pays its share): that time is added to the
+ * node's. The runtime's exchange overlaps the backward kernels after the
+ * node, which this does not count: the step predicted is an upper bound
+ * by up to the exchanges' time.
  */
 #include "costmodel.h"
 
 #include <math.h>
 
 #include "util.h"
+
+/* The runtime's buckets (runtime/exchange.c): gradients smaller than this share a message. */
+#define BUCKET_BYTES (25.0 * (1 << 20))
 
 typedef struct Ranks {
 	const CostModel *inner;
@@ -27,7 +34,8 @@ static double ranks_kernel_time(const CostModel *cm, const Node *n, uint32_t slo
 	if (n->op != OP_ALLREDUCE)
 		return t;
 	double bytes = (double)n->in[0]->bytes, hops = 2.0 * (r->ranks - 1) / r->ranks;
-	return t + hops * bytes / r->bandwidth + 2 * ceil(log2(r->ranks)) * r->latency;
+	double share = bytes < BUCKET_BYTES ? bytes / BUCKET_BYTES : 1; /* its share of a bucket's messages */
+	return t + hops * bytes / r->bandwidth + share * 2 * ceil(log2(r->ranks)) * r->latency;
 }
 
 static double ranks_move_time(const CostModel *cm, int64_t bytes, Tier from, Tier to, bool async)

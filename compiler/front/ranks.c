@@ -41,6 +41,28 @@ static void move_last_to(Graph *g, int at)
 		g->nodes.v[i]->id = i;
 }
 
+/*
+ * The updates (and the sums of squares that clip them) after every other
+ * node, in their order: the schedule runs them once the backward pass is
+ * over, as DDP's optimizer step follows its backward pass, so that the
+ * exchanges of the gradients overlap the backward kernels between them.
+ */
+static void updates_last(Graph *g)
+{
+	Node **late = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(Node *));
+	int n = 0, k = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		Node *x = g->nodes.v[i];
+		if (x->phase == PHASE_UPDATE || x->op == OP_GRAD_SUMSQ)
+			late[k++] = x;
+		else
+			g->nodes.v[n++] = x;
+	}
+	memcpy(g->nodes.v + n, late, sizeof(Node *) * (size_t)k);
+	for (int i = 0; i < g->nodes.n; i++)
+		g->nodes.v[i]->id = i;
+}
+
 bool ranks_allreduce(Graph *g, int *added, char *err, size_t errlen)
 {
 	*added = 0;
@@ -51,17 +73,16 @@ bool ranks_allreduce(Graph *g, int *added, char *err, size_t errlen)
 		Tensor *dw = u->in[1];
 		if (dw->producer && dw->producer->op == OP_ALLREDUCE)
 			continue;
-		int first = u->id; /* its first reader (a sum of squares before the update) */
-		for (int k = 0; k < dw->users.n; k++)
-			first = dw->users.v[k]->id < first ? dw->users.v[k]->id : first;
+		int at = dw->producer ? dw->producer->id + 1 : 0; /* right after the gradient is made */
 		Node *ar = graph_node(g, OP_ALLREDUCE, &dw, 1, NULL, TENSOR_GRADIENT,
 		                      arena_printf(g->arena, "%s.mean", dw->name), u->loc, err, errlen);
 		if (!ar)
 			return false;
 		ar->phase = PHASE_BACKWARD;
 		move_readers(g, dw, ar->out[0], ar);
-		move_last_to(g, first);
+		move_last_to(g, at);
 		(*added)++;
 	}
+	updates_last(g);
 	return true;
 }

@@ -14,8 +14,11 @@
  * of the averaged gradient, as PyTorch's DDP does. The node is a gradient
  * in, its mean over the ranks out, of the same size: the placement sees
  * it (its time, its output's bytes) like any kernel, and its output may
- * take its input's memory. Returns the nodes added; false (and why) in err
- * where a node cannot be built.
+ * take its input's memory. It comes right after the gradient is made, and
+ * the updates after the whole backward pass, so that the runtime's
+ * exchange overlaps the backward kernels (every weight's gradient is then
+ * live until the updates, as in PyTorch). Returns the nodes added; false
+ * (and why) in err where a node cannot be built.
  */
 bool ranks_allreduce(Graph *g, int *added, char *err, size_t errlen);
 

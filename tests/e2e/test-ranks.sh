@@ -6,7 +6,9 @@
 #     within float rounding of the order the gradients are summed in: an MLP
 #     with SGD, a small GPT with AdamW and clipping by the global norm,
 #     all-fast, and the MLP placed under a limit with moves; the losses
-#     printed are the whole batch's;
+#     printed are the whole batch's; the gradients exchanged on the
+#     exchange's thread in buckets (several 4 MiB gradients packed into one
+#     message) and, with AUTOTM_RANKS_OVERLAP=0, in the allreduce kernels;
 #   - 2 ranks resumed from a checkpoint end bitwise as if they had not stopped;
 #   - the ranks' weights are the same bits after every step (the debug mode
 #     AUTOTM_CHECK_RANKS=1 compares them) and at the end (the run checks it,
@@ -74,7 +76,7 @@ pair() {  # name model batch [options: the data, ...]
     local l1 l2
     l1=$(grep -o '^step [0-9]*: loss [^ ]*' "$name-1.log" | awk '{print $4}' | tr '\n' ' ')
     l2=$(grep -o '^step [0-9]*: loss [^ ]*' "$name-2.log" | awk '{print $4}' | tr '\n' ' ')
-    if ! grep -q '^ranks: 2, weights the same on every rank (checked)' "$name-2.log"; then
+    if ! grep -q '^ranks: 2, .*; weights the same on every rank (checked)' "$name-2.log"; then
         bad "$name: 2 ranks did not report the check of the weights"; tail -5 "$name-2.log"
     elif ! "$py" -c "import sys; a, b = map(float, sys.argv[1].split()), map(float, sys.argv[2].split()); \
             sys.exit(not all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)))" "$l1" "$l2" || [ -z "$l1" ]; then
@@ -88,6 +90,24 @@ pair() {  # name model batch [options: the data, ...]
 pair mlp-sgd mlp.net 16 --input x.npy --labels y.npy
 pair mlp-moves mlp.net 16 --input x.npy --labels y.npy --ratio 1:1 --hw optane-6dimm
 pair mlp-data mlp.net 16 --data data
+AUTOTM_RANKS_OVERLAP=0 pair mlp-kernels mlp.net 16 --input x.npy --labels y.npy  # the exchange in the kernels
+grep -q 'gradients exchanged in the allreduce kernels' mlp-kernels-2.log || bad "AUTOTM_RANKS_OVERLAP=0 did not say so"
+# many gradients of 4 MiB, with momentum, clipped by their global norm: buckets of several, packed
+cat > wide.net <<'EOF2'
+model wide(batch = 8)
+network = chain {
+    dense(64 => 1024, relu)
+    repeat 8 { dense(1024 => 1024, relu) }
+    dense(1024 => 10)
+}
+input  x : f32[batch, 64]
+labels y : class[batch]
+loss = crossentropy(network(x), y)
+optimizer = sgd(lr = 0.01, momentum = 0.9, clip = 1.0)
+EOF2
+pair wide-clip wide.net 16 --input x.npy --labels y.npy
+grep -qE 'gradients exchanged beside the backward pass, ([2-9]|[1-9][0-9])[0-9.]* in a bucket \([0-9]+ buckets\)' \
+    wide-clip-2.log || bad "wide: no bucket of several gradients: $(grep '^ranks:' wide-clip-2.log)"
 RTOL=2e-5 pair gpt-adamw "$srcdir/examples/tinygpt.net" 8 --input ids.npy --labels next.npy -I "$srcdir/stdlib" -D seq=16 \
     -D n_layer=1 -D n_embd=32 -D n_head=2 -D vocab=64
 grep -qE 'placement: [a-z-]+; [1-9][0-9]* moves' mlp-moves-2.log || bad "mlp under a limit made no move"
