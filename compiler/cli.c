@@ -189,7 +189,7 @@ static const Option options[] = {
 	{"ranks", 0, V_INT, F(ranks), C(CHECK) | C(GRAPH) | C_PLACE, 1, 4096, "N",
 	 "data parallel: N processes under mpirun, each training on its shard of every\n"
 	 "batch (`batch` is each rank's), the gradients averaged over them by all-reduce\n"
-	 "nodes of the training step (docs/distributed.md; CPU backend)"},
+	 "nodes of the training step (docs/distributed.md; MPI on the CPU, NCCL on GPUs)"},
 	{"ranks-bandwidth", 0, V_TEXT, F(ranks_link), C(SCHEDULE) | C(BUILD) | C(RUN), 0, 0, "BW",
 	 "the bandwidth of the link between the ranks, as 450GB/s (default: the --hw file's\n"
 	 "[ranks] section, else Open MPI's shared memory on one machine as measured:\n"
@@ -774,9 +774,7 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--eval-every needs --val DIR");
 	if (s->tf32 && s->target != TARGET_GPU)
 		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
-	if (s->ranks > 1 && s->target == TARGET_GPU && (cmd == CMD_BUILD || cmd == CMD_RUN || cmd == CMD_EVAL))
-		usage_error(cmd, "--ranks: the GPU backend trains on one rank (its all-reduce, over NCCL, is not built yet; "
-		                 "schedule models several)");
+
 	if (s->ranks_link && s->ranks < 2)
 		usage_error(cmd, "--ranks-bandwidth is the link between ranks: give --ranks N with N >= 2 too");
 	if (s->ranks > 1 && !s->threads) { /* the cores, shared: the profiles are made at the threads each rank runs */

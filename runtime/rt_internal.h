@@ -420,6 +420,16 @@ void rt_exchange_stop(void);
 void rt_exchange_mean(float *buf, int64_t n);
 /* The buckets sent and the gradients in them so far; whether the thread runs. */
 bool rt_exchange_counts(int64_t *messages, int64_t *gradients);
+/*
+ * cuda/nccl.c (the GPU runtime): NCCL's communicator of `size` ranks
+ * (rank -1: of one, where none is open yet), the gradients' mean on a
+ * stream, the check that every rank holds h, a mean of the ranks' v.
+ */
+void rt_gpu_nccl_open(int rank, int size);
+void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream);
+bool rt_gpu_nccl_same(uint64_t h);
+double rt_gpu_nccl_mean(double v);
+void rt_gpu_nccl_close(void);
 /* After each step, with AUTOTM_CHECK_RANKS=1 (a debug mode): stop if the ranks' weights differ. */
 void rt_ranks_step_end(RtCtx *ctx);
 /* At the end: the check that every rank holds the same weights, then leave MPI. False (and why) if not. */

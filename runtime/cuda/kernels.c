@@ -952,8 +952,9 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_CAST: launched(k, gpu_cast(a[0], a[1], arg_elems(d, 0), bf, st)); break;
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD: gpu_attention(s->blas, st, d, a, s->workspace); break;
-	case RT_OP_ALLREDUCE: /* the compiler builds no GPU program for several ranks (NCCL: not yet) */
-		RT_ICE("kernel %d: the GPU runtime has no all-reduce", k->id);
+	case RT_OP_ALLREDUCE: /* the gradient's mean over the ranks (cuda/nccl.c) */
+		rt_gpu_allreduce_mean(a[0], a[1], arg_elems(d, 0), st);
+		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -997,6 +998,11 @@ void gpu_launch(void *state, void *kernel, void *const *a, uint64_t step)
 void gpu_prepare(int argc, char **argv)
 {
 	(void)argc, (void)argv;
+	/* several ranks on one machine: each its own device, by its rank on the machine (before any CUDA call) */
+	const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	int n = 0;
+	if (local && cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && cudaSetDevice(atoi(local) % n) != cudaSuccess)
+		rt_fatal("rank %s on this machine: cannot use CUDA device %d", local, atoi(local) % n);
 }
 
 int gpu_cores(void)
@@ -1215,6 +1221,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in chunks + CUDA", k->bf ? "gemm bf16" : "gemm");
 		break;
 	case RT_OP_ALLREDUCE:
+		rt_gpu_nccl_open(-1, -1); /* a program alone: a communicator of one rank (no-op where open) */
+		snprintf(k->impl, sizeof k->impl, "NCCL");
+		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

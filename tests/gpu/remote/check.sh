@@ -225,6 +225,21 @@ if want gpt; then
 	fi
 fi
 
+# a program built for 2 ranks run alone: its all-reduce kernels are NCCL's over one rank, and it must train as
+# the program without them, bit for bit (NCCL from $AUTOTM_NCCL_LIB, else the loader's, else PyTorch's)
+if want gpt && [ -x prog/gptb48-ranks ]; then
+	if [ -z "${AUTOTM_NCCL_LIB:-}" ] && ! ldconfig -p 2> /dev/null | grep -q libnccl.so.2; then
+		lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' \
+			2> /dev/null) && [ -f "$lib" ] && export AUTOTM_NCCL_LIB=$lib
+	fi
+	steps gptb48-ranks gptb48-ranks
+	if same_run "$logs/gptb48-all-fast" "$logs/gptb48-ranks"; then
+		ok "gpt batch 48 built for 2 ranks, run alone (NCCL over one rank): bitwise all-fast"
+	else
+		notok "gpt batch 48 built for 2 ranks, run alone: not bitwise identical to all-fast"; tail -3 "$logs/gptb48-ranks.txt"
+	fi
+fi
+
 if want bf16; then
 	for name in gpt16-all-fast gpt16-auto gpt16-fused; do
 		vs_torch "$name" ref/gpt16 1e-2 "PyTorch autocast"

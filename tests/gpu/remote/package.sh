@@ -163,6 +163,7 @@ build gpt-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20
 build gpt-fused "$gpt" 3 all-fast --attention fused
 build gptb48-all-fast "$gpt" 48 all-fast
 build gptb48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20
+build gptb48-ranks "$gpt" 48 all-fast --ranks 2 # all-reduce kernels (NCCL), run alone by check.sh
 grep -q '^recomputation:' "$out/prog/gptb48-auto.build.txt" ||
 	echo "package.sh: warning: gptb48-auto recomputes nothing" >&2
 

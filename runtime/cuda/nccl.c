@@ -1,0 +1,159 @@
+/*
+ * nccl.c - the GPU runtime's exchange between ranks, over NCCL (rt_internal.h's
+ * rt_gpu_nccl_*; docs/distributed.md).
+ *
+ * NCCL is loaded when a program first needs it (dlopen of libnccl.so.2,
+ * or $AUTOTM_NCCL_LIB): a GPU machine that has PyTorch has it, and a
+ * program without all-reduce kernels never asks. Its few entry points and
+ * constants are declared here, as NCCL 2's ABI has them, so that building
+ * needs no nccl.h.
+ *
+ * The ranks find each other as NCCL asks: rank 0 makes the unique id and
+ * writes it to a file the others read, $AUTOTM_NCCL_ID_FILE (on a file
+ * system every machine sees), by default one per mpirun job in $TMPDIR
+ * (one machine). The all-reduce averages on the compute stream (ncclAvg:
+ * every rank gets the same bits, a reduce-scatter then an all-gather).
+ */
+#include "gpu.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct NcclComm *NcclComm;
+typedef struct {
+	char internal[128];
+} NcclUniqueId;
+enum { NCCL_SUCCESS = 0, NCCL_SUM = 0, NCCL_MAX = 2, NCCL_MIN = 3, NCCL_AVG = 4, NCCL_UINT64 = 5, NCCL_FLOAT32 = 7,
+       NCCL_FLOAT64 = 8 };
+
+static struct {
+	void *lib;
+	int (*get_unique_id)(NcclUniqueId *);
+	int (*comm_init_rank)(NcclComm *, int, NcclUniqueId, int);
+	int (*all_reduce)(const void *, void *, size_t, int, int, NcclComm, cudaStream_t);
+	int (*comm_destroy)(NcclComm);
+	const char *(*error_string)(int);
+	NcclComm comm;
+	int rank, size;
+	char id_file[512];
+	void *scratch; /* 16 bytes of device memory for the small reductions */
+} N;
+
+static void check(int rc, const char *what)
+{
+	if (rc != NCCL_SUCCESS)
+		rt_fatal("rank %d of %d: %s failed: %s", N.rank, N.size, what, N.error_string ? N.error_string(rc) : "?");
+}
+
+static void load(void)
+{
+	const char *path = getenv("AUTOTM_NCCL_LIB") ? getenv("AUTOTM_NCCL_LIB") : "libnccl.so.2";
+	if (!(N.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+		rt_fatal("cannot load NCCL (%s), which a GPU program for several ranks needs: %s (set AUTOTM_NCCL_LIB to "
+		         "its path, PyTorch's nvidia/nccl/lib/libnccl.so.2 for one)", path, dlerror());
+	*(void **)&N.get_unique_id = dlsym(N.lib, "ncclGetUniqueId");
+	*(void **)&N.comm_init_rank = dlsym(N.lib, "ncclCommInitRank");
+	*(void **)&N.all_reduce = dlsym(N.lib, "ncclAllReduce");
+	*(void **)&N.comm_destroy = dlsym(N.lib, "ncclCommDestroy");
+	*(void **)&N.error_string = dlsym(N.lib, "ncclGetErrorString");
+	if (!N.get_unique_id || !N.comm_init_rank || !N.all_reduce || !N.comm_destroy || !N.error_string)
+		rt_fatal("%s is not NCCL 2 (an entry point is missing)", path);
+}
+
+/* The unique id: made by rank 0 and written to the id file, read from it by the others. */
+static NcclUniqueId bootstrap(void)
+{
+	NcclUniqueId id;
+	const char *file = getenv("AUTOTM_NCCL_ID_FILE"), *job = getenv("OMPI_MCA_ess_base_jobid");
+	const char *tmp = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	if (file)
+		snprintf(N.id_file, sizeof N.id_file, "%s", file);
+	else
+		snprintf(N.id_file, sizeof N.id_file, "%s/autotm-nccl-%s", tmp, job ? job : "0");
+	if (N.rank == 0) {
+		check(N.get_unique_id(&id), "ncclGetUniqueId");
+		char part[600];
+		snprintf(part, sizeof part, "%s.part%d", N.id_file, (int)getpid());
+		FILE *f = fopen(part, "wb");
+		if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0 || rename(part, N.id_file) != 0)
+			rt_fatal("rank 0: cannot write the NCCL id to %s: %s", N.id_file, strerror(errno));
+		return id;
+	}
+	for (int tries = 0; tries < 6000; tries++) { /* a minute */
+		FILE *f = fopen(N.id_file, "rb");
+		bool got = f && fread(&id, sizeof id, 1, f) == 1;
+		if (f)
+			fclose(f);
+		if (got)
+			return id;
+		usleep(10000);
+	}
+	rt_fatal("rank %d of %d: rank 0's NCCL id did not appear in %s within a minute (set AUTOTM_NCCL_ID_FILE to a "
+	         "file every machine sees)", N.rank, N.size, N.id_file);
+}
+
+void rt_gpu_nccl_open(int rank, int size)
+{
+	if (N.comm)
+		return;
+	if (rank < 0) { /* an all-reduce kernel's, where the ranks opened none: one rank */
+		rank = 0;
+		size = 1;
+	}
+	N.rank = rank;
+	N.size = size;
+	load();
+	NcclUniqueId id = size > 1 ? bootstrap() : (NcclUniqueId){{0}};
+	if (size == 1)
+		check(N.get_unique_id(&id), "ncclGetUniqueId");
+	check(N.comm_init_rank(&N.comm, size, id, rank), "ncclCommInitRank");
+	if (cudaMalloc(&N.scratch, 16) != cudaSuccess)
+		rt_fatal("cannot allocate 16 bytes of device memory for NCCL");
+}
+
+void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream)
+{
+	cudaStream_t st = stream;
+	if (!N.comm)
+		RT_ICE("an all-reduce before NCCL was opened");
+	check(N.all_reduce(src, dst, (size_t)n, NCCL_FLOAT32, NCCL_AVG, N.comm, st), "ncclAllReduce");
+}
+
+/* op (NCCL_MIN, NCCL_SUM) of 8 bytes of type `type` over the ranks, on the default stream, waited for. */
+static void reduce8(void *v, int type, int op)
+{
+	if (cudaMemcpy(N.scratch, v, 8, cudaMemcpyHostToDevice) != cudaSuccess)
+		rt_fatal("cudaMemcpy for NCCL failed");
+	check(N.all_reduce(N.scratch, N.scratch, 1, type, op, N.comm, 0), "ncclAllReduce");
+	if (cudaMemcpy(v, N.scratch, 8, cudaMemcpyDeviceToHost) != cudaSuccess)
+		rt_fatal("cudaMemcpy for NCCL failed");
+}
+
+bool rt_gpu_nccl_same(uint64_t h)
+{
+	unsigned long long lo = h, hi = ~(unsigned long long)h;
+	reduce8(&lo, NCCL_UINT64, NCCL_MIN);
+	reduce8(&hi, NCCL_UINT64, NCCL_MIN);
+	return lo == ~hi;
+}
+
+double rt_gpu_nccl_mean(double v)
+{
+	reduce8(&v, NCCL_FLOAT64, NCCL_SUM);
+	return v / N.size;
+}
+
+void rt_gpu_nccl_close(void)
+{
+	if (!N.comm)
+		return;
+	N.comm_destroy(N.comm);
+	cudaFree(N.scratch);
+	if (N.rank == 0 && N.size > 1)
+		unlink(N.id_file);
+	N.comm = NULL;
+}
