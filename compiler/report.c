@@ -169,11 +169,15 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
-	int attention = 0, loss = 0;
+	int attention = 0, loss = 0, allreduce = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		attention += g->nodes.v[i]->op == OP_ATTENTION;
 		loss += g->nodes.v[i]->op == OP_SOFTMAX_XENT_IDS_GRAD;
+		allreduce += g->nodes.v[i]->op == OP_ALLREDUCE;
 	}
+	if (allreduce)
+		fprintf(f, "data parallel: %d allreduce nodes average the weights' gradients over the ranks, the updates "
+		           "after the backward pass\n", allreduce);
 	if (g->nfused)
 		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them\n", g->nfused);
 	if (loss)
