@@ -9,6 +9,9 @@
  */
 #include "opcases.h"
 
+#include <stdio.h>
+
+#include "ranks.h"
 #include "testlib.h"
 #include "util.h"
 
@@ -75,6 +78,9 @@ const OpCase op_cases[] = {
 	{"dense tied to an embedding", OPCASE_OP, "i32 2, 3", "class 2, 3",
 	 "embedding(7 => 4) tanh dense(4 => 7, bias = false, tie = \"embedding1\")", NULL},
 
+	/* the gradients' all-reduce of a program for several ranks (one rank: the mean is the gradient) */
+	{"allreduce, clipped", OPCASE_RANKS, "3, 4", "2", "dense(4 => 3, tanh) dense(3 => 2)",
+	 "optimizer = sgd(lr = 0.5, momentum = 0.9, clip = 0.05)"},
 	/* update ops (sgd: every other case) */
 	{"sgd_momentum", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)", "optimizer = sgd(lr = 0.05, momentum = 0.9)"},
 	{"sgd weight decay, nesterov", OPCASE_UPDATE, "3, 4", "2", "dense(4 => 2)",
@@ -171,6 +177,13 @@ Graph *opcase_graph(Arena *a, const OpCase *c)
 	char src[4096];
 	if (c->kind == OPCASE_EVAL)
 		return test_eval_graph(a, c->name, test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt));
-	return test_training_graph(a, c->name,
-	                           test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt), true);
+	Graph *g = test_training_graph(a, c->name,
+	                               test_chain_source(src, sizeof src, c->layers, c->input, c->labels, c->opt), true);
+	char err[512];
+	int added;
+	if (g && c->kind == OPCASE_RANKS && (!ranks_allreduce(g, &added, err, sizeof err) || !graph_verify(g, err, sizeof err))) {
+		fprintf(stderr, "%s: the ranks' all-reduce: %s\n", c->name, err);
+		return NULL;
+	}
+	return g;
 }

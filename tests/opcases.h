@@ -21,6 +21,7 @@ typedef enum OpCaseKind {
 	OPCASE_UPDATE,  /* an optimizer's update op: the runtime tests (gradcheck checks updates apart) */
 	OPCASE_KERNEL,  /* what only kernels care about (tied maxima, larger sizes): the runtime tests */
 	OPCASE_EVAL,    /* the evaluation graph of a model (forward only, batchnorm_eval): the runtime tests */
+	OPCASE_RANKS,   /* a training step for several ranks (allreduce nodes; one rank runs it): the runtime tests */
 } OpCaseKind;
 
 /* One case: a model of one chain, trained with the input's gradient too. */

@@ -56,6 +56,12 @@ mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 cd "$pkg" || exit 1
 want() { [[ ",$only," == *",$1,"* ]]; }
+
+# NCCL for the all-reduce kernels (test-gpu-ops' case, gptb48-ranks): the loader's, else PyTorch's
+if [ -z "${AUTOTM_NCCL_LIB:-}" ] && ! ldconfig -p 2> /dev/null | grep -q libnccl.so.2; then
+	lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' \
+		2> /dev/null) && [ -f "$lib" ] && export AUTOTM_NCCL_LIB=$lib
+fi
 passed=0 failed=0
 ok() { echo "ok - $*"; passed=$((passed + 1)); }
 notok() { echo "not ok - $*"; failed=$((failed + 1)); }
@@ -228,10 +234,6 @@ fi
 # a program built for 2 ranks run alone: its all-reduce kernels are NCCL's over one rank, and it must train as
 # the program without them, bit for bit (NCCL from $AUTOTM_NCCL_LIB, else the loader's, else PyTorch's)
 if want gpt && [ -x prog/gptb48-ranks ]; then
-	if [ -z "${AUTOTM_NCCL_LIB:-}" ] && ! ldconfig -p 2> /dev/null | grep -q libnccl.so.2; then
-		lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' \
-			2> /dev/null) && [ -f "$lib" ] && export AUTOTM_NCCL_LIB=$lib
-	fi
 	steps gptb48-ranks gptb48-ranks
 	if same_run "$logs/gptb48-all-fast" "$logs/gptb48-ranks"; then
 		ok "gpt batch 48 built for 2 ranks, run alone (NCCL over one rank): bitwise all-fast"
