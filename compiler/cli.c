@@ -192,8 +192,7 @@ static const Option options[] = {
 	 "nodes of the training step (docs/distributed.md; MPI on the CPU, NCCL on GPUs)"},
 	{"ranks-bandwidth", 0, V_TEXT, F(ranks_link), C(SCHEDULE) | C(BUILD) | C(RUN), 0, 0, "BW",
 	 "the bandwidth of the link between the ranks, as 450GB/s (default: the --hw file's\n"
-	 "[ranks] section, else Open MPI's shared memory on one machine as measured:\n"
-	 "0.75GB/s)"},
+	 "[ranks] section, else this machine's, measured by autotm-ranks-probe once and kept)"},
 	{"slow-dir", 0, V_TEXT, F(slow_dir), C(RUN) | C(EVAL) | C(PROFILE) | C(SWEEP), 0, 0, "DIR",
 	 "directory of the slow tier's file (default: a temporary one in $TMPDIR or /tmp)"},
 	/* what to write or show */

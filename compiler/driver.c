@@ -131,16 +131,16 @@ static bool link_module(const Compilation *c, const Module *m, Arena *a, char *e
 }
 
 /*
- * The link between ranks on one machine (Open MPI's shared memory), as
- * measured on the test machine: a 64 MiB gradient's mean over 2 ranks
- * took 88 ms (docs/distributed.md).
+ * The link between ranks on one machine where it cannot be measured: Open
+ * MPI's shared memory as measured on the 2-core test VM (docs/distributed.md).
  */
 #define RANKS_LINK_BANDWIDTH 0.75e9
 #define RANKS_LINK_LATENCY 20e-6
 
 /*
  * cm with the ranks' exchange of the gradients: over --ranks-bandwidth,
- * the --hw file's [ranks] link, or this machine's shared memory.
+ * the --hw file's [ranks] link, or this machine's, measured (else the
+ * figures above, with a warning).
  */
 static CostModel *ranks_cost(const Settings *s, CostModel *cm, Arena *a, char *err, size_t errlen)
 {
@@ -149,12 +149,21 @@ static CostModel *ranks_cost(const Settings *s, CostModel *cm, Arena *a, char *e
 	const char *path = s->hw ? hw_find(s->hw, a, err, errlen) : NULL;
 	if (s->hw && (!path || !hw_load(path, &hw, err, errlen)))
 		return NULL;
-	if (hw.ranks_bw > 0) {
+	if (s->ranks_link) {
+		if (!hw_bandwidth("--ranks-bandwidth", s->ranks_link, &bw, err, errlen))
+			return NULL;
+	} else if (hw.ranks_bw > 0) {
 		bw = hw.ranks_bw;
 		latency = hw.ranks_latency;
-	}
-	if (s->ranks_link && !hw_bandwidth("--ranks-bandwidth", s->ranks_link, &bw, err, errlen))
+	} else if (s->target == TARGET_GPU) {
+		snprintf(err, errlen, "--ranks %d on GPUs: give the link between them, --ranks-bandwidth BW or a --hw file "
+		         "with a [ranks] section (hw/h200-pcie5.hw has one)", s->ranks);
 		return NULL;
+	} else if (!s->hw) {
+		char why[1024];
+		if (!ranks_link_measure(s->ranks, AUTOTM_MPIRUN, &bw, &latency, a, why, sizeof why))
+			diag_print("warning", (SrcLoc){0}, "%s; the exchange's time assumes %.2f GB/s", why, bw / 1e9);
+	}
 	return costmodel_ranks(cm, s->ranks, bw, latency, a);
 }
 

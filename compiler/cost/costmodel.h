@@ -92,6 +92,15 @@ CostModel *costmodel_roofline(const Roofline *r, Arena *a);
  */
 CostModel *costmodel_ranks(const CostModel *inner, int ranks, double bandwidth, double latency, Arena *a);
 
+/*
+ * The link between `ranks` ranks on this machine, measured by
+ * autotm-ranks-probe under mpirun the first time and kept in the cache
+ * directory (ranks_link.c): *bandwidth in bytes per second, *latency in
+ * seconds. False (and why) where it cannot be measured.
+ */
+bool ranks_link_measure(int ranks, const char *mpirun, double *bandwidth, double *latency, Arena *a, char *err,
+                        size_t errlen);
+
 /* Where a placement's times come from: the command line's choices. */
 typedef struct CostRequest {
 	TargetId target;         /* the machine the program runs on */

@@ -10,6 +10,7 @@
 #     exchange's thread in buckets (several 4 MiB gradients packed into one
 #     message) and, with AUTOTM_RANKS_OVERLAP=0, in the allreduce kernels;
 #   - 2 ranks resumed from a checkpoint end bitwise as if they had not stopped;
+#   - the link between the ranks measured (autotm-ranks-probe) and kept;
 #   - the ranks' weights are the same bits after every step (the debug mode
 #     AUTOTM_CHECK_RANKS=1 compares them) and at the end (the run checks it,
 #     and says so);
@@ -112,6 +113,12 @@ RTOL=2e-5 pair gpt-adamw "$srcdir/examples/tinygpt.net" 8 --input ids.npy --labe
     -D n_layer=1 -D n_embd=32 -D n_head=2 -D vocab=64
 grep -qE 'placement: [a-z-]+; [1-9][0-9]* moves' mlp-moves-2.log || bad "mlp under a limit made no move"
 grep -q 'on each of 2 ranks' mlp-data-2.log || bad "--data on 2 ranks did not say so"
+# the link between 2 ranks, measured by autotm-ranks-probe with the first program and kept for the others
+if read -r bw lat < "$XDG_CACHE_HOME/autotm/ranks-link-2" && grep -q "with the ranks' all-reduce at" mlp-sgd-2.log; then
+    ok "the link between 2 ranks measured: $bw B/s, $lat s a hop; $(grep -o "with the ranks' all-reduce at [0-9.]* GB/s" mlp-sgd-2.log | head -1)"
+else
+    bad "no measured link between 2 ranks"; grep -i 'warning' mlp-sgd-2.log
+fi
 
 # resuming 2 ranks from rank 0's checkpoint ends as the run that did not stop, bitwise
 two=("$autotmc" run mlp.net -D batch=8 --ranks 2 --data data --slow-dir "$work")
