@@ -220,6 +220,7 @@ static int run_ranks(const Settings *s, const char **args, int n, Arena *a)
 	argv[k] = NULL;
 	if (setenv("AUTOTM_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 1) != 0) /* (the ranks' is mpirun's pty) */
 		error_plain("cannot set AUTOTM_STDOUT_TTY: %s", strerror(errno));
+	ranks_mpirun_env();
 	execv(AUTOTM_MPIRUN, (char *const *)argv);
 	error_plain("cannot run %s for --ranks %d: %s", AUTOTM_MPIRUN, s->ranks, strerror(errno));
 	return 1;

@@ -21,6 +21,7 @@
 
 enum { SIZES = 4, REPS = 7, WARMUP = 2, SMALL_REPS = 51 };
 
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

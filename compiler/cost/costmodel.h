@@ -100,6 +100,8 @@ CostModel *costmodel_ranks(const CostModel *inner, int ranks, double bandwidth, 
  */
 bool ranks_link_measure(int ranks, const char *mpirun, double *bandwidth, double *latency, Arena *a, char *err,
                         size_t errlen);
+/* The environment autotmc gives mpirun's ranks (a sanitizer build: no leak check, Open MPI's are its own). */
+void ranks_mpirun_env(void);
 
 /* Where a placement's times come from: the command line's choices. */
 typedef struct CostRequest {
