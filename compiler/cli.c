@@ -774,6 +774,9 @@ static void check_settings(Arena *a, Settings *s)
 	if (s->tf32 && s->target != TARGET_GPU)
 		usage_error(cmd, "--tf32 is for the GPU backend's float32 kernels: give --backend gpu");
 
+	if (cmd == CMD_RUN && (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")))
+		usage_error(cmd, "autotmc run is started once, not under mpirun: --ranks N starts the ranks itself (or "
+		                 "build with --ranks N -o PROG and start PROG under mpirun)");
 	if (s->ranks_link && s->ranks < 2)
 		usage_error(cmd, "--ranks-bandwidth is the link between ranks: give --ranks N with N >= 2 too");
 	if (s->ranks > 1 && !s->threads) { /* the cores, shared: the profiles are made at the threads each rank runs */

@@ -148,6 +148,12 @@ else
     bad "different programs: exit $rc"; tail -5 mismatch.log
 fi
 
+# autotmc run itself under mpirun (each rank would compile, and start ranks of its own) is refused
+timeout 120 mpirun $root --oversubscribe -np 2 "$autotmc" run mlp.net --iters 1 > nested.log 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q 'autotmc run is started once, not under mpirun' nested.log &&
+    ok "autotmc run under mpirun refused" || { bad "autotmc run under mpirun: exit $rc"; tail -3 nested.log; }
+
 # a rank that dies stops the others (mpirun ends the job), and one that hangs is stopped by the watchdog
 "$autotmc" build mlp.net -D batch=4 --ranks 2 -o "$work/mlp-ranks" > /dev/null 2>&1 || bad "building for 2 ranks"
 cat > die.sh <<'EOF'
