@@ -12,7 +12,7 @@
  * broadcast, so every rank holds the same bits; exchange.c runs it beside
  * the backward pass), NCCL in the GPU runtime (AUTOTM_NCCL, cuda/nccl.c:
  * the ranks' number from mpirun's environment, the kernels' all-reduce on
- * the compute stream), or none (one rank).
+ * the compute stream).
  *
  * A rank that dies makes mpirun stop the others. A rank that hangs would
  * leave the others waiting in a collective for ever: a watchdog thread
@@ -166,32 +166,7 @@ static void transport_exchange(void)
 }
 
 #else
-
-static void transport_open(void)
-{
-	rt_fatal("this runtime trains on one rank: run it without mpirun");
-}
-
-static bool transport_same(uint64_t h, const char *what)
-{
-	(void)h;
-	(void)what;
-	return true;
-}
-
-static double transport_mean(double v)
-{
-	return v;
-}
-
-static void transport_close(void)
-{
-}
-
-static void transport_exchange(void)
-{
-}
-
+#error "ranks.c: build it with AUTOTM_MPI (the CPU runtime) or AUTOTM_NCCL (the GPU runtime)"
 #endif
 
 #if !defined(AUTOTM_MPI) /* the exchange's thread is MPI's (exchange.c) */

@@ -426,6 +426,7 @@ bool rt_exchange_counts(int64_t *messages, int64_t *gradients);
  * stream, the check that every rank holds h, a mean of the ranks' v.
  */
 void rt_gpu_nccl_open(int rank, int size);
+bool rt_gpu_nccl_available(void); /* whether NCCL's library loads (without opening anything) */
 void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream);
 bool rt_gpu_nccl_same(uint64_t h);
 double rt_gpu_nccl_mean(double v);

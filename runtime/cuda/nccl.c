@@ -49,9 +49,23 @@ static void check(int rc, const char *what)
 		rt_fatal("rank %d of %d: %s failed: %s", N.rank, N.size, what, N.error_string ? N.error_string(rc) : "?");
 }
 
+/* NCCL's library: $AUTOTM_NCCL_LIB, else the loader's libnccl.so.2. */
+static const char *library(void)
+{
+	return getenv("AUTOTM_NCCL_LIB") ? getenv("AUTOTM_NCCL_LIB") : "libnccl.so.2";
+}
+
+bool rt_gpu_nccl_available(void)
+{
+	void *h = dlopen(library(), RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
 static void load(void)
 {
-	const char *path = getenv("AUTOTM_NCCL_LIB") ? getenv("AUTOTM_NCCL_LIB") : "libnccl.so.2";
+	const char *path = library();
 	if (!(N.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
 		rt_fatal("cannot load NCCL (%s), which a GPU program for several ranks needs: %s (set AUTOTM_NCCL_LIB to "
 		         "its path, PyTorch's nvidia/nccl/lib/libnccl.so.2 for one)", path, dlerror());
@@ -107,8 +121,10 @@ void rt_gpu_nccl_open(int rank, int size)
 	N.rank = rank;
 	N.size = size;
 	load();
-	NcclUniqueId id = size > 1 ? bootstrap() : (NcclUniqueId){{0}};
-	if (size == 1)
+	NcclUniqueId id;
+	if (size > 1)
+		id = bootstrap();
+	else
 		check(N.get_unique_id(&id), "ncclGetUniqueId");
 	check(N.comm_init_rank(&N.comm, size, id, rank), "ncclCommInitRank");
 	if (cudaMalloc(&N.scratch, 16) != cudaSuccess)

@@ -28,13 +28,13 @@
  * exits 77: skipped.
  */
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autotm/rt.h"
 #include "cuda/conv_gemm.h" /* runtime/ */
+#include "rt_internal.h"    /* runtime/: rt_gpu_nccl_available */
 #include "tests/opcases.h"
 #include "tests/opcheck.h"
 #include "tests/testlib.h"
@@ -115,13 +115,9 @@ int main(void)
 	}
 	unsetenv("AUTOTM_TF32");
 	/* the all-reduce's case runs where NCCL loads (check.sh finds PyTorch's), else allreduce is left out */
-	const char *nccl_lib = getenv("AUTOTM_NCCL_LIB") ? getenv("AUTOTM_NCCL_LIB") : "libnccl.so.2";
-	void *nccl_handle = dlopen(nccl_lib, RTLD_NOW | RTLD_LOCAL);
-	nccl = nccl_handle != NULL;
+	nccl = rt_gpu_nccl_available();
 	if (!nccl)
-		printf("# no NCCL (%s): the all-reduce's case is left out\n", nccl_lib);
-	else
-		dlclose(nccl_handle);
+		printf("# no NCCL (AUTOTM_NCCL_LIB, libnccl.so.2): the all-reduce's case is left out\n");
 	RtProgram empty = {.model = "gpu-ops"};
 	RtCtx *ctx = rt_begin(0, NULL, &empty);
 	int32_t next_id = 0;
