@@ -779,10 +779,8 @@ static void check_settings(Arena *a, Settings *s)
 		                 "build with --ranks N -o PROG and start PROG under mpirun)");
 	if (s->ranks_link && s->ranks < 2)
 		usage_error(cmd, "--ranks-bandwidth is the link between ranks: give --ranks N with N >= 2 too");
-	if (s->ranks > 1 && !s->threads) { /* the cores, shared: the profiles are made at the threads each rank runs */
-		long cores = sysconf(_SC_NPROCESSORS_ONLN);
-		s->threads = cores / s->ranks > 1 ? (int)(cores / s->ranks) : 1;
-	}
+	if (s->ranks > 1 && !s->threads) /* the cores, shared: the profiles are made at the threads each rank runs */
+		s->threads = online_cores() / s->ranks > 1 ? online_cores() / s->ranks : 1;
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
 	if (s->attention == ATTENTION_FUSED && s->no_fuse)

@@ -30,7 +30,6 @@
 #include "diag.h"
 #include "elaborate.h"
 #include "emit_llvm.h"
-#include "hwmodel.h"
 #include "interp.h"
 #include "link.h"
 #include "memplan.h"
@@ -63,7 +62,7 @@ static CostRequest cost_request(const Settings *s)
 		.nondeterministic = s->nondeterministic,
 		.slow_dir = s->slow_dir, .model = s->file,
 		.fast_only = optimizer_has(s->optimizer, OFLAG_FAST_ONLY),
-		.quiet = s->quiet, .verbose = s->verbose,
+		.quiet = s->quiet, .verbose = s->verbose, .ranks = s->ranks, .ranks_link = s->ranks_link,
 	};
 }
 
@@ -130,43 +129,6 @@ static bool link_module(const Compilation *c, const Module *m, Arena *a, char *e
 	return ok;
 }
 
-/*
- * The link between ranks on one machine where it cannot be measured: Open
- * MPI's shared memory as measured on the 2-core test VM (docs/distributed.md).
- */
-#define RANKS_LINK_BANDWIDTH 0.75e9
-#define RANKS_LINK_LATENCY 20e-6
-
-/*
- * cm with the ranks' exchange of the gradients: over --ranks-bandwidth,
- * the --hw file's [ranks] link, or this machine's, measured (else the
- * figures above, with a warning).
- */
-static CostModel *ranks_cost(const Settings *s, CostModel *cm, Arena *a, char *err, size_t errlen)
-{
-	double bw = RANKS_LINK_BANDWIDTH, latency = RANKS_LINK_LATENCY;
-	HwModel hw = {0};
-	const char *path = s->hw ? hw_find(s->hw, a, err, errlen) : NULL;
-	if (s->hw && (!path || !hw_load(path, &hw, err, errlen)))
-		return NULL;
-	if (s->ranks_link) {
-		if (!hw_bandwidth("--ranks-bandwidth", s->ranks_link, &bw, err, errlen))
-			return NULL;
-	} else if (hw.ranks_bw > 0) {
-		bw = hw.ranks_bw;
-		latency = hw.ranks_latency;
-	} else if (s->target == TARGET_GPU) {
-		snprintf(err, errlen, "--ranks %d on GPUs: give the link between them, --ranks-bandwidth BW or a --hw file "
-		         "with a [ranks] section (hw/h200-pcie5.hw has one)", s->ranks);
-		return NULL;
-	} else if (!s->hw) {
-		char why[1024];
-		if (!ranks_link_measure(s->ranks, AUTOTM_MPIRUN, &bw, &latency, a, why, sizeof why))
-			diag_print("warning", (SrcLoc){0}, "%s; the exchange's time assumes %.2f GB/s", why, bw / 1e9);
-	}
-	return costmodel_ranks(cm, s->ranks, bw, latency, a);
-}
-
 /* Profile c's kernels, make its cost model, place it under po's limit and plan its pools. */
 static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOptions *po)
 {
@@ -175,8 +137,6 @@ static bool place_graph(Arena *a, const Settings *s, Compilation *c, PlaceOption
 	if (!costmodel_measure(c->g, c->sched, &cr, err, sizeof err))                   /* -> profile database */
 		return fail(err);
 	if (!(c->cm = costmodel_for(c->g, c->sched, &cr, a, err, sizeof err)))          /* -> kernel, move times */
-		return fail(err);
-	if (s->ranks > 1 && !(c->cm = ranks_cost(s, c->cm, a, err, sizeof err)))
 		return fail(err);
 	po->cm = c->cm;
 	if (!(c->place = place(c->g, c->sched, po, a, &c->st, err, sizeof err)))        /* -> tiers, moves */

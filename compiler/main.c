@@ -199,30 +199,20 @@ static int cmd_build(const Settings *s, Arena *a)
 
 /*
  * The program args[0..n) on s->ranks ranks: mpirun starts them on this
- * machine (--oversubscribe: more ranks than cores may share them; as
- * root, which Open MPI refuses unless told) with --threads each
- * (cli.c shares the cores among them).
+ * machine (ranks_mpirun's arguments), with --threads each (cli.c shares
+ * the cores among them).
  */
 static int run_ranks(const Settings *s, const char **args, int n, Arena *a)
 {
-	const char **argv = arena_array(a, (size_t)n + 16, sizeof(char *));
-	int k = 0;
-	argv[k++] = AUTOTM_MPIRUN;
-	argv[k++] = "-np";
-	argv[k++] = arena_printf(a, "%d", s->ranks);
-	argv[k++] = "--oversubscribe";
-	argv[k++] = "--bind-to";
-	argv[k++] = "none";
-	if (geteuid() == 0)
-		argv[k++] = "--allow-run-as-root";
-	for (int i = 0; i < n; i++)
-		argv[k++] = args[i];
-	argv[k] = NULL;
+	int k;
+	const char **pre = ranks_mpirun(s->ranks, &k, a), **argv = arena_array(a, (size_t)(k + n + 1), sizeof(char *));
+	memcpy(argv, pre, sizeof(char *) * (size_t)k);
+	memcpy(argv + k, args, sizeof(char *) * (size_t)n);
+	argv[k + n] = NULL;
 	if (setenv("AUTOTM_STDOUT_TTY", isatty(STDOUT_FILENO) ? "1" : "0", 1) != 0) /* (the ranks' is mpirun's pty) */
 		error_plain("cannot set AUTOTM_STDOUT_TTY: %s", strerror(errno));
-	ranks_mpirun_env();
-	execv(AUTOTM_MPIRUN, (char *const *)argv);
-	error_plain("cannot run %s for --ranks %d: %s", AUTOTM_MPIRUN, s->ranks, strerror(errno));
+	execv(argv[0], (char *const *)argv);
+	error_plain("cannot run %s for --ranks %d: %s", argv[0], s->ranks, strerror(errno));
 	return 1;
 }
 

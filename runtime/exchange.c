@@ -10,14 +10,14 @@
  * a step ends with every exchange done.
  *
  * Gradients travel in buckets: consecutive gradients packed into one
- * message of up to BUCKET_BYTES (a larger gradient alone, in place), so
+ * message of up to RT_RANKS_BUCKET_BYTES (a larger gradient alone, in place), so
  * that a model of many small weights pays the link's latency per bucket,
  * not per weight. Every rank must
  * send the same messages in the same order, so where buckets close may
  * depend on nothing timing decides: the main thread posts events in
  * program order (a gradient ready, a gradient needed, the step's end),
  * the same on every rank, and this thread closes a bucket when the next
- * gradient would take it past BUCKET_BYTES, when a gradient in it is
+ * gradient would take it past RT_RANKS_BUCKET_BYTES, when a gradient in it is
  * needed, or at the step's end.
  *
  * Only this thread calls MPI during a step (MPI_THREAD_SERIALIZED); the
@@ -32,7 +32,6 @@
 #include <string.h>
 
 enum {
-	BUCKET_BYTES = 25 << 20, /* DDP's default bucket */
 	MAX_JOBS = 1 << 16,      /* gradients exchanged in one step */
 	MAX_EVENTS = 1 << 18,
 };
@@ -117,14 +116,14 @@ static void *exchange_thread(void *arg)
 		bool close = false;
 		if (e.kind == EV_READY) {
 			int64_t b = n * (int64_t)sizeof(float);
-			if (count && bytes + b > BUCKET_BYTES) { /* a large gradient goes alone, unpacked */
+			if (count && bytes + b > RT_RANKS_BUCKET_BYTES) { /* a large gradient goes alone, unpacked */
 				send(first, count);
 				count = bytes = 0;
 			}
 			first = count ? first : e.job;
 			count++;
 			bytes += b;
-			close = bytes >= BUCKET_BYTES;
+			close = bytes >= RT_RANKS_BUCKET_BYTES;
 		} else { /* a gradient of the open bucket needed, or the step's end */
 			close = count && (e.kind == EV_END || (e.job >= first && e.job < first + count));
 		}

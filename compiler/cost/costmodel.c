@@ -146,7 +146,7 @@ CostModel *costmodel_for(const Graph *g, const Schedule *s, const CostRequest *r
 		cm->duplex = target_info[r->target].duplex;
 		cm->kernels_fast = target_info[r->target].kernels_fast;
 	}
-	return cm;
+	return cm && r->ranks > 1 ? costmodel_with_ranks(cm, r, a, err, errlen) : cm;
 }
 
 static double bw(const Roofline *r, Tier t, bool write)

@@ -92,17 +92,6 @@ CostModel *costmodel_roofline(const Roofline *r, Arena *a);
  */
 CostModel *costmodel_ranks(const CostModel *inner, int ranks, double bandwidth, double latency, Arena *a);
 
-/*
- * The link between `ranks` ranks on this machine, measured by
- * autotm-ranks-probe under mpirun the first time and kept in the cache
- * directory (ranks_link.c): *bandwidth in bytes per second, *latency in
- * seconds. False (and why) where it cannot be measured.
- */
-bool ranks_link_measure(int ranks, const char *mpirun, double *bandwidth, double *latency, Arena *a, char *err,
-                        size_t errlen);
-/* The environment autotmc gives mpirun's ranks (a sanitizer build: no leak check, Open MPI's are its own). */
-void ranks_mpirun_env(void);
-
 /* Where a placement's times come from: the command line's choices. */
 typedef struct CostRequest {
 	TargetId target;         /* the machine the program runs on */
@@ -116,6 +105,8 @@ typedef struct CostRequest {
 	const char *slow_dir;    /* --slow-dir (the slow tier's file system is part of the machine) */
 	const char *model;       /* the model's file, for messages */
 	bool quiet, verbose;     /* a profile made for it: silent; every kernel (else one summary line) */
+	int ranks;               /* --ranks N: the allreduce nodes' exchange between N ranks (< 2: none) */
+	const char *ranks_link;  /* --ranks-bandwidth BW, or NULL */
 } CostRequest;
 
 /*
@@ -126,8 +117,25 @@ typedef struct CostRequest {
  */
 bool costmodel_measure(const Graph *g, const Schedule *s, const CostRequest *r, char *err, size_t errlen);
 
-/* The cost model of r (the table above); NULL with a message in err. */
+/* The cost model of r (the table above; with r->ranks, costmodel_with_ranks of it); NULL with a message in err. */
 CostModel *costmodel_for(const Graph *g, const Schedule *s, const CostRequest *r, Arena *a, char *err,
                          size_t errlen);
+
+/*
+ * cm with the ranks' exchange on its allreduce nodes (costmodel_ranks),
+ * over the link r names (ranks_link.c): --ranks-bandwidth, the --hw
+ * file's [ranks] section, or this machine's, measured once and kept
+ * beside the profile database. NULL (and why) where the link is wrong or
+ * missing (GPU ranks need one given).
+ */
+CostModel *costmodel_with_ranks(CostModel *cm, const CostRequest *r, Arena *a, char *err, size_t errlen);
+
+/*
+ * mpirun's arguments (*n of them) before a program for `ranks` ranks on
+ * this machine, as autotmc starts them (ranks_link.c); in a sanitizer
+ * build it also turns LeakSanitizer off for them, in the environment.
+ */
+const char **ranks_mpirun(int ranks, int *n, Arena *a);
+
 
 #endif

@@ -16,10 +16,9 @@
 
 #include <math.h>
 
-#include "util.h"
+#include "autotm/rt.h"
 
-/* The runtime's buckets (runtime/exchange.c): gradients smaller than this share a message. */
-#define BUCKET_BYTES (25.0 * (1 << 20))
+#include "util.h"
 
 typedef struct Ranks {
 	const CostModel *inner;
@@ -34,7 +33,7 @@ static double ranks_kernel_time(const CostModel *cm, const Node *n, uint32_t slo
 	if (n->op != OP_ALLREDUCE)
 		return t;
 	double bytes = (double)n->in[0]->bytes, hops = 2.0 * (r->ranks - 1) / r->ranks;
-	double share = bytes < BUCKET_BYTES ? bytes / BUCKET_BYTES : 1; /* its share of a bucket's messages */
+	double bucket = RT_RANKS_BUCKET_BYTES, share = bytes < bucket ? bytes / bucket : 1; /* its share of a message */
 	return t + hops * bytes / r->bandwidth + share * 2 * ceil(log2(r->ranks)) * r->latency;
 }
 

@@ -50,6 +50,13 @@ typedef enum RtOp {
 
 enum { RT_MAX_ARGS = 16, RT_MAX_DIMS = 4 };
 
+/*
+ * Data parallel: consecutive gradients travel between the ranks in one
+ * message of up to this many bytes (runtime/exchange.c), which the cost
+ * model charges a message's latency for (compiler/cost/costmodel_ranks.c).
+ */
+enum { RT_RANKS_BUCKET_BYTES = 25 << 20 };
+
 /* Index of each field in a kernel description (int64_t desc[RT_DESC_LEN]). */
 enum RtDescField {
 	RT_D_OP,        /* RtOp */
