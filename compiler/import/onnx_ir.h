@@ -84,6 +84,8 @@ int64_t ir_int(float f);
 
 /* The constant value v holds, or NULL. */
 const IrConst *ir_const(const Ir *ir, int v);
+/* The one node that reads value v, or -1 (none, several, or no value). */
+int ir_reader(const Ir *ir, int v);
 
 /*
  * Nodes whose inputs are all constants become constants (onnx_fold.c):

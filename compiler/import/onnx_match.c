@@ -134,7 +134,7 @@ const char *ir_match_activation(const Ir *ir, int x, int j, const bool *reached,
 			*end = j;
 			break;
 		}
-		int r = ir->v[ir->node[j].out[0]].nuses == 1 ? ir->v[ir->node[j].out[0]].uses[0] : -1;
+		int r = ir_reader(ir, ir->node[j].out[0]);
 		const IrNode *n = r >= 0 ? &ir->node[r] : NULL;
 		const IrConst *c = n && n->nin == 2 ? ir_const(ir, n->in[n->in[0] == ir->node[j].out[0] ? 1 : 0]) : NULL;
 		if (tail == MAX_TAIL || !c || c->n != 1 || n->nout != 1 || isnan(apply(n->p->op_type, 1, 1))) {
@@ -155,12 +155,6 @@ out:
 }
 
 /* ---- attention ------------------------------------------------------------------- */
-
-/* The one node that reads value v, or -1. */
-static int reader(const Ir *ir, int v)
-{
-	return v >= 0 && ir->v[v].nuses == 1 ? ir->v[v].uses[0] : -1;
-}
 
 /* Node i's first output, or -1. */
 static int out0(const Ir *ir, int i)
@@ -187,14 +181,14 @@ static int to_heads(const Ir *ir, int r, bool key, long long *heads, long long *
 	*t = ir_int(shape->data[1]);
 	if (*heads < 1 || *size < 1 || *heads > 1 << 24 || *size > 1 << 24) /* (their product fits) */
 		return -1;
-	int tr = reader(ir, out0(ir, r));
+	int tr = ir_reader(ir, out0(ir, r));
 	if (key && perm_is(ir, tr, bhdt))
 		return out0(ir, tr);
 	if (!perm_is(ir, tr, bhtd))
 		return -1;
 	if (!key)
 		return out0(ir, tr);
-	int tr2 = reader(ir, out0(ir, tr)); /* k.transpose(1, 2) then k.transpose(-2, -1) */
+	int tr2 = ir_reader(ir, out0(ir, tr)); /* k.transpose(1, 2) then k.transpose(-2, -1) */
 	return perm_is(ir, tr2, last2) ? out0(ir, tr2) : -1;
 }
 
@@ -217,7 +211,7 @@ static bool causal_mask(const IrConst *m, bool keep, long long t)
 static int scores(const Ir *ir, int i, long long t, double *scale, int *masked, char *why, size_t whylen)
 {
 	for (int cur = out0(ir, i);;) {
-		int r = reader(ir, cur);
+		int r = ir_reader(ir, cur);
 		const IrNode *n = r >= 0 ? &ir->node[r] : NULL;
 		int other = n && n->nin == 2 ? n->in[n->in[0] == cur ? 1 : 0] : -1;
 		const IrConst *c = ir_const(ir, other);
@@ -264,7 +258,7 @@ bool ir_match_attention(const Ir *ir, int split, IrAttention *at, char *why, siz
 	if (s->nout != 3 || (axis != 2 && axis != -1))
 		return no(why, whylen, "not a Split into q, k and v along the last axis of [N, T, 3C]");
 	for (int k = 0; k < 3; k++)
-		if ((qkv[k] = to_heads(ir, reader(ir, s->out[k]), k == 1, &h[k], &d[k], &t[k])) < 0)
+		if ((qkv[k] = to_heads(ir, ir_reader(ir, s->out[k]), k == 1, &h[k], &d[k], &t[k])) < 0)
 			return no(why, whylen, "its output %d is not viewed as [N, T, heads, C/heads] and transposed to heads "
 			                       "(%s)", k, k == 1 ? "k to [N, heads, C/heads, T]" : "[N, heads, T, C/heads]");
 	if (h[1] != h[0] || h[2] != h[0] || d[1] != d[0] || d[2] != d[0])
@@ -275,8 +269,8 @@ bool ir_match_attention(const Ir *ir, int split, IrAttention *at, char *why, siz
 	for (int k = 0; k < 3; k++)
 		if ((sizes && (sizes->n != 3 || sizes->data[k] != h[0] * d[0])) || (nattr && (nattr != 3 || attr[k] != h[0] * d[0])))
 			return no(why, whylen, "q, k and v are not 3 equal parts of heads x head size %lld", h[0] * d[0]);
-	int mm = reader(ir, qkv[0]);
-	if (!is(ir, mm, "MatMul") || ir->node[mm].in[0] != qkv[0] || ir->node[mm].in[1] != qkv[1] || reader(ir, qkv[1]) != mm)
+	int mm = ir_reader(ir, qkv[0]);
+	if (!is(ir, mm, "MatMul") || ir->node[mm].in[0] != qkv[0] || ir->node[mm].in[1] != qkv[1] || ir_reader(ir, qkv[1]) != mm)
 		return no(why, whylen, "q and k^T are not multiplied (q @ k.transpose(-2, -1))");
 	double scale = 1;
 	int masked = 0, sm = scores(ir, mm, t[0], &scale, &masked, why, whylen);
@@ -286,17 +280,17 @@ bool ir_match_attention(const Ir *ir, int split, IrAttention *at, char *why, siz
 		return no(why, whylen, "the scores are scaled by %g, not 1/sqrt(%lld) (.net's attention scales so)", scale,
 		          d[0]);
 	at->p = 0;
-	int w = out0(ir, sm), r = reader(ir, w);
+	int w = out0(ir, sm), r = ir_reader(ir, w);
 	if (is(ir, r, "Dropout")) {
 		const IrConst *ratio = ir->node[r].nin > 1 ? ir_const(ir, ir->node[r].in[1]) : NULL;
 		at->p = ratio ? ratio->data[0] : ir_attr_float(&ir->node[r], "ratio", 0.5);
 		w = out0(ir, r);
-		r = reader(ir, w);
+		r = ir_reader(ir, w);
 	}
-	if (!is(ir, r, "MatMul") || ir->node[r].in[0] != w || ir->node[r].in[1] != qkv[2] || reader(ir, qkv[2]) != r)
+	if (!is(ir, r, "MatMul") || ir->node[r].in[0] != w || ir->node[r].in[1] != qkv[2] || ir_reader(ir, qkv[2]) != r)
 		return no(why, whylen, "the weights are not multiplied by v");
 	static const int64_t back[4] = {0, 2, 1, 3};
-	int tr = reader(ir, out0(ir, r)), view = reader(ir, out0(ir, tr));
+	int tr = ir_reader(ir, out0(ir, r)), view = ir_reader(ir, out0(ir, tr));
 	const IrConst *shape = is(ir, view, "Reshape") && ir->node[view].nin == 2 ? ir_const(ir, ir->node[view].in[1]) : NULL;
 	if (!perm_is(ir, tr, back) || !shape || shape->n != 3 || shape->data[2] != h[0] * d[0])
 		return no(why, whylen, "the heads are not transposed back and viewed as [N, T, C] "

@@ -476,12 +476,6 @@ static bool scalar_in(Cv *c, int i, int k, double dflt, double *out)
 
 /* ---- a transformer's layers ------------------------------------------------------ */
 
-/* The one node that reads value v, or -1. */
-static int sole_reader(const Ir *ir, int v)
-{
-	return v >= 0 && ir->v[v].nuses == 1 ? ir->v[v].uses[0] : -1;
-}
-
 /* An embedding of the token ids: Gather(table, ids). */
 static bool emit_embedding(Cv *c, int i)
 {
@@ -574,7 +568,7 @@ static bool emit_matmul(Cv *c, int i, int *last)
 	bool orig = wv->from_kind == FROM_TRANSPOSE; /* the Linear's [out, in] weight itself, before the Transpose */
 	int src = orig ? wv->from : n->in[1];
 	int64_t in = w->dims[0], out = w->dims[1];
-	int add = sole_reader(ir, n->out[0]), bias = -1;
+	int add = ir_reader(ir, n->out[0]), bias = -1;
 	if (add >= 0 && strcmp(ir->node[add].p->op_type, "Add") == 0 && ir->node[add].nin == 2) {
 		int k = ir->node[add].in[0] == n->out[0] ? 1 : 0;
 		const IrConst *b = ir_const(ir, ir->node[add].in[k]);

@@ -353,6 +353,11 @@ int64_t ir_int(float f)
 	return f != f ? 0 : f > lim ? (int64_t)lim : f < -lim ? -(int64_t)lim : (int64_t)f;
 }
 
+int ir_reader(const Ir *ir, int v)
+{
+	return v >= 0 && ir->v[v].nuses == 1 ? ir->v[v].uses[0] : -1;
+}
+
 const IrConst *ir_const(const Ir *ir, int v)
 {
 	return v >= 0 && ir->v[v].konst >= 0 ? &ir->konst[ir->v[v].konst] : NULL;
