@@ -73,8 +73,9 @@ static bool fold_list(Ir *ir, Arena *a, int i, const char *op)
 }
 
 /* Transpose of a matrix ([in, out] of a Linear's [out, in] weight). */
-static bool fold_transpose(Ir *ir, Arena *a, int i)
+static bool fold_transpose(Ir *ir, Arena *a, int i, const char *op)
 {
+	(void)op;
 	IrNode *n = &ir->node[i];
 	const IrConst *x = ir_const(ir, n->in[0]);
 	int64_t perm[2] = {1, 0};
@@ -96,8 +97,9 @@ static bool fold_transpose(Ir *ir, Arena *a, int i)
 }
 
 /* Slice of a constant by constant starts, ends, axes and positive steps (ONNX's clamping). */
-static bool fold_slice(Ir *ir, Arena *a, int i)
+static bool fold_slice(Ir *ir, Arena *a, int i, const char *op)
 {
+	(void)op;
 	IrNode *n = &ir->node[i];
 	const IrConst *x = ir_const(ir, n->in[0]), *st = n->nin > 1 ? ir_const(ir, n->in[1]) : NULL,
 	              *en = n->nin > 2 ? ir_const(ir, n->in[2]) : NULL, *ax = n->nin > 3 ? ir_const(ir, n->in[3]) : NULL,
@@ -164,8 +166,9 @@ static bool fold_arith(Ir *ir, Arena *a, int i, const char *op)
 }
 
 /* Gather along axis 0 of a table by constant indices; rows 0..k-1 in order are FROM_ROWS of the table. */
-static bool fold_gather(Ir *ir, Arena *a, int i)
+static bool fold_gather(Ir *ir, Arena *a, int i, const char *op)
 {
+	(void)op;
 	IrNode *n = &ir->node[i];
 	const IrConst *x = ir_const(ir, n->in[0]), *idx = n->nin == 2 ? ir_const(ir, n->in[1]) : NULL;
 	if (!idx || x->ndim < 1 || ir_attr_int(n, "axis", 0) != 0 || idx->ndim + x->ndim - 1 > IR_MAX_DIMS)
@@ -195,41 +198,39 @@ static bool fold_gather(Ir *ir, Arena *a, int i)
 	return true;
 }
 
+/* The same constant under the output's name (PyTorch's name for a parameter it merged with another). */
+static bool fold_identity(Ir *ir, Arena *a, int i, const char *op)
+{
+	(void)a, (void)op;
+	IrValue *v = &ir->v[ir->node[i].out[0]];
+	v->konst = ir->v[ir->node[i].in[0]].konst;
+	v->producer = -1;
+	v->param = v->name;
+	return true;
+}
+
 void ir_fold(Ir *ir, Arena *a)
 {
-	static const char *const ops[] = {"Unsqueeze", "Squeeze", "Cast", "Identity", "Concat", "Not", "Transpose",
-	                                  "Slice", "Gather", "Equal", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
-	                                  "Reciprocal", "Neg"};
+	static const struct {
+		const char *op;
+		bool (*fold)(Ir *, Arena *, int, const char *);
+	} folds[] = {
+		{"Identity", fold_identity}, {"Transpose", fold_transpose}, {"Slice", fold_slice}, {"Gather", fold_gather},
+		{"Unsqueeze", fold_list},    {"Squeeze", fold_list},       {"Cast", fold_list},   {"Concat", fold_list},
+		{"Not", fold_list},          {"Equal", fold_arith},        {"Add", fold_arith},   {"Sub", fold_arith},
+		{"Mul", fold_arith},         {"Div", fold_arith},          {"Pow", fold_arith},   {"Sqrt", fold_arith},
+		{"Reciprocal", fold_arith},  {"Neg", fold_arith},
+	};
 	for (int i = 0; i < ir->nnode; i++) {
 		IrNode *n = &ir->node[i];
-		const char *op = n->p->op_type;
-		bool known = false, consts = n->nin >= 1 && n->nout == 1 && n->out[0] >= 0;
-		for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
-			known |= strcmp(op, ops[k]) == 0;
+		bool consts = n->nin >= 1 && n->nout == 1 && n->out[0] >= 0;
 		for (int k = 0; k < n->nin && consts; k++)
 			consts = n->in[k] < 0 ? k > 0 : ir_const(ir, n->in[k]) != NULL;
-		if (!known || !consts)
-			continue;
-		bool done;
-		if (strcmp(op, "Identity") == 0) { /* the same constant under the output's (parameter's) name */
-			IrValue *v = &ir->v[n->out[0]];
-			v->konst = ir->v[n->in[0]].konst;
-			v->producer = -1;
-			v->param = v->name;
-			done = true;
-		} else if (strcmp(op, "Transpose") == 0) {
-			done = fold_transpose(ir, a, i);
-		} else if (strcmp(op, "Slice") == 0) {
-			done = fold_slice(ir, a, i);
-		} else if (strcmp(op, "Gather") == 0) {
-			done = fold_gather(ir, a, i);
-		} else if (strcmp(op, "Unsqueeze") && strcmp(op, "Squeeze") && strcmp(op, "Cast") && strcmp(op, "Concat") &&
-		           strcmp(op, "Not")) {
-			done = fold_arith(ir, a, i, op);
-		} else {
-			done = fold_list(ir, a, i, op);
-		}
-		if (done)
-			n->nout = 0; /* no longer a node of the network */
+		for (size_t k = 0; k < sizeof folds / sizeof *folds && consts; k++)
+			if (strcmp(n->p->op_type, folds[k].op) == 0) {
+				if (folds[k].fold(ir, a, i, folds[k].op))
+					n->nout = 0; /* no longer a node of the network */
+				break;
+			}
 	}
 }
