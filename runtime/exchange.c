@@ -73,7 +73,7 @@ static void post(EventKind kind, int64_t job)
 }
 
 /* Exchange jobs [first, first + count): one gradient in place, several packed into the stage. */
-static void send(int64_t first, int64_t count)
+static void exchange_bucket(int64_t first, int64_t count)
 {
 	if (count == 1) {
 		rt_exchange_mean(X.jobs[first].buf, X.jobs[first].n);
@@ -117,7 +117,7 @@ static void *exchange_thread(void *arg)
 		if (e.kind == EV_READY) {
 			int64_t b = n * (int64_t)sizeof(float);
 			if (count && bytes + b > RT_RANKS_BUCKET_BYTES) { /* a large gradient goes alone, unpacked */
-				send(first, count);
+				exchange_bucket(first, count);
 				count = bytes = 0;
 			}
 			first = count ? first : e.job;
@@ -128,7 +128,7 @@ static void *exchange_thread(void *arg)
 			close = count && (e.kind == EV_END || (e.job >= first && e.job < first + count));
 		}
 		if (close) {
-			send(first, count);
+			exchange_bucket(first, count);
 			count = bytes = 0;
 		}
 		pthread_mutex_lock(&X.mu);

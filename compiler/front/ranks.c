@@ -7,12 +7,6 @@
 
 #include "util.h"
 
-/* Whether op updates a weight from its gradient (input 1). */
-static bool is_update(Op op)
-{
-	return op == OP_SGD || op == OP_SGD_MOMENTUM || op == OP_ADAMW;
-}
-
 /* Every reader of dw but `keep` reads mean instead. */
 static void move_readers(Graph *g, Tensor *dw, Tensor *mean, const Node *keep)
 {
@@ -68,7 +62,7 @@ bool ranks_allreduce(Graph *g, int *added, char *err, size_t errlen)
 	*added = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		Node *u = g->nodes.v[i];
-		if (!is_update(u->op) || u->nin < 2)
+		if (!op_is_update(u->op) || u->nin < 2) /* (input 1: the weight's gradient) */
 			continue;
 		Tensor *dw = u->in[1];
 		if (dw->producer && dw->producer->op == OP_ALLREDUCE)
