@@ -119,6 +119,14 @@ if read -r bw lat < "$XDG_CACHE_HOME/autotm/ranks-link-2" && grep -q "with the r
 else
     bad "no measured link between 2 ranks"; grep -i 'warning' mlp-sgd-2.log
 fi
+# a kept link that does not read as one (a damaged file) is measured again, not believed
+printf 'nan -1\n' > "$XDG_CACHE_HOME/autotm/ranks-link-2"
+"$autotmc" schedule mlp.net --ranks 2 --summary > relink.log 2>&1
+if read -r bw lat < "$XDG_CACHE_HOME/autotm/ranks-link-2" && [ "$bw" != nan ] && ! grep -q warning relink.log; then
+    ok "a damaged ranks-link-2 measured again: $bw B/s"
+else
+    bad "a damaged ranks-link-2: $(cat "$XDG_CACHE_HOME/autotm/ranks-link-2")"; tail -3 relink.log
+fi
 
 # resuming 2 ranks from rank 0's checkpoint ends as the run that did not stop, bitwise
 two=("$autotmc" run mlp.net -D batch=8 --ranks 2 --data data --slow-dir "$work")
