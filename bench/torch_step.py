@@ -41,6 +41,11 @@ users train (autotmc's --precision bf16).
 
 A step is: optimizer.zero_grad(), forward, loss, backward, (clipping,)
 optimizer.step(), timed with time.perf_counter() (CPU ops are synchronous).
+--ddp trains data-parallel as PyTorch's users do on CPUs, the peer of
+`autotmc run --ranks N`: started by torchrun (`bench/.venv/bin/torchrun
+--nproc_per_node N bench/torch_step.py --ddp ...`), each rank --batch
+samples of its own, the model in DistributedDataParallel over gloo (its
+default 25 MB buckets, overlapped with the backward pass); rank 0 prints.
 --compile runs the model under torch.compile (inductor, its default mode:
 the forward and backward graphs compiled, the optimizer eager), as a
 PyTorch user wanting speed does; compilation happens in the warm-up steps.
@@ -159,6 +164,8 @@ def main():
                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model (inductor: forward and backward; the warm-up steps compile)")
+    p.add_argument("--ddp", action="store_true",
+                   help="DistributedDataParallel over gloo, started by torchrun (each rank --batch; rank 0 prints)")
     p.add_argument("--profile", metavar="FILE",
                    help="after the timed steps, run --iters more under "
                         "torch.profiler and write its operator table to FILE")
@@ -177,6 +184,13 @@ def main():
     model, xshape, classes = build_model(nn, args)
     model.train()
     forward = torch.compile(model) if args.compile else model
+    rank, ranks = 0, 1
+    if args.ddp:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        rank, ranks = dist.get_rank(), dist.get_world_size()
+        torch.manual_seed(args.seed + rank)  # each rank's batch its own (DDP broadcasts rank 0's weights)
+        forward = torch.nn.parallel.DistributedDataParallel(forward)
     if args.model == "gpt":
         x = torch.randint(0, args.vocab, (args.batch, args.seq))
         y = torch.randint(0, args.vocab, (args.batch, args.seq))
@@ -217,8 +231,11 @@ def main():
             f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30))
             f.write("\n")
 
+    if rank != 0:
+        return 0
     print(json.dumps({
         "framework": "pytorch",
+        "ranks": ranks,
         "model": args.model,
         "precision": args.precision,
         "compiled": args.compile,
