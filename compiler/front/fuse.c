@@ -3,6 +3,8 @@
  */
 #include "fuse.h"
 
+#include <string.h>
+
 #include "util.h"
 
 bool fuse_can_take(Op op, Act act)
@@ -118,6 +120,68 @@ static void remove_user(Tensor *t, const Node *n)
 	t->users.n = k;
 }
 
+/* Make n a user of t, t's users kept in graph order. */
+static void insert_user(Graph *g, Tensor *t, Node *n)
+{
+	vec_push(g->arena, &t->users, n);
+	int k = t->users.n - 1;
+	for (; k > 0 && t->users.v[k - 1]->id > n->id; k--)
+		t->users.v[k] = t->users.v[k - 1];
+	t->users.v[k] = n;
+}
+
+/*
+ * A gradient sum s = add(a, dx) where batchnorm_bwd b wrote dx and only s
+ * reads it: b adds a to dx itself (its sum input). Where a is channels
+ * 0..C-1 of a wider gradient G (slice along axis 1 at offset 0, read only
+ * by s: a concatenation's gradient, as in a densenet), b reads them from G
+ * and the slice goes too. a (or G) must exist before b runs. Returns b, or
+ * NULL where s is not such a sum; *window says whether a's slice goes.
+ */
+static Node *grad_sum(const Node *s, bool *window)
+{
+	if (s->op != OP_ADD || s->phase != PHASE_BACKWARD || s->nin != 2 || s->attr.post_act != ACT_NONE ||
+	    s->in[0] == s->in[1])
+		return NULL;
+	for (int j = 0; j < 2; j++) {
+		Tensor *dx = s->in[j], *a = s->in[1 - j];
+		Node *b = dx->producer, *slice = a->producer;
+		if (!b || b->op != OP_BATCHNORM_BWD || b->out[0] != dx || dx->users.n != 1 || node_sum_input(b) >= 0)
+			continue;
+		*window = slice && slice->op == OP_SLICE && slice->attr.axis == 1 && slice->attr.offset == 0 &&
+		          a->users.n == 1 && slice->in[0]->dtype == a->dtype && slice->id < b->id;
+		const Tensor *g = *window ? slice->in[0] : a;
+		if (g->dtype == dx->dtype && s->out[0]->dtype == dx->dtype && (!g->producer || g->producer->id < b->id))
+			return b;
+	}
+	return NULL;
+}
+
+/* Fold sum s into b (grad_sum): b's output becomes s's, with a or G its last input. Marks what dies. */
+static void take_grad_sum(Graph *g, Node *s, Node *b, bool window, bool *dead_node, bool *dead_tensor)
+{
+	Tensor *dx = b->out[0], *a = s->in[s->in[0] == dx ? 1 : 0], *sum = a;
+	if (window) {
+		Node *slice = a->producer;
+		sum = slice->in[0];
+		remove_user(sum, slice);
+		dead_node[slice->id] = true;
+		dead_tensor[a->id] = true;
+	} else {
+		remove_user(a, s);
+	}
+	insert_user(g, sum, b);
+	Tensor **in = arena_array(g->arena, (size_t)b->nin + 1, sizeof(Tensor *));
+	memcpy(in, b->in, sizeof(Tensor *) * (size_t)b->nin);
+	in[b->nin] = sum;
+	b->in = in;
+	b->nin++;
+	b->out[0] = s->out[0];
+	s->out[0]->producer = b;
+	dead_node[s->id] = true;
+	dead_tensor[dx->id] = true;
+}
+
 /*
  * The loss by class ids and its gradient, the last forward node and the
  * first backward one, as one node (softmax_crossentropy_ids_grad: dlogits,
@@ -202,6 +266,14 @@ int fuse_epilogues(Graph *g)
 		folded++;
 	}
 	g->nfused += folded;
+	for (int i = 0; i < g->nodes.n; i++) { /* then the gradient sums batchnorm_bwd can add itself */
+		Node *s = g->nodes.v[i], *b;
+		bool window;
+		if (dead_node[i] || !(b = grad_sum(s, &window)))
+			continue;
+		take_grad_sum(g, s, b, window, dead_node, dead_tensor);
+		folded++;
+	}
 	if (folded)
 		compact(g, dead_node, dead_tensor);
 	return folded + fuse_loss(g);

@@ -16,6 +16,14 @@
  * gradients are those of the unfused step but for the one rounding of z
  * the fused kernel skips.
  *
+ * A gradient sum add(a, dx) of a batchnorm_bwd's dx that nothing else
+ * reads is added by batchnorm_bwd itself as it writes dx (its sum input);
+ * where a is the first channels of a wider gradient (a slice at offset 0
+ * along axis 1, the gradient of a concatenation's first input: a
+ * densenet's layers), batchnorm_bwd reads them there and the slice is not
+ * copied. dx is rounded to its type before the sum, as the add did: the
+ * same bits as unfused.
+ *
  * The loss by class ids and the first node of the backward pass, its
  * gradient, become one node, softmax_crossentropy_ids_grad: the logits are
  * read once less, and the gradient may be written over them (they die
@@ -30,7 +38,7 @@
 #include "graph.h"
 
 /* Fold what can be folded in g (the CPU's kernels); returns the number of nodes folded (activations,
-   gradients, the loss's). */
+   gradients, gradient sums, the loss's). */
 int fuse_epilogues(Graph *g);
 
 /* Only the loss and its gradient (what the GPU runtime has a kernel for); returns 1 if folded, else 0. */

@@ -344,10 +344,18 @@ int graph_name_clashes(const Graph *g, Tensor **dup, Tensor **orig)
 
 const char *node_op_label(const Node *n, char *buf, size_t size)
 {
-	if (n->attr.post_act == ACT_NONE)
+	bool sum = node_sum_input(n) >= 0;
+	if (n->attr.post_act == ACT_NONE && !sum)
 		return op_info[n->op].name;
-	snprintf(buf, size, "%s+%s", op_info[n->op].name, act_name(n->attr.post_act));
+	snprintf(buf, size, "%s%s%s%s", op_info[n->op].name, n->attr.post_act == ACT_NONE ? "" : "+",
+	         n->attr.post_act == ACT_NONE ? "" : act_name(n->attr.post_act), sum ? "+sum" : "");
 	return buf;
+}
+
+int node_sum_input(const Node *n)
+{
+	int k = 5 + (n->attr.post_act != ACT_NONE);
+	return n->op == OP_BATCHNORM_BWD && n->nin > k ? k : -1;
 }
 
 void graph_pop_node(Graph *g)
@@ -699,9 +707,20 @@ static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t err
 	if (!shape_eq(x, n->in[4]->shape))
 		FAIL("input %s and gradient %s differ", shape_str(x, s1, sizeof s1),
 		     shape_str(n->in[4]->shape, s2, sizeof s2));
-	if ((n->nin == 6) != (n->attr.post_act != ACT_NONE) || (n->nin == 6 && !shape_eq(x, n->in[5]->shape)))
+	bool act = n->attr.post_act != ACT_NONE;
+	if (n->nin < 5 + act || (act && !shape_eq(x, n->in[5]->shape)))
 		FAIL("a fused activation's gradient needs the activation's output, of the input's shape %s",
 		     shape_str(x, s1, sizeof s1));
+	int s = node_sum_input(n);
+	if (s >= 0) { /* a gradient whose first C channels dx adds: [N, C' >= C, ...] otherwise as x */
+		Shape g = n->in[s]->shape;
+		bool fits = g.ndim == x.ndim && x.ndim >= 2 && g.d[1] >= x.d[1];
+		for (int i = 0; fits && i < x.ndim; i++)
+			fits = i == 1 || g.d[i] == x.d[i];
+		if (!fits)
+			FAIL("the gradient %s added to dx does not hold input %s's channels",
+			     shape_str(g, s1, sizeof s1), shape_str(x, s2, sizeof s2));
+	}
 	for (int i = 1; i < 4; i++)
 		if (n->in[i]->shape.ndim != 1 || n->in[i]->shape.d[0] != x.d[1])
 			FAIL("statistic %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),

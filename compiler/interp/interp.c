@@ -195,6 +195,13 @@ static void batchnorm_bwd(const Node *nd, double **in, double **out)
 				dx[idx] = gamma[c] * invstd / m * (m * dy[idx] - sdy - xhat * sdyx);
 			}
 	}
+	int s = node_sum_input(nd);
+	if (s >= 0) { /* + channels 0..C-1 of the gradient in[s] (fuse.h) */
+		int64_t cs = nd->in[s]->shape.d[1];
+		for (int64_t n = 0; n < d.n; n++)
+			for (int64_t k = 0; k < d.c * d.h * d.w; k++)
+				dx[n * d.c * d.h * d.w + k] += in[s][n * cs * d.h * d.w + k];
+	}
 	free(dz);
 }
 

@@ -13,7 +13,9 @@
  * sum is always taken in the same order, whatever the thread count, so
  * results are the same to the bit wherever the tensors are.
  *
- * A fused relu (compiler/front/fuse.h) is applied as y is written.
+ * A fused relu (compiler/front/fuse.h) is applied as y is written; in the
+ * backward pass its gradient masks dy as it is read, and a gradient sum
+ * folded in is added as dx is written.
  *
  * The element type is a constant in each specialisation (the always-inline
  * bodies below are instantiated for float32 and for bf16), so the inner
@@ -54,6 +56,20 @@ INLINE float keep_if(float v, bool c)
 	return v;
 }
 
+/*
+ * Ask for elements [at, at + inner) of p before they are read. A channel's
+ * planes are short runs a channel's length apart (784 bytes at 14x14), which
+ * the hardware's prefetchers do not follow, so each pass over a channel
+ * fetches the next channel's planes (or, for the sum, the second pass's) as
+ * it goes.
+ */
+INLINE void prefetch_run(const void *p, int64_t at, int64_t inner, bool bf16)
+{
+	int64_t es = bf16 ? 2 : 4;
+	for (int64_t k = 0; k < inner; k += 64 / es)
+		__builtin_prefetch((const char *)p + (at + k) * es);
+}
+
 /* The shape [N, C, inner] of argument i (2-D: inner 1). */
 static void bn_dims(const int64_t *d, int i, int64_t *n, int64_t *c, int64_t *inner)
 {
@@ -71,6 +87,8 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 	double s = 0, v = 0, m = (double)(nb * inner);
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
+		if (ch + 1 < c)
+			prefetch_run(x, o + inner, inner, bf16);
 #pragma omp simd reduction(+ : s)
 		for (int64_t k = 0; k < inner; k++)
 			s += ld(x, o + k, bf16);
@@ -102,7 +120,8 @@ void cpu_batchnorm_check(int32_t id, const int64_t *d)
 {
 	int nin = (int)d[RT_D_NIN];
 	uint64_t data = d[RT_D_OP] == RT_OP_BATCHNORM ? 1u << 0 | 1u << 3 /* x, y */
-	                : 1u << 0 | 1u << 4 | 1u << nin | (nin == 6 ? 1u << 5 : 0u); /* x, dy, dx[, y] */
+	                : 1u << 0 | 1u << 4 | 1u << nin | (nin >= 6 ? 1u << 5 : 0u) |
+	                          (nin == 7 ? 1u << 6 : 0u); /* x, dy, dx[, y][, sum] */
 	if (d[RT_D_BF16] != 0 && (uint64_t)d[RT_D_BF16] != data)
 		RT_ICE("kernel %d (%s): data arguments of two types, or bf16 statistics", id, op_name((RtOp)d[RT_D_OP]));
 }
@@ -135,13 +154,21 @@ CPU_CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
  * dx = gamma / sqrt(var + eps) / M * (M dy - dbias - xhat dweight), with
  * xhat = (x - mean) / sqrt(var + eps) and M = N * inner.
  */
-INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, void *dx, int64_t nb, int64_t c,
-                           int64_t inner, int64_t ch, double eps, float gamma, float mean, float var, float *dgamma,
-                           float *dbeta, bool bf16, bool relu)
+INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const void *sum, int64_t csum, void *dx,
+                           int64_t nb, int64_t c, int64_t inner, int64_t ch, double eps, float gamma, float mean,
+                           float var, float *dgamma, float *dbeta, bool bf16, bool relu)
 {
 	double is = 1.0 / sqrt((double)var + eps), mu = mean, sdy = 0, sdyx = 0, m = (double)(nb * inner);
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
+		if (sum) /* the sum's plane, which the second pass reads */
+			prefetch_run(sum, (n * csum + ch) * inner, inner, bf16);
+		if (ch + 1 < c) {
+			prefetch_run(x, o + inner, inner, bf16);
+			prefetch_run(dy, o + inner, inner, bf16);
+			if (relu)
+				prefetch_run(y, o + inner, inner, bf16);
+		}
 #pragma omp simd reduction(+ : sdy, sdyx)
 		for (int64_t k = 0; k < inner; k++) {
 			float gf = ld(dy, o + k, bf16);
@@ -159,42 +186,54 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, void *d
 	double ga = gamma * is;
 	float A = (float)ga, B = (float)(ga * is * sdyx / m), C = (float)(ga * sdy / m), fm = mean;
 	for (int64_t n = 0; n < nb; n++) {
-		int64_t o = (n * c + ch) * inner;
+		int64_t o = (n * c + ch) * inner, os = (n * csum + ch) * inner;
+#define BN_DX(k) (A * (relu ? keep_if(ld(dy, o + (k), bf16), ld(y, o + (k), bf16) > 0.0f) : ld(dy, o + (k), bf16)) - \
+	          B * (ld(x, o + (k), bf16) - fm) - C)
+		if (sum) { /* as the add it replaces: dx rounded to its type, then the sum rounded */
 #pragma omp simd
-		for (int64_t k = 0; k < inner; k++) {
-			float g = ld(dy, o + k, bf16);
-			if (relu)
-				g = keep_if(g, ld(y, o + k, bf16) > 0.0f);
-			st(dx, o + k, A * g - B * (ld(x, o + k, bf16) - fm) - C, bf16);
+			for (int64_t k = 0; k < inner; k++) {
+				float v = BN_DX(k);
+				st(dx, o + k, (bf16 ? bf16_to_f32(bf16_from_f32(v)) : v) + ld(sum, os + k, bf16), bf16);
+			}
+		} else {
+#pragma omp simd
+			for (int64_t k = 0; k < inner; k++)
+				st(dx, o + k, BN_DX(k), bf16);
 		}
+#undef BN_DX
 	}
 }
 
 /*
- * batchnorm_bwd: x, weight, mean, variance, dy[, y] -> dx, dweight, dbias
- * (ops.def); x, dy, y, dx in one type. With y (a fused relu's output,
- * RT_D_ACT relu), dy is the relu's output gradient, masked here by y > 0.
+ * batchnorm_bwd: x, weight, mean, variance, dy[, y][, sum] -> dx, dweight,
+ * dbias (ops.def); x, dy, y, sum, dx in one type. With y (a fused relu's
+ * output, RT_D_ACT relu), dy is the relu's output gradient, masked here by
+ * y > 0. With sum ([N, C' >= C, inner]), its channels 0..C-1 are added to
+ * dx (a gradient sum folded in: compiler/front/fuse.h).
  */
 CPU_CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 {
 	int nin = (int)d[RT_D_NIN];
+	bool relu = d[RT_D_ACT] == ACT_RELU;
 	const float *gamma = a[1], *mean = a[2], *var = a[3];
-	const void *y = nin == 6 ? a[5] : NULL;
+	const void *y = relu ? a[5] : NULL, *sum = nin == 6 + relu ? a[5 + relu] : NULL;
 	void *dx = a[nin];
 	float *dgamma = a[nin + 1], *dbeta = a[nin + 2];
 	int64_t nb, c, inner;
 	bn_dims(d, 0, &nb, &c, &inner);
+	int64_t csum = sum ? RT_ARG_DIM(d, 5 + relu, 1) : c;
 	double eps;
 	memcpy(&eps, &d[RT_D_EPS], sizeof eps);
-	bool bf16 = rt_arg_bf16(d, 0), relu = y != NULL;
-	if ((d[RT_D_ACT] == ACT_RELU) != relu || (d[RT_D_ACT] != ACT_NONE && !relu))
+	bool bf16 = rt_arg_bf16(d, 0);
+	if ((d[RT_D_ACT] != ACT_NONE && !relu) || nin < 5 + relu || nin > 6 + relu || csum < c)
 		RT_ICE("batchnorm_bwd: %d inputs and a fused %s", nin, act_name((Act)d[RT_D_ACT]));
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
 		float *dg = &dgamma[ch], *db = &dbeta[ch];
 		/* the element type and the relu as constants: each of the four bodies vectorises */
-#define BN_BWD(BF16, RELU) \
-	bn_bwd_channel(a[0], a[4], y, dx, nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], dg, db, BF16, RELU)
+#define BN_BWD(BF16, RELU)                                                                                  \
+	bn_bwd_channel(a[0], a[4], y, sum, csum, dx, nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], dg, db, \
+	               BF16, RELU)
 		if (bf16 && relu)
 			BN_BWD(true, true);
 		else if (bf16)

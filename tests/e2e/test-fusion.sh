@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fusion changes kernels, not results: test_vgg (relu after its convolutions and a dense layer),
-# tests/torch/small.net (relu after batchnorm, a residual block) and tests/e2e/attention.net (fused
+# tests/torch/small.net (relu after batchnorm, a residual block), tests/e2e/dense-blocks.net (a
+# densenet's concatenations: their gradient sums added by the batchnorms' backward kernels) and
+# tests/e2e/attention.net (fused
 # attention, causal and not, across the kernel's blocks) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
@@ -8,7 +10,8 @@
 # summed in blocks), and in bf16 its losses within 1e-2 and its weights within 5e-2: a fused tanh
 # or sigmoid reads the product before it is rounded to bf16, and small.net's batchnorm biases,
 # whose gradients nearly cancel, carry that (measured 1.3e-2; attention 2e-3); and a second fused
-# run must repeat the first bit for bit. Then what check prints of fused attention, and the GPU
+# run must repeat the first bit for bit. dense-blocks must be bit for bit its unfused self in both
+# precisions (its folds round as the kernels they replace). Then what check prints of fused attention, and the GPU
 # backend's refusal of it (its runtime has no such kernel) except on a modeled GPU.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -20,7 +23,8 @@ trap 'rm -rf "$work"' EXIT
 fails=0
 losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
 kernels() { "$autotmc" check "$@" | sed -n 's/^training step: \([0-9]*\) nodes.*/\1/p'; }
-for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$srcdir/tests/e2e/attention.net"; do
+for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$srcdir/tests/e2e/dense-blocks.net" \
+        "$srcdir/tests/e2e/attention.net"; do
     for prec in fp32 bf16; do
         tol=1e-5 wtol=1e-5
         [ $prec = bf16 ] && tol=1e-2 wtol=5e-2
@@ -47,10 +51,21 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$s
         if [ "$(losses "$d/fused.out")" != "$(losses "$d/fused2.out")" ] || ! cmp -s "$d/fused.st" "$d/fused2.st"; then
             echo "FAIL: $name: a second fused run differs"; ok=0
         fi
+        if [[ $name = dense-blocks-* ]] && { [ "$(losses "$d/fused.out")" != "$(losses "$d/unfused.out")" ] ||
+                ! cmp -s "$d/fused.st" "$d/unfused.st"; }; then
+            echo "FAIL: $name: fused is not bit for bit unfused"; ok=0
+        fi
         [ $ok = 1 ] && echo "ok: $name: $kf kernels fused, $ku unfused; losses $(losses "$d/fused.out" | tr '\n' ' ')/ $(losses "$d/unfused.out" | tr '\n' ' '); $(cat "$d/cmp"); repeatable"
         [ $ok = 1 ] || fails=$((fails + 1))
     done
 done
+# check: the densenet's gradient sums fused
+if "$autotmc" check "$srcdir/tests/e2e/dense-blocks.net" | grep -q '^fusion: 6 gradient sums added by the batchnorms'; then
+    echo "ok: check: 6 gradient sums fused"
+else
+    echo "FAIL: check of dense-blocks.net: $("$autotmc" check "$srcdir/tests/e2e/dense-blocks.net" | grep fusion)"
+    fails=$((fails + 1))
+fi
 # check: the attention layers fused, and the peak without fusion (the [T, T] weights kept) larger
 att=$srcdir/tests/e2e/attention.net
 out=$("$autotmc" check "$att" 2>&1)
