@@ -64,6 +64,8 @@ int64_t op_gpu_scratch(Op op, const int64_t *x, int nx, const int64_t *y, int ny
 	case SCRATCH_BIAS_PARTIALS:
 		op_bias_dims(x, nx, axis, &n, &c, &inner);
 		return op_bias_partial_bytes(n, c, inner);
+	case SCRATCH_HEAD_BLOCK: /* x [..., C], weight [V, C] */
+		return op_head_scratch_bytes(nx > 0 && x[nx - 1] > 0 ? elems(x, nx) / x[nx - 1] : 0, ny > 0 ? y[0] : 0);
 	}
 	return 0;
 }

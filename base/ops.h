@@ -46,6 +46,7 @@ typedef enum OpScratch {
 	SCRATCH_MAXPOOL_ARGS,  /* op_maxpool_arg_bytes: a byte per window of dy */
 	SCRATCH_BN_PARTIALS,   /* op_bn_partial_bytes: two doubles per channel and group of images */
 	SCRATCH_BIAS_PARTIALS, /* op_bias_partial_bytes: a double per channel and group */
+	SCRATCH_HEAD_BLOCK,    /* op_head_scratch_bytes: a block of logits and a double per row */
 } OpScratch;
 
 typedef enum Op {
@@ -92,6 +93,30 @@ static inline bool op_is_update(Op op)
 static inline int64_t op_xent_row_bytes(int64_t rows)
 {
 	return (int64_t)sizeof(double) * rows;
+}
+
+/*
+ * dense_crossentropy_ids_grad takes its `rows` rows of v logits a block
+ * at a time: op_head_block_rows rows (blocks of about OP_HEAD_BLOCK_BYTES
+ * of float32 logits, of equal size), and keeps the block and a double
+ * per row (op_xent_row_bytes) beside its arguments. Each block reads and
+ * writes the weight's gradient once: fewer, larger blocks move less.
+ */
+enum { OP_HEAD_BLOCK_BYTES = 256 << 20 };
+
+static inline int64_t op_head_block_rows(int64_t rows, int64_t v)
+{
+	if (rows <= 0 || v <= 0)
+		return 1;
+	int64_t per = OP_HEAD_BLOCK_BYTES / ((int64_t)sizeof(float) * v), blocks;
+	per = per < 1 ? 1 : per;
+	blocks = (rows + per - 1) / per;
+	return (rows + blocks - 1) / blocks;
+}
+
+static inline int64_t op_head_scratch_bytes(int64_t rows, int64_t v)
+{
+	return op_xent_row_bytes(rows) + (int64_t)sizeof(float) * op_head_block_rows(rows, v) * v;
 }
 
 /*

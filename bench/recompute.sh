@@ -17,7 +17,9 @@
 # seconds per placement (default 60), HW the hw file (default h100-pcie5),
 # PRECISION the step's precision (fp32, the default, or bf16: then the
 # lines go to bench/out/recompute-bf16.tsv), ATTENTION fused or composed
-# (--attention, default composed: the GPU runtime's; a column says which).
+# (--attention, default composed: the GPU runtime's; a column says which),
+# HEAD fused or separate (--head-loss, default separate: the GPU runtime's;
+# the attention column then says "fused, head fused").
 # GPU_PROFILES=DIR plans from the measured profiles DIR/MODEL-bBATCH.gpu.tsv (bench/gpu/profiles) instead
 # of hw/h100-pcie5.hw, and writes bench/out/recompute-profiles.tsv.
 set -eu
@@ -32,10 +34,13 @@ out=bench/out/recompute.tsv
 [ -n "${GPU_PROFILES:-}" ] && out=${out%.tsv}-profiles.tsv
 mkdir -p bench/out
 attention=${ATTENTION:-composed}
+head=${HEAD:-separate}
+acol=$attention
+[ "$head" = fused ] && acol="$attention, head fused"
 [ -s "$out" ] || printf 'model\tbatch\tprecision\tattention\thw\tratio\toptimizer\tlimit_gib\tof_peak\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
 for m in $models; do
     model=${m%:*} batch=${m#*:}
-    times="--hw hw/${HW:-h100-pcie5}.hw --precision $precision --attention $attention"
+    times="--hw hw/${HW:-h100-pcie5}.hw --precision $precision --attention $attention --head-loss $head"
     [ -n "${GPU_PROFILES:-}" ] && times="--gpu-profile $GPU_PROFILES/$model-b$batch.gpu.tsv --precision $precision --attention $attention"
     fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu $times \
         --optimizer all-fast --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_seconds"])')
@@ -45,7 +50,7 @@ for m in $models; do
             [ "$opt" = all-fast ] && size=
             json=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu $times \
                 --optimizer "$opt" $size --solver-time "${SOLVER_TIME:-60}" --json 2>bench/out/recompute.err) || {
-                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\tFAILED\t%s\n' "$model" "$batch" "$precision" "$attention" "${HW:-h100-pcie5}" "$ratio" "$opt" \
+                printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\tFAILED\t%s\n' "$model" "$batch" "$precision" "$acol" "${HW:-h100-pcie5}" "$ratio" "$opt" \
                     "$(tail -1 bench/out/recompute.err)" | tee -a "$out"
                 continue
             }
@@ -61,7 +66,7 @@ print("\t".join([model, batch, prec, attn, hw, ratio, opt, "%.2f" % (lim / 2**30
                  "%.3f" % (d["predicted_seconds"] / fast), "%.2f" % moved,
                  "%.3f" % (1e3 * d["recompute_seconds"]), "%.1f" % s.get("total_seconds", 0),
                  "%.2f%%" % (100 * s.get("gap", 0)), s.get("status", "baseline")]))
-' "$fast" "$model" "$batch" "$precision" "$attention" "${HW:-h100-pcie5}" "$ratio" "$opt" | tee -a "$out"
+' "$fast" "$model" "$batch" "$precision" "$acol" "${HW:-h100-pcie5}" "$ratio" "$opt" | tee -a "$out"
         done
     done
 done

@@ -183,7 +183,7 @@ def main():
     torch.manual_seed(args.seed)
     model, xshape, classes = build_model(nn, args)
     model.train()
-    forward = torch.compile(model) if args.compile else model
+    forward = model
     rank, ranks = 0, 1
     if args.ddp:
         import torch.distributed as dist
@@ -191,6 +191,8 @@ def main():
         rank, ranks = dist.get_rank(), dist.get_world_size()
         torch.manual_seed(args.seed + rank)  # each rank's batch its own (DDP broadcasts rank 0's weights)
         forward = torch.nn.parallel.DistributedDataParallel(forward)
+    if args.compile:  # the DDP module compiled, as PyTorch advises: graphs split at its buckets (DDPOptimizer)
+        forward = torch.compile(forward)
     if args.model == "gpt":
         x = torch.randint(0, args.vocab, (args.batch, args.seq))
         y = torch.randint(0, args.vocab, (args.batch, args.seq))

@@ -128,6 +128,7 @@ typedef enum ValueKind {
 	V_PLOTS,     /* png, svg or none: a const char * */
 	V_PRECISION, /* fp32 or bf16: a Precision */
 	V_ATTENTION, /* fused or composed: an AttentionMode */
+	V_HEAD,      /* fused or separate: a HeadMode */
 	V_DEFINE,    /* NAME=VALUE, appended to defines */
 	V_INCLUDE,   /* a directory, appended to dirs */
 } ValueKind;
@@ -210,6 +211,11 @@ static const Option options[] = {
 	 "fused: each attention layer without dropout is one kernel, forward and backward,\n"
 	 "that never stores the [T, T] scores (flash attention; default on the CPU);\n"
 	 "composed: products and a softmax whose scores the placement sees (the GPU's)"},
+	{"head-loss", 0, V_HEAD, F(head), C_ALL, 0, 0, "H",
+	 "fused: a language model's output layer (without bias), its loss by class ids and\n"
+	 "their gradients are one kernel that takes the logits a block of rows at a time and\n"
+	 "never stores them (default on the CPU; for the GPU backend on a modeled GPU only,\n"
+	 "--hw: its runtime has no such kernel yet); separate: the logits are tensors"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"
 	 "allow_tf32 (default: off, full float32)"},
@@ -560,6 +566,11 @@ static void set_value(Arena *a, Settings *s, const Option *o, const char *v)
 			usage_error(cmd, "--attention expects fused or composed, got '%s'", v);
 		*(AttentionMode *)field = strcmp(v, "fused") == 0 ? ATTENTION_FUSED : ATTENTION_COMPOSED;
 		break;
+	case V_HEAD:
+		if (strcmp(v, "fused") != 0 && strcmp(v, "separate") != 0)
+			usage_error(cmd, "--head-loss expects fused or separate, got '%s'", v);
+		*(HeadMode *)field = strcmp(v, "fused") == 0 ? HEAD_FUSED : HEAD_SEPARATE;
+		break;
 	case V_DEFINE: {
 		const char *eq = strchr(v, '=');
 		if (!eq || eq == v || !eq[1])
@@ -785,6 +796,12 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
 	if (s->attention == ATTENTION_FUSED && s->no_fuse)
 		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --attention fused, not both");
+	if (s->head == HEAD_FUSED && s->no_fuse)
+		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --head-loss fused, not both");
+	if (s->head == HEAD_FUSED && s->target == TARGET_GPU &&
+	    (!s->hw || cmd == CMD_BUILD || cmd == CMD_RUN || cmd == CMD_EVAL || cmd == CMD_SWEEP || cmd == CMD_PROFILE))
+		usage_error(cmd, "the GPU runtime has no fused output layer and loss yet: --head-loss fused with --backend "
+		                 "gpu places on a modeled GPU only (schedule with --hw)");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

@@ -46,6 +46,13 @@ typedef enum AttentionMode {
 	ATTENTION_COMPOSED, /* products, a softmax, dropout: the scores are tensors */
 } AttentionMode;
 
+/* --head-loss: whether a language model's output layer and its loss are one kernel (compiler/front/fuse.h) */
+typedef enum HeadMode {
+	HEAD_DEFAULT,  /* fused on the CPU (unless --no-fuse), separate for the GPU (its runtime has no such kernel) */
+	HEAD_FUSED,    /* dense_crossentropy_ids_grad: no logits stored */
+	HEAD_SEPARATE, /* dense, the loss and their gradients: the logits are tensors */
+} HeadMode;
+
 typedef struct Settings {
 	Command cmd;              /* the command */
 	/* the model */
@@ -79,6 +86,7 @@ typedef struct Settings {
 	bool tf32;                /* --tf32 */
 	bool no_fuse;             /* --no-fuse */
 	AttentionMode attention;  /* --attention fused|composed */
+	HeadMode head;            /* --head-loss fused|separate */
 	bool json, dot, train;    /* --json, --dot, --train */
 	bool summary;             /* schedule --summary */
 	const char *trace, *plot; /* schedule --trace, --plot */

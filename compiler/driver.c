@@ -283,6 +283,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 				fuse_loss(c->g);
 			else
 				fuse_epilogues(c->g);                                               /* -> fused kernels */
+			if (s->head == HEAD_FUSED || (s->head == HEAD_DEFAULT && s->target != TARGET_GPU))
+				fuse_head(c->g);                                                    /* -> no logits */
 			verify_or_die(c->g, "fusion");
 		}
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */

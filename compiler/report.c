@@ -169,11 +169,12 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
-	int attention = 0, loss = 0, allreduce = 0, sums = 0;
+	int attention = 0, loss = 0, head = 0, allreduce = 0, sums = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
 		sums += node_sum_input(g->nodes.v[i]) >= 0;
 		attention += g->nodes.v[i]->op == OP_ATTENTION;
 		loss += g->nodes.v[i]->op == OP_SOFTMAX_XENT_IDS_GRAD;
+		head += g->nodes.v[i]->op == OP_DENSE_XENT_IDS_GRAD;
 		allreduce += g->nodes.v[i]->op == OP_ALLREDUCE;
 	}
 	if (allreduce)
@@ -184,6 +185,9 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	if (sums)
 		fprintf(f, "fusion: %d gradient sums added by the batchnorms' backward kernels as they write (their "
 		           "concatenations' slices not copied)\n", sums);
+	if (head)
+		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
+		           "rows at a time (never stored)\n");
 	if (loss)
 		fprintf(f, "fusion: the loss and its gradient in one kernel, the gradient written over the logits\n");
 	if (attention)

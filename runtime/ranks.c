@@ -12,7 +12,7 @@
  * broadcast, so every rank holds the same bits; exchange.c runs it beside
  * the backward pass), NCCL in the GPU runtime (AUTOTM_NCCL, cuda/nccl.c:
  * the ranks' number from mpirun's environment, the kernels' all-reduce on
- * the compute stream).
+ * a communication stream beside the backward pass).
  *
  * A rank that dies makes mpirun stop the others. A rank that hangs would
  * leave the others waiting in a collective for ever: a watchdog thread
@@ -48,7 +48,7 @@ static bool launcher_ranks(int *rank, int *size)
 }
 
 /* Waiting for the other ranks in `what` from now (NULL: no longer), for the watchdog. */
-static void waiting(const char *what)
+void rt_ranks_waiting(const char *what)
 {
 	R.since = rt_now();
 	R.in = what;
@@ -74,9 +74,9 @@ static void check(int rc, const char *what)
 
 static void transport_open(void)
 {
-	waiting("the start of MPI (MPI_Init)");
+	rt_ranks_waiting("the start of MPI (MPI_Init)");
 	int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 	if (rc != MPI_SUCCESS)
 		rt_fatal("cannot start MPI (MPI_Init_thread: error %d)", rc);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -88,18 +88,18 @@ static void transport_open(void)
 static bool transport_same(uint64_t h, const char *what)
 {
 	unsigned long long v[2] = {h, ~(unsigned long long)h}, r[2];
-	waiting(what);
+	rt_ranks_waiting(what);
 	check(MPI_Allreduce(v, r, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD), what);
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 	return r[0] == ~r[1];
 }
 
 static double transport_mean(double v)
 {
 	double sum = 0;
-	waiting("the mean of the loss");
+	rt_ranks_waiting("the mean of the loss");
 	check(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 	return sum / R.size;
 }
 
@@ -110,7 +110,7 @@ static void transport_close(void)
 
 void rt_exchange_mean(float *buf, int64_t n)
 {
-	waiting("an all-reduce of the gradients");
+	rt_ranks_waiting("an all-reduce of the gradients");
 	for (int64_t at = 0; at < n; at += INT_MAX / 2) { /* MPI counts are int */
 		int c = (int)(n - at < INT_MAX / 2 ? n - at : INT_MAX / 2);
 		check(MPI_Reduce(R.rank == 0 ? MPI_IN_PLACE : (const void *)(buf + at), buf + at, c, MPI_FLOAT, MPI_SUM, 0,
@@ -120,7 +120,7 @@ void rt_exchange_mean(float *buf, int64_t n)
 				buf[at + i] /= (float)R.size;
 		check(MPI_Bcast(buf + at, c, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
 	}
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 }
 
 /* The exchange's thread, unless AUTOTM_RANKS_OVERLAP=0 or MPI cannot have it. */
@@ -135,24 +135,24 @@ static void transport_exchange(void)
 
 static void transport_open(void)
 {
-	waiting("the start of NCCL");
+	rt_ranks_waiting("the start of NCCL");
 	rt_gpu_nccl_open(R.rank, R.size);
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 }
 
 static bool transport_same(uint64_t h, const char *what)
 {
-	waiting(what);
+	rt_ranks_waiting(what);
 	bool same = rt_gpu_nccl_same(h);
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 	return same;
 }
 
 static double transport_mean(double v)
 {
-	waiting("the mean of the loss");
+	rt_ranks_waiting("the mean of the loss");
 	double m = rt_gpu_nccl_mean(v);
-	waiting(NULL);
+	rt_ranks_waiting(NULL);
 	return m;
 }
 
@@ -169,7 +169,7 @@ static void transport_exchange(void)
 #error "ranks.c: build it with AUTOTM_MPI (the CPU runtime) or AUTOTM_NCCL (the GPU runtime)"
 #endif
 
-#if !defined(AUTOTM_MPI) /* the exchange's thread is MPI's (exchange.c) */
+#if !defined(AUTOTM_MPI) /* the exchange's thread is MPI's (exchange.c); NCCL's stream is cuda/nccl.c's */
 void rt_exchange_start(void)
 {
 }
@@ -181,24 +181,9 @@ bool rt_exchange_submit(float *buf, int64_t n)
 	return false;
 }
 
-void rt_exchange_need(void *const *ptrs, int n)
-{
-	(void)ptrs;
-	(void)n;
-}
-
-void rt_exchange_drain(void)
-{
-}
-
 void rt_exchange_stop(void)
 {
-}
-
-bool rt_exchange_counts(int64_t *messages, int64_t *gradients)
-{
-	*messages = *gradients = 0;
-	return false;
+	rt_exchange_drain();
 }
 
 void rt_exchange_mean(float *buf, int64_t n)
@@ -323,10 +308,16 @@ bool rt_ranks_end(RtCtx *ctx)
 	if (!same)
 		fprintf(stderr, "%s: error: rank %d of %d: the ranks' weights differ at the end (a bug: the gradients' "
 		                "average should leave every rank the same bits)\n", rt_prog_name(), R.rank, R.size);
+#if defined(AUTOTM_NCCL)
+	else if (R.rank == 0 && !ctx->opt.quiet && overlapped)
+		printf("ranks: %d, gradients averaged on a communication stream beside the backward pass (%lld all-reduces); "
+		       "weights the same on every rank (checked)\n", R.size, (long long)messages);
+#else
 	else if (R.rank == 0 && !ctx->opt.quiet && overlapped)
 		printf("ranks: %d, gradients exchanged beside the backward pass, %.1f in a bucket (%lld buckets); weights "
 		       "the same on every rank (checked)\n", R.size, messages ? (double)gradients / (double)messages : 0.0,
 		       (long long)messages);
+#endif
 	else if (R.rank == 0 && !ctx->opt.quiet)
 		printf("ranks: %d, gradients exchanged in the allreduce kernels; weights the same on every rank (checked)\n",
 		       R.size);

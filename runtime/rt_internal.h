@@ -431,6 +431,8 @@ void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream
 bool rt_gpu_nccl_same(uint64_t h);
 double rt_gpu_nccl_mean(double v);
 void rt_gpu_nccl_close(void);
+/* This rank waits for the others in `what` from now (NULL: no longer): the watchdog's (ranks.c). */
+void rt_ranks_waiting(const char *what);
 /* After each step, with AUTOTM_CHECK_RANKS=1 (a debug mode): stop if the ranks' weights differ. */
 void rt_ranks_step_end(RtCtx *ctx);
 /* At the end: the check that every rank holds the same weights, then leave MPI. False (and why) if not. */

@@ -52,8 +52,10 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 	if (!eval) {
 		AutodiffOptions ao = {.input_grad = input_grad};
 		autodiff(g, &ao);
-		if (test_fuse)
+		if (test_fuse) {
 			fuse_epilogues(g);
+			fuse_head(g);
+		}
 		else if (test_fuse_gpu)
 			fuse_loss(g);
 	}

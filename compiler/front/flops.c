@@ -118,6 +118,14 @@ static int64_t flops_matmul(const Node *n)
 	return mul(mul(2, out0(n)), a.d[a.ndim - (n->attr.trans_a ? 2 : 1)]);
 }
 
+/* the output layer and its loss: its three products (2 R V C each) and the softmax's 12 R V */
+static int64_t flops_dense_xent(const Node *n)
+{
+	Shape w = n->in[1]->shape;
+	int64_t rv = mul(in0(n) / w.d[1], w.d[0]);
+	return add(mul(mul(6, rv), w.d[1]), mul(12, rv));
+}
+
 /* attention: N H T T D, halved when causal (the scores and the product with v are 2 T T D each, so
    ops.def's factor is 4 forward, 10 backward: FlashAttention's count, five products) */
 static int64_t flops_attention(const Node *n)

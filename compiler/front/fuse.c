@@ -279,6 +279,61 @@ int fuse_epilogues(Graph *g)
 	return folded + fuse_loss(g);
 }
 
+/* The dense_bwd_data and dense_bwd_weight of output layer f = dense(x, w) among dz's users, if they are all. */
+static bool head_grads(const Node *f, const Tensor *dz, Node **bd, Node **bw)
+{
+	*bd = *bw = NULL;
+	for (int i = 0; i < dz->users.n; i++) {
+		Node *u = dz->users.v[i];
+		if (u->op == OP_DENSE_BWD_DATA && u->in[0] == dz && u->in[1] == f->in[1] && !*bd)
+			*bd = u;
+		else if (u->op == OP_DENSE_BWD_WEIGHT && u->in[0] == f->in[0] && u->in[1] == dz && !*bw)
+			*bw = u;
+		else
+			return false;
+	}
+	return *bd && *bw && (*bd)->out[0]->dtype == DT_F32 && (*bw)->out[0]->dtype == DT_F32;
+}
+
+int fuse_head(Graph *g)
+{
+	Node *l = g->loss ? g->loss->producer : NULL, *f, *bd, *bw;
+	if (!l || l->op != OP_SOFTMAX_XENT_IDS_GRAD)
+		return 0;
+	Tensor *z = l->in[0], *ids = l->in[1], *dz = l->out[0];
+	f = z->producer;
+	if (!f || f->op != OP_DENSE || f->nin != 2 || f->attr.post_act != ACT_NONE || z->users.n != 1 ||
+	    z->dtype != DT_F32 || f->in[0]->dtype != DT_F32 || f->in[1]->dtype != DT_F32 || !head_grads(f, dz, &bd, &bw))
+		return 0;
+	Tensor *x = f->in[0], *w = f->in[1];
+	Tensor **in = arena_array(g->arena, 3, sizeof(Tensor *)), **out = arena_array(g->arena, 3, sizeof(Tensor *));
+	in[0] = x;
+	in[1] = w;
+	in[2] = ids;
+	out[0] = bd->out[0];
+	out[1] = bw->out[0];
+	out[2] = g->loss;
+	remove_user(x, f);
+	remove_user(x, bw);
+	remove_user(w, f);
+	remove_user(w, bd);
+	insert_user(g, x, l);
+	insert_user(g, w, l);
+	l->op = OP_DENSE_XENT_IDS_GRAD;
+	l->in = in;
+	l->nin = 3;
+	l->out = out;
+	l->nout = 3;
+	for (int i = 0; i < 2; i++)
+		out[i]->producer = l;
+	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
+	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
+	dead_node[f->id] = dead_node[bd->id] = dead_node[bw->id] = true;
+	dead_tensor[z->id] = dead_tensor[dz->id] = true;
+	compact(g, dead_node, dead_tensor);
+	return 1;
+}
+
 int fuse_loss(Graph *g)
 {
 	Node *b = fold_loss(g);

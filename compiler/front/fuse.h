@@ -30,6 +30,16 @@
  * there), which over a GPT's vocabulary is a large part of the peak. In
  * bf16 it reads the bf16 logits and writes their bf16 gradient itself,
  * the casts to float32 and back folded in.
+ * Then a language model's output layer, a dense without bias in float32
+ * whose logits only the fused loss reads, the loss, and the two products
+ * of the layer's backward pass (dx = dz w, dw = dz^T x) become one node,
+ * dense_crossentropy_ids_grad (fuse_head): it computes the logits a block
+ * of rows at a time, the loss and their gradient over the block (in
+ * place), then the block's share of dx and dw, so that neither the logits
+ * nor their gradient, [rows, vocabulary] each, is ever a tensor: over
+ * GPT-2's 50,257 tokens they are the largest of the step. dw is summed
+ * over the blocks in another order than the unfused product: equal within
+ * float rounding.
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H
@@ -43,6 +53,9 @@ int fuse_epilogues(Graph *g);
 
 /* Only the loss and its gradient (what the GPU runtime has a kernel for); returns 1 if folded, else 0. */
 int fuse_loss(Graph *g);
+
+/* After fuse_loss: the output layer, the fused loss and their gradients as one node; 1 if folded, else 0. */
+int fuse_head(Graph *g);
 
 /* Whether op can take activation act as an epilogue (the kernels' list). */
 bool fuse_can_take(Op op, Act act);

@@ -56,6 +56,7 @@ static bool shape_mul(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_xent_ids_grad(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_attention_bwd(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_dense_xent_grad(const Node *n, Shape *out, char *err, size_t errlen);
 
 /* Each op's shape rule: ops.def's shape_rule column. */
 typedef bool (*ShapeRule)(const Node *n, Shape *out, char *err, size_t errlen);
@@ -896,6 +897,23 @@ static bool shape_xent_ids_grad(const Node *n, Shape *out, char *err, size_t err
 	return true;
 }
 
+/* x [..., C], weight [V, C], ids [...] -> dx like x, dweight [V, C], loss [1] */
+static bool shape_dense_xent_grad(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape x = n->in[0]->shape, w = n->in[1]->shape, y = n->in[2]->shape;
+	char s1[128], s2[128], s3[128];
+	bool ok = is_ids(n->in[2]) && x.ndim == y.ndim + 1 && w.ndim == 2 && w.d[1] == x.d[x.ndim - 1];
+	for (int i = 0; ok && i < y.ndim; i++)
+		ok = x.d[i] == y.d[i];
+	if (!ok)
+		FAIL("an output layer of weight %s over %s does not match class ids %s", shape_str(w, s1, sizeof s1),
+		     shape_str(x, s2, sizeof s2), shape_str(y, s3, sizeof s3));
+	out[0] = x;
+	out[1] = w;
+	out[2] = shape_make(1, (int64_t[]){1});
+	return true;
+}
+
 /* x [N, T, 3 H D] with heads attr.shape [N, H, T, D] -> y [N, T, H D], lse [N, H, T] */
 static bool shape_attention(const Node *n, Shape *out, char *err, size_t errlen)
 {
@@ -934,6 +952,7 @@ int64_t tensor_id_range(const Tensor *t)
 		int64_t r = u->op == OP_EMBEDDING && u->in[0] == t ? u->in[1]->shape.d[0]
 		          : (u->op == OP_SOFTMAX_XENT_IDS || u->op == OP_SOFTMAX_XENT_IDS_GRAD) && u->in[1] == t
 		          ? u->in[0]->shape.d[u->in[0]->shape.ndim - 1]
+		          : u->op == OP_DENSE_XENT_IDS_GRAD && u->in[2] == t ? u->in[1]->shape.d[0]
 		          : range;
 		if (r < range)
 			range = r;

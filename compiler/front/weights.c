@@ -52,7 +52,8 @@ InitSpec init_spec(const Tensor *t, uint64_t seed)
 		n = n->out[0]->users.v[0];
 	switch (n->op) {
 	case OP_CONV2D:
-	case OP_DENSE: {
+	case OP_DENSE:
+	case OP_DENSE_XENT_IDS_GRAD: /* a fused output layer's (fuse.h): its weight is in[1], as dense's */ {
 		double b = 1.0 / sqrt((double)fan_in(n->in[1]));
 		s.kind = RT_INIT_UNIFORM;
 		s.lo = -b;

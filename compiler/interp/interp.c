@@ -634,6 +634,39 @@ static void eval_softmax_xent_ids(const Node *nd, double **in, double **out)
 	free(p);
 }
 
+/* dense_crossentropy_ids_grad: x [R, C], w [V, C], ids [R] -> dx, dw, loss, as dense, the loss and their gradients */
+static void eval_dense_xent(const Node *nd, double **in, double **out)
+{
+	int64_t c = last_dim(nd->in[0]), v = nd->in[1]->shape.d[0], rows = shape_elems(nd->in[0]->shape) / c;
+	const double *x = in[0], *w = in[1];
+	double *z = xmalloc(sizeof(double) * (size_t)(v ? v : 1)), loss = 0;
+	memset(out[1], 0, sizeof(double) * (size_t)(v * c));
+	for (int64_t r = 0; r < rows; r++) {
+		double mx = -INFINITY, s = 0;
+		for (int64_t j = 0; j < v; j++) {
+			z[j] = 0;
+			for (int64_t k = 0; k < c; k++)
+				z[j] += x[r * c + k] * w[j * c + k];
+			mx = z[j] > mx ? z[j] : mx;
+		}
+		for (int64_t j = 0; j < v; j++)
+			s += exp(z[j] - mx);
+		int64_t id = (int64_t)in[2][r];
+		loss += mx + log(s) - z[id];
+		for (int64_t k = 0; k < c; k++)
+			out[0][r * c + k] = 0;
+		for (int64_t j = 0; j < v; j++) { /* dz = (softmax - onehot) / R, then dx += dz w, dw += dz^T x */
+			double dz = (exp(z[j] - mx) / s - (j == id)) / (double)rows;
+			for (int64_t k = 0; k < c; k++) {
+				out[0][r * c + k] += dz * w[j * c + k];
+				out[1][j * c + k] += dz * x[r * c + k];
+			}
+		}
+	}
+	out[2][0] = loss / (double)rows;
+	free(z);
+}
+
 /* per matrix of the batch: c[i, j] = alpha sum_k op(a)[i, k] op(b)[k, j] */
 static void eval_matmul(const Node *nd, double **in, double **out)
 {
@@ -918,6 +951,7 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_SOFTMAX_XENT_IDS:
 	case OP_SOFTMAX_XENT_IDS_BWD:
 	case OP_SOFTMAX_XENT_IDS_GRAD: eval_softmax_xent_ids(nd, in, out); break;
+	case OP_DENSE_XENT_IDS_GRAD: eval_dense_xent(nd, in, out); break;
 	case OP_MATMUL: eval_matmul(nd, in, out); break;
 	case OP_SPLIT_HEADS: eval_split_heads(nd, in, out); break;
 	case OP_MERGE_HEADS: eval_merge_heads(nd, in, out); break;

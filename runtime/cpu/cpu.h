@@ -123,6 +123,7 @@ void cpu_xent_bwd(const int64_t *desc, void *const *args);
 void cpu_xent_ids(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_xent_ids_bwd(const int64_t *desc, void *const *args);
 void cpu_xent_ids_grad(const int64_t *desc, void *const *args, double *rowloss);
+void cpu_dense_xent(const int64_t *desc, void *const *args, double *rowloss, float *block, int64_t block_rows);
 
 /* ---- fused attention (cpu/attention.c): kernels of cpu/kernels.c; ws: the scratch of every thread ---- */
 

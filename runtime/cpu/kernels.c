@@ -122,7 +122,8 @@ typedef struct CpuKernel {
 	size_t reorder_pad;                   /* the largest scratchpad of its reorders */
 	size_t pad_at;                        /* offset of the scratchpads (the primitive's, the reorders') */
 	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
-	size_t attn_at;                       /* attention, attention_bwd: offset of its threads' blocks */
+	size_t attn_at;                       /* attention(_bwd): offset of its threads' blocks; the fused head's block */
+	int64_t block_rows;                   /* dense_crossentropy_ids_grad: the rows of a block */
 	bool widen;                           /* plain C with bf16 arguments: run on float32 copies */
 	size_t wide_at[RT_MAX_ARGS];          /* widen: the offset of each bf16 argument's copy */
 	char impl[64];                        /* implementation, for --profile-kernels */
@@ -1395,7 +1396,7 @@ static void plan_widening(CpuKernel *k)
 		RT_ICE("kernel %d: a slice between two types", k->id);
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
-	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || slice ||
+	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;
@@ -1506,6 +1507,10 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		break;
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		cpu_xent_ids_grad(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
+		break;
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* the rows' losses, then the block */
+		cpu_dense_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at),
+		               (float *)(void *)((char *)s->scratch + k->attn_at), k->block_rows);
 		break;
 	case RT_OP_EMBEDDING:
 		run_embedding(d, a);
@@ -1688,6 +1693,17 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));
+		break;
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* a row per id, and a block of logits */
+		if (rt_arg_bf16(desc, 0) || rt_arg_bf16(desc, 1))
+			RT_ICE("kernel %d (dense_crossentropy_ids_grad): bf16 arguments, built for float32 only", id);
+		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 2)));
+		k->attn_at = scratch_take(k, (size_t)(op_head_scratch_bytes(arg_elems(desc, 2), RT_ARG_DIM(desc, 1, 0)) -
+		                                      op_xent_row_bytes(arg_elems(desc, 2))));
+		k->block_rows = op_head_block_rows(arg_elems(desc, 2), RT_ARG_DIM(desc, 1, 0));
+		if (getenv("AUTOTM_HEAD_BLOCK_ROWS") && atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) > 0 &&
+		    atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) < k->block_rows) /* smaller blocks (tests): the scratch fits */
+			k->block_rows = atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS"));
 		break;
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD: /* a block of every thread's */

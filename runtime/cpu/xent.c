@@ -12,11 +12,19 @@
  * built for AVX-512 and AVX2 besides the baseline (chosen when the program
  * loads). Sums are in double; rows run in parallel and each row's loss is
  * summed in row order, so the result is the same whatever the threads.
+ *
+ * The output layer fused with its loss (dense_crossentropy_ids_grad,
+ * cpu_dense_xent) makes a block of rows' logits with oneDNN's sgemm, turns
+ * them into their gradient in place as softmax_crossentropy_ids_grad does a
+ * row, and multiplies the block back into dx and dw: the logits are only
+ * ever a block in the kernel's scratch.
  */
 #include "cpu.h"
 
 #include <math.h>
 #include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
 
 #include "bf16.h" /* base/ */
 
@@ -218,5 +226,42 @@ CPU_CLONES void cpu_xent_ids_grad(const int64_t *d, void *const *a, double *rowl
 		else
 			xent_grad_row(a[0], ids, a[2], r, k, rows, false, rowloss);
 	}
+	loss[0] = mean_loss(rowloss, rows);
+}
+
+/* C [m, n] = A op(B) (+ C where acc), row-major (oneDNN's sgemm) */
+static void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
+                 int64_t ldb, bool acc, float *C, int64_t ldc)
+{
+	if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, A, lda, B, ldb, acc ? 1.0f : 0.0f, C, ldc) != dnnl_success)
+		RT_ICE("sgemm of the output layer's block (%lld x %lld x %lld) failed", (long long)m, (long long)n,
+		       (long long)k);
+}
+
+/*
+ * dense_crossentropy_ids_grad: x [R, C], weight [V, C], ids [R] -> dx [R, C], dweight [V, C], loss [1].
+ * Blocks of `per` rows (op_head_block_rows, or fewer) in order: z = x w^T (the block's logits, in blk), its loss and
+ * gradient row by row (xent_grad_row, in place), dx = dz w, dw (+)= dz^T x. The rows' losses are summed in
+ * row order at the end, as the unfused loss sums them.
+ */
+CPU_CLONES void cpu_dense_xent(const int64_t *d, void *const *a, double *rowloss, float *blk, int64_t per)
+{
+	const float *x = a[0], *w = a[1];
+	const int32_t *ids = a[2];
+	float *dx = a[3], *dw = a[4], *loss = a[5];
+	int64_t c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), v = RT_ARG_DIM(d, 1, 0), rows = 1;
+	for (int64_t i = 0; i < RT_ARG_NDIM(d, 2); i++)
+		rows *= RT_ARG_DIM(d, 2, i);
+	for (int64_t r0 = 0; r0 < rows; r0 += per) {
+		int64_t nr = rows - r0 < per ? rows - r0 : per;
+		gemm('N', 'T', nr, v, c, x + r0 * c, c, w, c, false, blk, v);
+#pragma omp parallel for if (nr * v > XENT_PAR_MIN)
+		for (int64_t r = 0; r < nr; r++)
+			xent_grad_row(blk, ids + r0, blk, r, v, rows, false, rowloss + r0);
+		gemm('N', 'N', nr, c, v, blk, v, w, c, false, dx + r0 * c, c);
+		gemm('T', 'N', v, c, nr, blk, v, x + r0 * c, c, r0 > 0, dw, c);
+	}
+	if (rows == 0)
+		memset(dw, 0, sizeof(float) * (size_t)(v * c));
 	loss[0] = mean_loss(rowloss, rows);
 }

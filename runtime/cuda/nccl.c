@@ -11,8 +11,15 @@
  * The ranks find each other as NCCL asks: rank 0 makes the unique id and
  * writes it to a file the others read, $AUTOTM_NCCL_ID_FILE (on a file
  * system every machine sees), by default one per mpirun job in $TMPDIR
- * (one machine). The all-reduce averages on the compute stream (ncclAvg:
- * every rank gets the same bits, a reduce-scatter then an all-gather).
+ * (one machine). The all-reduce averages (ncclAvg: every rank gets the
+ * same bits, a reduce-scatter then an all-gather) on a communication
+ * stream of its own, beside the backward pass, as DDP's buckets run: it
+ * waits for the gradient's kernel on the compute stream, averages the
+ * gradient in place and records an event. Before a kernel or a move
+ * touches a gradient still on its way (its update), rt_exchange_need
+ * waits for that event (the host waits, so every stream is after it); a
+ * step ends with rt_exchange_drain. AUTOTM_RANKS_OVERLAP=0 averages on
+ * the compute stream instead, in the kernel's place.
  */
 #include "gpu.h"
 
@@ -41,6 +48,15 @@ static struct {
 	int rank, size;
 	char id_file[512];
 	void *scratch; /* 16 bytes of device memory for the small reductions */
+	bool overlap;        /* averages on the communication stream */
+	cudaStream_t stream; /* the communication stream */
+	cudaEvent_t ready;   /* the gradient made, on the compute stream */
+	struct Pending {
+		float *buf;
+		cudaEvent_t done;
+	} *pend;                   /* this step's averages, in order, on the communication stream */
+	int64_t npend, ndone, cap; /* handed over; known done (a prefix: the stream runs them in order); events made */
+	int64_t total;             /* averages handed over in all */
 } N;
 
 static void check(int rc, const char *what)
@@ -129,6 +145,28 @@ void rt_gpu_nccl_open(int rank, int size)
 	check(N.comm_init_rank(&N.comm, size, id, rank), "ncclCommInitRank");
 	if (cudaMalloc(&N.scratch, 16) != cudaSuccess)
 		rt_fatal("cannot allocate 16 bytes of device memory for NCCL");
+	const char *overlap = getenv("AUTOTM_RANKS_OVERLAP");
+	N.overlap = !(overlap && strcmp(overlap, "0") == 0);
+	if (N.overlap && (cudaStreamCreateWithFlags(&N.stream, cudaStreamNonBlocking) != cudaSuccess ||
+	                  cudaEventCreateWithFlags(&N.ready, cudaEventDisableTiming) != cudaSuccess))
+		rt_fatal("cannot create the communication stream for NCCL");
+}
+
+/* The next pending average's slot, its event made where this is the first step to need so many. */
+static struct Pending *next_pending(void)
+{
+	if (N.npend == N.cap) {
+		int64_t cap = N.cap ? 2 * N.cap : 256;
+		struct Pending *p = realloc(N.pend, sizeof *p * (size_t)cap);
+		if (!p)
+			rt_fatal("out of memory for the all-reduces of a step");
+		N.pend = p;
+		for (int64_t i = N.cap; i < cap; i++)
+			if (cudaEventCreateWithFlags(&N.pend[i].done, cudaEventDisableTiming) != cudaSuccess)
+				rt_fatal("cannot create an event for NCCL");
+		N.cap = cap;
+	}
+	return &N.pend[N.npend++];
 }
 
 void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream)
@@ -136,7 +174,56 @@ void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream
 	cudaStream_t st = stream;
 	if (!N.comm)
 		RT_ICE("an all-reduce before NCCL was opened");
-	check(N.all_reduce(src, dst, (size_t)n, NCCL_FLOAT32, NCCL_AVG, N.comm, st), "ncclAllReduce");
+	if (!N.overlap) {
+		check(N.all_reduce(src, dst, (size_t)n, NCCL_FLOAT32, NCCL_AVG, N.comm, st), "ncclAllReduce");
+		return;
+	}
+	/* in place, so that only dst is on its way: src's memory is free for the next kernel */
+	if (dst != src && cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+		rt_fatal("cudaMemcpyAsync before an all-reduce failed");
+	if (cudaEventRecord(N.ready, st) != cudaSuccess || cudaStreamWaitEvent(N.stream, N.ready, 0) != cudaSuccess)
+		rt_fatal("cannot order the communication stream after the compute stream");
+	check(N.all_reduce(dst, dst, (size_t)n, NCCL_FLOAT32, NCCL_AVG, N.comm, N.stream), "ncclAllReduce");
+	struct Pending *p = next_pending();
+	p->buf = dst;
+	if (cudaEventRecord(p->done, N.stream) != cudaSuccess)
+		rt_fatal("cannot record an all-reduce's event");
+	N.total++;
+}
+
+void rt_exchange_need(void *const *ptrs, int n)
+{
+	if (N.ndone == N.npend)
+		return;
+	int64_t want = -1; /* the last average still pending that one of ptrs is */
+	for (int64_t j = N.ndone; j < N.npend; j++)
+		for (int k = 0; k < n; k++)
+			if (ptrs[k] == N.pend[j].buf)
+				want = j;
+	if (want < 0)
+		return;
+	rt_ranks_waiting("an all-reduce of the gradients");
+	if (cudaEventSynchronize(N.pend[want].done) != cudaSuccess)
+		rt_fatal("an all-reduce on the communication stream failed");
+	rt_ranks_waiting(NULL);
+	N.ndone = want + 1;
+}
+
+void rt_exchange_drain(void)
+{
+	if (N.npend > N.ndone) {
+		rt_ranks_waiting("an all-reduce of the gradients");
+		if (cudaStreamSynchronize(N.stream) != cudaSuccess)
+			rt_fatal("an all-reduce on the communication stream failed");
+		rt_ranks_waiting(NULL);
+	}
+	N.npend = N.ndone = 0;
+}
+
+bool rt_exchange_counts(int64_t *messages, int64_t *gradients)
+{
+	*messages = *gradients = N.total;
+	return N.overlap && N.comm;
 }
 
 /* op (NCCL_MIN, NCCL_SUM) of 8 bytes of type `type` over the ranks, on the default stream, waited for. */
@@ -167,6 +254,16 @@ void rt_gpu_nccl_close(void)
 {
 	if (!N.comm)
 		return;
+	rt_exchange_drain();
+	if (N.overlap) {
+		for (int64_t i = 0; i < N.cap; i++)
+			cudaEventDestroy(N.pend[i].done);
+		free(N.pend);
+		N.pend = NULL;
+		N.cap = 0;
+		cudaEventDestroy(N.ready);
+		cudaStreamDestroy(N.stream);
+	}
 	N.comm_destroy(N.comm);
 	cudaFree(N.scratch);
 	if (N.rank == 0 && N.size > 1)

@@ -255,11 +255,14 @@ def forward(graph, weights, stats, x, y, train=True):
         elif op in ("softmax_crossentropy_ids", "softmax_crossentropy_ids_grad"):  # _grad: the loss fused with its
             z = ins[0].float() if ins[0].dtype == torch.bfloat16 else ins[0]  # gradient (autograd's here), bf16
             r = F.cross_entropy(z.reshape(-1, z.shape[-1]), ins[1].reshape(-1))  # logits computed in float32
+        elif op == "dense_crossentropy_ids_grad":  # the output layer fused with its loss (autotmc's fusion pass)
+            z = F.linear(ins[0], ins[1])
+            r = F.cross_entropy(z.reshape(-1, z.shape[-1]), ins[2].reshape(-1))
         else:
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         if a.get("post_act"):  # an activation fused onto the op (autotmc's fusion pass)
             r = {"relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[a["post_act"]](r)
-        t[n["outputs"][-1 if op == "softmax_crossentropy_ids_grad" else 0]] = r
+        t[n["outputs"][-1 if op in ("softmax_crossentropy_ids_grad", "dense_crossentropy_ids_grad") else 0]] = r
     return t[graph["loss"]], t
 
 
@@ -271,6 +274,8 @@ def id_ranges(graph):
             out[n["inputs"][0]] = tensors[n["inputs"][1]]["shape"][0]
         elif n["op"] in ("softmax_crossentropy_ids", "softmax_crossentropy_ids_grad"):
             out[n["inputs"][1]] = tensors[n["inputs"][0]]["shape"][-1]
+        elif n["op"] == "dense_crossentropy_ids_grad":
+            out[n["inputs"][2]] = tensors[n["inputs"][1]]["shape"][0]
     return out
 
 

@@ -150,11 +150,13 @@ int main(void)
 			test_check(run_case(c) == 0, "gradient of %s in bf16", c->name);
 	}
 	test_precision = PREC_FP32;
-	/* fused (fuse.h), and attention as one op: the fused kernels' gradients */
+	/* fused (fuse.h), and attention as one op: the fused kernels' gradients (attention, the output layer
+	   with its loss by class ids) */
 	test_fuse = true;
 	for (int i = 0; i < nop_cases; i++) {
 		const OpCase *c = &op_cases[i];
-		if ((c->kind == OPCASE_OP || c->kind == OPCASE_NETWORK) && strstr(c->layers, "attention("))
+		if ((c->kind == OPCASE_OP || c->kind == OPCASE_NETWORK) &&
+		    (strstr(c->layers, "attention(") || strncmp(c->labels, "class", 5) == 0))
 			test_check(run_case(c) == 0, "gradient of %s, fused", c->name);
 	}
 	test_fuse = false;

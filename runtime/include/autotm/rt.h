@@ -142,6 +142,9 @@ static inline int rt_ids_arg(const int64_t *desc, int64_t *range)
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		*range = RT_ARG_DIM(desc, 0, RT_ARG_NDIM(desc, 0) - 1);
 		return 1;
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* x, weight [V, C], ids */
+		*range = RT_ARG_DIM(desc, 1, 0);
+		return 2;
 	default:
 		*range = 0;
 		return -1;
