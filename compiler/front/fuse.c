@@ -292,7 +292,17 @@ static bool head_grads(const Node *f, const Tensor *dz, Node **bd, Node **bw)
 		else
 			return false;
 	}
-	return *bd && *bw && (*bd)->out[0]->dtype == DT_F32 && (*bw)->out[0]->dtype == DT_F32;
+	return *bd && *bw && (*bd)->out[0]->dtype == dz->dtype && (*bw)->out[0]->dtype == dz->dtype;
+}
+
+/* The float32 gradient of the weight that bw made: its output, or in bf16 the cast of it to float32 (else NULL). */
+static Node *head_weight_cast(const Node *bw)
+{
+	const Tensor *g = bw->out[0];
+	if (g->dtype == DT_F32)
+		return NULL;
+	Node *c = g->users.n == 1 ? g->users.v[0] : NULL;
+	return c && c->op == OP_CAST && c->out[0]->dtype == DT_F32 ? c : NULL;
 }
 
 int fuse_head(Graph *g)
@@ -302,8 +312,13 @@ int fuse_head(Graph *g)
 		return 0;
 	Tensor *z = l->in[0], *ids = l->in[1], *dz = l->out[0];
 	f = z->producer;
+	DType dt = z->dtype;
 	if (!f || f->op != OP_DENSE || f->nin != 2 || f->attr.post_act != ACT_NONE || z->users.n != 1 ||
-	    z->dtype != DT_F32 || f->in[0]->dtype != DT_F32 || f->in[1]->dtype != DT_F32 || !head_grads(f, dz, &bd, &bw))
+	    (dt != DT_F32 && dt != DT_BF16) || dz->dtype != dt || f->in[0]->dtype != dt || f->in[1]->dtype != dt ||
+	    !head_grads(f, dz, &bd, &bw))
+		return 0;
+	Node *cast = head_weight_cast(bw); /* bf16: the fused node writes the float32 gradient the cast made */
+	if (dt == DT_BF16 && !cast)
 		return 0;
 	Tensor *x = f->in[0], *w = f->in[1];
 	Tensor **in = arena_array(g->arena, 3, sizeof(Tensor *)), **out = arena_array(g->arena, 3, sizeof(Tensor *));
@@ -311,7 +326,7 @@ int fuse_head(Graph *g)
 	in[1] = w;
 	in[2] = ids;
 	out[0] = bd->out[0];
-	out[1] = bw->out[0];
+	out[1] = cast ? cast->out[0] : bw->out[0];
 	out[2] = g->loss;
 	remove_user(x, f);
 	remove_user(x, bw);
@@ -330,6 +345,8 @@ int fuse_head(Graph *g)
 	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
 	dead_node[f->id] = dead_node[bd->id] = dead_node[bw->id] = true;
 	dead_tensor[z->id] = dead_tensor[dz->id] = true;
+	if (cast)
+		dead_node[cast->id] = dead_tensor[bw->out[0]->id] = true;
 	compact(g, dead_node, dead_tensor);
 	return 1;
 }

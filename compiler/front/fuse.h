@@ -39,7 +39,10 @@
  * nor their gradient, [rows, vocabulary] each, is ever a tensor: over
  * GPT-2's 50,257 tokens they are the largest of the step. dw is summed
  * over the blocks in another order than the unfused product: equal within
- * float rounding.
+ * float rounding. In bf16 the logits and their gradient are rounded to
+ * bf16 as the unfused tensors were, and dw, summed in float32, is the
+ * float32 gradient itself (the unfused step rounded it to bf16 and cast it
+ * back: the cast goes).
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H

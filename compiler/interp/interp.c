@@ -634,8 +634,12 @@ static void eval_softmax_xent_ids(const Node *nd, double **in, double **out)
 	free(p);
 }
 
-/* dense_crossentropy_ids_grad: x [R, C], w [V, C], ids [R] -> dx, dw, loss, as dense, the loss and their gradients */
-static void eval_dense_xent(const Node *nd, double **in, double **out)
+/*
+ * dense_crossentropy_ids_grad: x [R, C], w [V, C], ids [R] -> dx, dw, loss, as dense, the loss and their
+ * gradients; round16 (a bf16 program, rounded mode): the logits and their gradient rounded to bf16, as the
+ * kernel rounds them (dw stays float32).
+ */
+static void eval_dense_xent(const Node *nd, double **in, double **out, bool round16)
 {
 	int64_t c = last_dim(nd->in[0]), v = nd->in[1]->shape.d[0], rows = shape_elems(nd->in[0]->shape) / c;
 	const double *x = in[0], *w = in[1];
@@ -647,6 +651,8 @@ static void eval_dense_xent(const Node *nd, double **in, double **out)
 			z[j] = 0;
 			for (int64_t k = 0; k < c; k++)
 				z[j] += x[r * c + k] * w[j * c + k];
+			if (round16)
+				z[j] = bf16_round((float)z[j]);
 			mx = z[j] > mx ? z[j] : mx;
 		}
 		for (int64_t j = 0; j < v; j++)
@@ -657,6 +663,8 @@ static void eval_dense_xent(const Node *nd, double **in, double **out)
 			out[0][r * c + k] = 0;
 		for (int64_t j = 0; j < v; j++) { /* dz = (softmax - onehot) / R, then dx += dz w, dw += dz^T x */
 			double dz = (exp(z[j] - mx) / s - (j == id)) / (double)rows;
+			if (round16)
+				dz = bf16_round((float)dz);
 			for (int64_t k = 0; k < c; k++) {
 				out[0][r * c + k] += dz * w[j * c + k];
 				out[1][j * c + k] += dz * x[r * c + k];
@@ -951,7 +959,7 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_SOFTMAX_XENT_IDS:
 	case OP_SOFTMAX_XENT_IDS_BWD:
 	case OP_SOFTMAX_XENT_IDS_GRAD: eval_softmax_xent_ids(nd, in, out); break;
-	case OP_DENSE_XENT_IDS_GRAD: eval_dense_xent(nd, in, out); break;
+	case OP_DENSE_XENT_IDS_GRAD: eval_dense_xent(nd, in, out, !ip->f64 && nd->in[0]->dtype == DT_BF16); break;
 	case OP_MATMUL: eval_matmul(nd, in, out); break;
 	case OP_SPLIT_HEADS: eval_split_heads(nd, in, out); break;
 	case OP_MERGE_HEADS: eval_merge_heads(nd, in, out); break;

@@ -124,6 +124,7 @@ void cpu_xent_ids(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_xent_ids_bwd(const int64_t *desc, void *const *args);
 void cpu_xent_ids_grad(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_dense_xent(const int64_t *desc, void *const *args, double *rowloss, float *block, int64_t block_rows);
+size_t cpu_dense_xent_scratch(const int64_t *desc, int64_t block_rows); /* the block and bf16's copies */
 
 /* ---- fused attention (cpu/attention.c): kernels of cpu/kernels.c; ws: the scratch of every thread ---- */
 

@@ -1695,15 +1695,14 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));
 		break;
 	case RT_OP_DENSE_XENT_IDS_GRAD: /* a row per id, and a block of logits */
-		if (rt_arg_bf16(desc, 0) || rt_arg_bf16(desc, 1))
-			RT_ICE("kernel %d (dense_crossentropy_ids_grad): bf16 arguments, built for float32 only", id);
-		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 2)));
-		k->attn_at = scratch_take(k, (size_t)(op_head_scratch_bytes(arg_elems(desc, 2), RT_ARG_DIM(desc, 1, 0)) -
-		                                      op_xent_row_bytes(arg_elems(desc, 2))));
+		if ((uint64_t)desc[RT_D_BF16] != (rt_arg_bf16(desc, 0) ? 1u << 0 | 1u << 1 | 1u << 3 : 0u))
+			RT_ICE("kernel %d (dense_crossentropy_ids_grad): x, weight and dx not of one type, or a bf16 dweight", id);
 		k->block_rows = op_head_block_rows(arg_elems(desc, 2), RT_ARG_DIM(desc, 1, 0));
 		if (getenv("AUTOTM_HEAD_BLOCK_ROWS") && atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) > 0 &&
-		    atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) < k->block_rows) /* smaller blocks (tests): the scratch fits */
+		    atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) < k->block_rows) /* smaller blocks (tests) */
 			k->block_rows = atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS"));
+		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 2)));
+		k->attn_at = scratch_take(k, cpu_dense_xent_scratch(desc, k->block_rows));
 		break;
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD: /* a block of every thread's */

@@ -3,7 +3,8 @@
 # tests/torch/small.net (relu after batchnorm, a residual block), tests/e2e/dense-blocks.net (a
 # densenet's concatenations: their gradient sums added by the batchnorms' backward kernels) and
 # tests/e2e/attention.net (fused
-# attention, causal and not, across the kernel's blocks) train 3 steps fused (the default) and with
+# attention, causal and not, across the kernel's blocks; the output layer fused with the loss, in
+# blocks of 64 rows) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
 # activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
@@ -33,7 +34,7 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$s
         for run in fused fused2 unfused; do
             flag=()
             [ $run = unfused ] && flag=(--no-fuse)
-            if ! "$autotmc" run "$model" --precision $prec "${flag[@]}" --iters 3 --threads 2 --slow-dir "$d" \
+            if ! AUTOTM_HEAD_BLOCK_ROWS=64 "$autotmc" run "$model" --precision $prec "${flag[@]}" --iters 3 --threads 2 --slow-dir "$d" \
                     --save-weights "$d/$run.st" >"$d/$run.out" 2>&1; then
                 echo "FAIL: $name: $run"; tail -5 "$d/$run.out"; fails=$((fails + 1)); continue 2
             fi
@@ -93,6 +94,17 @@ refused() { # WHAT MESSAGE ARGS...: autotmc ARGS exits 2 saying MESSAGE
 }
 refused "--attention fused with --no-fuse" "give it or --attention fused" check "$att" --attention fused --no-fuse
 refused "--attention with another value" "expects fused or composed" check "$att" --attention flash
+refused "--head-loss fused with --no-fuse" "give it or --head-loss fused" check "$att" --head-loss fused --no-fuse
+refused "--head-loss fused on a real GPU" "places on a modeled GPU only" build "$att" --backend gpu --hw \
+    "$srcdir/hw/h200-pcie5.hw" --head-loss fused -o "$work/x"
+if grep -q '^fusion: the output layer, the loss and their gradients in one kernel' <<<"$out" &&
+        "$autotmc" schedule "$att" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --head-loss fused --json 2>&1 |
+        grep -q '"dense_crossentropy_ids_grad"' &&
+        ! "$autotmc" graph --train "$att" --head-loss separate | grep -q 'dense_crossentropy_ids_grad'; then
+    echo "ok: the output layer fused with its loss (check, a modeled GPU), separate with --head-loss separate"
+else
+    echo "FAIL: --head-loss"; fails=$((fails + 1))
+fi
 if "$autotmc" schedule "$att" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --attention fused --json \
         >"$work/sched" 2>&1 && grep -q '"attention_bwd"' "$work/sched"; then
     echo "ok: a fused attention placed on a modeled GPU"
