@@ -151,7 +151,8 @@ static Node *grad_sum(const Node *s, bool *window)
 		*window = slice && slice->op == OP_SLICE && slice->attr.axis == 1 && slice->attr.offset == 0 &&
 		          a->users.n == 1 && slice->in[0]->dtype == a->dtype && slice->id < b->id;
 		const Tensor *g = *window ? slice->in[0] : a;
-		if (g->dtype == dx->dtype && s->out[0]->dtype == dx->dtype && (!g->producer || g->producer->id < b->id))
+		if (g->dtype == dx->dtype && s->out[0]->dtype == dx->dtype && (!g->producer || g->producer->id < b->id) &&
+		    !node_uses(b, g))
 			return b;
 	}
 	return NULL;
