@@ -214,7 +214,7 @@ static const Option options[] = {
 	{"head-loss", 0, V_HEAD, F(head), C_ALL, 0, 0, "H",
 	 "fused: a language model's output layer (without bias), its loss by class ids and\n"
 	 "their gradients are one kernel that takes the logits a block of rows at a time and\n"
-	 "never stores them (default on the CPU in fp32; in bf16 it saves memory, not time;\n"
+	 "never stores them (default on the CPU in fp32; in bf16 it saves memory, not time:\n"
 	 "for the GPU backend on a modeled GPU only, --hw: its runtime has no such kernel\n"
 	 "yet); separate: the logits are tensors"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,

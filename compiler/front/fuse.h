@@ -42,8 +42,8 @@
  * float rounding. In bf16 the logits and their gradient are rounded to
  * bf16 as the unfused tensors were, and dw, summed in float32, is the
  * float32 gradient itself (the unfused step rounded it to bf16 and cast it
- * back: the cast goes). The CPU kernel runs the bf16 products on float32
- * copies (oneDNN's C API has no bf16 sgemm), slower than bf16 products:
+ * back: the cast goes). In bf16 the CPU kernel (matmul primitives a
+ * block, runtime/cpu/head.c) is a little slower than the separate kernels:
  * the driver folds the head in bf16 only when asked (--head-loss fused).
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */

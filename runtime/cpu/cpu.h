@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
 /* ---- memory (cpu/pool.c; store and load in cpu/move.c) ------------------- */
 
 void cpu_pool_footprint(int64_t fast, int64_t slow, RtSlowKind kind, const char *dir, bool managed, RtFootprint *out);
@@ -124,7 +126,17 @@ void cpu_xent_ids(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_xent_ids_bwd(const int64_t *desc, void *const *args);
 void cpu_xent_ids_grad(const int64_t *desc, void *const *args, double *rowloss);
 void cpu_dense_xent(const int64_t *desc, void *const *args, double *rowloss, float *block, int64_t block_rows);
-size_t cpu_dense_xent_scratch(const int64_t *desc, int64_t block_rows); /* the block and bf16's copies */
+size_t cpu_dense_xent_scratch(const int64_t *desc, int64_t block_rows); /* its block of logits */
+void cpu_xent_grad_block(void *z, const int32_t *ids, int64_t nr, int64_t k, int64_t rows, bool bf16,
+                         double *rowloss);
+double cpu_xent_mean(const double *rowloss, int64_t rows);
+/* cpu/head.c: the fused output layer in bf16, on matmul primitives made for its blocks */
+typedef struct CpuHead CpuHead;
+CpuHead *cpu_head_create(dnnl_engine_t engine, const_dnnl_primitive_attr_t attr, const int64_t *desc,
+                         int64_t block_rows);
+size_t cpu_head_scratch(const CpuHead *h); /* the primitives' scratchpad, then the bf16 block */
+void cpu_head_run(CpuHead *h, dnnl_stream_t stream, void *const *args, double *rowloss, void *scratch);
+void cpu_head_destroy(CpuHead *h);
 
 /* ---- fused attention (cpu/attention.c): kernels of cpu/kernels.c; ws: the scratch of every thread ---- */
 

@@ -124,6 +124,7 @@ typedef struct CpuKernel {
 	size_t rowloss_at;                    /* softmax_crossentropy: offset of its rows' losses */
 	size_t attn_at;                       /* attention(_bwd): offset of its threads' blocks; the fused head's block */
 	int64_t block_rows;                   /* dense_crossentropy_ids_grad: the rows of a block */
+	CpuHead *head;                        /* and in bf16, its matmul primitives (cpu/head.c) */
 	bool widen;                           /* plain C with bf16 arguments: run on float32 copies */
 	size_t wide_at[RT_MAX_ARGS];          /* widen: the offset of each bf16 argument's copy */
 	char impl[64];                        /* implementation, for --profile-kernels */
@@ -1508,9 +1509,13 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		cpu_xent_ids_grad(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at));
 		break;
-	case RT_OP_DENSE_XENT_IDS_GRAD: /* the rows' losses, then the block */
-		cpu_dense_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at),
-		               (float *)(void *)((char *)s->scratch + k->attn_at), k->block_rows);
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* the rows' losses, then the block (bf16: the primitives' scratchpad first) */
+		if (k->head)
+			cpu_head_run(k->head, s->stream, a, (double *)(void *)((char *)s->scratch + k->rowloss_at),
+			             (char *)s->scratch + k->attn_at);
+		else
+			cpu_dense_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at),
+			               (float *)(void *)((char *)s->scratch + k->attn_at), k->block_rows);
 		break;
 	case RT_OP_EMBEDDING:
 		run_embedding(d, a);
@@ -1702,7 +1707,9 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		    atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) < k->block_rows) /* smaller blocks (tests) */
 			k->block_rows = atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS"));
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 2)));
-		k->attn_at = scratch_take(k, cpu_dense_xent_scratch(desc, k->block_rows));
+		if (rt_arg_bf16(desc, 0))
+			k->head = cpu_head_create(s->engine, s->attr, desc, k->block_rows);
+		k->attn_at = scratch_take(k, k->head ? cpu_head_scratch(k->head) : cpu_dense_xent_scratch(desc, k->block_rows));
 		break;
 	case RT_OP_ATTENTION:
 	case RT_OP_ATTENTION_BWD: /* a block of every thread's */
@@ -1822,6 +1829,7 @@ void cpu_destroy(void *state, void *kernel)
 		DNNL_CHECK(dnnl_memory_destroy(k->args[i].memory)); /* the inner memories of reorders too */
 	if (k->prim)
 		DNNL_CHECK(dnnl_primitive_destroy(k->prim));
+	cpu_head_destroy(k->head);
 	free(k);
 }
 

@@ -14,10 +14,11 @@
  * summed in row order, so the result is the same whatever the threads.
  *
  * The output layer fused with its loss (dense_crossentropy_ids_grad,
- * cpu_dense_xent) makes a block of rows' logits with oneDNN's sgemm, turns
- * them into their gradient in place as softmax_crossentropy_ids_grad does a
- * row, and multiplies the block back into dx and dw: the logits are only
- * ever a block in the kernel's scratch.
+ * cpu_dense_xent in float32, cpu/head.c in bf16) makes a block of rows'
+ * logits with oneDNN's sgemm, turns them into their gradient in place as
+ * softmax_crossentropy_ids_grad does a row (cpu_xent_grad_block), and
+ * multiplies the block back into dx and dw: the logits are only ever a
+ * block in the kernel's scratch.
  */
 #include "cpu.h"
 
@@ -238,73 +239,49 @@ static void gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float 
 		       (long long)k);
 }
 
-/* d[i] = s[i] widened, or (narrow) s rounded to bf16 into d: the rows' copies a bf16 output layer works on */
-static void widen(const uint16_t *s, float *d, int64_t n)
+/* Rows 0..nr-1 of block z [nr, k] (bf16 where h) turned into their gradient in place, their losses in rowloss. */
+CPU_CLONES void cpu_xent_grad_block(void *z, const int32_t *ids, int64_t nr, int64_t k, int64_t rows, bool h,
+                                     double *rowloss)
 {
-#pragma omp parallel for simd if (n > XENT_PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		d[i] = bf16_to_f32(s[i]);
+#pragma omp parallel for if (nr * k > XENT_PAR_MIN)
+	for (int64_t r = 0; r < nr; r++) {
+		if (h)
+			xent_grad_row(z, ids, z, r, k, rows, true, rowloss);
+		else
+			xent_grad_row(z, ids, z, r, k, rows, false, rowloss);
+	}
 }
 
-static void narrow(const float *s, uint16_t *d, int64_t n)
+double cpu_xent_mean(const double *rowloss, int64_t rows)
 {
-#pragma omp parallel for simd if (n > XENT_PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		d[i] = bf16_from_f32(s[i]);
-}
-
-/* p[i] as a bf16 tensor would hold it (a float32 with bf16's bits) */
-static void round_bf16(float *p, int64_t n)
-{
-#pragma omp parallel for simd if (n > XENT_PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		p[i] = bf16_round(p[i]);
+	return mean_loss(rowloss, rows);
 }
 
 size_t cpu_dense_xent_scratch(const int64_t *d, int64_t per)
 {
-	int64_t c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), v = RT_ARG_DIM(d, 1, 0);
-	return sizeof(float) * (size_t)(per * v + (rt_arg_bf16(d, 0) ? v * c + 2 * per * c : 0));
+	return sizeof(float) * (size_t)(per * RT_ARG_DIM(d, 1, 0));
 }
 
 /*
- * dense_crossentropy_ids_grad: x [R, C], weight [V, C], ids [R] -> dx [R, C], dweight [V, C] (float32),
- * loss [1]. Blocks of `per` rows (op_head_block_rows, or fewer) in order: z = x w^T (the block's logits, in
- * blk), its loss and gradient row by row (xent_grad_row, in place), dx = dz w, dw (+)= dz^T x. The rows'
- * losses are summed in row order at the end, as the unfused loss sums them. bf16 x, w and dx (a bf16
- * program's): the products run on float32 copies (bf16 products are exact in float32), the logits and
- * their gradient are rounded to bf16 as the unfused bf16 tensors were, dx is rounded as stored, and dw,
- * summed in float32, is the float32 gradient the unfused step cast its bf16 one to.
+ * dense_crossentropy_ids_grad in float32 (cpu/head.c has bf16's): x [R, C], weight [V, C], ids [R] -> dx
+ * [R, C], dweight [V, C], loss [1]. Blocks of `per` rows (op_head_block_rows, or fewer) in order:
+ * z = x w^T (the block's logits, in blk), its loss and gradient row by row (in place), dx = dz w,
+ * dw (+)= dz^T x. The rows' losses are summed in row order at the end, as the unfused loss sums them.
  */
 CPU_CLONES void cpu_dense_xent(const int64_t *d, void *const *a, double *rowloss, float *blk, int64_t per)
 {
+	const float *x = a[0], *w = a[1];
 	const int32_t *ids = a[2];
-	float *dw = a[4], *loss = a[5];
-	bool h = rt_arg_bf16(d, 0);
+	float *dx = a[3], *dw = a[4], *loss = a[5];
 	int64_t c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), v = RT_ARG_DIM(d, 1, 0), rows = 1;
 	for (int64_t i = 0; i < RT_ARG_NDIM(d, 2); i++)
 		rows *= RT_ARG_DIM(d, 2, i);
-	float *wf = blk + per * v, *xf = wf + v * c, *dxf = xf + per * c; /* bf16: the float32 copies */
-	const float *w = a[1];
-	if (h)
-		widen(a[1], wf, v * c), w = wf;
 	for (int64_t r0 = 0; r0 < rows; r0 += per) {
 		int64_t nr = rows - r0 < per ? rows - r0 : per;
-		const float *x = (const float *)a[0] + r0 * c;
-		if (h)
-			widen((const uint16_t *)a[0] + r0 * c, xf, nr * c), x = xf;
-		gemm('N', 'T', nr, v, c, x, c, w, c, false, blk, v);
-		if (h)
-			round_bf16(blk, nr * v);
-#pragma omp parallel for if (nr * v > XENT_PAR_MIN)
-		for (int64_t r = 0; r < nr; r++)
-			xent_grad_row(blk, ids + r0, blk, r, v, rows, false, rowloss + r0);
-		if (h)
-			round_bf16(blk, nr * v);
-		gemm('N', 'N', nr, c, v, blk, v, w, c, false, h ? dxf : (float *)a[3] + r0 * c, c);
-		if (h)
-			narrow(dxf, (uint16_t *)a[3] + r0 * c, nr * c);
-		gemm('T', 'N', v, c, nr, blk, v, x, c, r0 > 0, dw, c);
+		gemm('N', 'T', nr, v, c, x + r0 * c, c, w, c, false, blk, v);
+		cpu_xent_grad_block(blk, ids + r0, nr, v, rows, false, rowloss + r0);
+		gemm('N', 'N', nr, c, v, blk, v, w, c, false, dx + r0 * c, c);
+		gemm('T', 'N', v, c, nr, blk, v, x + r0 * c, c, r0 > 0, dw, c);
 	}
 	if (rows == 0)
 		memset(dw, 0, sizeof(float) * (size_t)(v * c));
