@@ -114,9 +114,10 @@ static inline int64_t op_head_block_rows(int64_t rows, int64_t v)
 	return (rows + blocks - 1) / blocks;
 }
 
+/* The block first (float32; a GPU's bf16 block takes half), rounded to 256 bytes, then the rows' losses. */
 static inline int64_t op_head_scratch_bytes(int64_t rows, int64_t v)
 {
-	return op_xent_row_bytes(rows) + (int64_t)sizeof(float) * op_head_block_rows(rows, v) * v;
+	return ((int64_t)sizeof(float) * op_head_block_rows(rows, v) * v + 255) / 256 * 256 + op_xent_row_bytes(rows);
 }
 
 /*

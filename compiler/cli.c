@@ -214,9 +214,9 @@ static const Option options[] = {
 	{"head-loss", 0, V_HEAD, F(head), C_ALL, 0, 0, "H",
 	 "fused: a language model's output layer (without bias), its loss by class ids and\n"
 	 "their gradients are one kernel that takes the logits a block of rows at a time and\n"
-	 "never stores them (default on the CPU in fp32; in bf16 it saves memory, not time:\n"
-	 "for the GPU backend on a modeled GPU only, --hw: its runtime has no such kernel\n"
-	 "yet); separate: the logits are tensors"},
+	 "never stores them (default on the CPU in fp32; in bf16 it saves memory, not time;\n"
+	 "for the GPU backend asked for only: its kernel is not yet measured on a GPU);\n"
+	 "separate: the logits are tensors"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"
 	 "allow_tf32 (default: off, full float32)"},
@@ -799,10 +799,6 @@ static void check_settings(Arena *a, Settings *s)
 		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --attention fused, not both");
 	if (s->head == HEAD_FUSED && s->no_fuse)
 		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --head-loss fused, not both");
-	if (s->head == HEAD_FUSED && s->target == TARGET_GPU &&
-	    (!s->hw || cmd == CMD_BUILD || cmd == CMD_RUN || cmd == CMD_EVAL || cmd == CMD_SWEEP || cmd == CMD_PROFILE))
-		usage_error(cmd, "the GPU runtime has no fused output layer and loss yet: --head-loss fused with --backend "
-		                 "gpu places on a modeled GPU only (schedule with --hw)");
 	switch (cmd) {
 	case CMD_EVAL:
 		if (!s->data)

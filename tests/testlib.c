@@ -56,8 +56,10 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 			fuse_epilogues(g);
 			fuse_head(g);
 		}
-		else if (test_fuse_gpu)
+		else if (test_fuse_gpu) {
 			fuse_loss(g);
+			fuse_head(g);
+		}
 	}
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {

@@ -1135,6 +1135,22 @@ cudaError_t gpu_xent_ids_bwd(const void *z, const int32_t *ids, void *dz, int64_
 	return cudaGetLastError();
 }
 
+cudaError_t gpu_xent_ids_block(const void *z, const int32_t *ids, double *rowloss, void *dz, int64_t nr,
+                               int64_t rows, int64_t k, unsigned bf, cudaStream_t st)
+{
+	if (nr <= 0)
+		return cudaSuccess;
+	xent_ids_rows<<<(unsigned)nr, THREADS, 0, st>>>(in_arg(z, bf, 0), ids, rowloss, k);
+	xent_ids_bwd<<<(unsigned)nr, THREADS, 0, st>>>(in_arg(z, bf, 0), ids, out_arg(dz, bf, 2), rows, k);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_xent_mean_rows(const double *rowloss, float *loss, int64_t rows, cudaStream_t st)
+{
+	xent_mean<<<1, 1, 0, st>>>(rowloss, loss, rows);
+	return cudaGetLastError();
+}
+
 cudaError_t gpu_split_heads(const void *x, void *y, int64_t n, int64_t h, int64_t t, int64_t d, int64_t w,
                             int64_t offset, unsigned bf, cudaStream_t st)
 {

@@ -139,6 +139,11 @@ cudaError_t gpu_xent_ids(const void *z, const int32_t *ids, double *rowloss, flo
                          unsigned bf, cudaStream_t st);
 cudaError_t gpu_xent_ids_bwd(const void *z, const int32_t *ids, void *dz, int64_t rows, int64_t k, unsigned bf,
                              cudaStream_t st);
+/* Both for a block of nr of the rows (the fused output layer's: its gradient / rows, in place where dz is z;
+   the rows' losses in rowloss), then the mean of all rows' losses. bf: bit 0 z, bit 2 dz. */
+cudaError_t gpu_xent_ids_block(const void *z, const int32_t *ids, double *rowloss, void *dz, int64_t nr,
+                               int64_t rows, int64_t k, unsigned bf, cudaStream_t st);
+cudaError_t gpu_xent_mean_rows(const double *rowloss, float *loss, int64_t rows, cudaStream_t st);
 
 /*
  * Fused attention's elementwise parts (cuda/attention.c): a query chunk's

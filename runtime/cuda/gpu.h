@@ -83,6 +83,12 @@ size_t gpu_attention_scratch(const int64_t *desc);
 /* Run it on the stream with the arguments args and that workspace. */
 void gpu_attention(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace);
 
+/* ---- the output layer fused with its loss (cuda/head.c) -------------------- */
+
+/* dense_crossentropy_ids_grad of description desc on the stream, its block and rows' losses in the workspace
+   (op_head_scratch_bytes). */
+void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace);
+
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 
 /* One convolution algorithm for a kernel: cuDNN's, or the backend's own (conv_gemm.h). */

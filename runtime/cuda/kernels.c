@@ -955,7 +955,7 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_ALLREDUCE: /* the gradient's mean over the ranks (cuda/nccl.c) */
 		rt_gpu_allreduce_mean(a[0], a[1], arg_elems(d, 0), st);
 		break;
-	case RT_OP_DENSE_XENT_IDS_GRAD: /* never created (gpu_create) */
+	case RT_OP_DENSE_XENT_IDS_GRAD: gpu_head(s->blas, st, d, a, s->workspace); break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1227,7 +1227,11 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		rt_gpu_nccl_open(-1, -1); /* a program alone: a communicator of one rank (no-op where open) */
 		snprintf(k->impl, sizeof k->impl, "NCCL");
 		break;
-	case RT_OP_DENSE_XENT_IDS_GRAD: /* the compiler fuses it for the GPU on a modeled one only (--head-loss) */
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* its block and rows' losses in the workspace */
+		if (k->bf != 0 && k->bf != (1u << 0 | 1u << 1 | 1u << 3))
+			RT_ICE("kernel %d (dense_crossentropy_ids_grad): x, weight and dx not of one type, or a bf16 dweight", id);
+		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in blocks + CUDA", k->bf ? "gemm bf16" : "sgemm");
+		break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

@@ -42,10 +42,10 @@
 /* NCCL can be loaded here: the all-reduce's case runs */
 static bool nccl;
 
-/* Whether op has a kernel that ran here: allreduce's needs NCCL; the fused output layer has none yet. */
+/* Whether op has a kernel that ran here: allreduce's needs NCCL. */
 static bool has_kernel(int op)
 {
-	return op != OP_DENSE_XENT_IDS_GRAD && (op != OP_ALLREDUCE || nccl);
+	return op != OP_ALLREDUCE || nccl;
 }
 
 static void check_cuda(cudaError_t err, const char *what)
