@@ -30,8 +30,10 @@
  * there), which over a GPT's vocabulary is a large part of the peak. In
  * bf16 it reads the bf16 logits and writes their bf16 gradient itself,
  * the casts to float32 and back folded in.
- * Then a language model's output layer, a dense without bias in float32
- * whose logits only the fused loss reads, the loss, and the two products
+ *
+ * Then a language model's output layer, a dense without bias (float32, or
+ * bf16 with its weight's gradient cast to float32) whose logits only the
+ * fused loss reads, the loss, and the two products
  * of the layer's backward pass (dx = dz w, dw = dz^T x) become one node,
  * dense_crossentropy_ids_grad (fuse_head): it computes the logits a block
  * of rows at a time, the loss and their gradient over the block (in
@@ -44,7 +46,10 @@
  * float32 gradient itself (the unfused step rounded it to bf16 and cast it
  * back: the cast goes). In bf16 the CPU kernel (matmul primitives a
  * block, runtime/cpu/head.c) is a little slower than the separate kernels:
- * the driver folds the head in bf16 only when asked (--head-loss fused).
+ * the driver folds the head in bf16 only when asked (--head-loss fused),
+ * and for the GPU only when asked (its kernel, runtime/cuda/head.c, has not
+ * yet run on a GPU).
+ *
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H
@@ -56,7 +61,7 @@
    gradients, gradient sums, the loss's). */
 int fuse_epilogues(Graph *g);
 
-/* Only the loss and its gradient (what the GPU runtime has a kernel for); returns 1 if folded, else 0. */
+/* Only the loss and its gradient (the GPU's default); returns 1 if folded, else 0. */
 int fuse_loss(Graph *g);
 
 /* After fuse_loss: the output layer, the fused loss and their gradients as one node; 1 if folded, else 0. */
