@@ -12,12 +12,12 @@
 #          first, 2e-2 for the others); tokennet (tests/torch): all-fast,
 #          sync, auto within 1e-4; the device pool within the limit;
 #          unified memory capped below its pool refused
-#   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast, auto and
-#          all-fast with attention fused
+#   gpt    the small GPT (tests/torch/gpt.net, batch 3), all-fast, auto,
+#          all-fast with attention fused and with the output layer fused
 #          (--ratio 1:1, placed at its floor), 5 AdamW steps from ref/gpt's weights and data: losses
 #          and final weights against PyTorch's within 1e-5 (agree.py);
 #          at batch 48 auto (moves and recomputation) bitwise all-fast
-#   bf16   the bf16 programs: the small GPT (batch 3, all-fast, auto, fused)
+#   bf16   the bf16 programs: the small GPT (batch 3, all-fast, auto, fused, head fused)
 #          against PyTorch's autocast within 1e-2 (agree.py); at batch 48
 #          auto bitwise all-fast (composed, fused); resnet50 b2 all-fast and async against
 #          the bf16 interpreter (1e-2 the first loss, 5e-2 the others);
@@ -218,7 +218,7 @@ vs_torch() {
 }
 
 if want gpt; then
-	for name in gpt-all-fast gpt-auto gpt-fused; do
+	for name in gpt-all-fast gpt-auto gpt-fused gpt-head; do
 		vs_torch "$name" ref/gpt 1e-5 PyTorch
 	done
 	for name in gptb48-all-fast gptb48-auto; do
@@ -243,7 +243,7 @@ if want gpt && [ -x prog/gptb48-ranks ]; then
 fi
 
 if want bf16; then
-	for name in gpt16-all-fast gpt16-auto gpt16-fused; do
+	for name in gpt16-all-fast gpt16-auto gpt16-fused gpt16-head; do
 		vs_torch "$name" ref/gpt16 1e-2 "PyTorch autocast"
 	done
 	for name in gpt16b48-all-fast gpt16b48-auto gpt16b48-fused-all-fast gpt16b48-fused-auto; do

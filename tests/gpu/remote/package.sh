@@ -161,6 +161,7 @@ fi
 build gpt-all-fast "$gpt" 3 all-fast
 build gpt-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20
 build gpt-fused "$gpt" 3 all-fast --attention fused
+build gpt-head "$gpt" 3 all-fast --head-loss fused # the output layer fused with its loss (cuda/head.c)
 build gptb48-all-fast "$gpt" 48 all-fast
 build gptb48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20
 build gptb48-ranks "$gpt" 48 all-fast --ranks 2 # all-reduce kernels (NCCL), run alone by check.sh
@@ -180,6 +181,7 @@ bf16=(--precision bf16)
 build gpt16-all-fast "$gpt" 3 all-fast "${bf16[@]}"
 build gpt16-auto "$gpt" 3 auto --ratio 1:1 --solver-time 20 "${bf16[@]}"
 build gpt16-fused "$gpt" 3 all-fast --attention fused "${bf16[@]}"
+build gpt16-head "$gpt" 3 all-fast --head-loss fused "${bf16[@]}"
 build gpt16b48-fused-all-fast "$gpt" 48 all-fast --attention fused "${bf16[@]}"
 build gpt16b48-fused-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20 --attention fused "${bf16[@]}"
 build gpt16b48-all-fast "$gpt" 48 all-fast "${bf16[@]}"
