@@ -164,7 +164,7 @@ build gpt-fused "$gpt" 3 all-fast --attention fused
 build gpt-head "$gpt" 3 all-fast --head-loss fused # the output layer fused with its loss (cuda/head.c)
 build gptb48-all-fast "$gpt" 48 all-fast
 build gptb48-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20
-build gptb48-ranks "$gpt" 48 all-fast --ranks 2 # all-reduce kernels (NCCL), run alone by check.sh
+build gptb48-ranks "$gpt" 48 all-fast --ranks 2 --ranks-bandwidth 40GB/s # all-reduce kernels (NCCL), run alone by check.sh
 grep -q '^recomputation:' "$out/prog/gptb48-auto.build.txt" ||
 	echo "package.sh: warning: gptb48-auto recomputes nothing" >&2
 
