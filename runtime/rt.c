@@ -161,14 +161,6 @@ double rt_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int64_t rt_elems(int64_t ndim, const int64_t *shape)
-{
-	int64_t n = 1;
-	for (int64_t i = 0; i < ndim; i++)
-		n *= shape[i];
-	return n;
-}
-
 void rt_op_arity(int64_t op, int *min_in, int *max_in, int *nout)
 {
 	if (op < 0 || op >= RT_NUM_OPS)

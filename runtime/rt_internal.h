@@ -55,6 +55,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdnoreturn.h>
 #include <string.h>
 
@@ -98,7 +99,28 @@ double rt_now(void);
 /* The median of v[n] (0 when n is 0). */
 double rt_median(const double *v, int64_t n);
 /* Elements of the ndim sizes in shape. */
-int64_t rt_elems(int64_t ndim, const int64_t *shape);
+static inline int64_t rt_elems(int64_t ndim, const int64_t *shape)
+{
+	int64_t n = 1;
+	for (int64_t i = 0; i < ndim; i++)
+		n *= shape[i];
+	return n;
+}
+
+/* The rows of dense_crossentropy_ids_grad's description d (its ids' elements). */
+static inline int64_t rt_head_rows(const int64_t *d)
+{
+	return rt_elems(RT_ARG_NDIM(d, 2), &RT_ARG_DIM(d, 2, 0));
+}
+
+/* The rows of its blocks: op_head_block_rows, or fewer where AUTOTM_HEAD_BLOCK_ROWS asks (tests; the scratch
+   of a whole block still fits). Read when the kernel is made, not at each launch. */
+static inline int64_t rt_head_block_rows(const int64_t *d)
+{
+	int64_t per = op_head_block_rows(rt_head_rows(d), RT_ARG_DIM(d, 1, 0));
+	const char *e = getenv("AUTOTM_HEAD_BLOCK_ROWS");
+	return e && atoll(e) > 0 && atoll(e) < per ? atoll(e) : per;
+}
 
 /* ---- the backend table --------------------------------------------------- */
 

@@ -88,9 +88,7 @@ CpuHead *cpu_head_create(dnnl_engine_t eng, const_dnnl_primitive_attr_t attr, co
 	CpuHead *h = rt_xcalloc(sizeof *h);
 	h->c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1);
 	h->v = RT_ARG_DIM(d, 1, 0);
-	h->rows = 1;
-	for (int64_t i = 0; i < RT_ARG_NDIM(d, 2); i++)
-		h->rows *= RT_ARG_DIM(d, 2, i);
+	h->rows = rt_head_rows(d);
 	h->per = per;
 	int64_t c = h->c, v = h->v;
 	for (int b = 0; b < 2; b++) {

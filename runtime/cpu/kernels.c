@@ -1702,10 +1702,7 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_XENT_IDS_GRAD: /* a row per id, and a block of logits */
 		if ((uint64_t)desc[RT_D_BF16] != (rt_arg_bf16(desc, 0) ? 1u << 0 | 1u << 1 | 1u << 3 : 0u))
 			RT_ICE("kernel %d (dense_crossentropy_ids_grad): x, weight and dx not of one type, or a bf16 dweight", id);
-		k->block_rows = op_head_block_rows(arg_elems(desc, 2), RT_ARG_DIM(desc, 1, 0));
-		if (getenv("AUTOTM_HEAD_BLOCK_ROWS") && atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) > 0 &&
-		    atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS")) < k->block_rows) /* smaller blocks (tests) */
-			k->block_rows = atoll(getenv("AUTOTM_HEAD_BLOCK_ROWS"));
+		k->block_rows = rt_head_block_rows(desc);
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 2)));
 		if (rt_arg_bf16(desc, 0))
 			k->head = cpu_head_create(s->engine, s->attr, desc, k->block_rows);

@@ -273,9 +273,7 @@ CPU_CLONES void cpu_dense_xent(const int64_t *d, void *const *a, double *rowloss
 	const float *x = a[0], *w = a[1];
 	const int32_t *ids = a[2];
 	float *dx = a[3], *dw = a[4], *loss = a[5];
-	int64_t c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), v = RT_ARG_DIM(d, 1, 0), rows = 1;
-	for (int64_t i = 0; i < RT_ARG_NDIM(d, 2); i++)
-		rows *= RT_ARG_DIM(d, 2, i);
+	int64_t c = RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1), v = RT_ARG_DIM(d, 1, 0), rows = rt_head_rows(d);
 	for (int64_t r0 = 0; r0 < rows; r0 += per) {
 		int64_t nr = rows - r0 < per ? rows - r0 : per;
 		gemm('N', 'T', nr, v, c, x + r0 * c, c, w, c, false, blk, v);

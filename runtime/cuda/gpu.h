@@ -85,9 +85,10 @@ void gpu_attention(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, vo
 
 /* ---- the output layer fused with its loss (cuda/head.c) -------------------- */
 
-/* dense_crossentropy_ids_grad of description desc on the stream, its block and rows' losses in the workspace
-   (op_head_scratch_bytes). */
-void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace);
+/* dense_crossentropy_ids_grad of description desc on the stream in blocks of block_rows (rt_head_block_rows),
+   its block and rows' losses in the workspace (op_head_scratch_bytes). */
+void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace,
+              int64_t block_rows);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 

@@ -10,14 +10,14 @@
  * makes the block's dx as dense_bwd_data does (dx^T = w^T dz^T) and adds
  * its share of the weight's float32 gradient as dense_bwd_weight does
  * (dw^T += x^T dz). In a bf16 program x, the weight, the block and dx are
- * bf16 (cublasGemmEx, float32 sums), dw float32. The mean of the rows'
+ * bf16 (cublasGemmEx, float32 sums), dw float32. Blocks of `per` rows
+ * (rt_head_block_rows, when the kernel is made). The mean of the rows'
  * losses comes last. tests/gpu/test-gpu-head-geometry checks the products'
  * geometry on the CPU; tests/gpu/test-gpu-ops the kernel on a GPU.
  */
 #include "gpu.h"
 
 #include <cublas_v2.h>
-#include <stdlib.h>
 
 #include "elementwise.h"
 
@@ -52,16 +52,11 @@ static int dim(int64_t n)
 	return (int)n;
 }
 
-void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *d, void *const *a, void *workspace)
+void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *d, void *const *a, void *workspace, int64_t per)
 {
 	bool h = rt_arg_bf16(d, 0);
-	int64_t rows = 1, v = RT_ARG_DIM(d, 1, 0);
-	for (int64_t i = 0; i < RT_ARG_NDIM(d, 2); i++)
-		rows *= RT_ARG_DIM(d, 2, i);
-	int64_t full = op_head_block_rows(rows, v), per = full; /* the workspace holds a block of `full` rows */
-	const char *e = getenv("AUTOTM_HEAD_BLOCK_ROWS");       /* smaller blocks, for tests (docs/runtime.md) */
-	if (e && atoll(e) > 0 && atoll(e) < per)
-		per = atoll(e);
+	int64_t rows = rt_head_rows(d), v = RT_ARG_DIM(d, 1, 0);
+	int64_t full = op_head_block_rows(rows, v); /* the workspace holds a block of `full` rows; per <= full */
 	int c = dim(RT_ARG_DIM(d, 0, RT_ARG_NDIM(d, 0) - 1)), iv = dim(v);
 	size_t es = h ? 2 : 4;
 	char *blk = workspace;

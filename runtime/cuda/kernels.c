@@ -100,6 +100,7 @@ typedef struct GpuKernel {
 	cudnnConvolutionDescriptor_t conv;/* convolutions */
 	int algo;                         /* convolutions: the cudnnConvolution*Algo_t chosen */
 	size_t ws;                        /* workspace it needs: a convolution's algorithm's; softmax_crossentropy's rows' losses */
+	int64_t head_rows;                /* dense_crossentropy_ids_grad: the rows of its blocks */
 	cudnnPoolingDescriptor_t pool;    /* pooling forward */
 	unsigned bf;                      /* the arguments it reads and writes as bf16 (RT_D_BF16's bits; 0 when widened) */
 	bool widen;                       /* a float32-only kernel with bf16 arguments: runs on float32 copies */
@@ -955,7 +956,7 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_ALLREDUCE: /* the gradient's mean over the ranks (cuda/nccl.c) */
 		rt_gpu_allreduce_mean(a[0], a[1], arg_elems(d, 0), st);
 		break;
-	case RT_OP_DENSE_XENT_IDS_GRAD: gpu_head(s->blas, st, d, a, s->workspace); break;
+	case RT_OP_DENSE_XENT_IDS_GRAD: gpu_head(s->blas, st, d, a, s->workspace, k->head_rows); break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1230,6 +1231,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_XENT_IDS_GRAD: /* its block and rows' losses in the workspace */
 		if (k->bf != 0 && k->bf != (1u << 0 | 1u << 1 | 1u << 3))
 			RT_ICE("kernel %d (dense_crossentropy_ids_grad): x, weight and dx not of one type, or a bf16 dweight", id);
+		k->head_rows = rt_head_block_rows(desc);
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in blocks + CUDA", k->bf ? "gemm bf16" : "sgemm");
 		break;
 	case RT_NUM_OPS:

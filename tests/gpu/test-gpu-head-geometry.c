@@ -11,7 +11,7 @@
  * mean). dx, the weight's gradient and the loss are compared with the
  * layer, its loss and their gradients computed in double: 2 x 150 rows of
  * 24 features and 70 classes, in one block and in blocks of 64 rows
- * (AUTOTM_HEAD_BLOCK_ROWS: five, the last partial); float32 within 1e-5 of
+ * (five, the last partial); float32 within 1e-5 of
  * max(1, max |ref|), bf16 within 1e-2.
  * The CUDA kernels themselves and cuBLAS are tests/gpu/test-gpu-ops's, on a
  * GPU.
@@ -133,12 +133,8 @@ static void describe(int64_t *d, bool bf)
 	d[RT_D_BF16] = bf ? (1 << 0 | 1 << 1 | 1 << 3) : 0;
 }
 
-static void check(bool bf, const char *block_rows)
+static void check(bool bf, int64_t block_rows)
 {
-	if (block_rows)
-		setenv("AUTOTM_HEAD_BLOCK_ROWS", block_rows, 1);
-	else
-		unsetenv("AUTOTM_HEAD_BLOCK_ROWS");
 	size_t es = bf ? 2 : 4;
 	float x[R * C], w[V * C], dw[V * C], loss;
 	int32_t ids[R];
@@ -155,7 +151,7 @@ static void check(bool bf, const char *block_rows)
 	int64_t d[RT_DESC_LEN];
 	describe(d, bf);
 	void *ws = malloc((size_t)op_head_scratch_bytes(R, V)), *args[6] = {gx, gw, ids, gdx, dw, &loss};
-	gpu_head(NULL, NULL, d, args, ws);
+	gpu_head(NULL, NULL, d, args, ws, block_rows);
 	free(ws);
 	double edx = 0, mdx = 0, edw = 0, mdw = 0;
 	for (int i = 0; i < R * C; i++)
@@ -164,16 +160,16 @@ static void check(bool bf, const char *block_rows)
 		edw = fmax(edw, fabs(dw[i] - rdw[i])), mdw = fmax(mdw, fabs(rdw[i]));
 	double tol = bf ? 1e-2 : 1e-5, el = fabs(loss - rl) / fmax(1, fabs(rl));
 	test_check(edx <= tol * fmax(1, mdx) && edw <= tol * fmax(1, mdw) && el <= 1e-5,
-	           "%s, %d rows of %d classes, blocks of %s rows: dx within %.2e (largest %.3f), dweight %.2e (largest "
-	           "%.3f), loss %.2e", bf ? "bf16" : "float32", R, V, block_rows ? block_rows : "all", edx, mdx, edw, mdw, el);
+	           "%s, %d rows of %d classes, blocks of %lld rows: dx within %.2e (largest %.3f), dweight %.2e (largest "
+	           "%.3f), loss %.2e", bf ? "bf16" : "float32", R, V, (long long)block_rows, edx, mdx, edw, mdw, el);
 	free(gx), free(gw), free(gdx);
 }
 
 int main(void)
 {
 	for (int bf = 0; bf < 2; bf++) {
-		check(bf, NULL);
-		check(bf, "64");
+		check(bf, R);
+		check(bf, 64);
 	}
 	return test_summary();
 }
