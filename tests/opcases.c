@@ -99,6 +99,10 @@ const OpCase op_cases[] = {
 	 "  residual { layernorm dense(8 => 32, gelu) dense(32 => 8) }"
 	 "  layernorm dense(8 => 11, bias = false, tie = \"embedding1\")",
 	 NULL},
+	{"residuals ending in dropout", OPCASE_NETWORK, "4, 6", "3",
+	 "dense(6 => 8) residual { layernorm dense(8 => 16, gelu) dense(16 => 8) dropout(0.25) }"
+	 "  residual { layernorm dense(8 => 8) dropout(0.5) } layernorm dense(8 => 3)",
+	 NULL},
 	{"mlp with layernorm and gelu", OPCASE_NETWORK, "4, 6", "3",
 	 "dense(6 => 16) layernorm gelu dense(16 => 16) layernorm(eps = 1e-3) tanh dense(16 => 3)", NULL},
 	{"mlp 3 layers", OPCASE_NETWORK, "4, 8", "3", "dense(8 => 16, relu) dense(16 => 16, tanh) dense(16 => 3)",

@@ -130,26 +130,40 @@ static void insert_user(Graph *g, Tensor *t, Node *n)
 	t->users.v[k] = n;
 }
 
-/*
- * A gradient sum s = add(a, dx) where batchnorm_bwd b wrote dx and only s
- * reads it: b adds a to dx itself (its sum input). Where a is channels
- * 0..C-1 of a wider gradient G (slice along axis 1 at offset 0, read only
- * by s: a concatenation's gradient, as in a densenet), b reads them from G
- * and the slice goes too. a (or G) must exist before b runs. Returns b, or
- * NULL where s is not such a sum; *window says whether a's slice goes.
- */
-static Node *grad_sum(const Node *s, bool *window)
+/* Whether b can add a tensor to its first output (its sum input: node_sum_input), and has none yet. */
+static bool sums(const Node *b)
 {
-	if (s->op != OP_ADD || s->phase != PHASE_BACKWARD || s->nin != 2 || s->attr.post_act != ACT_NONE ||
-	    s->in[0] == s->in[1])
+	switch (b->op) {
+	case OP_BATCHNORM_BWD: return node_sum_input(b) < 0;
+	case OP_LAYERNORM_BWD: return b->nin == 5;
+	case OP_DROPOUT: return b->nin == 1 && b->phase == PHASE_FORWARD;
+	default: return false;
+	}
+}
+
+/*
+ * A sum s = add(a, dx) of two where node b wrote dx and only s reads it:
+ * b adds a to dx itself (its sum input). b is a batchnorm_bwd or a
+ * layernorm_bwd (a gradient sum: a densenet's, a residual's), or a
+ * forward dropout (a residual branch's end). Where b is a batchnorm_bwd
+ * and a is channels 0..C-1 of a wider gradient G (slice along axis 1 at
+ * offset 0, read only by s: a concatenation's gradient, as in a
+ * densenet), b reads them from G and the slice goes too. a (or G) must
+ * exist before b runs. Returns b, or NULL where s is not such a sum;
+ * *window says whether a's slice goes.
+ */
+static Node *summed_by(const Node *s, bool *window)
+{
+	if (s->op != OP_ADD || s->nin != 2 || s->attr.post_act != ACT_NONE || s->in[0] == s->in[1])
 		return NULL;
 	for (int j = 0; j < 2; j++) {
 		Tensor *dx = s->in[j], *a = s->in[1 - j];
 		Node *b = dx->producer, *slice = a->producer;
-		if (!b || b->op != OP_BATCHNORM_BWD || b->out[0] != dx || dx->users.n != 1 || node_sum_input(b) >= 0)
+		if (!b || b->phase != s->phase || !sums(b) || b->out[0] != dx || dx->users.n != 1)
 			continue;
-		*window = slice && slice->op == OP_SLICE && slice->attr.axis == 1 && slice->attr.offset == 0 &&
-		          a->users.n == 1 && slice->in[0]->dtype == a->dtype && slice->id < b->id;
+		*window = b->op == OP_BATCHNORM_BWD && slice && slice->op == OP_SLICE && slice->attr.axis == 1 &&
+		          slice->attr.offset == 0 && a->users.n == 1 && slice->in[0]->dtype == a->dtype &&
+		          slice->id < b->id;
 		const Tensor *g = *window ? slice->in[0] : a;
 		if (g->dtype == dx->dtype && s->out[0]->dtype == dx->dtype && (!g->producer || g->producer->id < b->id) &&
 		    !node_uses(b, g))
@@ -158,8 +172,8 @@ static Node *grad_sum(const Node *s, bool *window)
 	return NULL;
 }
 
-/* Fold sum s into b (grad_sum): b's output becomes s's, with a or G its last input. Marks what dies. */
-static void take_grad_sum(Graph *g, Node *s, Node *b, bool window, bool *dead_node, bool *dead_tensor)
+/* Fold sum s into b (summed_by): b's output becomes s's, with a or G its last input. Marks what dies. */
+static void take_sum(Graph *g, Node *s, Node *b, bool window, bool *dead_node, bool *dead_tensor)
 {
 	Tensor *dx = b->out[0], *a = s->in[s->in[0] == dx ? 1 : 0], *sum = a;
 	if (window) {
@@ -267,12 +281,12 @@ int fuse_epilogues(Graph *g)
 		folded++;
 	}
 	g->nfused += folded;
-	for (int i = 0; i < g->nodes.n; i++) { /* then the gradient sums batchnorm_bwd can add itself */
+	for (int i = 0; i < g->nodes.n; i++) { /* then the sums that the nodes before them can add themselves */
 		Node *s = g->nodes.v[i], *b;
 		bool window;
-		if (dead_node[i] || !(b = grad_sum(s, &window)))
+		if (dead_node[i] || !(b = summed_by(s, &window)))
 			continue;
-		take_grad_sum(g, s, b, window, dead_node, dead_tensor);
+		take_sum(g, s, b, window, dead_node, dead_tensor);
 		folded++;
 	}
 	if (folded)

@@ -27,6 +27,7 @@ static bool shape_batchnorm_eval(const Node *n, Shape *out, char *err, size_t er
 static bool shape_layernorm(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_layernorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_first(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_first_sum(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_softmax(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_reshape(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_add(const Node *n, Shape *out, char *err, size_t errlen);
@@ -355,8 +356,14 @@ const char *node_op_label(const Node *n, char *buf, size_t size)
 
 int node_sum_input(const Node *n)
 {
-	int k = 5 + (n->attr.post_act != ACT_NONE);
-	return n->op == OP_BATCHNORM_BWD && n->nin > k ? k : -1;
+	int k;
+	switch (n->op) {
+	case OP_BATCHNORM_BWD: k = 5 + (n->attr.post_act != ACT_NONE); break;
+	case OP_LAYERNORM_BWD: k = 5; break;
+	case OP_DROPOUT: k = 1; break;
+	default: return -1;
+	}
+	return n->nin > k ? k : -1;
 }
 
 void graph_pop_node(Graph *g)
@@ -520,8 +527,22 @@ static bool shape_layernorm_bwd(const Node *n, Shape *out, char *err, size_t err
 		if (!shape_eq(n->in[i]->shape, rows))
 			FAIL("statistic %s does not fit input %s", shape_str(n->in[i]->shape, s1, sizeof s1),
 			     shape_str(x, s2, sizeof s2));
+	if (n->nin > 5 && !shape_eq(x, n->in[5]->shape))
+		FAIL("the gradient %s added to dx differs from input %s", shape_str(n->in[5]->shape, s1, sizeof s1),
+		     shape_str(x, s2, sizeof s2));
 	out[0] = x;
 	out[1] = out[2] = n->in[1]->shape;
+	return true;
+}
+
+/* x [, sum] -> y like x: an elementwise op, and the tensor of x's shape it adds to y where one is fused in (fuse.h) */
+static bool shape_first_sum(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	char s1[128], s2[128];
+	if (n->nin > 1 && !shape_eq(n->in[0]->shape, n->in[1]->shape))
+		FAIL("the tensor %s added to the output differs from input %s", shape_str(n->in[1]->shape, s1, sizeof s1),
+		     shape_str(n->in[0]->shape, s2, sizeof s2));
+	out[0] = n->in[0]->shape;
 	return true;
 }
 

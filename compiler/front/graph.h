@@ -173,10 +173,10 @@ bool node_shapes(const Node *n, Shape *out, char *err, size_t errlen);
 /* Whether n reads or writes t; whether it overwrites t (an input ops.def marks inplace). */
 bool node_uses(const Node *n, const Tensor *t);
 /* n's op as reports print it: its name, "+act" where an activation is fused onto it ("conv2d+relu"),
-   "+sum" where it adds a gradient to its output ("batchnorm_bwd+relu+sum"). */
+   "+sum" where it adds a tensor to its output ("batchnorm_bwd+relu+sum"). */
 const char *node_op_label(const Node *n, char *buf, size_t size);
 bool node_overwrites(const Node *n, const Tensor *t);
-/* The input of batchnorm_bwd n that it adds to its dx (ops.def; fuse.h), or -1 where it adds none. */
+/* The input that n adds to its first output (batchnorm_bwd, layernorm_bwd, dropout: ops.def; fuse.h), or -1. */
 int node_sum_input(const Node *n);
 
 /* Rename a tensor (the old name is left to the arena). */

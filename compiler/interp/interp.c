@@ -195,13 +195,6 @@ static void batchnorm_bwd(const Node *nd, double **in, double **out)
 				dx[idx] = gamma[c] * invstd / m * (m * dy[idx] - sdy - xhat * sdyx);
 			}
 	}
-	int s = node_sum_input(nd);
-	if (s >= 0) { /* + channels 0..C-1 of the gradient in[s] (fuse.h) */
-		int64_t cs = nd->in[s]->shape.d[1];
-		for (int64_t n = 0; n < d.n; n++)
-			for (int64_t k = 0; k < d.c * d.h * d.w; k++)
-				dx[n * d.c * d.h * d.w + k] += in[s][n * cs * d.h * d.w + k];
-	}
 	free(dz);
 }
 
@@ -846,6 +839,26 @@ static void round_outputs(const Node *nd, double **in, double **out)
 			round_to(nd->in[k]->dtype, in[k], shape_elems(nd->in[k]->shape));
 }
 
+/*
+ * A sum fused into nd (node_sum_input; fuse.h): its first output plus the
+ * sum input, rounded first to its type where rounded, as the add it
+ * replaces read it. A batchnorm_bwd's sum may be wider ([N, C' >= C, ...]):
+ * each sample's first C channels are added.
+ */
+static void add_sum(const Node *nd, double **in, double **out, bool rounded)
+{
+	int s = node_sum_input(nd);
+	if (s < 0)
+		return;
+	int64_t n = nd->out[0]->shape.d[0], ny = shape_elems(nd->out[0]->shape), blk = ny / n,
+	        sblk = shape_elems(nd->in[s]->shape) / n;
+	if (rounded)
+		round_to(nd->out[0]->dtype, out[0], ny);
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t k = 0; k < blk; k++)
+			out[0][b * blk + k] += in[s][b * sblk + k];
+}
+
 void interp_node(Interp *ip, const Node *nd)
 {
 	double *in[OP_MAX_ARGS], *out[OP_MAX_ARGS];
@@ -974,6 +987,7 @@ void interp_node(Interp *ip, const Node *nd)
 	if (a->post_act != ACT_NONE && fuse_can_take(nd->op, a->post_act))
 		for (int64_t i = 0; i < ny; i++)
 			out[0][i] = act_value(a->post_act, out[0][i]);
+	add_sum(nd, in, out, !ip->f64);
 	if (!ip->f64)
 		round_outputs(nd, in, out);
 }

@@ -959,17 +959,28 @@ static void run_maxpool_bwd(const int64_t *d, void *const *a)
 	}
 }
 
-/* dropout, dropout_bwd: x -> y, kept elements scaled by 1 / (1 - p); the mask is (seed, step, index) */
+/*
+ * dropout, dropout_bwd: x[, sum] -> y, kept elements scaled by 1 / (1 - p);
+ * the mask is (seed, step, index). With sum (a residual add fused in), y
+ * is that plus sum: the dropped value rounded first to y's type (bf16
+ * where widened: run_widened), as the add it replaces read it.
+ */
 static void run_dropout(const int64_t *d, void *const *a, uint64_t step)
 {
-	const float *x = a[0];
-	float *y = a[1];
+	int nin = (int)d[RT_D_NIN];
+	const float *x = a[0], *sum = nin == 2 ? a[1] : NULL;
+	float *y = a[nin];
 	int64_t n = arg_elems(d, 0);
 	double p = attr_f64(d, RT_D_P);
 	uint64_t seed = (uint64_t)d[RT_D_SEED];
+	bool bf16 = rt_arg_bf16(d, nin);
 #pragma omp parallel for if (n > PAR_MIN)
-	for (int64_t i = 0; i < n; i++)
-		y[i] = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
+	for (int64_t i = 0; i < n; i++) {
+		float v = rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f;
+		if (sum)
+			v = (bf16 ? bf16_to_f32(bf16_from_f32(v)) : v) + sum[i];
+		y[i] = v;
+	}
 }
 
 /*
@@ -1324,22 +1335,29 @@ static void run_layernorm(const int64_t *d, void *const *a)
 }
 
 /*
- * Its gradient: x, weight, mean, rstd, dy -> dx, dweight, dbias. dx a row
- * per iteration; dweight and dbias a column per iteration, summed over
+ * Its gradient: x, weight, mean, rstd, dy[, sum] -> dx, dweight, dbias.
+ * dx a row per iteration, sum (a gradient sum fused in) added to each row
+ * as it is written; dweight and dbias a column per iteration, summed over
  * the rows in order (the same bits whatever the thread count).
  */
 static void run_layernorm_bwd(const int64_t *d, void *const *a)
 {
-	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *dy = a[4];
-	float *dx = a[5], *dw = a[6], *db = a[7];
+	int nin = (int)d[RT_D_NIN];
+	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *dy = a[4], *sum = nin == 6 ? a[5] : NULL;
+	float *dx = a[nin], *dw = a[nin + 1], *db = a[nin + 2];
 	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
+	bool bf16 = rt_arg_bf16(d, nin);
 	/* the columns first: dx may be written over dy (ops.def's reuse) */
 #pragma omp parallel for schedule(static)
 	for (int64_t j = 0; j < c; j++)
 		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
 #pragma omp parallel for schedule(static)
-	for (int64_t r = 0; r < rows; r++)
+	for (int64_t r = 0; r < rows; r++) {
 		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
+		if (sum) /* as the add it replaces: dx rounded to its type (bf16 where widened), plus the sum */
+			for (int64_t j = 0; j < c; j++)
+				dx[r * c + j] = (bf16 ? bf16_to_f32(bf16_from_f32(dx[r * c + j])) : dx[r * c + j]) + sum[r * c + j];
+	}
 }
 
 /* batchnorm_stats: the running statistics, in place (ops.def) */

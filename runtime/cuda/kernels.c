@@ -1094,8 +1094,9 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	if (desc[RT_D_ACT] != ACT_NONE) /* the compiler fuses for the CPU only (compiler/front/fuse.h) */
 		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", id, op_name(k->op),
 		       act_name((Act)desc[RT_D_ACT]));
-	if (k->op == RT_OP_BATCHNORM_BWD && desc[RT_D_NIN] != 5)
-		RT_ICE("kernel %d (batchnorm_bwd): a gradient sum fused in, not built for the GPU", id);
+	if (((k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_LAYERNORM_BWD) && desc[RT_D_NIN] != 5) ||
+	    (k->op == RT_OP_DROPOUT && desc[RT_D_NIN] != 1))
+		RT_ICE("kernel %d (%s): a sum fused in, not built for the GPU", id, op_name(k->op));
 	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
 	int nin = (int)desc[RT_D_NIN];
 	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),

@@ -3,8 +3,8 @@
 # tests/torch/small.net (relu after batchnorm, a residual block), tests/e2e/dense-blocks.net (a
 # densenet's concatenations: their gradient sums added by the batchnorms' backward kernels) and
 # tests/e2e/attention.net (fused
-# attention, causal and not, across the kernel's blocks; the output layer fused with the loss, in
-# blocks of 64 rows) train 3 steps fused (the default) and with
+# attention, causal and not, across the kernel's blocks; residual adds folded into dropout and
+# layernorm_bwd; the output layer fused with the loss, in blocks of 64 rows) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
 # activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
@@ -60,13 +60,15 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$s
         [ $ok = 1 ] || fails=$((fails + 1))
     done
 done
-# check: the densenet's gradient sums fused
-if "$autotmc" check "$srcdir/tests/e2e/dense-blocks.net" | grep -q '^fusion: 6 gradient sums added by the batchnorms'; then
-    echo "ok: check: 6 gradient sums fused"
-else
-    echo "FAIL: check of dense-blocks.net: $("$autotmc" check "$srcdir/tests/e2e/dense-blocks.net" | grep fusion)"
-    fails=$((fails + 1))
-fi
+# check: the densenet's gradient sums fused; attention.net's residual gradients (2) and dropout's residual (1)
+for sums in dense-blocks:6 attention:3; do
+    if "$autotmc" check "$srcdir/tests/e2e/${sums%:*}.net" | grep -q "^fusion: ${sums#*:} sums added by the kernels before"; then
+        echo "ok: check: ${sums#*:} sums fused in ${sums%:*}.net"
+    else
+        echo "FAIL: check of ${sums%:*}.net: $("$autotmc" check "$srcdir/tests/e2e/${sums%:*}.net" | grep fusion)"
+        fails=$((fails + 1))
+    fi
+done
 # check: the attention layers fused, and the peak without fusion (the [T, T] weights kept) larger
 att=$srcdir/tests/e2e/attention.net
 out=$("$autotmc" check "$att" 2>&1)
