@@ -184,7 +184,7 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		fprintf(f, "fusion: %d activations and their gradients folded into the kernels beside them\n", g->nfused);
 	if (sums)
 		fprintf(f, "fusion: %d sums added by the kernels before them as they write (gradient sums by batchnorm_bwd "
-		           "and layernorm_bwd, a concatenation's slices not copied; residual adds by dropout)\n", sums);
+		           "and layernorm_bwd, a concatenation's slices not copied; residual adds by dropout and dense)\n", sums);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
 		           "rows at a time (never stored)\n");

@@ -95,7 +95,7 @@ static int64_t flops_conv2d_bwd_filter(const Node *n)
 
 static int64_t flops_dense(const Node *n)
 {
-	return add(mul(mul(2, out0(n)), n->in[1]->shape.d[1]), n->nin == 3 ? out0(n) : 0);
+	return add(mul(mul(2, out0(n)), n->in[1]->shape.d[1]), n->nin >= 3 ? mul(n->nin - 2, out0(n)) : 0);
 }
 
 static int64_t flops_dense_bwd_data(const Node *n)

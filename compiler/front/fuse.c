@@ -137,6 +137,7 @@ static bool sums(const Node *b)
 	case OP_BATCHNORM_BWD: return node_sum_input(b) < 0;
 	case OP_LAYERNORM_BWD: return b->nin == 5;
 	case OP_DROPOUT: return b->nin == 1 && b->phase == PHASE_FORWARD;
+	case OP_DENSE: return b->nin == 3 && b->phase == PHASE_FORWARD; /* with its bias: oneDNN's binary post-op */
 	default: return false;
 	}
 }

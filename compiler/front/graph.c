@@ -361,6 +361,7 @@ int node_sum_input(const Node *n)
 	case OP_BATCHNORM_BWD: k = 5 + (n->attr.post_act != ACT_NONE); break;
 	case OP_LAYERNORM_BWD: k = 5; break;
 	case OP_DROPOUT: k = 1; break;
+	case OP_DENSE: k = 3; break; /* after the bias: a dense without one takes none */
 	default: return -1;
 	}
 	return n->nin > k ? k : -1;
@@ -426,11 +427,14 @@ static bool shape_dense(const Node *n, Shape *out, char *err, size_t errlen)
 	char s1[128], s2[128];
 	if (x.ndim < 2 || x.ndim > 3 || w.ndim != 2 || w.d[1] != x.d[x.ndim - 1])
 		FAIL("weight %s does not fit input %s", shape_str(w, s1, sizeof s1), shape_str(x, s2, sizeof s2));
-	if (n->nin == 3 && (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != w.d[0]))
+	if (n->nin >= 3 && (n->in[2]->shape.ndim != 1 || n->in[2]->shape.d[0] != w.d[0]))
 		FAIL("bias %s does not fit weight %s", shape_str(n->in[2]->shape, s1, sizeof s1),
 		     shape_str(w, s2, sizeof s2));
 	out[0] = x;
 	out[0].d[x.ndim - 1] = w.d[0];
+	if (n->nin == 4 && !shape_eq(n->in[3]->shape, out[0]))
+		FAIL("the tensor %s added to the output differs from it, %s", shape_str(n->in[3]->shape, s1, sizeof s1),
+		     shape_str(out[0], s2, sizeof s2));
 	return true;
 }
 

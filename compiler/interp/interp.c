@@ -295,7 +295,7 @@ static void eval_dense(const Node *nd, double **in, double **out)
 	int64_t fi = last_dim(nd->in[0]), fo = last_dim(nd->out[0]), n = nx / fi;
 	for (int64_t r = 0; r < n; r++)
 		for (int64_t o = 0; o < fo; o++) {
-			double s = nd->nin == 3 ? in[2][o] : 0;
+			double s = nd->nin >= 3 ? in[2][o] : 0; /* the bias (a fused sum after it: add_sum) */
 			for (int64_t i = 0; i < fi; i++)
 				s += in[0][r * fi + i] * in[1][o * fi + i];
 			out[0][r * fo + o] = s;
@@ -841,9 +841,10 @@ static void round_outputs(const Node *nd, double **in, double **out)
 
 /*
  * A sum fused into nd (node_sum_input; fuse.h): its first output plus the
- * sum input, rounded first to its type where rounded, as the add it
- * replaces read it. A batchnorm_bwd's sum may be wider ([N, C' >= C, ...]):
- * each sample's first C channels are added.
+ * sum input, rounded first where rounded, as the kernel does: to its type
+ * (as the add it replaces read it), but a dense's to float32 only (oneDNN
+ * adds it to the float32 product). A batchnorm_bwd's sum may be wider
+ * ([N, C' >= C, ...]): each sample's first C channels are added.
  */
 static void add_sum(const Node *nd, double **in, double **out, bool rounded)
 {
@@ -853,7 +854,7 @@ static void add_sum(const Node *nd, double **in, double **out, bool rounded)
 	int64_t n = nd->out[0]->shape.d[0], ny = shape_elems(nd->out[0]->shape), blk = ny / n,
 	        sblk = shape_elems(nd->in[s]->shape) / n;
 	if (rounded)
-		round_to(nd->out[0]->dtype, out[0], ny);
+		round_to(nd->op == OP_DENSE ? DT_F32 : nd->out[0]->dtype, out[0], ny);
 	for (int64_t b = 0; b < n; b++)
 		for (int64_t k = 0; k < blk; k++)
 			out[0][b * blk + k] += in[s][b * sblk + k];

@@ -250,26 +250,42 @@ static Window window(const int64_t *desc)
 /*
  * The attributes of a forward primitive of description d: the shared ones
  * (our scratchpad), with the fused activation (RT_D_ACT) as an eltwise
- * post-op if it has one: then a copy, which the caller destroys
- * (free_attr).
+ * post-op if it has one, then, where sum is not NULL, a binary add of a
+ * tensor of that description (a residual add fused in: its argument is
+ * DNNL_ARG_ATTR_MULTIPLE_POST_OP(fwd_sum_index) | DNNL_ARG_SRC_1): then a
+ * copy, which the caller destroys (free_attr).
  */
-static dnnl_primitive_attr_t fwd_attr(CpuState *s, const int64_t *d)
+static dnnl_primitive_attr_t fwd_attr_sum(CpuState *s, const int64_t *d, const dnnl_memory_desc_t *sum)
 {
 	Act act = (Act)d[RT_D_ACT];
-	if (act == ACT_NONE)
+	if (act == ACT_NONE && !sum)
 		return s->attr;
 	dnnl_alg_kind_t alg = act == ACT_RELU ? dnnl_eltwise_relu : act == ACT_SIGMOID ? dnnl_eltwise_logistic
 	                    : act == ACT_TANH ? dnnl_eltwise_tanh : dnnl_alg_kind_undef;
-	if (alg == dnnl_alg_kind_undef)
+	if (act != ACT_NONE && alg == dnnl_alg_kind_undef)
 		RT_ICE("kernel %d (%s): no post-op for the fused %s", creating_id, op_name(creating_op), act_name(act));
 	dnnl_primitive_attr_t attr;
 	dnnl_post_ops_t po;
 	DNNL_CHECK(dnnl_primitive_attr_clone(&attr, s->attr));
 	DNNL_CHECK(dnnl_post_ops_create(&po));
-	DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f));
+	if (act != ACT_NONE)
+		DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0.0f, 0.0f));
+	if (sum)
+		DNNL_CHECK(dnnl_post_ops_append_binary(po, dnnl_binary_add, sum));
 	DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
 	DNNL_CHECK(dnnl_post_ops_destroy(po));
 	return attr;
+}
+
+static dnnl_primitive_attr_t fwd_attr(CpuState *s, const int64_t *d)
+{
+	return fwd_attr_sum(s, d, NULL);
+}
+
+/* The index among fwd_attr_sum's post-ops of its binary add. */
+static int fwd_sum_index(const int64_t *d)
+{
+	return d[RT_D_ACT] != ACT_NONE;
 }
 
 static void free_attr(CpuState *s, dnnl_primitive_attr_t attr)
@@ -544,20 +560,26 @@ static void dense_fwd_desc(const int64_t *d, dnnl_inner_product_desc_t *ip, int 
 	DNNL_CHECK(dnnl_inner_product_forward_desc_init(ip, dnnl_forward_training, &xm, &wm, b >= 0 ? &bm : NULL, &ym));
 }
 
+/* dense: x, weight[, bias[, sum]] -> y = act(x weight^T + bias) + sum (a residual add fused in: fuse.h) */
 static void make_dense(CpuState *s, CpuKernel *k)
 {
 	const int64_t *d = k->desc;
 	int nin = (int)d[RT_D_NIN];
 	dnnl_inner_product_desc_t ip;
-	dense_fwd_desc(d, &ip, 0, 1, nin == 3 ? 2 : -1, nin);
-	dnnl_primitive_attr_t attr = fwd_attr(s, d);
+	dense_fwd_desc(d, &ip, 0, 1, nin >= 3 ? 2 : -1, nin);
+	dnnl_memory_desc_t sum;
+	if (nin == 4)
+		sum = md_rows(d, 3);
+	dnnl_primitive_attr_t attr = fwd_attr_sum(s, d, nin == 4 ? &sum : NULL);
 	dnnl_primitive_desc_t pd;
 	DNNL_CHECK(dnnl_primitive_desc_create(&pd, &ip, attr, s->engine, NULL));
 	free_attr(s, attr);
 	bind(s, k, pd, DNNL_ARG_SRC, 0);
 	bind(s, k, pd, DNNL_ARG_WEIGHTS, 1);
-	if (nin == 3)
+	if (nin >= 3)
 		bind(s, k, pd, DNNL_ARG_BIAS, 2);
+	if (nin == 4)
+		bind_as(s, k, pd, DNNL_ARG_ATTR_MULTIPLE_POST_OP(fwd_sum_index(d)) | DNNL_ARG_SRC_1, 3, NULL);
 	bind(s, k, pd, DNNL_ARG_DST, nin);
 	finish(s, k, pd);
 }
@@ -1337,8 +1359,8 @@ static void run_layernorm(const int64_t *d, void *const *a)
 /*
  * Its gradient: x, weight, mean, rstd, dy[, sum] -> dx, dweight, dbias.
  * dx a row per iteration, sum (a gradient sum fused in) added to each row
- * as it is written; dweight and dbias a column per iteration, summed over
- * the rows in order (the same bits whatever the thread count).
+ * as it is written; dweight and dbias 16 columns per iteration, each
+ * summed over the rows in order (the same bits whatever the thread count).
  */
 static void run_layernorm_bwd(const int64_t *d, void *const *a)
 {
@@ -1349,8 +1371,8 @@ static void run_layernorm_bwd(const int64_t *d, void *const *a)
 	bool bf16 = rt_arg_bf16(d, nin);
 	/* the columns first: dx may be written over dy (ops.def's reuse) */
 #pragma omp parallel for schedule(static)
-	for (int64_t j = 0; j < c; j++)
-		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
+	for (int64_t j0 = 0; j0 < c; j0 += LAYERNORM_COLS)
+		layernorm_bwd_cols(x, mean, rstd, dy, rows, c, j0, c - j0 < LAYERNORM_COLS ? c - j0 : LAYERNORM_COLS, dw, db);
 #pragma omp parallel for schedule(static)
 	for (int64_t r = 0; r < rows; r++) {
 		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);

@@ -1095,7 +1095,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", id, op_name(k->op),
 		       act_name((Act)desc[RT_D_ACT]));
 	if (((k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_LAYERNORM_BWD) && desc[RT_D_NIN] != 5) ||
-	    (k->op == RT_OP_DROPOUT && desc[RT_D_NIN] != 1))
+	    (k->op == RT_OP_DROPOUT && desc[RT_D_NIN] != 1) || (k->op == RT_OP_DENSE && desc[RT_D_NIN] == 4))
 		RT_ICE("kernel %d (%s): a sum fused in, not built for the GPU", id, op_name(k->op));
 	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
 	int nin = (int)desc[RT_D_NIN];
