@@ -929,16 +929,61 @@ static Windows windows_of(const int64_t *d)
 	                 d[RT_D_PH], d[RT_D_PW]};
 }
 
-/* The index in plane xp of window (i, j)'s first maximum in raster order (padding excluded), or -1. */
+/*
+ * The index in plane xp of window (i, j)'s first maximum in raster order
+ * (padding excluded), or -1. Without branches on the values (selects), as
+ * a branch taken at random half the time cost most of the scan.
+ */
 static inline int64_t window_max(const Windows *v, const float *xp, int64_t i, int64_t j)
 {
 	int64_t h0 = i * v->sh - v->ph, w0 = j * v->sw - v->pw, best = -1;
 	int64_t h1 = h0 + v->kh < v->h ? h0 + v->kh : v->h, w1 = w0 + v->kw < v->w ? w0 + v->kw : v->w;
+	float bv = 0;
 	for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
-		for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
-			if (best < 0 || xp[r * v->w + q] > xp[best])
-				best = r * v->w + q;
+		for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++) {
+			float x = xp[r * v->w + q];
+			bool take = best < 0 || x > bv;
+			best = take ? r * v->w + q : best;
+			bv = take ? x : bv;
+		}
 	return best;
+}
+
+/*
+ * window_max of a window inside the plane (no padding in it) of kh x kw
+ * rows and columns: given as constants (3x3, 2x2), the loops unroll.
+ */
+static inline int64_t window_max_in(const Windows *v, const float *xp, int64_t i, int64_t j, int64_t kh, int64_t kw)
+{
+	int64_t at = (i * v->sh - v->ph) * v->w + j * v->sw - v->pw, best = at;
+	float bv = xp[at];
+	for (int64_t r = 0; r < kh; r++)
+		for (int64_t q = 0; q < kw; q++) {
+			float x = xp[at + r * v->w + q];
+			bool take = x > bv;
+			best = take ? at + r * v->w + q : best;
+			bv = take ? x : bv;
+		}
+	return best;
+}
+
+/* Whether window (i, j) lies inside the plane. */
+static inline bool window_inside(const Windows *v, int64_t i, int64_t j)
+{
+	int64_t h0 = i * v->sh - v->ph, w0 = j * v->sw - v->pw;
+	return h0 >= 0 && w0 >= 0 && h0 + v->kh <= v->h && w0 + v->kw <= v->w;
+}
+
+/* window_max, by the unrolled loops where the window is inside the plane and 3x3 or 2x2. */
+static inline int64_t window_argmax(const Windows *v, const float *xp, int64_t i, int64_t j)
+{
+	if (!window_inside(v, i, j))
+		return window_max(v, xp, i, j);
+	if (v->kh == 3 && v->kw == 3)
+		return window_max_in(v, xp, i, j, 3, 3);
+	if (v->kh == 2 && v->kw == 2)
+		return window_max_in(v, xp, i, j, 2, 2);
+	return window_max_in(v, xp, i, j, v->kh, v->kw);
 }
 
 /*
@@ -956,7 +1001,7 @@ static void run_maxpool(const int64_t *d, void *const *a)
 	for (int64_t p = 0; p < v.planes; p++)
 		for (int64_t i = 0; i < v.ho; i++)
 			for (int64_t j = 0; j < v.wo; j++) {
-				int64_t best = window_max(&v, x + p * v.h * v.w, i, j);
+				int64_t best = window_argmax(&v, x + p * v.h * v.w, i, j);
 				y[(p * v.ho + i) * v.wo + j] = best >= 0 ? x[p * v.h * v.w + best] : -INFINITY;
 			}
 }
@@ -974,7 +1019,7 @@ static void run_maxpool_bwd(const int64_t *d, void *const *a)
 		memset(dxp, 0, sizeof *dxp * (size_t)(v.h * v.w));
 		for (int64_t i = 0; i < v.ho; i++)
 			for (int64_t j = 0; j < v.wo; j++) {
-				int64_t best = window_max(&v, xp, i, j);
+				int64_t best = window_argmax(&v, xp, i, j);
 				if (best >= 0)
 					dxp[best] += dyp[i * v.wo + j];
 			}
