@@ -575,6 +575,7 @@ static void differentiate(AD *ad, const Node *f)
 	case OP_ATTENTION_BWD:
 	case OP_SOFTMAX_XENT_IDS_GRAD: /* made by the fusion pass, after autodiff */
 	case OP_DENSE_XENT_IDS_GRAD:
+	case OP_ACT_BIAS_GRAD:
 	case OP_ALLREDUCE:             /* made by the ranks pass, after autodiff */
 	case OP_BATCHNORM_EVAL: /* only in evaluation graphs, which are never differentiated */
 	case NUM_OPS:

@@ -120,6 +120,41 @@ static void remove_user(Tensor *t, const Node *n)
 	t->users.n = k;
 }
 
+/*
+ * The bias gradient among the users of r's output where r is the gradient
+ * of an activation that act_bias_grad takes (those oneDNN's eltwise has:
+ * runtime/cpu/actbias.c), else NULL: r and the bias_grad become one node
+ * (fold_act_bias).
+ */
+static Node *act_bias(const Node *r)
+{
+	Act act = op_info[r->op].act;
+	if (r->phase != PHASE_BACKWARD || op_info[r->op].grad || act == ACT_NONE || r->nin != 2 ||
+	    r->nout != 1 || !(act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH || act == ACT_GELU) || r->in[0]->dtype != r->in[1]->dtype ||
+	    r->out[0]->dtype != r->in[1]->dtype)
+		return NULL;
+	Tensor *dz = r->out[0];
+	for (int i = 0; i < dz->users.n; i++)
+		if (dz->users.v[i]->op == OP_BIAS_GRAD && dz->users.v[i]->in[0] == dz)
+			return dz->users.v[i];
+	return NULL;
+}
+
+/* r = act_bwd(saved, dy) and bg = bias_grad(dz) as r = act_bias_grad(saved, dy) -> dz, db; bg dies. */
+static void fold_act_bias(Graph *g, Node *r, Node *bg)
+{
+	Tensor **out = arena_array(g->arena, 2, sizeof(Tensor *));
+	out[0] = r->out[0];
+	out[1] = bg->out[0];
+	out[1]->producer = r;
+	r->attr.post_act = op_info[r->op].act;
+	r->attr.axis = bg->attr.axis;
+	r->op = OP_ACT_BIAS_GRAD;
+	r->out = out;
+	r->nout = 2;
+	remove_user(out[0], bg);
+}
+
 /* Make n a user of t, t's users kept in graph order. */
 static void insert_user(Graph *g, Tensor *t, Node *n)
 {
@@ -279,6 +314,14 @@ int fuse_epilogues(Graph *g)
 		dead_node[r->id] = true;
 		dead_tensor[r->out[0]->id] = true;
 		take_relu_grad(g, r, b);
+		folded++;
+	}
+	for (int i = 0; i < g->nodes.n; i++) { /* then the activations' gradients with the bias gradients after them */
+		Node *r = g->nodes.v[i], *bg;
+		if (dead_node[i] || !(bg = act_bias(r)))
+			continue;
+		fold_act_bias(g, r, bg);
+		dead_node[bg->id] = true;
 		folded++;
 	}
 	g->nfused += folded;

@@ -36,6 +36,7 @@ static bool shape_xent(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_attr(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_conv2d_bwd_filter(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_bias_grad(const Node *n, Shape *out, char *err, size_t errlen);
+static bool shape_act_bias_grad(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_dense_bwd_data(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_dense_bwd_weight(const Node *n, Shape *out, char *err, size_t errlen);
 static bool shape_batchnorm_bwd(const Node *n, Shape *out, char *err, size_t errlen);
@@ -699,6 +700,22 @@ static bool shape_bias_grad(const Node *n, Shape *out, char *err, size_t errlen)
 	if (dy.ndim < 2 || ax >= dy.ndim)
 		FAIL("expects a gradient with a batch dimension and dimension %d, got %s", ax, shape_str(dy, s1, sizeof s1));
 	out[0] = shape_make(1, &dy.d[ax]);
+	return true;
+}
+
+/* saved, dy -> dx like dy, and the bias gradient of dx (shape_bias_grad) */
+static bool shape_act_bias_grad(const Node *n, Shape *out, char *err, size_t errlen)
+{
+	Shape dy = n->in[1]->shape;
+	char s1[128], s2[128];
+	if (!shape_eq(n->in[0]->shape, dy))
+		FAIL("the activation's tensor %s and gradient %s differ", shape_str(n->in[0]->shape, s1, sizeof s1),
+		     shape_str(dy, s2, sizeof s2));
+	int ax = n->attr.axis > 0 ? n->attr.axis : 1;
+	if (dy.ndim < 2 || ax >= dy.ndim)
+		FAIL("expects a gradient with a batch dimension and dimension %d, got %s", ax, shape_str(dy, s1, sizeof s1));
+	out[0] = dy;
+	out[1] = shape_make(1, &dy.d[ax]);
 	return true;
 }
 

@@ -275,6 +275,17 @@ static void eval_conv2d(const Node *nd, double **in, double **out)
 			out[0][i] += in[2][(i / (yd.h * yd.w)) % yd.c];
 }
 
+/* v as a tensor of type dt stores it: rounded to float32, and from there to bfloat16 for bf16. */
+static void round_to(DType dt, double *v, int64_t n)
+{
+	if (dt == DT_BF16)
+		for (int64_t i = 0; i < n; i++)
+			v[i] = bf16_round((float)v[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			v[i] = (float)v[i];
+}
+
 /* element i is in column (i / inner) % C, inner the elements after the bias' axis */
 static void eval_bias_grad(const Node *nd, double **in, double **out)
 {
@@ -286,6 +297,26 @@ static void eval_bias_grad(const Node *nd, double **in, double **out)
 		inner *= nd->in[0]->shape.d[d];
 	for (int64_t i = 0; i < nx; i++)
 		out[0][(i / inner) % c] += in[0][i];
+}
+
+/*
+ * saved, dy -> dx, dbias: the activation's gradient, rounded to dx's type
+ * where rounded (the unfused bias_grad read it so), then its bias gradient.
+ */
+static void eval_act_bias_grad(const Node *nd, double **in, double **out, bool rounded)
+{
+	int64_t n = shape_elems(nd->in[1]->shape);
+	for (int64_t i = 0; i < n; i++)
+		out[0][i] = act_grad(nd->attr.post_act, in[0][i], in[1][i]);
+	if (rounded)
+		round_to(nd->out[0]->dtype, out[0], n);
+	const Attrs *a = &nd->attr;
+	int ax = a->axis > 0 ? a->axis : 1;
+	int64_t c = nd->in[1]->shape.d[ax], inner = 1;
+	for (int d = ax + 1; d < nd->in[1]->shape.ndim; d++)
+		inner *= nd->in[1]->shape.d[d];
+	for (int64_t i = 0; i < n; i++)
+		out[1][(i / inner) % c] += out[0][i];
 }
 
 /* rows: every dimension but the last */
@@ -814,17 +845,6 @@ static void eval_attention_bwd(const Node *nd, double **in, double **out)
 			}
 }
 
-/* v as a tensor of type dt stores it: rounded to float32, and from there to bfloat16 for bf16. */
-static void round_to(DType dt, double *v, int64_t n)
-{
-	if (dt == DT_BF16)
-		for (int64_t i = 0; i < n; i++)
-			v[i] = bf16_round((float)v[i]);
-	else
-		for (int64_t i = 0; i < n; i++)
-			v[i] = (float)v[i];
-}
-
 /*
  * Rounded mode: what node nd wrote is what a backend stores, each output
  * in its type (the arithmetic before, in double, stands for a kernel's
@@ -882,6 +902,7 @@ void interp_node(Interp *ip, const Node *nd)
 		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
 		break;
 	case OP_BIAS_GRAD: eval_bias_grad(nd, in, out); break;
+	case OP_ACT_BIAS_GRAD: eval_act_bias_grad(nd, in, out, !ip->f64); break;
 	case OP_DENSE: eval_dense(nd, in, out); break;
 	case OP_DENSE_BWD_DATA: eval_dense_bwd_data(nd, in, out); break;
 	case OP_DENSE_BWD_WEIGHT: eval_dense_bwd_weight(nd, in, out); break;

@@ -130,6 +130,14 @@ size_t cpu_dense_xent_scratch(const int64_t *desc, int64_t block_rows); /* its b
 void cpu_xent_grad_block(void *z, const int32_t *ids, int64_t nr, int64_t k, int64_t rows, bool bf16,
                          double *rowloss);
 double cpu_xent_mean(const double *rowloss, int64_t rows);
+/* cpu/actbias.c: an activation's gradient and a bias gradient in one pass, oneDNN's eltwise a block of rows */
+typedef struct CpuActBias CpuActBias;
+CpuActBias *cpu_act_bias_create(dnnl_engine_t engine, const_dnnl_primitive_attr_t attr, const int64_t *desc,
+                                dnnl_alg_kind_t alg, bool from_y);
+size_t cpu_act_bias_scratch(const CpuActBias *ab); /* the primitives' scratchpad, then a double per column */
+void cpu_act_bias_run(CpuActBias *ab, dnnl_stream_t stream, void *const *args, void *scratch);
+void cpu_act_bias_destroy(CpuActBias *ab);
+
 /* cpu/head.c: the fused output layer in bf16, on matmul primitives made for its blocks */
 typedef struct CpuHead CpuHead;
 CpuHead *cpu_head_create(dnnl_engine_t engine, const_dnnl_primitive_attr_t attr, const int64_t *desc,

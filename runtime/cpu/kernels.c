@@ -125,6 +125,7 @@ typedef struct CpuKernel {
 	size_t attn_at;                       /* attention(_bwd): offset of its threads' blocks; the fused head's block */
 	int64_t block_rows;                   /* dense_crossentropy_ids_grad: the rows of a block */
 	CpuHead *head;                        /* and in bf16, its matmul primitives (cpu/head.c) */
+	CpuActBias *actbias;                  /* act_bias_grad: its blocks' primitives (cpu/actbias.c) */
 	bool widen;                           /* plain C with bf16 arguments: run on float32 copies */
 	size_t wide_at[RT_MAX_ARGS];          /* widen: the offset of each bf16 argument's copy */
 	char impl[64];                        /* implementation, for --profile-kernels */
@@ -1482,7 +1483,8 @@ static void plan_widening(CpuKernel *k)
 		RT_ICE("kernel %d: a slice between two types", k->id);
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
-	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || slice ||
+	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
+	    slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;
@@ -1601,6 +1603,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		else
 			cpu_dense_xent(d, a, (double *)(void *)((char *)s->scratch + k->rowloss_at),
 			               (float *)(void *)((char *)s->scratch + k->attn_at), k->block_rows);
+		break;
+	case RT_OP_ACT_BIAS_GRAD:
+		cpu_act_bias_run(k->actbias, s->stream, a, (char *)s->scratch + k->attn_at);
 		break;
 	case RT_OP_EMBEDDING:
 		run_embedding(d, a);
@@ -1780,6 +1785,17 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX_XENT:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0)));
 		break;
+	case RT_OP_ACT_BIAS_GRAD: { /* an activation oneDNN has (fuse_can_take); its blocks' primitives, scratchpad, sums */
+		Act act = (Act)desc[RT_D_ACT];
+		dnnl_alg_kind_t alg = act == ACT_NONE ? dnnl_alg_kind_undef : eltwise_alg(act);
+		uint64_t data = rt_arg_bf16(desc, 0) ? 1u << 0 | 1u << 1 | 1u << 2 : 0u; /* saved, dy, dx */
+		if (alg == dnnl_alg_kind_undef || ((uint64_t)desc[RT_D_BF16] & ~(1u << 3)) != data)
+			RT_ICE("kernel %d (act_bias_grad): %s, or saved, dy and dx not of one type", id, act_name(act));
+		k->actbias = cpu_act_bias_create(s->engine, s->attr, desc, alg, act_from(act) == ACT_FROM_Y);
+		k->attn_at = scratch_take(k, cpu_act_bias_scratch(k->actbias));
+		snprintf(k->impl, sizeof k->impl, "oneDNN eltwise in blocks + C");
+		break;
+	}
 	case RT_OP_SOFTMAX_XENT_IDS: /* a row per id */
 	case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(arg_elems(desc, 1)));

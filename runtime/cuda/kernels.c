@@ -957,6 +957,7 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		rt_gpu_allreduce_mean(a[0], a[1], arg_elems(d, 0), st);
 		break;
 	case RT_OP_DENSE_XENT_IDS_GRAD: gpu_head(s->blas, st, d, a, s->workspace, k->head_rows); break;
+	case RT_OP_ACT_BIAS_GRAD: /* the compiler fuses for the CPU only: gpu_create refused it */
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1235,6 +1236,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		k->head_rows = rt_head_block_rows(desc);
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in blocks + CUDA", k->bf ? "gemm bf16" : "sgemm");
 		break;
+	case RT_OP_ACT_BIAS_GRAD:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

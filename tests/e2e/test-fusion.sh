@@ -61,7 +61,7 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$s
     done
 done
 # check: the densenet's gradient sums fused; attention.net's residual gradients (2) and residual adds (dropout, dense)
-for sums in dense-blocks:6 attention:4; do
+for sums in dense-blocks:6 attention:6; do
     if "$autotmc" check "$srcdir/tests/e2e/${sums%:*}.net" | grep -q "^fusion: ${sums#*:} sums added by the kernels before"; then
         echo "ok: check: ${sums#*:} sums fused in ${sums%:*}.net"
     else
