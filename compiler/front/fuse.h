@@ -16,13 +16,23 @@
  * gradients are those of the unfused step but for the one rounding of z
  * the fused kernel skips.
  *
- * A gradient sum add(a, dx) of a batchnorm_bwd's dx that nothing else
- * reads is added by batchnorm_bwd itself as it writes dx (its sum input);
- * where a is the first channels of a wider gradient (a slice at offset 0
- * along axis 1, the gradient of a concatenation's first input: a
- * densenet's layers), batchnorm_bwd reads them there and the slice is not
- * copied. dx is rounded to its type before the sum, as the add did: the
- * same bits as unfused.
+ * The gradient of an activation (relu, sigmoid, tanh, GELU) whose output
+ * a bias_grad reads becomes act_bias_grad with attr.post_act the
+ * activation: one node writes the gradient and the bias gradient (the
+ * CPU's kernel sums each block while it is in the cache, in bias_grad's
+ * order: the same bits).
+ *
+ * A sum add(a, dx) of two where nothing else reads dx is added by the node
+ * that wrote dx, as it writes it (its sum input: node_sum_input): a
+ * batchnorm_bwd's or a layernorm_bwd's gradient sum (a densenet's, a
+ * residual's), a forward dropout's or a dense's (with its bias) residual
+ * add. Where a batchnorm_bwd's a is the first channels of a wider gradient
+ * (a slice at offset 0 along axis 1, the gradient of a concatenation's
+ * first input: a densenet's layers), batchnorm_bwd reads them there and
+ * the slice is not copied. dx is rounded to its type before the sum, as
+ * the add did: the same bits as unfused; a dense adds the float32 product
+ * (oneDNN's binary post-op, after the activation), which in bf16 skips the
+ * product's rounding.
  *
  * The loss by class ids and the first node of the backward pass, its
  * gradient, become one node, softmax_crossentropy_ids_grad: the logits are
@@ -58,7 +68,7 @@
 #include "graph.h"
 
 /* Fold what can be folded in g (the CPU's kernels); returns the number of nodes folded (activations,
-   gradients, gradient sums, the loss's). */
+   gradients, sums, the loss's). */
 int fuse_epilogues(Graph *g);
 
 /* Only the loss and its gradient (the GPU's default); returns 1 if folded, else 0. */

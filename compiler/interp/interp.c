@@ -286,17 +286,17 @@ static void round_to(DType dt, double *v, int64_t n)
 			v[i] = (float)v[i];
 }
 
-/* element i is in column (i / inner) % C, inner the elements after the bias' axis */
-static void eval_bias_grad(const Node *nd, double **in, double **out)
+/* db += the bias gradient of g, a tensor like t: element i is in column (i / inner) % C, inner the
+   elements after the bias' axis (nd's) */
+static void bias_sums(const Node *nd, const Tensor *t, const double *g, double *db)
 {
-	const Attrs *a = &nd->attr;
-	int64_t nx = shape_elems(nd->in[0]->shape);
-	int ax = a->axis > 0 ? a->axis : 1;
-	int64_t c = nd->in[0]->shape.d[ax], inner = 1;
-	for (int d = ax + 1; d < nd->in[0]->shape.ndim; d++)
-		inner *= nd->in[0]->shape.d[d];
-	for (int64_t i = 0; i < nx; i++)
-		out[0][(i / inner) % c] += in[0][i];
+	int64_t n = shape_elems(t->shape);
+	int ax = nd->attr.axis > 0 ? nd->attr.axis : 1;
+	int64_t c = t->shape.d[ax], inner = 1;
+	for (int d = ax + 1; d < t->shape.ndim; d++)
+		inner *= t->shape.d[d];
+	for (int64_t i = 0; i < n; i++)
+		db[(i / inner) % c] += g[i];
 }
 
 /*
@@ -310,13 +310,7 @@ static void eval_act_bias_grad(const Node *nd, double **in, double **out, bool r
 		out[0][i] = act_grad(nd->attr.post_act, in[0][i], in[1][i]);
 	if (rounded)
 		round_to(nd->out[0]->dtype, out[0], n);
-	const Attrs *a = &nd->attr;
-	int ax = a->axis > 0 ? a->axis : 1;
-	int64_t c = nd->in[1]->shape.d[ax], inner = 1;
-	for (int d = ax + 1; d < nd->in[1]->shape.ndim; d++)
-		inner *= nd->in[1]->shape.d[d];
-	for (int64_t i = 0; i < n; i++)
-		out[1][(i / inner) % c] += out[0][i];
+	bias_sums(nd, nd->in[1], out[0], out[1]);
 }
 
 /* rows: every dimension but the last */
@@ -901,7 +895,7 @@ void interp_node(Interp *ip, const Node *nd)
 	case OP_CONV2D_BWD_FILTER:
 		conv_loop(CONV_BWD_FILTER, a, dims4(nd->in[0]), dims4(nd->in[1]), in[0], out[0], in[1]);
 		break;
-	case OP_BIAS_GRAD: eval_bias_grad(nd, in, out); break;
+	case OP_BIAS_GRAD: bias_sums(nd, nd->in[0], in[0], out[0]); break;
 	case OP_ACT_BIAS_GRAD: eval_act_bias_grad(nd, in, out, !ip->f64); break;
 	case OP_DENSE: eval_dense(nd, in, out); break;
 	case OP_DENSE_BWD_DATA: eval_dense_bwd_data(nd, in, out); break;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Fusion changes kernels, not results: test_vgg (relu after its convolutions and a dense layer),
+# Fusion changes kernels, not results: test_vgg (relu after its convolutions and a dense layer,
+# the relus' gradients with the bias gradients after them),
 # tests/torch/small.net (relu after batchnorm, a residual block), tests/e2e/dense-blocks.net (a
 # densenet's concatenations: their gradient sums added by the batchnorms' backward kernels) and
 # tests/e2e/attention.net (fused
-# attention, causal and not, across the kernel's blocks; residual adds folded into dropout and
-# layernorm_bwd; the output layer fused with the loss, in blocks of 64 rows) train 3 steps fused (the default) and with
+# attention, causal and not, across the kernel's blocks; residual adds folded into dropout, dense and
+# layernorm_bwd; a GELU's gradient with its bias gradient; the output layer fused with the loss, in
+# blocks of 64 rows) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
 # activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
