@@ -1007,23 +1007,53 @@ static void run_maxpool(const int64_t *d, void *const *a)
 			}
 }
 
-/* maxpool_bwd: x, dy -> dx, each window's gradient to its first maximum (raster order, padding excluded) */
-static void run_maxpool_bwd(const int64_t *d, void *const *a)
+/* One plane of maxpool_bwd in float32: dxp = each window's gradient (dyp, or bf16 dyh) at its first maximum in xp. */
+static void maxpool_bwd_plane(const Windows *v, const float *xp, const float *dyp, const uint16_t *dyh, float *dxp)
 {
-	const float *x = a[0], *dy = a[1];
-	float *dx = a[2];
+	memset(dxp, 0, sizeof *dxp * (size_t)(v->h * v->w));
+	for (int64_t i = 0; i < v->ho; i++)
+		for (int64_t j = 0; j < v->wo; j++) {
+			int64_t best = window_argmax(v, xp, i, j);
+			if (best >= 0)
+				dxp[best] += dyh ? bf16_to_f32(dyh[i * v->wo + j]) : dyp[i * v->wo + j];
+		}
+}
+
+/* The float32 planes a maxpool_bwd with bf16 arguments takes of the scratch: x's and dx's, each thread's. */
+static size_t maxpool_bwd_scratch(const int64_t *d)
+{
+	return rt_arg_bf16(d, 0) ? sizeof(float) * 2 * (size_t)omp_get_max_threads() * (size_t)(RT_ARG_DIM(d, 0, 2) *
+	                                                                                        RT_ARG_DIM(d, 0, 3))
+	                         : 0;
+}
+
+/*
+ * maxpool_bwd: x, dy -> dx, each window's gradient to its first maximum
+ * (raster order, padding excluded); a plane per iteration. In bf16 each
+ * thread widens its plane of x into the scratch (wide: maxpool_bwd_scratch),
+ * sums dx there in float32 and rounds it once, as the widened kernel did,
+ * without widening the whole tensors first.
+ */
+static void run_maxpool_bwd(const int64_t *d, void *const *a, float *wide)
+{
 	Windows v = windows_of(d);
-#pragma omp parallel for if (v.planes * v.h * v.w > PAR_MIN)
+	bool bf16 = rt_arg_bf16(d, 0);
+	int64_t hw = v.h * v.w;
+#pragma omp parallel for if (v.planes * hw > PAR_MIN)
 	for (int64_t p = 0; p < v.planes; p++) {
-		const float *xp = x + p * v.h * v.w, *dyp = dy + p * v.ho * v.wo;
-		float *dxp = dx + p * v.h * v.w;
-		memset(dxp, 0, sizeof *dxp * (size_t)(v.h * v.w));
-		for (int64_t i = 0; i < v.ho; i++)
-			for (int64_t j = 0; j < v.wo; j++) {
-				int64_t best = window_argmax(&v, xp, i, j);
-				if (best >= 0)
-					dxp[best] += dyp[i * v.wo + j];
-			}
+		if (!bf16) {
+			maxpool_bwd_plane(&v, (const float *)a[0] + p * hw, (const float *)a[1] + p * v.ho * v.wo, NULL,
+			                  (float *)a[2] + p * hw);
+			continue;
+		}
+		float *xw = wide + 2 * hw * omp_get_thread_num(), *dxw = xw + hw;
+		const uint16_t *xh = (const uint16_t *)a[0] + p * hw;
+		uint16_t *dxh = (uint16_t *)a[2] + p * hw;
+		for (int64_t k = 0; k < hw; k++)
+			xw[k] = bf16_to_f32(xh[k]);
+		maxpool_bwd_plane(&v, xw, NULL, (const uint16_t *)a[1] + p * v.ho * v.wo, dxw);
+		for (int64_t k = 0; k < hw; k++)
+			dxh[k] = bf16_from_f32(dxw[k]);
 	}
 }
 
@@ -1484,6 +1514,7 @@ static void plan_widening(CpuKernel *k)
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
+	    k->op == RT_OP_MAXPOOL_BWD ||
 	    slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
@@ -1553,7 +1584,7 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 		run_maxpool(d, a);
 		break;
 	case RT_OP_MAXPOOL_BWD:
-		run_maxpool_bwd(d, a);
+		run_maxpool_bwd(d, a, (float *)(void *)((char *)s->scratch + k->attn_at));
 		break;
 	case RT_OP_DROPOUT:
 	case RT_OP_DROPOUT_BWD:
@@ -1814,9 +1845,13 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		cpu_attention_check(id, desc);
 		k->attn_at = scratch_take(k, (size_t)omp_get_max_threads() * cpu_attention_scratch(desc));
 		break;
+	case RT_OP_MAXPOOL_BWD: /* bf16: its threads' float32 planes */
+		if (desc[RT_D_BF16] != 0 && (uint64_t)desc[RT_D_BF16] != 7u)
+			RT_ICE("kernel %d (maxpool_bwd): x, dy and dx not of one type", id);
+		k->attn_at = scratch_take(k, maxpool_bwd_scratch(desc));
+		break;
 	case RT_OP_RESHAPE:
 	case RT_OP_BIAS_GRAD:
-	case RT_OP_MAXPOOL_BWD:
 	case RT_OP_DROPOUT:
 	case RT_OP_DROPOUT_BWD:
 	case RT_OP_SLICE:

@@ -127,7 +127,7 @@ bad "inputs do not match ops.def" \
     "2: error: relu with 2 inputs and 1 output: ops.def gives it 1 input and 1 output" \
     "$h$(line relu "$(desc $RELU 2 1 - 2,4,4,0,0 2,4,4,0,0 2,4,4,0,0)")"$'\n'
 bad "outputs do not match ops.def" \
-    "2: error: dense with 2 inputs and 2 outputs: ops.def gives it 2 to 3 inputs and 1 output" \
+    "2: error: dense with 2 inputs and 2 outputs: ops.def gives it 2 to 4 inputs and 1 output" \
     "$h$(line dense "$(desc $DENSE 2 2 - 2,4,4,0,0 2,4,4,0,0 2,4,4,0,0 2,4,4,0,0)")"$'\n'
 bad "5 dimensions" "2: error: relu: argument 1 has 5 dimensions (1 to 4)" \
     "$h$(line relu "$(desc $RELU 1 1 - 2,4,4,0,0 5,1,1,1,1)")"$'\n'

@@ -179,7 +179,7 @@ def forward(graph, weights, stats, x, y, train=True):
             r = F.conv2d(ins[0], ins[1], ins[2] if len(ins) == 3 else None, stride=a["stride"],
                          padding=a["pad"], groups=a["groups"])
         elif op == "dense":
-            r = F.linear(ins[0], ins[1], ins[2] if len(ins) == 3 else None)
+            r = F.linear(ins[0], ins[1], ins[2] if len(ins) >= 3 else None)
         elif op == "maxpool":
             r = F.max_pool2d(ins[0], a["kernel"], a["stride"], a["pad"])
         elif op == "avgpool":
@@ -227,7 +227,7 @@ def forward(graph, weights, stats, x, y, train=True):
                 r = r + other
         elif op == "concat":
             r = torch.cat(ins, dim=a["axis"])
-        elif op == "dropout" and not train:
+        elif op == "dropout" and not train:  # a second input: the residual added (autotmc's fusion pass)
             r = F.dropout(ins[0], a["p"], training=False)
         elif op == "softmax_crossentropy":
             r = -(ins[1] * F.log_softmax(ins[0], dim=1)).sum(dim=1).mean()
@@ -262,6 +262,8 @@ def forward(graph, weights, stats, x, y, train=True):
             sys.exit(f"torch_check.py: op {op} is not supported by the cross-check (dropout is random)")
         if a.get("post_act"):  # an activation fused onto the op (autotmc's fusion pass)
             r = {"relu": F.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[a["post_act"]](r)
+        if (op == "dense" and len(ins) == 4) or (op == "dropout" and len(ins) == 2):  # a residual add folded in
+            r = r + ins[-1]
         t[n["outputs"][-1 if op in ("softmax_crossentropy_ids_grad", "dense_crossentropy_ids_grad") else 0]] = r
     return t[graph["loss"]], t
 
