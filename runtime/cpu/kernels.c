@@ -1404,19 +1404,27 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 /* batchnorm_eval: y = x alpha + beta per channel, alpha and beta from the running statistics (ops.def) */
 static void run_bn_eval(const int64_t *d, void *const *a)
 {
-	const float *x = a[0], *w = a[1], *b = a[2], *rm = a[3], *rv = a[4];
-	float *y = a[5];
+	const float *w = a[1], *b = a[2], *rm = a[3], *rv = a[4];
 	int64_t nb = RT_ARG_DIM(d, 0, 0), c = dim_or_1(d, 0, 1), inner = inner_elems(d, 0, 2);
 	double eps = attr_f64(d, RT_D_EPS);
+	bool bf16 = rt_arg_bf16(d, 0); /* x and y bf16 (native: each element widened and rounded, as widened) */
 #pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t n = 0; n < nb; n++)
 		for (int64_t ch = 0; ch < c; ch++) {
 			double alpha, beta;
 			op_bn_eval_affine(w[ch], b[ch], rm[ch], rv[ch], eps, &alpha, &beta);
-			const float *xs = x + (n * c + ch) * inner;
-			float *ys = y + (n * c + ch) * inner;
-			for (int64_t k = 0; k < inner; k++)
-				ys[k] = (float)((double)xs[k] * alpha + beta);
+			int64_t at = (n * c + ch) * inner;
+			if (bf16) {
+				const uint16_t *xs = (const uint16_t *)a[0] + at;
+				uint16_t *ys = (uint16_t *)a[5] + at;
+				for (int64_t k = 0; k < inner; k++)
+					ys[k] = bf16_from_f32((float)((double)bf16_to_f32(xs[k]) * alpha + beta));
+			} else {
+				const float *xs = (const float *)a[0] + at;
+				float *ys = (float *)a[5] + at;
+				for (int64_t k = 0; k < inner; k++)
+					ys[k] = (float)((double)xs[k] * alpha + beta);
+			}
 		}
 }
 
@@ -1514,7 +1522,7 @@ static void plan_widening(CpuKernel *k)
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
-	    k->op == RT_OP_MAXPOOL_BWD ||
+	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL ||
 	    slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
@@ -1845,6 +1853,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 		cpu_attention_check(id, desc);
 		k->attn_at = scratch_take(k, (size_t)omp_get_max_threads() * cpu_attention_scratch(desc));
 		break;
+	case RT_OP_BATCHNORM_EVAL: /* bf16 natively: x and y */
+		if (desc[RT_D_BF16] != 0 && (uint64_t)desc[RT_D_BF16] != (1u << 0 | 1u << 5))
+			RT_ICE("kernel %d (batchnorm_eval): x and y not of one type, or bf16 statistics", id);
+		break;
 	case RT_OP_MAXPOOL_BWD: /* bf16: its threads' float32 planes */
 		if (desc[RT_D_BF16] != 0 && (uint64_t)desc[RT_D_BF16] != 7u)
 			RT_ICE("kernel %d (maxpool_bwd): x, dy and dx not of one type", id);
@@ -1870,7 +1882,6 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SGD_MOMENTUM:
 	case RT_OP_ADAMW:
 	case RT_OP_BATCHNORM_STATS:
-	case RT_OP_BATCHNORM_EVAL:
 	case RT_OP_LAYERNORM:
 	case RT_OP_LAYERNORM_BWD:
 	case RT_OP_SOFTMAX_XENT_IDS_BWD:
