@@ -174,8 +174,10 @@ fi
 # RUN.safetensors) are bitwise REF's; a line each
 same_run() {
 	python3 - "$@" <<'EOF'
-import hashlib, json, sys
+import hashlib, json, os, sys
 def facts(p):
+    if not os.path.exists(p + ".json") or not os.path.exists(p + ".safetensors"):
+        sys.exit(f"#   {p.rsplit('/', 1)[1]}: no results (the run failed above)")
     r = json.load(open(p + ".json"))
     return r, hashlib.sha256(open(p + ".safetensors", "rb").read()).hexdigest()
 name = lambda p: p.rsplit("/", 1)[1]
