@@ -14,7 +14,8 @@
 # or sigmoid reads the product before it is rounded to bf16, and small.net's batchnorm biases,
 # whose gradients nearly cancel, carry that (measured 1.3e-2; attention 2e-3); and a second fused
 # run must repeat the first bit for bit. dense-blocks must be bit for bit its unfused self in both
-# precisions (its folds round as the kernels they replace). Then what check prints of fused attention, and the GPU
+# precisions (its folds round as the kernels they replace); attention.net placed with moves and with
+# recomputation must train bit for bit as its all-fast program. Then what check prints of fused attention, and the GPU
 # backend's refusal of it (its runtime has no such kernel) except on a modeled GPU.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -61,6 +62,19 @@ for model in "$srcdir/examples/test_vgg.net" "$srcdir/tests/torch/small.net" "$s
         [ $ok = 1 ] && echo "ok: $name: $kf kernels fused, $ku unfused; losses $(losses "$d/fused.out" | tr '\n' ' ')/ $(losses "$d/unfused.out" | tr '\n' ' '); $(cat "$d/cmp"); repeatable"
         [ $ok = 1 ] || fails=$((fails + 1))
     done
+done
+# placements of the fused attention.net (moves; recomputation) train bit for bit as its all-fast program
+att=$srcdir/tests/e2e/attention.net
+"$autotmc" run "$att" --optimizer all-fast --iters 3 --threads 2 --save-weights "$work/att-fast.st" >"$work/att-fast.out" 2>&1
+for how in "--limit 700KiB --hw optane-6dimm" "--limit 1MiB --hw optane-6dimm --optimizer recompute"; do
+    # shellcheck disable=SC2086
+    if "$autotmc" run "$att" $how --iters 3 --threads 2 --slow-dir "$work" --save-weights "$work/att-placed.st" \
+            >"$work/att-placed.out" 2>&1 && cmp -s "$work/att-fast.st" "$work/att-placed.st" &&
+            [ "$(losses "$work/att-fast.out")" = "$(losses "$work/att-placed.out")" ]; then
+        echo "ok: attention.net $how: $(grep -E '^placement:' "$work/att-placed.out"), bit for bit all-fast"
+    else
+        echo "FAIL: attention.net $how against all-fast"; tail -3 "$work/att-placed.out"; fails=$((fails + 1))
+    fi
 done
 # check: the densenet's gradient sums fused; attention.net's residual gradients (2) and residual adds (dropout, dense)
 for sums in dense-blocks:6 attention:6; do
