@@ -873,13 +873,25 @@ static void run_act_bwd(const int64_t *d, void *const *a, Act act)
 		dx[i] = (float)act_grad(act, (double)saved[i], (double)dy[i]);
 }
 
-/* bias_grad: dy [N, O, ...] or [N, T, O] -> dbias [O], summed over every dimension but the axis (0: 1) */
-static void run_bias_grad(const int64_t *d, void *const *a)
+/* Element i of p, float32 or bf16 (a constant where inlined: the loops specialise). */
+static inline __attribute__((always_inline)) float ld_f32(const void *p, int64_t i, bool bf16)
 {
-	const float *dy = a[0];
-	float *db = a[1];
-	int64_t nb, c, inner;
-	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &nb, &c, &inner);
+	return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* Store v in element i of p, float32 or bf16 (rounded once from v's float32 value). */
+static inline __attribute__((always_inline)) void st_f32(void *p, int64_t i, double v, bool bf16)
+{
+	if (bf16)
+		((uint16_t *)p)[i] = bf16_from_f32((float)v);
+	else
+		((float *)p)[i] = (float)v;
+}
+
+/* run_bias_grad of dy (float32 or bf16: in16) into db (out16) */
+static inline __attribute__((always_inline)) void bias_sums(const void *dy, void *db, int64_t nb, int64_t c,
+                                                            int64_t inner, bool in16, bool out16)
+{
 	if (inner == 1) {
 		/*
 		 * [N, T, O] (a dense layer over the last dimension): a column of
@@ -893,13 +905,11 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 		for (int64_t o0 = 0; o0 < c; o0 += BLK) {
 			int64_t w = c - o0 < BLK ? c - o0 : BLK;
 			double s[BLK] = {0};
-			for (int64_t b = 0; b < nb; b++) {
-				const float *row = dy + b * c + o0;
+			for (int64_t b = 0; b < nb; b++)
 				for (int64_t j = 0; j < w; j++)
-					s[j] += row[j];
-			}
+					s[j] += ld_f32(dy, b * c + o0 + j, in16);
 			for (int64_t j = 0; j < w; j++)
-				db[o0 + j] = (float)s[j];
+				st_f32(db, o0 + j, s[j], out16);
 		}
 		return;
 	}
@@ -907,15 +917,35 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 	for (int64_t o = 0; o < c; o++) {
 		double s = 0;
 		for (int64_t b = 0; b < nb; b++) {
-			const float *row = dy + (b * c + o) * inner;
+			int64_t at = (b * c + o) * inner;
 			double rs = 0;
 #pragma omp simd reduction(+ : rs)
 			for (int64_t i = 0; i < inner; i++)
-				rs += row[i];
+				rs += ld_f32(dy, at + i, in16);
 			s += rs;
 		}
-		db[o] = (float)s;
+		st_f32(db, o, s, out16);
 	}
+}
+
+/*
+ * bias_grad: dy [N, O, ...] or [N, T, O] -> dbias [O], summed over every
+ * dimension but the axis (0: 1), in double; dy and dbias float32 or bf16,
+ * read and written natively (the same bits as on float32 copies).
+ */
+static void run_bias_grad(const int64_t *d, void *const *a)
+{
+	int64_t nb, c, inner;
+	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &nb, &c, &inner);
+	bool in16 = rt_arg_bf16(d, 0), out16 = rt_arg_bf16(d, 1);
+	if (in16 && out16)
+		bias_sums(a[0], a[1], nb, c, inner, true, true);
+	else if (in16)
+		bias_sums(a[0], a[1], nb, c, inner, true, false);
+	else if (out16)
+		bias_sums(a[0], a[1], nb, c, inner, false, true);
+	else
+		bias_sums(a[0], a[1], nb, c, inner, false, false);
 }
 
 /* The windows of max pooling over the planes of x (description d): sizes, strides, padding. */
@@ -1522,7 +1552,7 @@ static void plan_widening(CpuKernel *k)
 	if (k->prim || k->op == RT_OP_CAST || k->op == RT_OP_RESHAPE || k->op == RT_OP_BATCHNORM ||
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
-	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL ||
+	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL || k->op == RT_OP_BIAS_GRAD ||
 	    slice ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
