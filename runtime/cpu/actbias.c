@@ -95,12 +95,6 @@ size_t cpu_act_bias_scratch(const CpuActBias *ab)
 	return (ab->pad + 63) / 64 * 64 + sizeof(double) * (size_t)ab->c;
 }
 
-/* Element i of p, float32 or bf16. */
-static inline float ld(const void *p, int64_t i, bool bf16)
-{
-	return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-
 /* Add the nr rows of dx to the columns' sums s, each column's rows in order (bias_grad's order). */
 static void sum_rows(const CpuActBias *ab, const void *dx, int64_t nr, double *s)
 {
@@ -111,7 +105,7 @@ static void sum_rows(const CpuActBias *ab, const void *dx, int64_t nr, double *s
 			int64_t w = ab->c - o0 < ACT_BIAS_COLS ? ab->c - o0 : ACT_BIAS_COLS;
 			for (int64_t b = 0; b < nr; b++)
 				for (int64_t j = 0; j < w; j++)
-					s[o0 + j] += ld(dx, b * ab->c + o0 + j, bf);
+					s[o0 + j] += bf16_or_f32_ld(dx, b * ab->c + o0 + j, bf);
 		}
 		return;
 	}
@@ -122,7 +116,7 @@ static void sum_rows(const CpuActBias *ab, const void *dx, int64_t nr, double *s
 			double rs = 0;
 #pragma omp simd reduction(+ : rs)
 			for (int64_t i = 0; i < ab->inner; i++)
-				rs += ld(dx, at + i, bf);
+				rs += bf16_or_f32_ld(dx, at + i, bf);
 			s[o] += rs;
 		}
 }
@@ -153,10 +147,7 @@ void cpu_act_bias_run(CpuActBias *ab, dnnl_stream_t st, void *const *a, void *sc
 		sum_rows(ab, dx, nr, s);
 	}
 	for (int64_t o = 0; o < ab->c; o++)
-		if (ab->db16)
-			((uint16_t *)a[3])[o] = bf16_from_f32((float)s[o]);
-		else
-			((float *)a[3])[o] = (float)s[o];
+		bf16_or_f32_st(a[3], o, (float)s[o], ab->db16);
 }
 
 void cpu_act_bias_destroy(CpuActBias *ab)

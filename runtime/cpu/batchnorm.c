@@ -32,20 +32,6 @@ enum { BN_PAR_MIN = 1 << 15 };
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* Element i of p, float32 or bf16. */
-INLINE float ld(const void *p, int64_t i, bool bf16)
-{
-	return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-
-INLINE void st(void *p, int64_t i, float v, bool bf16)
-{
-	if (bf16)
-		((uint16_t *)p)[i] = bf16_from_f32(v);
-	else
-		((float *)p)[i] = v;
-}
-
 /* v where c holds, else +0: a mask on the bits, which the vectoriser takes where it refuses a branch in a sum. */
 INLINE float keep_if(float v, bool c)
 {
@@ -91,14 +77,14 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 			prefetch_run(x, o + inner, inner, bf16);
 #pragma omp simd reduction(+ : s)
 		for (int64_t k = 0; k < inner; k++)
-			s += ld(x, o + k, bf16);
+			s += bf16_or_f32_ld(x, o + k, bf16);
 	}
 	double mu = s / m;
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd reduction(+ : v)
 		for (int64_t k = 0; k < inner; k++) {
-			double t = ld(x, o + k, bf16) - mu;
+			double t = bf16_or_f32_ld(x, o + k, bf16) - mu;
 			v += t * t;
 		}
 	}
@@ -110,8 +96,8 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd
 		for (int64_t k = 0; k < inner; k++) {
-			float out = ld(x, o + k, bf16) * a + b;
-			st(y, o + k, relu && out < 0 ? 0.0f : out, bf16);
+			float out = bf16_or_f32_ld(x, o + k, bf16) * a + b;
+			bf16_or_f32_st(y, o + k, relu && out < 0 ? 0.0f : out, bf16);
 		}
 	}
 }
@@ -171,12 +157,12 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 		}
 #pragma omp simd reduction(+ : sdy, sdyx)
 		for (int64_t k = 0; k < inner; k++) {
-			float gf = ld(dy, o + k, bf16);
+			float gf = bf16_or_f32_ld(dy, o + k, bf16);
 			if (relu)
-				gf = keep_if(gf, ld(y, o + k, bf16) > 0.0f);
+				gf = keep_if(gf, bf16_or_f32_ld(y, o + k, bf16) > 0.0f);
 			double g = gf;
 			sdy += g;
-			sdyx += g * (ld(x, o + k, bf16) - mu);
+			sdyx += g * (bf16_or_f32_ld(x, o + k, bf16) - mu);
 		}
 	}
 	sdyx *= is;
@@ -187,18 +173,18 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 	float A = (float)ga, B = (float)(ga * is * sdyx / m), C = (float)(ga * sdy / m), fm = mean;
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner, os = (n * csum + ch) * inner;
-#define BN_DX(k) (A * (relu ? keep_if(ld(dy, o + (k), bf16), ld(y, o + (k), bf16) > 0.0f) : ld(dy, o + (k), bf16)) - \
-	          B * (ld(x, o + (k), bf16) - fm) - C)
+#define BN_DX(k) (A * (relu ? keep_if(bf16_or_f32_ld(dy, o + (k), bf16), bf16_or_f32_ld(y, o + (k), bf16) > 0.0f) : bf16_or_f32_ld(dy, o + (k), bf16)) - \
+	          B * (bf16_or_f32_ld(x, o + (k), bf16) - fm) - C)
 		if (sum) { /* as the add it replaces: dx rounded to its type, then the sum rounded */
 #pragma omp simd
 			for (int64_t k = 0; k < inner; k++) {
 				float v = BN_DX(k);
-				st(dx, o + k, (bf16 ? bf16_to_f32(bf16_from_f32(v)) : v) + ld(sum, os + k, bf16), bf16);
+				bf16_or_f32_st(dx, o + k, (bf16 ? bf16_round(v) : v) + bf16_or_f32_ld(sum, os + k, bf16), bf16);
 			}
 		} else {
 #pragma omp simd
 			for (int64_t k = 0; k < inner; k++)
-				st(dx, o + k, BN_DX(k), bf16);
+				bf16_or_f32_st(dx, o + k, BN_DX(k), bf16);
 		}
 #undef BN_DX
 	}
