@@ -156,6 +156,46 @@ static inline void op_axis_dims(const int64_t *d, int ndim, int axis, int64_t *o
 }
 
 /*
+ * Whether op's kernels apply activation act to their output themselves,
+ * the activation then folded onto them (compiler/front/fuse.h): oneDNN's
+ * post-ops for convolutions and dense layers, the runtimes' own kernels
+ * for batchnorm and for an add (of two inputs where it is oneDNN's).
+ */
+static inline bool op_takes_act(Op op, Act act)
+{
+	switch (op) {
+	case OP_CONV2D:
+	case OP_DENSE:
+		return act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH;
+	case OP_BATCHNORM:
+	case OP_ADD:
+		return act == ACT_RELU;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The input of an op of nin inputs that is a sum folded into it
+ * (compiler/front/fuse.h: the kernel adds it to its first output), or -1:
+ * after batchnorm_bwd's five (and the output y of an activation fused onto
+ * its batchnorm: act), layernorm_bwd's five, dropout's x, and a dense's
+ * three (a dense without a bias takes none).
+ */
+static inline int op_sum_input(Op op, int nin, Act act)
+{
+	int k;
+	switch (op) {
+	case OP_BATCHNORM_BWD: k = 5 + (act != ACT_NONE); break;
+	case OP_LAYERNORM_BWD: k = 5; break;
+	case OP_DROPOUT: k = 1; break;
+	case OP_DENSE: k = 3; break;
+	default: return -1;
+	}
+	return nin > k ? k : -1;
+}
+
+/*
  * bias_grad's gradient dy as [n, c, inner]: the c channels of dimension
  * `axis` (0 reads as 1, the second; past the last dimension, 1), the
  * elements after it and the images (rows) before, of an ndim-dimensional

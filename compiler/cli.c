@@ -207,6 +207,10 @@ static const Option options[] = {
 	 "keep every activation a kernel of its own (default on the CPU: relu, sigmoid and\n"
 	 "tanh after a convolution or dense layer, relu after batchnorm, run in the\n"
 	 "producer's kernel)"},
+	{"fuse", 0, V_FLAG, F(fuse_gpu), C_ALL, 0, 0, NULL,
+	 "GPU: fold activations, their gradients and residual sums into the kernels\n"
+	 "before them as on the CPU (default there: only the loss with its gradient,\n"
+	 "until the GPU's fused kernels are measured)"},
 	{"attention", 0, V_ATTENTION, F(attention), C_ALL, 0, 0, "A",
 	 "fused: each attention layer without dropout is one kernel, forward and backward,\n"
 	 "that never stores the [T, T] scores (flash attention; default on the CPU);\n"
@@ -795,6 +799,10 @@ static void check_settings(Arena *a, Settings *s)
 		s->threads = online_cores() / s->ranks > 1 ? online_cores() / s->ranks : 1;
 	if (s->precision == PREC_BF16 && s->f64)
 		usage_error(cmd, "--f64 computes everything in float64: give it or --precision bf16, not both");
+	if (s->fuse_gpu && s->no_fuse)
+		usage_error(cmd, "--fuse and --no-fuse: give one");
+	if (s->fuse_gpu && s->target != TARGET_GPU)
+		usage_error(cmd, "--fuse is the CPU's default; it asks the GPU backend to fuse as well: give --backend gpu");
 	if (s->attention == ATTENTION_FUSED && s->no_fuse)
 		usage_error(cmd, "--no-fuse builds every kernel unfused: give it or --attention fused, not both");
 	if (s->head == HEAD_FUSED && s->no_fuse)

@@ -85,6 +85,7 @@ typedef struct Settings {
 	bool emit_llvm;           /* --emit-llvm */
 	bool tf32;                /* --tf32 */
 	bool no_fuse;             /* --no-fuse */
+	bool fuse_gpu;            /* --fuse: the GPU backend fuses as the CPU's */
 	AttentionMode attention;  /* --attention fused|composed */
 	HeadMode head;            /* --head-loss fused|separate */
 	bool json, dot, train;    /* --json, --dot, --train */

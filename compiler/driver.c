@@ -277,9 +277,9 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 		verify_or_die(c->g, "autodiff");
 		if (s->ranks > 1 && !all_reduce(c->g))                                     /* -> gradients averaged */
 			return false;
-		/* the CPU's kernels; the GPU runtime has only the loss's (and its measured profiles no others) */
+		/* the CPU's kernels; the GPU's, unmeasured, with --fuse (its measured profiles have the loss's only) */
 		if (!s->no_fuse) {
-			if (s->target == TARGET_GPU)
+			if (s->target == TARGET_GPU && !s->fuse_gpu)
 				fuse_loss(c->g);
 			else
 				fuse_epilogues(c->g);                                               /* -> fused kernels */

@@ -86,8 +86,10 @@ command -v "$py" > /dev/null || { echo "prepare.sh: no $py" >&2; exit 1; }
 
 # model | .net file | batch | size | variants | PyTorch modes
 # A variant is all-fast, OPT:S:F (--ratio S:F) or OPT@LIMIT (--limit LIMIT),
-# with /bf16 after it in bf16 (--precision bf16; its name ends in -bf16) and
-# /fused with attention fused (--attention fused; -fused).
+# with /bf16 after it in bf16 (--precision bf16; its name ends in -bf16),
+# /fused with attention fused (--attention fused; -fused) and /fuse with the
+# CPU's fusion (--fuse: activations, their gradients and residual sums in the
+# kernels before them; -fuse; placed with the --hw times, which model them).
 if [ "$quick" = 1 ]; then
 	config=(
 		"test_vgg|examples/test_vgg.net|8|32|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um|eager save_on_cpu"
@@ -97,9 +99,9 @@ else
 	config=(
 		"vgg19|examples/vgg19.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
 		"resnet152|examples/resnet152.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu checkpoint checkpoint-bf16 compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
-		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 compile save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"densenet201|examples/densenet201.net|64|224|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16 all-fast/fuse all-fast/bf16/fuse|eager eager-bf16 compile save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
 		"inception_v3|examples/inception_v3.net|64|299|all-fast async:1:1 async:3:1 auto:1:1 auto:3:1 um all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16|eager eager-bf16 save_on_cpu compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
-		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1 all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16 all-fast/fused auto:3:1/fused all-fast/bf16/fused auto:1:1/bf16/fused auto:3:1/bf16/fused|eager eager-bf16 compile composed compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
+		"gpt2|examples/gpt2.net|8|1024|all-fast auto:1:1 auto:3:1 all-fast/bf16 auto:1:1/bf16 auto:3:1/bf16 all-fast/fused auto:3:1/fused all-fast/bf16/fused auto:1:1/bf16/fused auto:3:1/bf16/fused all-fast/bf16/fused/fuse|eager eager-bf16 compile composed compile-bf16 sac-bf16 budget50-bf16 budget25-bf16"
 		"resnet200|examples/resnet200.net|$big_batch|224|async@$limit_big auto@$limit_big|eager checkpoint"
 	)
 fi
@@ -164,6 +166,10 @@ for c in "${config[@]}"; do
 		--export "$out/$model-b$batch-bf16.kernels.tsv" > /dev/null
 	[[ " $variants" != *"/bf16/fused"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --precision bf16 \
 		--attention fused --export "$out/$model-b$batch-bf16-fused.kernels.tsv" > /dev/null
+	[[ " $variants" != *"/fuse"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --fuse \
+		--export "$out/$model-b$batch-fuse.kernels.tsv" > /dev/null
+	[[ " $variants" != *"/bf16/fuse"* && " $variants" != *"/bf16/fused/fuse"* ]] || "$autotmc" profile "$net" \
+		"${defs[@]}" --backend gpu --precision bf16 --fuse --export "$out/$model-b$batch-bf16-fuse.kernels.tsv" > /dev/null
 	if [ -d "$gpu_profile" ]; then
 		# a directory of measured profiles: this model's, by name
 		times=(--gpu-profile "$gpu_profile/$model-b$batch.gpu.tsv")
@@ -178,6 +184,7 @@ for c in "${config[@]}"; do
 			case ${v##*/} in
 			bf16) prec+=(--precision bf16); suffix=-bf16$suffix ;;
 			fused) prec+=(--attention fused); suffix=-fused$suffix ;;
+			fuse) prec+=(--fuse); suffix=-fuse$suffix ;;
 			*) echo "prepare.sh: bad variant '$v'" >&2; exit 2 ;;
 			esac
 			v=${v%/*}
@@ -200,7 +207,9 @@ for c in "${config[@]}"; do
 		case $opt in async|sync|auto|recompute) solver=(--solver-time "$solver_time") ;; esac
 		t0=$SECONDS
 		set +e
-		"$autotmc" build "$net" "${defs[@]}" --backend gpu "${times[@]}" --optimizer "$opt" \
+		vtimes=("${times[@]}") # the measured profiles have no fused kernels: --fuse is placed with modeled times
+		[[ $suffix != *-fuse* ]] || vtimes=(--hw "$hw")
+		"$autotmc" build "$net" "${defs[@]}" --backend gpu "${vtimes[@]}" --optimizer "$opt" \
 			"${place[@]}" "${solver[@]}" "${prec[@]}" -o "$prog" > "$log" 2>&1
 		rc=$?
 		set -e

@@ -7,20 +7,6 @@
 
 #include "util.h"
 
-bool fuse_can_take(Op op, Act act)
-{
-	switch (op) {
-	case OP_CONV2D:
-	case OP_DENSE: /* oneDNN post-ops (the GPU runtime has no fused kernels) */
-		return act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH;
-	case OP_BATCHNORM: /* the runtime's own kernel */
-	case OP_ADD:       /* of two inputs (foldable): oneDNN's binary add with a post-op */
-		return act == ACT_RELU;
-	default:
-		return false;
-	}
-}
-
 /* The producer of activation node a's input, if a can be folded into it. */
 static Node *foldable(const Graph *g, const Node *a)
 {
@@ -30,7 +16,7 @@ static Node *foldable(const Graph *g, const Node *a)
 	Tensor *z = a->in[0];
 	Node *p = z->producer;
 	if (!p || p->phase != PHASE_FORWARD || p->out[0] != z || p->attr.post_act != ACT_NONE ||
-	    !fuse_can_take(p->op, act) || (p->op == OP_ADD && p->nin != 2))
+	    !op_takes_act(p->op, act) || (p->op == OP_ADD && p->nin != 2))
 		return NULL;
 	if (z->users.n != 1 || z == g->output || z->dtype != a->out[0]->dtype || z->kind != a->out[0]->kind)
 		return NULL;

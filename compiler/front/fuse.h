@@ -77,7 +77,4 @@ int fuse_loss(Graph *g);
 /* After fuse_loss: the output layer, the fused loss and their gradients as one node; 1 if folded, else 0. */
 int fuse_head(Graph *g);
 
-/* Whether op can take activation act as an epilogue (the kernels' list). */
-bool fuse_can_take(Op op, Act act);
-
 #endif

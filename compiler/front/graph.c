@@ -357,15 +357,7 @@ const char *node_op_label(const Node *n, char *buf, size_t size)
 
 int node_sum_input(const Node *n)
 {
-	int k;
-	switch (n->op) {
-	case OP_BATCHNORM_BWD: k = 5 + (n->attr.post_act != ACT_NONE); break;
-	case OP_LAYERNORM_BWD: k = 5; break;
-	case OP_DROPOUT: k = 1; break;
-	case OP_DENSE: k = 3; break; /* after the bias: a dense without one takes none */
-	default: return -1;
-	}
-	return n->nin > k ? k : -1;
+	return op_sum_input(n->op, n->nin, n->attr.post_act);
 }
 
 void graph_pop_node(Graph *g)

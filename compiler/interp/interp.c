@@ -1000,7 +1000,7 @@ void interp_node(Interp *ip, const Node *nd)
 		unreachable();
 	}
 	/* an activation fused onto the output (batchnorm_bwd's is applied to its dy instead) */
-	if (a->post_act != ACT_NONE && fuse_can_take(nd->op, a->post_act))
+	if (a->post_act != ACT_NONE && op_takes_act(nd->op, a->post_act))
 		for (int64_t i = 0; i < ny; i++)
 			out[0][i] = act_value(a->post_act, out[0][i]);
 	add_sum(nd, in, out, !ip->f64);

@@ -93,6 +93,36 @@ Out out_arg(void *p, unsigned bf, int i)
 	return Out{p, (bf >> i & 1u) != 0};
 }
 
+/*
+ * A fused node's epilogue (elementwise.h's GpuEpilogue) on the device:
+ * apply(i, v, out_bf) is what element i of the output holds, v being what
+ * the op computed there.
+ */
+struct Epi {
+	Act act;
+	In sum;
+	bool round; /* the sum's operand rounded to the output's type first (all but a dense's) */
+	int64_t blk, sblk;
+	__device__ float apply(int64_t i, float v, bool out_bf) const
+	{
+		if (act != ACT_NONE)
+			v = (float)act_value(act, (double)v);
+		if (sum.p) {
+			if (out_bf && round)
+				v = bf16_to_f32(bf16_from_f32(v));
+			v += sum[i / blk * sblk + i % blk];
+		}
+		return v;
+	}
+};
+
+Epi epi_of(const GpuEpilogue *e)
+{
+	if (!e)
+		return Epi{ACT_NONE, In{nullptr, false}, false, 1, 1};
+	return Epi{e->act, In{e->sum, e->sum_bf}, !e->round_f32, e->blk > 0 ? e->blk : 1, e->sblk > 0 ? e->sblk : 1};
+}
+
 #define FOR_EACH(i, n) \
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
@@ -139,11 +169,11 @@ __global__ void fill_rows(Out y, In b, int64_t n, int64_t cols)
 		y.set(i, b[i % cols]);
 }
 
-/* y [n, c, inner] += b [c]: a convolution's bias */
-__global__ void add_channels(Out y, In b, int64_t total, int64_t c, int64_t inner)
+/* y [n, c, inner] += b [c]: a convolution's bias (b NULL: none), then its epilogue */
+__global__ void add_channels(Out y, In b, int64_t total, int64_t c, int64_t inner, Epi e)
 {
 	FOR_EACH(i, total)
-		y.set(i, y[i] + b[i / inner % c]);
+		y.set(i, e.apply(i, b.p ? y[i] + b[i / inner % c] : y[i], y.bf));
 }
 
 __global__ void eltwise(Act act, In x, Out y, int64_t n)
@@ -170,7 +200,7 @@ struct AddArgs {
 	In x[GPU_MAX_ADD];
 };
 
-__global__ void add(AddArgs a, int nin, Out y, int64_t n)
+__global__ void add(AddArgs a, int nin, Out y, int64_t n, Epi e)
 {
 	FOR_EACH(i, n) {
 		float s = a.x[0][i];
@@ -180,14 +210,15 @@ __global__ void add(AddArgs a, int nin, Out y, int64_t n)
 		for (int k = 1; k < GPU_MAX_ADD; k++)
 			if (k < nin)
 				s += a.x[k][i];
-		y.set(i, s);
+		y.set(i, e.apply(i, s, y.bf));
 	}
 }
 
-__global__ void dropout(In x, Out y, int64_t n, uint64_t seed, uint64_t step, double p)
+__global__ void dropout(In x, Out y, int64_t n, uint64_t seed, uint64_t step, double p, Epi e)
 {
 	FOR_EACH(i, n)
-		y.set(i, rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f);
+		y.set(i, e.apply(i, rt_dropout_keep(seed, step, (uint64_t)i, p) ? (float)((double)x[i] / (1.0 - p)) : 0.0f,
+		                 y.bf));
 }
 
 /* The first and last window along one dimension that contain position r. */
@@ -427,7 +458,7 @@ __global__ void bn_sums(In x, double *part, int64_t n, int64_t nc, int64_t inner
 }
 
 __global__ void bn_normalize(In x, const float *gamma, const float *beta, Out y, float *mean, float *var,
-                             const double *part, int64_t n, int64_t nc, int64_t inner, double eps)
+                             const double *part, int64_t n, int64_t nc, int64_t inner, double eps, Epi e)
 {
 	int64_t c = blockIdx.x;
 	double m = (double)(n * inner), s, ss;
@@ -438,7 +469,7 @@ __global__ void bn_normalize(In x, const float *gamma, const float *beta, Out y,
 	double is = 1.0 / sqrt(v + eps), a = is * gamma[c], b = beta[c] - mu * a;
 	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		y.set(idx, (float)(x[idx] * a + b));
+		y.set(idx, e.apply(idx, (float)(x[idx] * a + b), y.bf));
 	}
 	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		mean[c] = (float)mu;
@@ -446,24 +477,33 @@ __global__ void bn_normalize(In x, const float *gamma, const float *beta, Out y,
 	}
 }
 
+/*
+ * The gradient batchnorm_bwd reads at idx: dy, or where an activation was
+ * fused onto the batchnorm (y.p set), dy through it from y.
+ */
+__device__ double bn_dy(In dy, In y, Act act, int64_t idx)
+{
+	return y.p ? act_grad(act, (double)y[idx], (double)dy[idx]) : (double)dy[idx];
+}
+
 /* backward: sums of dy and of dy (x - mean) */
-__global__ void bn_bwd_sums(In x, const float *mean, In dy, double *part, int64_t n, int64_t nc,
+__global__ void bn_bwd_sums(In x, const float *mean, In dy, In y, Act act, double *part, int64_t n, int64_t nc,
                             int64_t inner)
 {
 	int64_t c = blockIdx.x;
 	double mu = mean[c], sdy = 0, sdyx = 0;
 	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		double d = dy[idx];
+		double d = bn_dy(dy, y, act, idx);
 		sdy += d;
 		sdyx += d * (x[idx] - mu);
 	}
 	bn_store(part, sdy, sdyx);
 }
 
-__global__ void bn_bwd_dx(In x, const float *gamma, const float *mean, const float *var, In dy, Out dx,
-                          float *dgamma, float *dbeta, const double *part, int64_t n, int64_t nc,
-                          int64_t inner, double eps)
+__global__ void bn_bwd_dx(In x, const float *gamma, const float *mean, const float *var, In dy, In y, Act act,
+                          Out dx, float *dgamma, float *dbeta, const double *part, int64_t n, int64_t nc,
+                          int64_t inner, double eps, Epi e)
 {
 	int64_t c = blockIdx.x;
 	double m = (double)(n * inner), invstd = 1.0 / sqrt((double)var[c] + eps), mu = mean[c], sdy, sdyx;
@@ -473,7 +513,7 @@ __global__ void bn_bwd_dx(In x, const float *gamma, const float *mean, const flo
 	double p = gamma[c] * invstd, q = -p * invstd * sdyx / m, r = -p * sdy / m - mu * q;
 	FOR_GROUP(w, n, inner) {
 		int64_t idx = CHANNEL_AT(w, c, nc, inner);
-		dx.set(idx, (float)(dy[idx] * p + x[idx] * q + r));
+		dx.set(idx, e.apply(idx, (float)(bn_dy(dy, y, act, idx) * p + x[idx] * q + r), dx.bf));
 	}
 	if (blockIdx.y == 0 && threadIdx.x == 0) {
 		dbeta[c] = (float)sdy;
@@ -636,12 +676,22 @@ __global__ void layernorm(const float *x, const float *w, const float *b, float 
 		layernorm_row(x + r * c, w, b, y + r * c, c, eps, &mean[r], &rstd[r]);
 }
 
-/* its dx: thread r takes row r */
+/* its dx: thread r takes row r (then adds the row of a fused sum: sum not NULL) */
 __global__ void layernorm_bwd_data(const float *x, const float *w, const float *mean, const float *rstd,
-                                   const float *dy, float *dx, int64_t rows, int64_t c)
+                                   const float *dy, const float *sum, float *dx, int64_t rows, int64_t c)
 {
-	FOR_EACH(r, rows)
+	FOR_EACH(r, rows) {
 		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
+		for (int64_t j = 0; sum && j < c; j++)
+			dx[r * c + j] += sum[r * c + j];
+	}
+}
+
+/* A fused node's epilogue over its output y, in place (a convolution's or a dense's: after cuDNN or cuBLAS) */
+__global__ void epilogue(Out y, int64_t n, Epi e)
+{
+	FOR_EACH(i, n)
+		y.set(i, e.apply(i, y[i], y.bf));
 }
 
 /* its dweight and dbias: thread j sums column j over the rows in order */
@@ -868,11 +918,17 @@ cudaError_t gpu_fill_rows(void *y, const void *b, int64_t rows, int64_t cols, un
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, unsigned bf,
-                             cudaStream_t st)
+cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, const GpuEpilogue *e,
+                             unsigned bf, cudaStream_t st)
 {
 	add_channels<<<grid(n * c * inner), THREADS, 0, st>>>(out_arg(y, bf, 0), in_arg(b, bf, 1), n * c * inner, c,
-	                                                      inner);
+	                                                      inner, epi_of(e));
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_epilogue(void *y, int64_t n, const GpuEpilogue *e, unsigned bf, cudaStream_t st)
+{
+	epilogue<<<grid(n), THREADS, 0, st>>>(out_arg(y, bf, 0), n, epi_of(e));
 	return cudaGetLastError();
 }
 
@@ -895,21 +951,22 @@ cudaError_t gpu_eltwise_bwd(Act act, const void *saved, const void *dy, void *dx
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, unsigned bf, cudaStream_t st)
+cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, const GpuEpilogue *e, unsigned bf,
+                    cudaStream_t st)
 {
 	if (nin < 1 || nin > GPU_MAX_ADD)
 		return cudaErrorInvalidValue;
 	AddArgs a = {};
 	for (int k = 0; k < nin; k++)
 		a.x[k] = in_arg(x[k], bf, k);
-	add<<<grid(n), THREADS, 0, st>>>(a, nin, out_arg(y, bf, nin), n);
+	add<<<grid(n), THREADS, 0, st>>>(a, nin, out_arg(y, bf, nin), n, epi_of(e));
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p, unsigned bf,
-                        cudaStream_t st)
+cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p,
+                        const GpuEpilogue *e, unsigned bf, cudaStream_t st)
 {
-	dropout<<<grid(n), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n, seed, step, p);
+	dropout<<<grid(n), THREADS, 0, st>>>(in_arg(x, bf, 0), out_arg(y, bf, 1), n, seed, step, p, epi_of(e));
 	return cudaGetLastError();
 }
 
@@ -955,23 +1012,25 @@ cudaError_t gpu_globalavgpool_bwd(const void *dy, void *dx, int64_t planes, int6
 }
 
 cudaError_t gpu_batchnorm(const void *x, const float *gamma, const float *beta, void *y, float *mean, float *var,
-                          double *part, int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st)
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, const GpuEpilogue *e,
+                          unsigned bf, cudaStream_t st)
 {
 	In xa = in_arg(x, bf, 0);
 	bn_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, part, n, c, inner);
 	bn_normalize<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, gamma, beta, out_arg(y, bf, 3), mean, var, part, n, c,
-	                                                   inner, eps);
+	                                                   inner, eps, epi_of(e));
 	return cudaGetLastError();
 }
 
 cudaError_t gpu_batchnorm_bwd(const void *x, const float *gamma, const float *mean, const float *var, const void *dy,
-                              void *dx, float *dgamma, float *dbeta, double *part, int64_t n, int64_t c, int64_t inner,
-                              double eps, unsigned bf, cudaStream_t st)
+                              const void *y, Act act, void *dx, float *dgamma, float *dbeta, double *part, int64_t n,
+                              int64_t c, int64_t inner, double eps, const GpuEpilogue *e, unsigned bf,
+                              cudaStream_t st)
 {
-	In xa = in_arg(x, bf, 0), dya = in_arg(dy, bf, 4);
-	bn_bwd_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, mean, dya, part, n, c, inner);
-	bn_bwd_dx<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, gamma, mean, var, dya, out_arg(dx, bf, 5), dgamma, dbeta, part,
-	                                               n, c, inner, eps);
+	In xa = in_arg(x, bf, 0), dya = in_arg(dy, bf, 4), ya = in_arg(y, bf, 6);
+	bn_bwd_sums<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, mean, dya, ya, act, part, n, c, inner);
+	bn_bwd_dx<<<bn_grid(n, c), BN_THREADS, 0, st>>>(xa, gamma, mean, var, dya, ya, act, out_arg(dx, bf, 5), dgamma,
+	                                               dbeta, part, n, c, inner, eps, epi_of(e));
 	return cudaGetLastError();
 }
 
@@ -1030,11 +1089,12 @@ cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float 
 }
 
 cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
-                              float *dx, float *dw, float *db, int64_t rows, int64_t c, cudaStream_t st)
+                              const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
+                              cudaStream_t st)
 {
 	/* the parameters' sums first: dx may be written over dy (ops.def's reuse) */
 	layernorm_bwd_params<<<grid(c), THREADS, 0, st>>>(x, mean, rstd, dy, dw, db, rows, c);
-	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, dy, dx, rows, c);
+	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, dy, sum, dx, rows, c);
 	return cudaGetLastError();
 }
 

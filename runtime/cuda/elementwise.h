@@ -17,6 +17,7 @@
 #define AUTOTM_GPU_ELEMENTWISE_H
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "activation.h" /* base/ */
@@ -28,11 +29,31 @@ extern "C" {
 
 enum { GPU_MAX_ADD = 16 };
 
+/*
+ * What a fused node (compiler/front/fuse.h) does to each element v of its
+ * output before it stores it: v = act(v) (ACT_NONE: nothing); then, where
+ * sum is set, v rounded to the output's type (a dense's, round_f32: to
+ * float32 only, as oneDNN adds the sum to its float32 product), plus
+ * element (i / blk) sblk + i % blk of sum (float32, or bfloat16 where
+ * sum_bf), i being the element's index: a sum has sblk >= blk elements
+ * for each blk of the output (a batchnorm_bwd's may have more channels
+ * than its dx). The interpreter's order (compiler/interp/interp.c:
+ * add_sum). NULL where the node has none.
+ */
+typedef struct GpuEpilogue {
+	Act act;
+	const void *sum;
+	bool sum_bf, round_f32;
+	int64_t blk, sblk;
+} GpuEpilogue;
+
 /* Each row of y [rows, cols] = b [cols] (dense's bias, before the product adds to it). */
 cudaError_t gpu_fill_rows(void *y, const void *b, int64_t rows, int64_t cols, unsigned bf, cudaStream_t st);
-/* y [n, c, inner] += b [c] (a bf16 convolution's bias). */
-cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, unsigned bf,
-                             cudaStream_t st);
+/* y [n, c, inner] += b [c] (a convolution's bias; b NULL: none), then the epilogue e. */
+cudaError_t gpu_add_channels(void *y, const void *b, int64_t n, int64_t c, int64_t inner, const GpuEpilogue *e,
+                             unsigned bf, cudaStream_t st);
+/* The epilogue e over y's n elements, in place (a dense's, after cuBLAS). */
+cudaError_t gpu_epilogue(void *y, int64_t n, const GpuEpilogue *e, unsigned bf, cudaStream_t st);
 /* cast: y = x converted to y's type (bf16: rounded to nearest, ties to even). */
 cudaError_t gpu_cast(const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st);
 /*
@@ -42,11 +63,12 @@ cudaError_t gpu_cast(const void *x, void *y, int64_t n, unsigned bf, cudaStream_
 cudaError_t gpu_eltwise(Act act, const void *x, void *y, int64_t n, unsigned bf, cudaStream_t st);
 cudaError_t gpu_eltwise_bwd(Act act, const void *saved, const void *dy, void *dx, int64_t n, unsigned bf,
                             cudaStream_t st);
-/* y = x1 + x2 + ... (nin of them, at most GPU_MAX_ADD). */
-cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, unsigned bf, cudaStream_t st);
-/* y = kept x / (1 - p), 0 elsewhere: the mask of autotm/random.h's rt_dropout_keep. */
-cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p, unsigned bf,
-                        cudaStream_t st);
+/* y = x1 + x2 + ... (nin of them, at most GPU_MAX_ADD), then the epilogue e. */
+cudaError_t gpu_add(const void *const *x, int nin, void *y, int64_t n, const GpuEpilogue *e, unsigned bf,
+                    cudaStream_t st);
+/* y = kept x / (1 - p), 0 elsewhere: the mask of autotm/random.h's rt_dropout_keep; then the epilogue e. */
+cudaError_t gpu_dropout(const void *x, void *y, int64_t n, uint64_t seed, uint64_t step, double p,
+                        const GpuEpilogue *e, unsigned bf, cudaStream_t st);
 /* The window geometry of a pooling op: kernel, stride, padding. */
 typedef struct GpuWindow {
 	int64_t kh, kw, sh, sw, ph, pw;
@@ -65,14 +87,18 @@ cudaError_t gpu_avgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t h,
 /* globalavgpool_bwd: dx [planes, inner] = dy [planes] / inner. */
 cudaError_t gpu_globalavgpool_bwd(const void *dy, void *dx, int64_t planes, int64_t inner, unsigned bf,
                                   cudaStream_t st);
-/* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c]; part: the
- * partial sums, op_bn_partial_bytes(n, c) of device memory (base/ops.h). */
+/* batchnorm (training): x [n, c, inner] -> y, batch mean [c], biased batch variance [c], y through the
+ * epilogue e; part: the partial sums, op_bn_partial_bytes(n, c) of device memory (base/ops.h). */
 cudaError_t gpu_batchnorm(const void *x, const float *gamma, const float *beta, void *y, float *mean, float *var,
-                          double *part, int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st);
-/* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta; part as gpu_batchnorm's. */
+                          double *part, int64_t n, int64_t c, int64_t inner, double eps, const GpuEpilogue *e,
+                          unsigned bf, cudaStream_t st);
+/* batchnorm_bwd: x, gamma, mean, var, dy -> dx, dgamma, dbeta; part as gpu_batchnorm's. Where y is set (an
+ * activation act fused onto the batchnorm: its output), dy is act's output gradient, taken through act
+ * first; dx goes through the epilogue e (a sum). bf: bit 0 x, 4 dy, 5 dx, 6 y. */
 cudaError_t gpu_batchnorm_bwd(const void *x, const float *gamma, const float *mean, const float *var, const void *dy,
-                              void *dx, float *dgamma, float *dbeta, double *part, int64_t n, int64_t c, int64_t inner,
-                              double eps, unsigned bf, cudaStream_t st);
+                              const void *y, Act act, void *dx, float *dgamma, float *dbeta, double *part, int64_t n,
+                              int64_t c, int64_t inner, double eps, const GpuEpilogue *e, unsigned bf,
+                              cudaStream_t st);
 /* bias_grad: dy [n, c, inner] -> db [c], the sum over n and inner; part: the groups' sums,
  * op_bias_partial_bytes(n, c, inner) of device memory (base/ops.h). */
 cudaError_t gpu_bias_grad(const void *dy, void *db, double *part, int64_t n, int64_t c, int64_t inner, unsigned bf,
@@ -97,8 +123,10 @@ cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, con
 /* layernorm and its gradient (ops.def) over rows of c, a thread a row (dweight, dbias: a column), in double. */
 cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps, cudaStream_t st);
+/* (layernorm_bwd: sum, a fused sum of dx's shape, or NULL) */
 cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
-                              float *dx, float *dw, float *db, int64_t rows, int64_t c, cudaStream_t st);
+                              const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
+                              cudaStream_t st);
 /* batchnorm_eval (ops.def) on x [n, c, inner], per element in double as the CPU. */
 cudaError_t gpu_bn_eval(const void *x, const float *w, const float *b, const float *rm, const float *rv, void *y,
                         int64_t n, int64_t c, int64_t inner, double eps, unsigned bf, cudaStream_t st);

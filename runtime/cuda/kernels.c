@@ -472,6 +472,28 @@ static void make_pool(GpuKernel *k, cudnnPoolingMode_t mode, bool global)
 
 /* ---- launching ---------------------------------------------------------------- */
 
+/*
+ * The epilogue of kernel k's first output, on its arguments a
+ * (compiler/front/fuse.h): its fused activation where `act` (a
+ * batchnorm_bwd applies it to its dy instead) and its fused sum
+ * (base/ops.h's op_sum_input), in e; NULL where it has neither.
+ */
+static const GpuEpilogue *epilogue(const GpuKernel *k, void *const *a, bool act, GpuEpilogue *e)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN], s = op_sum_input((Op)k->op, nin, (Act)d[RT_D_ACT]);
+	*e = (GpuEpilogue){.act = act ? (Act)d[RT_D_ACT] : ACT_NONE};
+	if (s >= 0) {
+		int64_t n = RT_ARG_DIM(d, nin, 0) > 0 ? RT_ARG_DIM(d, nin, 0) : 1;
+		e->sum = a[s];
+		e->sum_bf = k->bf >> s & 1u;
+		e->round_f32 = k->op == RT_OP_DENSE;
+		e->blk = arg_elems(d, nin) / n;
+		e->sblk = arg_elems(d, s) / n;
+	}
+	return e->act != ACT_NONE || e->sum ? e : NULL;
+}
+
 /* A convolution kernel with one of our algorithms (conv_gemm.h); NULL, or why it failed. */
 static const char *run_conv_gemm(GpuState *s, const GpuKernel *k, int algo, void *ws, void *const *a)
 {
@@ -529,10 +551,14 @@ static const char *run_conv(GpuState *s, const GpuKernel *k, int algo, void *ws,
 			RT_ICE("kernel %d (%s) is not a convolution", k->id, op_name(k->op));
 		}
 	}
-	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && nin == 3 && k->bf) {
+	GpuEpilogue e;
+	const GpuEpilogue *ep = k->dir == CONV_FWD ? epilogue(k, a, true, &e) : NULL;
+	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && ((nin == 3 && k->bf) || ep)) {
+		/* a bf16 bias, or a fused activation: the bias (if any) and the activation in one pass of ours */
 		const int64_t *d = k->desc;
-		cudaError_t err = gpu_add_channels(a[3], a[2], RT_ARG_DIM(d, 3, 0), RT_ARG_DIM(d, 3, 1), inner_elems(d, 3, 2),
-		                                   (k->bf >> 3 & 1u) | (k->bf >> 2 & 1u) << 1, s->stream);
+		cudaError_t err = gpu_add_channels(a[nin], nin == 3 ? a[2] : NULL, RT_ARG_DIM(d, nin, 0),
+		                                   RT_ARG_DIM(d, nin, 1), inner_elems(d, nin, 2), ep,
+		                                   (k->bf >> nin & 1u) | (k->bf >> 2 & 1u) << 1, s->stream);
 		return err == cudaSuccess ? NULL : cudaGetErrorString(err);
 	}
 	if (st == CUDNN_STATUS_SUCCESS && k->dir == CONV_FWD && nin == 3)
@@ -601,15 +627,20 @@ static void run_gemm(GpuState *s, const GpuKernel *k, const Gemm *g, void *const
 		                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+/* dense: x [N, I], W [O, I][, b [O]][, a sum] -> y [N, O]: the bias's rows, the product added; then any epilogue */
 static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
 {
 	const int64_t *d = k->desc;
 	int nin = (int)d[RT_D_NIN], fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, nin));
 	int nb = to_int(k, arg_elems(d, 0) / fi);
-	if (nin == 3)
-		launched(k, gpu_fill_rows(a[3], a[2], nb, fo, (k->bf >> 3 & 1u) | (k->bf >> 2 & 1u) << 1, s->stream));
-	Gemm g = {CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, fi, fi, fo, 1, 0, 0, 0, 1, nin == 3 ? 1 : 0, 1, 0, nin};
+	if (nin >= 3)
+		launched(k, gpu_fill_rows(a[nin], a[2], nb, fo, (k->bf >> nin & 1u) | (k->bf >> 2 & 1u) << 1, s->stream));
+	Gemm g = {CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, fi, fi, fo, 1, 0, 0, 0, 1, nin >= 3 ? 1 : 0, 1, 0, nin};
 	run_gemm(s, k, &g, a);
+	GpuEpilogue e;
+	const GpuEpilogue *ep = epilogue(k, a, true, &e);
+	if (ep)
+		launched(k, gpu_epilogue(a[nin], arg_elems(d, nin), ep, k->bf >> nin & 1u, s->stream));
 }
 
 /* dense_bwd_data: dy [N, O], W [O, I] -> dx [N, I] */
@@ -755,7 +786,8 @@ static void launch_add(GpuState *s, GpuKernel *k, void *const *a)
 	const void *x[GPU_MAX_ADD];
 	for (int i = 0; i < nin; i++)
 		x[i] = a[i];
-	launched(k, gpu_add(x, nin, a[nin], arg_elems(k->desc, 0), k->bf, s->stream));
+	GpuEpilogue e;
+	launched(k, gpu_add(x, nin, a[nin], arg_elems(k->desc, 0), epilogue(k, a, true, &e), k->bf, s->stream));
 }
 
 static void launch_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
@@ -764,6 +796,31 @@ static void launch_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
 	int64_t n, c, inner;
 	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &n, &c, &inner);
 	launched(k, gpu_bias_grad(a[0], a[1], s->workspace, n, c, inner, k->bf, s->stream));
+}
+
+/* act_bias_grad: saved, dy -> dx (the activation's gradient, as its own kernel), then dbias from dx */
+static void launch_act_bias_grad(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int64_t n, c, inner;
+	op_bias_dims(&RT_ARG_DIM(d, 1, 0), (int)RT_ARG_NDIM(d, 1), d[RT_D_AXIS], &n, &c, &inner);
+	launched(k, gpu_eltwise_bwd((Act)d[RT_D_ACT], a[0], a[1], a[2], arg_elems(d, 1), k->bf & 7u, s->stream));
+	launched(k, gpu_bias_grad(a[2], a[3], s->workspace, n, c, inner, (k->bf >> 2 & 1u) | (k->bf >> 3 & 1u) << 1,
+	                          s->stream));
+}
+
+/* batchnorm_bwd: x, gamma, mean, var, dy[, y][, sum] -> dx, dgamma, dbeta (y: a fused activation's output) */
+static void launch_bn_bwd(GpuState *s, GpuKernel *k, void *const *a)
+{
+	const int64_t *d = k->desc;
+	int nin = (int)d[RT_D_NIN];
+	Act act = (Act)d[RT_D_ACT];
+	unsigned bf = (k->bf & 0x11u) | (k->bf >> nin & 1u) << 5 | (k->bf >> 5 & 1u) << 6;
+	GpuEpilogue e;
+	launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], act != ACT_NONE ? a[5] : NULL, act, a[nin], a[nin + 1],
+	                              a[nin + 2], s->workspace, RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
+	                              inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), epilogue(k, a, false, &e), bf,
+	                              s->stream));
 }
 
 /* The optimizer's update of one weight: its state after the weight and gradient, the clip's sum of squares last. */
@@ -805,6 +862,7 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	const float one = 1, zero = 0;
 	cudaStream_t st = s->stream;
 	unsigned bf = k->bf;
+	GpuEpilogue e;
 	switch (k->op) {
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -823,13 +881,10 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		break;
 	case RT_OP_BATCHNORM:
 		launched(k, gpu_batchnorm(a[0], a[1], a[2], a[3], a[4], a[5], s->workspace, RT_ARG_DIM(d, 0, 0),
-		                          dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS), bf, st));
+		                          dim_or_1(d, 0, 1), inner_elems(d, 0, 2), attr_f64(d, RT_D_EPS),
+		                          epilogue(k, a, true, &e), bf, st));
 		break;
-	case RT_OP_BATCHNORM_BWD:
-		launched(k, gpu_batchnorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], s->workspace,
-		                              RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1), inner_elems(d, 0, 2),
-		                              attr_f64(d, RT_D_EPS), bf, st));
-		break;
+	case RT_OP_BATCHNORM_BWD: launch_bn_bwd(s, k, a); break;
 	case RT_OP_RELU:
 	case RT_OP_SIGMOID:
 	case RT_OP_TANH:
@@ -860,11 +915,13 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		if (a[1] != a[0])
 			CUDA_CHECK(cudaMemcpyAsync(a[1], a[0], (size_t)rt_arg_bytes(d, 0), cudaMemcpyDefault, st));
 		break;
-	case RT_OP_DROPOUT:
-	case RT_OP_DROPOUT_BWD:
-		launched(k, gpu_dropout(a[0], a[1], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P), bf,
-		                        st));
+	case RT_OP_DROPOUT: /* with a fused sum: x, sum -> y */
+	case RT_OP_DROPOUT_BWD: {
+		int nin = (int)d[RT_D_NIN];
+		launched(k, gpu_dropout(a[0], a[nin], arg_elems(d, 0), (uint64_t)d[RT_D_SEED], step, attr_f64(d, RT_D_P),
+		                        epilogue(k, a, false, &e), (bf & 1u) | (bf >> nin & 1u) << 1, st));
 		break;
+	}
 	case RT_OP_ADD: launch_add(s, k, a); break;
 	case RT_OP_CONCAT:
 	case RT_OP_SLICE:
@@ -942,8 +999,12 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		                          RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS), st));
 		break;
 	case RT_OP_LAYERNORM_BWD:
-		launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-		                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
+		if (d[RT_D_NIN] == 6) /* a fused sum (float32 here: a bf16 one runs widened) */
+			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
+			                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
+		else
+			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], NULL, a[5], a[6], a[7],
+			                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
 		break;
 	case RT_OP_BATCHNORM_EVAL:
 		launched(k, gpu_bn_eval(a[0], a[1], a[2], a[3], a[4], a[5], RT_ARG_DIM(d, 0, 0), dim_or_1(d, 0, 1),
@@ -957,7 +1018,7 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		rt_gpu_allreduce_mean(a[0], a[1], arg_elems(d, 0), st);
 		break;
 	case RT_OP_DENSE_XENT_IDS_GRAD: gpu_head(s->blas, st, d, a, s->workspace, k->head_rows); break;
-	case RT_OP_ACT_BIAS_GRAD: /* the compiler fuses for the CPU only: gpu_create refused it */
+	case RT_OP_ACT_BIAS_GRAD: launch_act_bias_grad(s, k, a); break;
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no op", k->id);
 	}
@@ -1059,7 +1120,7 @@ static bool native_bf16(RtOp op)
 	case RT_OP_CLAMP: case RT_OP_CLAMP_BWD: case RT_OP_POSITION:
 	case RT_OP_SPLIT_HEADS: case RT_OP_MERGE_HEADS:
 	case RT_OP_SOFTMAX_XENT_IDS: case RT_OP_SOFTMAX_XENT_IDS_BWD: case RT_OP_SOFTMAX_XENT_IDS_GRAD:
-	case RT_OP_CAST: case RT_OP_ATTENTION: case RT_OP_ATTENTION_BWD:
+	case RT_OP_CAST: case RT_OP_ATTENTION: case RT_OP_ATTENTION_BWD: case RT_OP_ACT_BIAS_GRAD:
 		return true;
 	default:
 		return false;
@@ -1083,6 +1144,24 @@ static void plan_widening(GpuKernel *k)
 	k->widen = true;
 }
 
+/* A fused activation only where compiler/front/fuse.h folds one (its kernels apply it: epilogue). */
+static void check_fused(const GpuKernel *k)
+{
+	Act act = (Act)k->desc[RT_D_ACT];
+	bool ok;
+	switch (k->op) {
+	case RT_OP_CONV2D:
+	case RT_OP_DENSE:
+	case RT_OP_BATCHNORM:
+	case RT_OP_ADD: ok = act == ACT_NONE || op_takes_act((Op)k->op, act); break;
+	case RT_OP_BATCHNORM_BWD: ok = act == ACT_NONE || act_from(act) == ACT_FROM_Y; break;
+	case RT_OP_ACT_BIAS_GRAD: ok = act != ACT_NONE; break;
+	default: ok = act == ACT_NONE; break;
+	}
+	if (!ok)
+		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", k->id, op_name(k->op), act_name(act));
+}
+
 void *gpu_create(void *state, int32_t id, const int64_t *desc)
 {
 	GpuState *s = state;
@@ -1092,12 +1171,7 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	memcpy(k->desc, desc, sizeof k->desc);
 	snprintf(k->impl, sizeof k->impl, "CUDA");
 	k->bf = (unsigned)desc[RT_D_BF16];
-	if (desc[RT_D_ACT] != ACT_NONE) /* the compiler fuses for the CPU only (compiler/front/fuse.h) */
-		RT_ICE("kernel %d (%s): a fused %s, not built for the GPU", id, op_name(k->op),
-		       act_name((Act)desc[RT_D_ACT]));
-	if (((k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_LAYERNORM_BWD) && desc[RT_D_NIN] != 5) ||
-	    (k->op == RT_OP_DROPOUT && desc[RT_D_NIN] != 1) || (k->op == RT_OP_DENSE && desc[RT_D_NIN] == 4))
-		RT_ICE("kernel %d (%s): a sum fused in, not built for the GPU", id, op_name(k->op));
+	check_fused(k);
 	/* the scratch of CUDA kernels (ops.def's column): before make_conv, which sets its algorithm's */
 	int nin = (int)desc[RT_D_NIN];
 	k->ws = (size_t)op_gpu_scratch((Op)k->op, &RT_ARG_DIM(desc, 0, 0), (int)RT_ARG_NDIM(desc, 0),
@@ -1236,7 +1310,13 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 		k->head_rows = rt_head_block_rows(desc);
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s in blocks + CUDA", k->bf ? "gemm bf16" : "sgemm");
 		break;
-	case RT_OP_ACT_BIAS_GRAD:
+	case RT_OP_ACT_BIAS_GRAD: { /* the bias's groups' sums in the workspace */
+		int64_t n, c, inner;
+		op_bias_dims(&RT_ARG_DIM(desc, 1, 0), (int)RT_ARG_NDIM(desc, 1), desc[RT_D_AXIS], &n, &c, &inner);
+		snprintf(k->impl, sizeof k->impl, "CUDA eltwise, then %lld groups a channel",
+		         (long long)op_bias_groups(n, c, inner));
+		break;
+	}
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: no %s kernel in this runtime", id, op_name(k->op));
 	}

@@ -16,7 +16,8 @@
 # run must repeat the first bit for bit. dense-blocks must be bit for bit its unfused self in both
 # precisions (its folds round as the kernels they replace); attention.net placed with moves and with
 # recomputation must train bit for bit as its all-fast program. Then what check prints of fused attention, and the GPU
-# backend's refusal of it (its runtime has no such kernel) except on a modeled GPU.
+# backend's refusal of it (its runtime has no such kernel) except on a modeled GPU; the GPU backend with --fuse
+# folding the same nodes as the CPU (tests/gpu runs its fused kernels), and only the loss without it.
 set -uo pipefail
 srcdir=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${TOP_BUILDDIR:-$srcdir}
@@ -127,6 +128,38 @@ if "$autotmc" schedule "$att" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --at
     echo "ok: a fused attention placed on a modeled GPU"
 else
     echo "FAIL: schedule --backend gpu --hw --attention fused"; cat "$work/sched"; fails=$((fails + 1))
+fi
+# --fuse: the GPU backend folds as the CPU does (without it, only the loss); the same fused nodes on a modeled GPU
+for model in dense-blocks attention; do
+    src=$srcdir/tests/e2e/$model.net
+    gpu=$("$autotmc" schedule "$src" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --fuse 2>&1 |
+        grep -oE '^ +[0-9]+ +[0-9.]+ +[a-z_0-9]+\+[a-z+]+' | awk '{print $3}' | sort | uniq -c)
+    cpu=$("$autotmc" schedule "$src" 2>&1 | grep -oE '^ +[0-9]+ +[0-9.]+ +[a-z_0-9]+\+[a-z+]+' | awk '{print $3}' |
+        sort | uniq -c)
+    plain=$("$autotmc" schedule "$src" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" 2>&1 |
+        grep -cE '^ +[0-9]+ +[0-9.]+ +[a-z_0-9]+\+(relu|sum|gelu|tanh|sigmoid)')
+    if [ -n "$gpu" ] && [ "$gpu" = "$cpu" ] && [ "$plain" = 0 ]; then
+        echo "ok: $model: --backend gpu --fuse folds as the CPU ($(echo $gpu | tr -s ' '))"
+    else
+        echo "FAIL: $model: --backend gpu --fuse: [$gpu] against the CPU's [$cpu]; $plain fused without --fuse"
+        fails=$((fails + 1))
+    fi
+done
+for bad in "--fuse|give --backend gpu" "--fuse --no-fuse --backend gpu|give one"; do
+    IFS='|' read -r args msg <<< "$bad"
+    # shellcheck disable=SC2086
+    if "$autotmc" schedule "$srcdir/tests/e2e/dense-blocks.net" $args > "$work/bad" 2>&1; then
+        echo "FAIL: schedule $args was accepted"; fails=$((fails + 1))
+    elif grep -q "$msg" "$work/bad"; then echo "ok: schedule $args refused"
+    else echo "FAIL: schedule $args: $(head -1 "$work/bad")"; fails=$((fails + 1)); fi
+done
+if [ -x "$srcdir/autotm-gpu-profile" ]; then # the GPU runtime is built: fused programs build for it (tests/gpu runs them)
+    for model in dense-blocks attention; do
+        "$autotmc" build "$srcdir/tests/e2e/$model.net" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --fuse \
+            --precision bf16 -o "$work/gpu-$model" >"$work/out" 2>&1 && [ -x "$work/gpu-$model" ] &&
+            echo "ok: $model built for the GPU with --fuse (bf16)" ||
+            { echo "FAIL: build $model --backend gpu --fuse: $(tail -3 "$work/out")"; fails=$((fails + 1)); }
+    done
 fi
 if [ -x "$srcdir/autotm-gpu-profile" ]; then # the GPU runtime is built: fused attention and head build for it (tests/gpu runs them)
     "$autotmc" build "$att" --backend gpu --hw "$srcdir/hw/h200-pcie5.hw" --attention fused --head-loss fused \

@@ -18,7 +18,9 @@
  * run in each direction they offer. Then every case in device memory as
  * a bf16 graph (autocast's casts, the bf16 kernels and the float32 ones
  * run widened), and fused as the GPU's programs are (attention fused, the
- * loss fused with its gradient: fuse.h's fuse_loss) in bf16 and in fp32.
+ * loss fused with its gradient: fuse.h's fuse_loss) in bf16 and in fp32,
+ * and every case fused as `--fuse` builds them (fuse.h's fuse_epilogues:
+ * the activations, their gradients and the sums folded) in fp32 and bf16.
  * Every output, and every input an op updates in place, must agree: max
  * |a - b| <= 1e-4 * max(1, max |ref|), 1e-2 for a node with bf16
  * arguments (opcheck.h), with TF32 off (AUTOTM_TF32 unset). Every op of
@@ -105,6 +107,20 @@ static bool gpu_fuses(const OpCase *c)
 	return strstr(c->layers, "attention") || (c->labels && strncmp(c->labels, "class", 5) == 0);
 }
 
+/* The cases fused as `--fuse` builds them, in fp32 and bf16. */
+static void fused_cases(RtCtx *ctx, int32_t *next_id)
+{
+	test_fuse = true;
+	for (int p = 0; p < 2; p++) {
+		test_precision = p ? PREC_BF16 : PREC_FP32;
+		for (int i = 0; i < nop_cases; i++)
+			if (nccl || op_cases[i].kind != OPCASE_RANKS)
+				opcheck_case(ctx, &op_cases[i], next_id, &device_memory);
+	}
+	test_fuse = false;
+	test_precision = PREC_FP32;
+}
+
 int main(void)
 {
 	int ndev = 0;
@@ -148,6 +164,7 @@ int main(void)
 		if (gpu_fuses(&op_cases[i]))
 			opcheck_case(ctx, &op_cases[i], &next_id, &device_memory);
 	test_fuse_gpu = false;
+	fused_cases(ctx, &next_id);
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");

@@ -2,7 +2,7 @@
 # check.sh - the GPU tests, run on a GPU machine without the compiler, in
 # the package that tests/gpu/remote/package.sh built (it is copied there):
 #
-#   ./check.sh [LOGDIR] [--only ops,abi,train,gpt,bf16,eval,det,san,profile,reprofile]
+#   ./check.sh [LOGDIR] [--only ops,abi,train,gpt,bf16,fuse,eval,det,san,profile,reprofile]
 #
 #   ops    test-gpu-ops: every op against the interpreter (1e-4)
 #   abi    abi-train on the GPU (device memory, managed memory capped at
@@ -22,6 +22,11 @@
 #          auto bitwise all-fast (composed, fused); resnet50 b2 all-fast and async against
 #          the bf16 interpreter (1e-2 the first loss, 5e-2 the others);
 #          resnet50 b32 async at 25% three times: bitwise all-fast
+#   fuse   programs built with --fuse (activations, their gradients and
+#          sums folded into the kernels before them): the small GPT, all
+#          fused, against PyTorch (1e-5) and autocast (bf16, 1e-2); bf16
+#          batch 48 auto bitwise all-fast; mlp, test_vgg (async), resnet50
+#          (fp32 and bf16) against the interpreter as train and bf16
 #   eval   evalnet with the evaluation pass (all-fast, sync: its moves and
 #          the parking of the training step's tensors) evaluates the same
 #          weights on the same 27 samples as the CPU program: loss within
@@ -44,7 +49,7 @@
 set -uo pipefail
 pkg=$(cd "$(dirname "$0")" && pwd)
 logs=$pkg/logs
-only=ops,abi,train,gpt,bf16,eval,det,san,profile
+only=ops,abi,train,gpt,bf16,fuse,eval,det,san,profile
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) only=$2; shift 2 ;;
@@ -274,6 +279,26 @@ if want bf16; then
 	if same_run "$logs/det16-all-fast" "${runs[@]}"
 	then ok "bf16 resnet50 async at 25%, 3 runs: bitwise all-fast"
 	else notok "bf16 resnet50 async at 25%: not bitwise identical to all-fast"; fi
+fi
+
+if want fuse; then
+	vs_torch gpt-fuse ref/gpt 1e-5 PyTorch
+	vs_torch gpt16-fuse ref/gpt16 1e-2 "PyTorch autocast"
+	steps gpt16b48-fuse-all-fast gpt16b48-fuse-all-fast
+	steps gpt16b48-fuse-auto gpt16b48-fuse-auto
+	if same_run "$logs/gpt16b48-fuse-all-fast" "$logs/gpt16b48-fuse-auto"
+	then ok "bf16 gpt batch 48, --fuse, auto at 50%: bitwise all-fast"
+	else notok "bf16 gpt batch 48, --fuse, auto at 50%: not bitwise identical to all-fast"; fi
+	for spec in "mlp-fuse mlp 1e-3" "test_vgg-fuse test_vgg 1e-3" "resnet50-fuse resnet50 1e-4 2e-2" \
+		"resnet50-bf16-fuse resnet50-bf16 1e-2 5e-2"; do
+		read -r name ref tol tol2 <<< "$spec"
+		f=$logs/train-$name.txt
+		timeout -k 5 120 "prog/$name" --iters 3 > "$f" 2>&1
+		rc=$?
+		if [ $rc != 0 ]; then notok "$name (exit $rc)"; tail -3 "$f"
+		elif agree "$tol" "ref/$ref.txt" "$f" "${tol2:-}"; then ok "$name: the interpreter's losses"
+		else notok "$name: losses differ from the interpreter's"; fi
+	done
 fi
 
 if want det; then

@@ -193,6 +193,22 @@ build resnet50-bf16-async resnet50 2 async --ratio 1:3 --solver-time 20 -D lr=0.
 build det16-all-fast resnet50 32 all-fast "${bf16[@]}"
 build det16-async-25 resnet50 32 async --ratio 3:1 --solver-time 60 "${bf16[@]}"
 
+# --fuse (check.sh's fuse): the GPU folding activations, their gradients and
+# sums into the kernels before them, as the CPU does. The small GPT with all
+# of it fused against PyTorch (fp32, 1e-5) and its autocast (bf16, 1e-2);
+# bf16 auto at batch 48 against its all-fast, bit for bit; mlp, test_vgg
+# (async, moves) and resnet50 against the interpreter (train's references),
+# resnet50 in bf16 against the bf16 interpreter
+all_fused=(--fuse --attention fused --head-loss fused)
+build gpt-fuse "$gpt" 3 all-fast "${all_fused[@]}"
+build gpt16-fuse "$gpt" 3 all-fast "${all_fused[@]}" "${bf16[@]}"
+build gpt16b48-fuse-all-fast "$gpt" 48 all-fast "${all_fused[@]}" "${bf16[@]}"
+build gpt16b48-fuse-auto "$gpt" 48 auto --ratio 1:1 --solver-time 20 "${all_fused[@]}" "${bf16[@]}"
+build mlp-fuse mlp 8 all-fast --fuse
+build test_vgg-fuse test_vgg 8 async --ratio 1:3 --solver-time 20 --fuse
+build resnet50-fuse resnet50 2 all-fast -D lr=0.001 --fuse
+build resnet50-bf16-fuse resnet50 2 all-fast -D lr=0.001 --fuse "${bf16[@]}"
+
 cp "$out/prog/libcjson.so.1" "$out/"
 
 # the benchmark models' kernels, for autotm-gpu-profile

@@ -7,7 +7,8 @@
 #   tests/gpu/out/pkg/timed.sh OUTDIR [SECONDS]     (default 520)
 #
 # Phases, in this order: a (ops, gpt, bf16: every kernel, the bf16 and
-# fused ones too, and the programs that use them; at most 200 s), b (abi,
+# fused ones too, and the programs that use them; at most 200 s), f (fuse:
+# the programs built with --fuse; at most 60 s), b (abi,
 # train, eval; at most 100 s), d (det, at most 60 s), s (san, at most 190
 # s), r (reprofile: each profile's part at most PROFILE_TIMEOUT, default
 # 45 s, merged into a copy of its profile, r/M.gpu.tsv, to commit in its
@@ -15,7 +16,7 @@
 # OUTDIR gets check.txt (every phase's output) and PHASE.tgz (its logs,
 # saved weights left out).
 set -u
-[ $# -ge 1 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd) || exit 2
 deadline=${2:-520}
 pkg=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +38,7 @@ phase() { # NAME SECONDS check.sh-ARGS...
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv | tee "$log"
 phase a 200 --only ops,gpt,bf16
+phase f 60 --only fuse
 phase b 100 --only abi,train,eval
 phase d 60 --only det
 SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-60} phase s 190 --only san
