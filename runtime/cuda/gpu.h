@@ -8,6 +8,8 @@
  *                       host pools, copy streams, host staging
  *   cuda/kernels.c      kernels: cuDNN, cuBLAS, cuda/elementwise.cu
  *   cuda/attention.c    fused attention: cuBLAS products in chunks of queries
+ *   cuda/head.c         the output layer fused with its loss
+ *   cuda/dense_lt.c     a dense layer with its fused epilogue in one cuBLASLt matmul
  *
  * One process drives one device (the current one: choose it with
  * CUDA_VISIBLE_DEVICES) and one compute stream. Every kernel, every
@@ -89,6 +91,20 @@ void gpu_attention(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, vo
    its block and rows' losses in the workspace (op_head_scratch_bytes). */
 void gpu_head(cublasHandle_t blas, cudaStream_t st, const int64_t *desc, void *const *args, void *workspace,
               int64_t block_rows);
+
+/* ---- a fused dense layer as one cuBLASLt matmul (cuda/dense_lt.c) ---------- */
+
+typedef struct GpuLt GpuLt;
+/* cuBLASLt's handle (cublasLtHandle_t: cublasLt.h is included by dense_lt.c alone). */
+typedef struct cublasLtContext *GpuLtHandle;
+GpuLtHandle gpu_lt_open(void);
+void gpu_lt_close(GpuLtHandle lt);
+/* The plan of dense kernel desc (bf: its bf16 arguments) whose bias and fused relu or sum cuBLASLt's epilogue
+   takes, TF32 where tf32 and float32; NULL where it takes none (then cuBLAS and our kernels run it). */
+GpuLt *gpu_lt_plan(GpuLtHandle lt, const int64_t *desc, unsigned bf, bool tf32);
+/* Run it on the arguments a; false where cuBLASLt refused (nothing written: run it otherwise). */
+bool gpu_lt_run(GpuLtHandle lt, const GpuLt *p, void *const *a, cudaStream_t st);
+void gpu_lt_free(GpuLt *p);
 
 /* ---- for autotm-gpu-profile (cuda/gpuprof.c) ------------------------------ */
 

@@ -73,6 +73,7 @@ typedef struct GpuState {
 	cudaStream_t stream;   /* the compute stream (gpu_stream) */
 	cudnnHandle_t dnn;     /* cuDNN */
 	cublasHandle_t blas;   /* cuBLAS */
+	GpuLtHandle lt;        /* cuBLASLt (fused dense layers: cuda/dense_lt.c), NULL under AUTOTM_CUBLASLT=0 */
 	bool tf32;             /* AUTOTM_TF32=1 */
 	void *workspace;       /* cuDNN's workspace, shared by every kernel (device memory) */
 	size_t workspace_size; /* its size: the most any kernel needs */
@@ -101,6 +102,7 @@ typedef struct GpuKernel {
 	int algo;                         /* convolutions: the cudnnConvolution*Algo_t chosen */
 	size_t ws;                        /* workspace it needs: a convolution's algorithm's; softmax_crossentropy's rows' losses */
 	int64_t head_rows;                /* dense_crossentropy_ids_grad: the rows of its blocks */
+	GpuLt *lt;                        /* a fused dense layer cuBLASLt runs whole, or NULL */
 	cudnnPoolingDescriptor_t pool;    /* pooling forward */
 	unsigned bf;                      /* the arguments it reads and writes as bf16 (RT_D_BF16's bits; 0 when widened) */
 	bool widen;                       /* a float32-only kernel with bf16 arguments: runs on float32 copies */
@@ -633,6 +635,8 @@ static void run_dense(GpuState *s, const GpuKernel *k, void *const *a)
 	const int64_t *d = k->desc;
 	int nin = (int)d[RT_D_NIN], fi = to_int(k, last_dim(d, 0)), fo = to_int(k, last_dim(d, nin));
 	int nb = to_int(k, arg_elems(d, 0) / fi);
+	if (k->lt && gpu_lt_run(s->lt, k->lt, a, s->stream))
+		return;
 	if (nin >= 3)
 		launched(k, gpu_fill_rows(a[nin], a[2], nb, fo, (k->bf >> nin & 1u) | (k->bf >> 2 & 1u) << 1, s->stream));
 	Gemm g = {CUBLAS_OP_T, CUBLAS_OP_N, fo, nb, fi, fi, fi, fo, 1, 0, 0, 0, 1, nin >= 3 ? 1 : 0, 1, 0, nin};
@@ -1088,6 +1092,9 @@ void *gpu_kernels_open(int threads, int64_t scratch_budget)
 	CUBLAS_CHECK(cublasCreate(&s->blas));
 	CUBLAS_CHECK(cublasSetStream(s->blas, s->stream));
 	CUBLAS_CHECK(cublasSetMathMode(s->blas, s->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+	const char *lt = getenv("AUTOTM_CUBLASLT");
+	if (!lt || strcmp(lt, "0") != 0)
+		s->lt = gpu_lt_open();
 	return s;
 }
 
@@ -1097,6 +1104,7 @@ void gpu_kernels_close(void *state)
 	CUDA_CHECK(cudaStreamSynchronize(s->stream));
 	CUDA_CHECK(cudaFree(s->workspace));
 	CUBLAS_CHECK(cublasDestroy(s->blas));
+	gpu_lt_close(s->lt);
 	CUDNN_CHECK(cudnnDestroy(s->dnn));
 	free(s);
 }
@@ -1215,6 +1223,10 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_DENSE_BWD_DATA:
 	case RT_OP_DENSE_BWD_WEIGHT:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s", k->bf ? "gemm bf16" : s->tf32 ? "sgemm tf32" : "sgemm");
+		if (k->op == RT_OP_DENSE && s->lt && (k->lt = gpu_lt_plan(s->lt, desc, k->bf, s->tf32)))
+			snprintf(k->impl, sizeof k->impl, "cuBLASLt %s, epilogue %s%s", k->bf ? "bf16" : s->tf32 ? "tf32" : "f32",
+			         desc[RT_D_ACT] == ACT_RELU ? "relu+bias" : "bias",
+			         op_sum_input(OP_DENSE, (int)desc[RT_D_NIN], (Act)desc[RT_D_ACT]) >= 0 ? "+sum" : "");
 		break;
 	case RT_OP_MATMUL:
 		snprintf(k->impl, sizeof k->impl, "cuBLAS %s strided batched", k->bf ? "gemm bf16" : s->tf32 ? "sgemm tf32" : "sgemm");
@@ -1341,6 +1353,7 @@ void gpu_destroy(void *state, void *kernel)
 		CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(k->conv));
 	if (k->pool)
 		CUDNN_CHECK(cudnnDestroyPoolingDescriptor(k->pool));
+	gpu_lt_free(k->lt);
 	free(k);
 }
 

@@ -20,7 +20,9 @@
  * run widened), and fused as the GPU's programs are (attention fused, the
  * loss fused with its gradient: fuse.h's fuse_loss) in bf16 and in fp32,
  * and every case fused as `--fuse` builds them (fuse.h's fuse_epilogues:
- * the activations, their gradients and the sums folded) in fp32 and bf16.
+ * the activations, their gradients and the sums folded) in fp32 and bf16,
+ * where some dense layers must run as one cuBLASLt matmul (cuda/dense_lt.c;
+ * unless AUTOTM_CUBLASLT is set).
  * Every output, and every input an op updates in place, must agree: max
  * |a - b| <= 1e-4 * max(1, max |ref|), 1e-2 for a node with bf16
  * arguments (opcheck.h), with TF32 off (AUTOTM_TF32 unset). Every op of
@@ -107,6 +109,17 @@ static bool gpu_fuses(const OpCase *c)
 	return strstr(c->layers, "attention") || (c->labels && strncmp(c->labels, "class", 5) == 0);
 }
 
+/* The kernels from id `from` on whose implementation is named `prefix` ("cuBLASLt": cuda/dense_lt.c's). */
+static int kernels_named(const RtCtx *ctx, int32_t from, const char *prefix)
+{
+	int n = 0;
+	for (int32_t i = from; i < ctx->nkernel_slots; i++)
+		if (ctx->kernels[i].impl &&
+		    strncmp(ctx->backend->kernels.impl_name(ctx->kernels[i].impl), prefix, strlen(prefix)) == 0)
+			n++;
+	return n;
+}
+
 /* The cases fused as `--fuse` builds them, in fp32 and bf16. */
 static void fused_cases(RtCtx *ctx, int32_t *next_id)
 {
@@ -164,7 +177,11 @@ int main(void)
 		if (gpu_fuses(&op_cases[i]))
 			opcheck_case(ctx, &op_cases[i], &next_id, &device_memory);
 	test_fuse_gpu = false;
+	int32_t first_fused = next_id;
 	fused_cases(ctx, &next_id);
+	/* the fused dense layers with a bias (a relu or a residual sum after it) ran as one cuBLASLt matmul */
+	int lt = kernels_named(ctx, first_fused, "cuBLASLt");
+	test_check(lt > 0 || getenv("AUTOTM_CUBLASLT"), "fused: %d dense kernels ran in one cuBLASLt matmul", lt);
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");
