@@ -310,8 +310,9 @@ bool rt_ranks_end(RtCtx *ctx)
 		                "average should leave every rank the same bits)\n", rt_prog_name(), R.rank, R.size);
 #if defined(AUTOTM_NCCL)
 	else if (R.rank == 0 && !ctx->opt.quiet && overlapped)
-		printf("ranks: %d, gradients averaged on a communication stream beside the backward pass (%lld all-reduces); "
-		       "weights the same on every rank (checked)\n", R.size, (long long)messages);
+		printf("ranks: %d, gradients averaged on a communication stream beside the backward pass, %.1f in a bucket "
+		       "(%lld NCCL groups); weights the same on every rank (checked)\n", R.size,
+		       messages ? (double)gradients / (double)messages : 0.0, (long long)messages);
 #else
 	else if (R.rank == 0 && !ctx->opt.quiet && overlapped)
 		printf("ranks: %d, gradients exchanged beside the backward pass, %.1f in a bucket (%lld buckets); weights "

@@ -13,13 +13,21 @@
  * system every machine sees), by default one per mpirun job in $TMPDIR
  * (one machine). The all-reduce averages (ncclAvg: every rank gets the
  * same bits, a reduce-scatter then an all-gather) on a communication
- * stream of its own, beside the backward pass, as DDP's buckets run: it
- * waits for the gradient's kernel on the compute stream, averages the
- * gradient in place and records an event. Before a kernel or a move
- * touches a gradient still on its way (its update), rt_exchange_need
- * waits for that event (the host waits, so every stream is after it); a
- * step ends with rt_exchange_drain. AUTOTM_RANKS_OVERLAP=0 averages on
- * the compute stream instead, in the kernel's place.
+ * stream of its own, beside the backward pass, as DDP's buckets run.
+ * Gradients go in buckets, as the CPU's exchange sends them (exchange.c):
+ * an all-reduce kernel adds its gradient (averaged in place) to the open
+ * bucket; the bucket closes when the next gradient would take it past
+ * RT_RANKS_BUCKET_BYTES (a larger gradient goes alone), when a kernel or a
+ * move needs one of its gradients, or at the step's end, all of which
+ * depend on the program's order alone, so every rank closes the same
+ * buckets. A bucket that closes waits, on the communication stream, for
+ * the compute stream as it then stands (every gradient of the bucket
+ * made), and its averages go as one NCCL group (ncclGroupStart/End: one
+ * launch), followed by an event. Before a kernel or a move touches a
+ * gradient still on its way (its update), rt_exchange_need waits for its
+ * bucket's event (the host waits, so every stream is after it); a step
+ * ends with rt_exchange_drain. AUTOTM_RANKS_OVERLAP=0 averages each
+ * gradient on the compute stream instead, in the kernel's place.
  */
 #include "gpu.h"
 
@@ -43,6 +51,8 @@ static struct {
 	int (*comm_init_rank)(NcclComm *, int, NcclUniqueId, int);
 	int (*all_reduce)(const void *, void *, size_t, int, int, NcclComm, cudaStream_t);
 	int (*comm_destroy)(NcclComm);
+	int (*group_start)(void);
+	int (*group_end)(void);
 	const char *(*error_string)(int);
 	NcclComm comm;
 	int rank, size;
@@ -53,10 +63,12 @@ static struct {
 	cudaEvent_t ready;   /* the gradient made, on the compute stream */
 	struct Pending {
 		float *buf;
-		cudaEvent_t done;
+		int64_t n;
+		cudaEvent_t done; /* recorded after its bucket's group */
 	} *pend;                   /* this step's averages, in order, on the communication stream */
 	int64_t npend, ndone, cap; /* handed over; known done (a prefix: the stream runs them in order); events made */
-	int64_t total;             /* averages handed over in all */
+	int64_t open, open_bytes;  /* the open bucket: pend[open .. npend), its bytes; launched before it */
+	int64_t total, buckets;    /* averages handed over in all; buckets launched */
 } N;
 
 static void check(int rc, const char *what)
@@ -89,8 +101,11 @@ static void load(void)
 	*(void **)&N.comm_init_rank = dlsym(N.lib, "ncclCommInitRank");
 	*(void **)&N.all_reduce = dlsym(N.lib, "ncclAllReduce");
 	*(void **)&N.comm_destroy = dlsym(N.lib, "ncclCommDestroy");
+	*(void **)&N.group_start = dlsym(N.lib, "ncclGroupStart");
+	*(void **)&N.group_end = dlsym(N.lib, "ncclGroupEnd");
 	*(void **)&N.error_string = dlsym(N.lib, "ncclGetErrorString");
-	if (!N.get_unique_id || !N.comm_init_rank || !N.all_reduce || !N.comm_destroy || !N.error_string)
+	if (!N.get_unique_id || !N.comm_init_rank || !N.all_reduce || !N.comm_destroy || !N.error_string ||
+	    !N.group_start || !N.group_end)
 		rt_fatal("%s is not NCCL 2 (an entry point is missing)", path);
 }
 
@@ -169,6 +184,30 @@ static struct Pending *next_pending(void)
 	return &N.pend[N.npend++];
 }
 
+/*
+ * Launch the open bucket: the communication stream after the compute
+ * stream as it stands, the bucket's averages in one group, then each
+ * one's event (the same point of the stream).
+ */
+static void close_bucket(void)
+{
+	if (N.open == N.npend)
+		return;
+	if (cudaEventRecord(N.ready, gpu_stream()) != cudaSuccess || cudaStreamWaitEvent(N.stream, N.ready, 0) != cudaSuccess)
+		rt_fatal("cannot order the communication stream after the compute stream");
+	check(N.group_start(), "ncclGroupStart");
+	for (int64_t j = N.open; j < N.npend; j++)
+		check(N.all_reduce(N.pend[j].buf, N.pend[j].buf, (size_t)N.pend[j].n, NCCL_FLOAT32, NCCL_AVG, N.comm,
+		                   N.stream), "ncclAllReduce");
+	check(N.group_end(), "ncclGroupEnd");
+	for (int64_t j = N.open; j < N.npend; j++)
+		if (cudaEventRecord(N.pend[j].done, N.stream) != cudaSuccess)
+			rt_fatal("cannot record an all-reduce's event");
+	N.open = N.npend;
+	N.open_bytes = 0;
+	N.buckets++;
+}
+
 void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream)
 {
 	cudaStream_t st = stream;
@@ -181,14 +220,16 @@ void rt_gpu_allreduce_mean(const float *src, float *dst, int64_t n, void *stream
 	/* in place, so that only dst is on its way: src's memory is free for the next kernel */
 	if (dst != src && cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
 		rt_fatal("cudaMemcpyAsync before an all-reduce failed");
-	if (cudaEventRecord(N.ready, st) != cudaSuccess || cudaStreamWaitEvent(N.stream, N.ready, 0) != cudaSuccess)
-		rt_fatal("cannot order the communication stream after the compute stream");
-	check(N.all_reduce(dst, dst, (size_t)n, NCCL_FLOAT32, NCCL_AVG, N.comm, N.stream), "ncclAllReduce");
+	int64_t bytes = (int64_t)sizeof(float) * n;
+	if (N.open_bytes > 0 && N.open_bytes + bytes > RT_RANKS_BUCKET_BYTES) /* a large gradient goes alone */
+		close_bucket();
 	struct Pending *p = next_pending();
 	p->buf = dst;
-	if (cudaEventRecord(p->done, N.stream) != cudaSuccess)
-		rt_fatal("cannot record an all-reduce's event");
+	p->n = n;
+	N.open_bytes += bytes;
 	N.total++;
+	if (N.open_bytes >= RT_RANKS_BUCKET_BYTES)
+		close_bucket();
 }
 
 void rt_exchange_need(void *const *ptrs, int n)
@@ -202,6 +243,8 @@ void rt_exchange_need(void *const *ptrs, int n)
 				want = j;
 	if (want < 0)
 		return;
+	if (want >= N.open) /* in the open bucket: it goes now */
+		close_bucket();
 	rt_ranks_waiting("an all-reduce of the gradients");
 	if (cudaEventSynchronize(N.pend[want].done) != cudaSuccess)
 		rt_fatal("an all-reduce on the communication stream failed");
@@ -211,18 +254,20 @@ void rt_exchange_need(void *const *ptrs, int n)
 
 void rt_exchange_drain(void)
 {
+	close_bucket();
 	if (N.npend > N.ndone) {
 		rt_ranks_waiting("an all-reduce of the gradients");
 		if (cudaStreamSynchronize(N.stream) != cudaSuccess)
 			rt_fatal("an all-reduce on the communication stream failed");
 		rt_ranks_waiting(NULL);
 	}
-	N.npend = N.ndone = 0;
+	N.npend = N.ndone = N.open = 0;
 }
 
 bool rt_exchange_counts(int64_t *messages, int64_t *gradients)
 {
-	*messages = *gradients = N.total;
+	*messages = N.buckets;
+	*gradients = N.total;
 	return N.overlap && N.comm;
 }
 
