@@ -15,6 +15,7 @@
 
 #include "bf16.h"           /* base/ */
 #include "cuda/conv_gemm.h" /* runtime/ */
+#include "rt_internal.h"    /* runtime/: rt_exchange_drain */
 #include "kdesc.h"
 #include "schedule.h"
 #include "testlib.h"
@@ -143,6 +144,8 @@ static void run_kernel(RtCtx *ctx, const Node *n, int32_t id, int64_t *desc, con
 	if (over < 0)
 		rt_kernel(ctx, id, desc);
 	rt_launch(ctx, id, args);
+	if (n->op == OP_ALLREDUCE) /* its average may wait in a bucket (GPU: cuda/nccl.c) until the step ends */
+		rt_exchange_drain();
 	mem->wait();
 	if (ws)
 		mem->release(ws);
