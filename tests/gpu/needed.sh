@@ -12,7 +12,7 @@ foreign() {
     local lib bad=
     for lib in "$@"; do
         case $lib in
-            libcudnn.so*|libcublas.so*|libcudart.so*|libcjson.so*|libm.so*|libc.so*|libpthread.so*) ;;
+            libcudnn.so*|libcublas.so*|libcublasLt.so*|libcudart.so*|libcjson.so*|libm.so*|libc.so*|libpthread.so*) ;;
             libasan.so*|libubsan.so*) ;; # a build with --enable-sanitizers
             *) bad="$bad $lib" ;;
         esac

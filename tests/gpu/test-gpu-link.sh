@@ -2,7 +2,7 @@
 # test-gpu-link.sh - what can be checked of the GPU runtime without a GPU.
 #
 #   - libautotmrt-cuda.a links into a training program (abi-train-cuda)
-#     that needs only CUDA, cuDNN, cuBLAS, cJSON and the C library: no
+#     that needs only CUDA, cuDNN, cuBLAS(Lt), cJSON and the C library: no
 #     oneDNN, memkind, LLVM, OpenMP or libstdc++, in its NEEDED entries or
 #     among the library's undefined symbols;
 #   - run without a GPU, that program fails with one error line naming the
