@@ -218,8 +218,8 @@ static const Option options[] = {
 	{"head-loss", 0, V_HEAD, F(head), C_ALL, 0, 0, "H",
 	 "fused: a language model's output layer (without bias), its loss by class ids and\n"
 	 "their gradients are one kernel that takes the logits a block of rows at a time and\n"
-	 "never stores them (default on the CPU in fp32; in bf16 it saves memory, not time;\n"
-	 "for the GPU backend asked for only: its kernel is not yet measured on a GPU);\n"
+	 "never stores them (default on the CPU; for the GPU backend asked for only: its\n"
+	 "kernel is not yet measured on a GPU);\n"
 	 "separate: the logits are tensors"},
 	{"tf32", 0, V_FLAG, F(tf32), C(BUILD) | C(RUN) | C(EVAL), 0, 0, NULL,
 	 "GPU: let float32 convolutions and products use TF32 tensor cores, as PyTorch's\n"

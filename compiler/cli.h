@@ -48,7 +48,7 @@ typedef enum AttentionMode {
 
 /* --head-loss: whether a language model's output layer and its loss are one kernel (compiler/front/fuse.h) */
 typedef enum HeadMode {
-	HEAD_DEFAULT,  /* fused on the CPU in float32 (unless --no-fuse); else separate (the GPU's is not yet measured) */
+	HEAD_DEFAULT,  /* fused on the CPU (unless --no-fuse); separate on the GPU (its kernel is not yet measured) */
 	HEAD_FUSED,    /* dense_crossentropy_ids_grad: no logits stored */
 	HEAD_SEPARATE, /* dense, the loss and their gradients: the logits are tensors */
 } HeadMode;

@@ -283,9 +283,8 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 				fuse_loss(c->g);
 			else
 				fuse_epilogues(c->g);                                               /* -> fused kernels */
-			/* by default on the CPU in float32: in bf16 its products run in float32 (fuse.h), slower */
-			if (s->head == HEAD_FUSED || (s->head == HEAD_DEFAULT && s->target != TARGET_GPU &&
-			                              s->precision != PREC_BF16))
+			/* by default on the CPU (in bf16 too, since its products take measured implementations: cpu/head.c) */
+			if (s->head == HEAD_FUSED || (s->head == HEAD_DEFAULT && s->target != TARGET_GPU))
 				fuse_head(c->g);                                                    /* -> no logits */
 			verify_or_die(c->g, "fusion");
 		}

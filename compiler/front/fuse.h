@@ -54,11 +54,11 @@
  * float rounding. In bf16 the logits and their gradient are rounded to
  * bf16 as the unfused tensors were, and dw, summed in float32, is the
  * float32 gradient itself (the unfused step rounded it to bf16 and cast it
- * back: the cast goes). In bf16 the CPU kernel (matmul primitives a
- * block, runtime/cpu/head.c) is a little slower than the separate kernels:
- * the driver folds the head in bf16 only when asked (--head-loss fused),
- * and for the GPU only when asked (its kernel, runtime/cuda/head.c, has not
- * yet run on a GPU).
+ * back: the cast goes). In bf16 the CPU kernel is matmul primitives a
+ * block (runtime/cpu/head.c), as fast as the separate kernels. The driver
+ * folds the head on the CPU by default, and for the GPU only when asked
+ * (--head-loss fused: its kernel, runtime/cuda/head.c, has not yet run on
+ * a GPU).
  *
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
