@@ -166,9 +166,10 @@ for c in "${config[@]}"; do
 		--export "$out/$model-b$batch-bf16.kernels.tsv" > /dev/null
 	[[ " $variants" != *"/bf16/fused"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --precision bf16 \
 		--attention fused --export "$out/$model-b$batch-bf16-fused.kernels.tsv" > /dev/null
-	[[ " $variants" != *"/fuse"* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --fuse \
+	# (a variant's modifiers end with /fuse: " $variants " holds "/fuse ")
+	[[ " $variants " != *"/fuse "* ]] || "$autotmc" profile "$net" "${defs[@]}" --backend gpu --fuse \
 		--export "$out/$model-b$batch-fuse.kernels.tsv" > /dev/null
-	[[ " $variants" != *"/bf16/fuse"* && " $variants" != *"/bf16/fused/fuse"* ]] || "$autotmc" profile "$net" \
+	[[ " $variants " != *"/bf16/fuse "* && " $variants " != *"/bf16/fused/fuse "* ]] || "$autotmc" profile "$net" \
 		"${defs[@]}" --backend gpu --precision bf16 --fuse --export "$out/$model-b$batch-bf16-fuse.kernels.tsv" > /dev/null
 	if [ -d "$gpu_profile" ]; then
 		# a directory of measured profiles: this model's, by name
