@@ -814,8 +814,7 @@ void rt_move(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 {
 	if (bytes < 0)
 		RT_ICE("rt_move of %lld bytes", (long long)bytes);
-	if (ctx->nranks > 1)
-		rt_exchange_need((void *const[]){dst, (void *)src}, 2);
+	rt_exchange_need((void *const[]){dst, (void *)src}, 2); /* (returns at once where nothing is on its way) */
 	ctx->backend->copies.move(dst, src, (size_t)bytes);
 }
 
@@ -823,8 +822,7 @@ int32_t rt_move_async(RtCtx *ctx, void *dst, const void *src, int64_t bytes)
 {
 	if (bytes < 0)
 		RT_ICE("rt_move_async of %lld bytes", (long long)bytes);
-	if (ctx->nranks > 1)
-		rt_exchange_need((void *const[]){dst, (void *)src}, 2);
+	rt_exchange_need((void *const[]){dst, (void *)src}, 2); /* (returns at once where nothing is on its way) */
 	return ctx->backend->copies.submit(ctx->copier, dst, src, (size_t)bytes);
 }
 
@@ -887,8 +885,9 @@ void rt_launch(RtCtx *ctx, int32_t id, void *const *args)
 		RT_ICE("rt_launch: kernel %d was never created", id);
 	RtKernelSlot *k = &ctx->kernels[id];
 	const RtKernelOps *ko = &ctx->backend->kernels;
-	if (ctx->nranks > 1) /* a gradient it reads may still be on its way from the other ranks */
-		rt_exchange_need(args, k->nargs);
+	/* a gradient it reads may still be on its way: from the other ranks, or in a bucket not yet sent (a GPU
+	   program's all-reduce kernels run alone average over NCCL's one rank, in buckets too) */
+	rt_exchange_need(args, k->nargs);
 	if (!ctx->opt.profile) {
 		ko->launch(ctx->kernel_state, k->impl, args, ctx->step);
 		return;

@@ -115,9 +115,9 @@ static void remove_user(Tensor *t, const Node *n)
 static Node *act_bias(const Node *r)
 {
 	Act act = op_info[r->op].act;
-	if (r->phase != PHASE_BACKWARD || op_info[r->op].grad || act == ACT_NONE || r->nin != 2 ||
-	    r->nout != 1 || !(act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH || act == ACT_GELU) || r->in[0]->dtype != r->in[1]->dtype ||
-	    r->out[0]->dtype != r->in[1]->dtype)
+	bool eltwise = act == ACT_RELU || act == ACT_SIGMOID || act == ACT_TANH || act == ACT_GELU;
+	if (r->phase != PHASE_BACKWARD || op_info[r->op].grad || !eltwise || r->nin != 2 || r->nout != 1 ||
+	    r->in[0]->dtype != r->in[1]->dtype || r->out[0]->dtype != r->in[1]->dtype)
 		return NULL;
 	Tensor *dz = r->out[0];
 	for (int i = 0; i < dz->users.n; i++)
@@ -151,16 +151,17 @@ static void insert_user(Graph *g, Tensor *t, Node *n)
 	t->users.v[k] = n;
 }
 
-/* Whether b can add a tensor to its first output (its sum input: node_sum_input), and has none yet. */
+/*
+ * Whether b can add a tensor to its first output: it has no sum input yet,
+ * and one more input would be one (base/ops.h's op_sum_input: a dense
+ * with its bias, dropout and the normalisations' gradients); dropout and
+ * dense in the forward pass only (their gradients have no sum).
+ */
 static bool sums(const Node *b)
 {
-	switch (b->op) {
-	case OP_BATCHNORM_BWD: return node_sum_input(b) < 0;
-	case OP_LAYERNORM_BWD: return b->nin == 5;
-	case OP_DROPOUT: return b->nin == 1 && b->phase == PHASE_FORWARD;
-	case OP_DENSE: return b->nin == 3 && b->phase == PHASE_FORWARD; /* with its bias: oneDNN's binary post-op */
-	default: return false;
-	}
+	bool fwd_only = b->op == OP_DROPOUT || b->op == OP_DENSE;
+	return op_sum_input(b->op, b->nin + 1, b->attr.post_act) == b->nin &&
+	       (!fwd_only || b->phase == PHASE_FORWARD);
 }
 
 /*

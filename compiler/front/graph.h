@@ -176,7 +176,8 @@ bool node_uses(const Node *n, const Tensor *t);
    "+sum" where it adds a tensor to its output ("batchnorm_bwd+relu+sum"). */
 const char *node_op_label(const Node *n, char *buf, size_t size);
 bool node_overwrites(const Node *n, const Tensor *t);
-/* The input that n adds to its first output (batchnorm_bwd, layernorm_bwd, dropout: ops.def; fuse.h), or -1. */
+/* The input that n adds to its first output (batchnorm_bwd, layernorm_bwd, dropout, dense: base/ops.h's
+   op_sum_input; fuse.h), or -1. */
 int node_sum_input(const Node *n);
 
 /* Rename a tensor (the old name is left to the arena). */

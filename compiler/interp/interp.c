@@ -19,7 +19,6 @@
 
 #include "autotm/random.h"
 #include "bf16.h"
-#include "fuse.h"
 #include "util.h"
 #include "weights.h"
 

@@ -85,9 +85,7 @@ static dnnl_primitive_desc_t choose_impl(const dnnl_matmul_desc_t *md, const_dnn
 	dnnl_primitive_desc_iterator_destroy(it);
 	if (!first)
 		rt_fatal("the fused output layer: oneDNN offers no matmul implementation");
-	const char *name = "";
-	dnnl_primitive_desc_query(first, dnnl_query_impl_info_str, 0, &name);
-	if (!pick || amx || (prefer && strncmp(name, prefer, strlen(prefer)) == 0)) {
+	if (!pick || amx) { /* (pick is never the first: where that is the preferred one, it stays) */
 		if (pick)
 			dnnl_primitive_desc_destroy(pick);
 		return first;
