@@ -83,6 +83,20 @@ static inline bool op_is_update(Op op)
 	return op == OP_SGD || op == OP_SGD_MOMENTUM || op == OP_ADAMW;
 }
 
+/* The argument that holds a weight's gradient: an update's (1), a sum of squares' (0); -1 for other ops. */
+static inline int op_grad_arg(Op op)
+{
+	return op == OP_GRAD_SUMSQ ? 0 : op_is_update(op) ? 1 : -1;
+}
+
+/* Whether a kernel of op whose bf16 arguments are those of the mask bf reads a bf16 gradient as it is, all else
+   float32 (compiler/front/fuse.h: fuse_grad_casts); both runtimes' updates and sums of squares do. */
+static inline bool op_reads_bf16_grad(Op op, int64_t bf)
+{
+	int g = op_grad_arg(op);
+	return g >= 0 && bf == (int64_t)1 << g;
+}
+
 /*
  * The loss kernel (softmax_crossentropy) keeps one double per row of its
  * input beside its arguments, for `rows` rows. Both runtimes take these

@@ -162,15 +162,17 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		int casts = 0;
 		for (int i = 0; i < g->nodes.n; i++)
 			casts += g->nodes.v[i]->op == OP_CAST;
-		fprintf(f, "precision: bf16 (autocast: bf16 products, f32 softmax, norms and losses; weights, gradients "
-		           "of weights and optimizer state f32; %d casts)\n", casts);
+		fprintf(f, "precision: bf16 (autocast: bf16 products, f32 softmax, norms and losses; weights, optimizer "
+		           "state and updates f32, the weights' gradients too unless fused; %d casts)\n", casts);
 	}
 	if (!s)
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
-	int attention = 0, loss = 0, head = 0, allreduce = 0, sums = 0;
+	int attention = 0, loss = 0, head = 0, allreduce = 0, sums = 0, grads16 = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
+		const Node *n = g->nodes.v[i];
+		grads16 += op_is_update(n->op) && n->nin > 1 && n->in[1]->dtype == DT_BF16;
 		sums += node_sum_input(g->nodes.v[i]) >= 0;
 		attention += g->nodes.v[i]->op == OP_ATTENTION;
 		loss += g->nodes.v[i]->op == OP_SOFTMAX_XENT_IDS_GRAD;
@@ -185,6 +187,9 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	if (sums)
 		fprintf(f, "fusion: %d sums added by the kernels before them as they write (gradient sums by batchnorm_bwd "
 		           "and layernorm_bwd, a concatenation's slices not copied; residual adds by dropout and dense)\n", sums);
+	if (grads16)
+		fprintf(f, "fusion: %d bf16 weight gradients read by their updates as they are (no float32 copies)\n",
+		        grads16);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
 		           "rows at a time (never stored)\n");

@@ -274,6 +274,44 @@ static bool fold_loss_casts(Node *l, bool *dead_node, bool *dead_tensor)
 	return true;
 }
 
+/*
+ * A bf16 weight gradient's widening cast c whose float32 copy only the
+ * update and the clipping's sum of squares read: they read the bf16
+ * gradient (widening is exact, so the same values and the same sums), and
+ * c and the copy go. A gradient all-reduced over ranks keeps its copy (the
+ * average is taken in float32).
+ */
+static bool grad_cast(const Node *c)
+{
+	if (c->op != OP_CAST || c->nin != 1 || c->in[0]->dtype != DT_BF16 || c->out[0]->dtype != DT_F32)
+		return false;
+	const Tensor *dw = c->out[0];
+	if (dw->users.n == 0)
+		return false;
+	for (int i = 0; i < dw->users.n; i++) {
+		const Node *u = dw->users.v[i];
+		bool update = op_is_update(u->op) && u->nin > 1 && u->in[1] == dw && u->in[0] != dw;
+		bool sumsq = u->op == OP_GRAD_SUMSQ && u->in[0] == dw && (u->nin < 2 || u->in[1] != dw);
+		if (!update && !sumsq)
+			return false;
+	}
+	return true;
+}
+
+/* c's readers read its bf16 input instead (grad_cast); c dies. */
+static void fold_grad_cast(Graph *g, Node *c)
+{
+	Tensor *dw16 = c->in[0], *dw = c->out[0];
+	remove_user(dw16, c);
+	for (int i = 0; i < dw->users.n; i++) {
+		Node *u = dw->users.v[i];
+		u->in[op_is_update(u->op) ? 1 : 0] = dw16;
+		insert_user(g, dw16, u);
+	}
+	dw->users.n = 0;
+	dw->producer = NULL;
+}
+
 int fuse_epilogues(Graph *g)
 {
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
@@ -408,4 +446,23 @@ int fuse_loss(Graph *g)
 	fold_loss_casts(g->loss->producer, dead_node, dead_tensor);
 	compact(g, dead_node, dead_tensor);
 	return 1;
+}
+
+int fuse_grad_casts(Graph *g)
+{
+	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
+	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
+	int folded = 0;
+	for (int i = 0; i < g->nodes.n; i++) {
+		Node *c = g->nodes.v[i];
+		if (!grad_cast(c))
+			continue;
+		dead_node[i] = true;
+		dead_tensor[c->out[0]->id] = true;
+		fold_grad_cast(g, c);
+		folded++;
+	}
+	if (folded)
+		compact(g, dead_node, dead_tensor);
+	return folded;
 }

@@ -60,6 +60,14 @@
  * (--head-loss fused: its kernel, runtime/cuda/head.c, has not yet run on
  * a GPU).
  *
+ * Last, in a bf16 program, a weight's gradient that is cast to float32
+ * only for its update and the clipping's sum of squares is read by them
+ * in bf16 (fuse_grad_casts): widening is exact, so the update and the
+ * sums are those of the unfused step, bit for bit, and the gradient lives
+ * to its update in half the bytes (with clipping, every gradient lives
+ * to the end of the backward pass). After fuse_head, whose float32 dw
+ * replaces such a cast.
+ *
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
 #ifndef AUTOTM_FUSE_H
@@ -76,5 +84,8 @@ int fuse_loss(Graph *g);
 
 /* After fuse_loss: the output layer, the fused loss and their gradients as one node; 1 if folded, else 0. */
 int fuse_head(Graph *g);
+
+/* After fuse_head: the updates and sums of squares read bf16 weight gradients uncast; returns the casts folded. */
+int fuse_grad_casts(Graph *g);
 
 #endif

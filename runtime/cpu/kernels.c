@@ -1342,7 +1342,8 @@ static void run_position_bwd(const int64_t *d, void *const *a)
 enum { GRAD_SUMSQ_PARTS = 64 };
 static void run_grad_sumsq(const int64_t *d, void *const *a)
 {
-	const float *g = a[0];
+	const void *g = a[0];
+	bool g16 = rt_arg_bf16(d, 0); /* a bf16 gradient read as it is (op_reads_bf16_grad) */
 	int64_t n = arg_elems(d, 0), nin = d[RT_D_NIN];
 	int64_t slice = (n + GRAD_SUMSQ_PARTS - 1) / GRAD_SUMSQ_PARTS;
 	double part[GRAD_SUMSQ_PARTS];
@@ -1351,8 +1352,10 @@ static void run_grad_sumsq(const int64_t *d, void *const *a)
 		int64_t lo = p * slice, hi = lo + slice < n ? lo + slice : n;
 		double s = 0;
 #pragma omp simd reduction(+ : s)
-		for (int64_t i = lo; i < hi; i++)
-			s += (double)g[i] * (double)g[i];
+		for (int64_t i = lo; i < hi; i++) {
+			double gi = bf16_or_f32_ld(g, i, g16);
+			s += gi * gi;
+		}
 		part[p] = s;
 	}
 	double total = nin == 2 ? (double)*(const float *)a[1] : 0;
@@ -1376,18 +1379,19 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 	if (nin > min_in)
 		scale = optim_clip_scale(h.clip, (double)*(const float *)a[nin - 1]);
 	float *w = a[0], *s1 = min_in > 2 ? a[2] : NULL, *s2 = min_in > 3 ? a[3] : NULL;
-	const float *g = a[1];
+	const void *g = a[1];
+	bool g16 = rt_arg_bf16(d, 1); /* a bf16 gradient read as it is (op_reads_bf16_grad) */
 	switch (d[RT_D_OP]) {
 	case RT_OP_SGD:
 #pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++)
-			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)g[i]);
+			w[i] = (float)optim_sgd(&h, &st, scale, (double)w[i], (double)bf16_or_f32_ld(g, i, g16));
 		break;
 	case RT_OP_SGD_MOMENTUM:
 #pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++) {
 			double v = (double)s1[i];
-			w[i] = (float)optim_sgd_momentum(&h, &st, scale, (double)w[i], (double)g[i], &v);
+			w[i] = (float)optim_sgd_momentum(&h, &st, scale, (double)w[i], (double)bf16_or_f32_ld(g, i, g16), &v);
 			s1[i] = (float)v;
 		}
 		break;
@@ -1395,7 +1399,7 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 #pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
 		for (int64_t i = 0; i < n; i++) {
 			double m = (double)s1[i], v = (double)s2[i];
-			w[i] = (float)optim_adamw(&h, &st, scale, (double)w[i], (double)g[i], &m, &v);
+			w[i] = (float)optim_adamw(&h, &st, scale, (double)w[i], (double)bf16_or_f32_ld(g, i, g16), &m, &v);
 			s1[i] = (float)m;
 			s2[i] = (float)v;
 		}
@@ -1527,7 +1531,7 @@ static void plan_widening(CpuKernel *k)
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
 	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL || k->op == RT_OP_BIAS_GRAD ||
-	    slice ||
+	    slice || op_reads_bf16_grad((Op)k->op, d[RT_D_BF16]) ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;

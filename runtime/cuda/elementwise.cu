@@ -625,7 +625,7 @@ __global__ void xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 }
 
 /* One block: acc (0 when NULL) + the sum of g's squares, into *out. */
-__global__ void grad_sumsq(const float *g, const float *acc, float *out, int64_t n)
+__global__ void grad_sumsq(In g, const float *acc, float *out, int64_t n)
 {
 	double s = 0;
 	for (int64_t i = threadIdx.x; i < n; i += THREADS)
@@ -636,8 +636,8 @@ __global__ void grad_sumsq(const float *g, const float *acc, float *out, int64_t
 }
 
 /* The updates by base/optim.h's rules; m, v: the state the op has (NULL otherwise). */
-__global__ void update(int op, OptimHyper h, OptimStep st, float *w, const float *g, float *m, float *v,
-                       const float *sumsq, int64_t n)
+__global__ void update(int op, OptimHyper h, OptimStep st, float *w, In g, float *m, float *v, const float *sumsq,
+                       int64_t n)
 {
 	double scale = sumsq ? optim_clip_scale(h.clip, (double)*sumsq) : 1.0;
 	FOR_EACH(i, n) {
@@ -1068,16 +1068,16 @@ cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t n, cudaStream_t st)
+cudaError_t gpu_grad_sumsq(const void *g, bool gbf, const float *acc, float *out, int64_t n, cudaStream_t st)
 {
-	grad_sumsq<<<1, THREADS, 0, st>>>(g, acc, out, n);
+	grad_sumsq<<<1, THREADS, 0, st>>>(In{g, gbf}, acc, out, n);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
-                       const float *sumsq, int64_t n, cudaStream_t st)
+cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const void *g, bool gbf, float *m,
+                       float *v, const float *sumsq, int64_t n, cudaStream_t st)
 {
-	update<<<grid(n), THREADS, 0, st>>>(op, *h, optim_step(h, step), w, g, m, v, sumsq, n);
+	update<<<grid(n), THREADS, 0, st>>>(op, *h, optim_step(h, step), w, In{g, gbf}, m, v, sumsq, n);
 	return cudaGetLastError();
 }
 

@@ -110,16 +110,17 @@ cudaError_t gpu_xent(const float *z, const float *y, double *rowloss, float *los
                      cudaStream_t st);
 /* softmax_crossentropy_bwd: dz = (softmax(z) * sum(y) - y) / rows. */
 cudaError_t gpu_xent_bwd(const float *z, const float *y, float *dz, int64_t rows, int64_t k, cudaStream_t st);
-/* grad_sumsq: *out = (acc ? *acc : 0) + the sum of g's squares (one block, in double). */
-cudaError_t gpu_grad_sumsq(const float *g, const float *acc, float *out, int64_t n, cudaStream_t st);
+/* grad_sumsq: *out = (acc ? *acc : 0) + the sum of g's squares (one block, in double); g bf16 where gbf. */
+cudaError_t gpu_grad_sumsq(const void *g, bool gbf, const float *acc, float *out, int64_t n, cudaStream_t st);
 /*
  * The updates (sgd, sgd_momentum, adamw: op) of step `step` by h
  * (base/optim.h), in double as the CPU: state m (velocity, exp_avg) and v
  * (exp_avg_sq) when the op has them, NULL otherwise; sumsq: the
- * gradients' squared norm when clipping, NULL otherwise.
+ * gradients' squared norm when clipping, NULL otherwise. The gradient g
+ * is bf16 where gbf (widened as it is read), else float32.
  */
-cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const float *g, float *m, float *v,
-                       const float *sumsq, int64_t n, cudaStream_t st);
+cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const void *g, bool gbf, float *m,
+                       float *v, const float *sumsq, int64_t n, cudaStream_t st);
 /* layernorm and its gradient (ops.def) over rows of c, a thread a row (dweight, dbias: a column), in double. */
 cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps, cudaStream_t st);

@@ -833,8 +833,8 @@ static void launch_update(GpuState *s, GpuKernel *k, void *const *a, uint64_t st
 	const int64_t *d = k->desc;
 	OptimHyper h = rt_optim_hyper(d);
 	int64_t nargs = d[RT_D_NIN], min_in = op_info[k->op].min_in;
-	launched(k, gpu_update(k->op, &h, step, a[0], a[1], min_in > 2 ? a[2] : NULL, min_in > 3 ? a[3] : NULL,
-	                       nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), s->stream));
+	launched(k, gpu_update(k->op, &h, step, a[0], a[1], k->bf != 0, min_in > 2 ? a[2] : NULL,
+	                       min_in > 3 ? a[3] : NULL, nargs > min_in ? a[nargs - 1] : NULL, arg_elems(d, 0), s->stream));
 }
 
 static void launch_bn_stats(GpuState *s, GpuKernel *k, void *const *a)
@@ -993,7 +993,8 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 		launched(k, gpu_xent_ids_bwd(a[0], a[1], a[2], arg_elems(d, 1), last_dim(d, 0), bf & 5u, st));
 		break;
 	case RT_OP_GRAD_SUMSQ:
-		launched(k, gpu_grad_sumsq(a[0], d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]], arg_elems(d, 0), st));
+		launched(k, gpu_grad_sumsq(a[0], k->bf != 0, d[RT_D_NIN] == 2 ? a[1] : NULL, a[d[RT_D_NIN]],
+		                           arg_elems(d, 0), st));
 		break;
 	case RT_OP_SGD:
 	case RT_OP_SGD_MOMENTUM:
@@ -1187,8 +1188,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	                               desc[RT_D_KH], desc[RT_D_KW], desc[RT_D_AXIS]);
 	if (k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD)
 		k->ws = gpu_attention_scratch(desc);
-	if (k->bf && !native_bf16(k->op))
-		plan_widening(k);
+	if (k->bf && !native_bf16(k->op) && !op_reads_bf16_grad((Op)k->op, k->bf))
+		plan_widening(k); /* (an update's bf16 gradient is read as it is) */
 	if (k->ws)
 		grow_workspace(s, k);
 	switch (k->op) {

@@ -6,7 +6,7 @@
 # tests/e2e/attention.net (fused
 # attention, causal and not, across the kernel's blocks; residual adds folded into dropout, dense and
 # layernorm_bwd; a GELU's gradient with its bias gradient; the output layer fused with the loss, in
-# blocks of 64 rows) train 3 steps fused (the default) and with
+# blocks of 64 rows; in bf16 the weights' gradients read uncast by their updates) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
 # activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
@@ -84,6 +84,17 @@ for sums in dense-blocks:6 attention:6; do
     else
         echo "FAIL: check of ${sums%:*}.net: $("$autotmc" check "$srcdir/tests/e2e/${sums%:*}.net" | grep fusion)"
         fails=$((fails + 1))
+    fi
+done
+# bf16: the updates read the weights' gradients as bf16 (their float32 casts folded; dense-blocks above is bit
+# for bit its unfused self with them); none with --no-fuse
+for m in dense-blocks:16 attention:12; do
+    src=$srcdir/tests/e2e/${m%:*}.net
+    n=$("$autotmc" check "$src" --precision bf16 | sed -n 's/^fusion: \([0-9]*\) bf16 weight gradients read by their updates.*/\1/p')
+    if [ "$n" = "${m#*:}" ] && ! "$autotmc" check "$src" --precision bf16 --no-fuse | grep -q 'bf16 weight gradients'; then
+        echo "ok: check: ${m#*:} bf16 weight gradients read uncast in ${m%:*}.net"
+    else
+        echo "FAIL: ${m%:*}.net: [$n] bf16 weight gradients read uncast, ${m#*:} expected"; fails=$((fails + 1))
     fi
 done
 # check: the attention layers fused, and the peak without fusion (the [T, T] weights kept) larger
