@@ -43,25 +43,29 @@ BF16_FN float bf16_round(float f)
 	return bf16_to_f32(bf16_from_f32(f));
 }
 
-#ifndef __CUDACC__
+#ifdef __CUDACC__
+#define BF16_LDST __host__ __device__ static inline
+#else
+#define BF16_LDST static inline __attribute__((always_inline))
+#endif
+
 /*
  * Element i of an array of float32, or of bfloat16 where bf16, and a store
  * to one (rounding to bfloat16 there): for kernels that take either type.
  * Always inlined, so that with bf16 a constant each loop is specialised
  * and vectorises.
  */
-static inline __attribute__((always_inline)) float bf16_or_f32_ld(const void *p, int64_t i, bool bf16)
+BF16_LDST float bf16_or_f32_ld(const void *p, int64_t i, bool bf16)
 {
 	return bf16 ? bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
-static inline __attribute__((always_inline)) void bf16_or_f32_st(void *p, int64_t i, float v, bool bf16)
+BF16_LDST void bf16_or_f32_st(void *p, int64_t i, float v, bool bf16)
 {
 	if (bf16)
 		((uint16_t *)p)[i] = bf16_from_f32(v);
 	else
 		((float *)p)[i] = v;
 }
-#endif
 
 #endif

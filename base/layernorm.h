@@ -10,15 +10,20 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "bf16.h"
+
 #ifdef __CUDACC__
 #define LAYERNORM_FN static __host__ __device__ inline
 #else
 #define LAYERNORM_FN static inline
 #endif
 
-/* Row x[c] -> y[c] = (x - mean) rstd w + b; its mean and rstd = 1 / sqrt(var + eps) (var biased). */
-LAYERNORM_FN void layernorm_row(const float *x, const float *w, const float *b, float *y, int64_t c, double eps,
-                                float *mean, float *rstd)
+/*
+ * Row x[c] -> y[c] = (x - mean) rstd w + b; its mean and rstd = 1 / sqrt(var + eps) (var biased). y is
+ * bf16 where ybf: rounded to float32, then to bf16, as the float32 row cast to bf16 would be.
+ */
+LAYERNORM_FN void layernorm_row(const float *x, const float *w, const float *b, void *y, bool ybf, int64_t c,
+                                double eps, float *mean, float *rstd)
 {
 	double m = 0, v = 0;
 	for (int64_t j = 0; j < c; j++)
@@ -28,36 +33,38 @@ LAYERNORM_FN void layernorm_row(const float *x, const float *w, const float *b, 
 		v += ((double)x[j] - m) * ((double)x[j] - m);
 	double s = 1.0 / sqrt(v / (double)c + eps);
 	for (int64_t j = 0; j < c; j++)
-		y[j] = (float)(((double)x[j] - m) * s * (double)w[j] + (double)b[j]);
+		bf16_or_f32_st(y, j, (float)(((double)x[j] - m) * s * (double)w[j] + (double)b[j]), ybf);
 	*mean = (float)m;
 	*rstd = (float)s;
 }
 
-/* The row's dx[c] from x, w, its mean and rstd, and dy: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w.
-   dx may be dy (in place): the row's sums are taken before any element is written. */
-LAYERNORM_FN void layernorm_bwd_row(const float *x, const float *w, double mean, double rstd, const float *dy,
-                                    float *dx, int64_t c)
+/* The row's dx[c] from x, w, its mean and rstd, and dy (bf16 where dybf): rstd (g - mean(g) - xhat mean(g
+   xhat)), g = dy w. dx may be dy (in place): the row's sums are taken before any element is written. */
+LAYERNORM_FN void layernorm_bwd_row(const float *x, const float *w, double mean, double rstd, const void *dy,
+                                    bool dybf, float *dx, int64_t c)
 {
 	double sg = 0, sgx = 0;
 	for (int64_t j = 0; j < c; j++) {
-		double g = (double)dy[j] * (double)w[j];
+		double g = (double)bf16_or_f32_ld(dy, j, dybf) * (double)w[j];
 		sg += g;
 		sgx += g * ((double)x[j] - mean) * rstd;
 	}
 	for (int64_t j = 0; j < c; j++) {
 		double xhat = ((double)x[j] - mean) * rstd;
-		dx[j] = (float)(rstd * ((double)dy[j] * (double)w[j] - sg / (double)c - xhat * sgx / (double)c));
+		dx[j] = (float)(rstd * ((double)bf16_or_f32_ld(dy, j, dybf) * (double)w[j] - sg / (double)c -
+		                        xhat * sgx / (double)c));
 	}
 }
 
-/* Column j's dweight and dbias: sums over the rows, in order, of dy xhat and dy. */
-LAYERNORM_FN void layernorm_bwd_col(const float *x, const float *mean, const float *rstd, const float *dy,
+/* Column j's dweight and dbias: sums over the rows, in order, of dy xhat and dy (dy bf16 where dybf). */
+LAYERNORM_FN void layernorm_bwd_col(const float *x, const float *mean, const float *rstd, const void *dy, bool dybf,
                                     int64_t rows, int64_t c, int64_t j, float *dw, float *db)
 {
 	double sw = 0, sb = 0;
 	for (int64_t r = 0; r < rows; r++) {
-		sw += (double)dy[r * c + j] * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
-		sb += dy[r * c + j];
+		double g = bf16_or_f32_ld(dy, r * c + j, dybf);
+		sw += g * ((double)x[r * c + j] - (double)mean[r]) * (double)rstd[r];
+		sb += g;
 	}
 	*dw = (float)sw;
 	*db = (float)sb;
@@ -70,16 +77,17 @@ LAYERNORM_FN void layernorm_bwd_col(const float *x, const float *mean, const flo
  * so the same bits.
  */
 enum { LAYERNORM_COLS = 16 };
-LAYERNORM_FN void layernorm_bwd_cols(const float *x, const float *mean, const float *rstd, const float *dy,
-                                     int64_t rows, int64_t c, int64_t j0, int64_t w, float *dw, float *db)
+LAYERNORM_FN void layernorm_bwd_cols(const float *x, const float *mean, const float *rstd, const void *dy,
+                                     bool dybf, int64_t rows, int64_t c, int64_t j0, int64_t w, float *dw, float *db)
 {
 	double sw[LAYERNORM_COLS] = {0}, sb[LAYERNORM_COLS] = {0};
 	for (int64_t r = 0; r < rows; r++) {
-		const float *xr = x + r * c + j0, *dyr = dy + r * c + j0;
+		const float *xr = x + r * c + j0;
 		double m = mean[r], s = rstd[r];
 		for (int64_t j = 0; j < w; j++) {
-			sw[j] += (double)dyr[j] * ((double)xr[j] - m) * s;
-			sb[j] += dyr[j];
+			double g = bf16_or_f32_ld(dy, r * c + j0 + j, dybf);
+			sw[j] += g * ((double)xr[j] - m) * s;
+			sb[j] += g;
 		}
 	}
 	for (int64_t j = 0; j < w; j++) {

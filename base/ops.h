@@ -89,11 +89,19 @@ static inline int op_grad_arg(Op op)
 	return op == OP_GRAD_SUMSQ ? 0 : op_is_update(op) ? 1 : -1;
 }
 
-/* Whether a kernel of op whose bf16 arguments are those of the mask bf reads a bf16 gradient as it is, all else
-   float32 (compiler/front/fuse.h: fuse_grad_casts); both runtimes' updates and sums of squares do. */
-static inline bool op_reads_bf16_grad(Op op, int64_t bf)
+/*
+ * Whether both runtimes' kernels of a float32 op take the one bf16
+ * argument of the mask bf as it is, where fusion folds autocast's cast
+ * beside it (compiler/front/fuse.h: fuse_casts): an update's or a sum of
+ * squares' gradient, a layernorm's output y, a layernorm_bwd's dy.
+ */
+static inline bool op_bf16_arg_native(Op op, int64_t bf)
 {
 	int g = op_grad_arg(op);
+	if (op == OP_LAYERNORM)
+		g = 3;
+	else if (op == OP_LAYERNORM_BWD)
+		g = 4;
 	return g >= 0 && bf == (int64_t)1 << g;
 }
 

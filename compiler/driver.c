@@ -286,8 +286,9 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 			/* by default on the CPU (in bf16 too, since its products take measured implementations: cpu/head.c) */
 			if (s->head == HEAD_FUSED || (s->head == HEAD_DEFAULT && s->target != TARGET_GPU))
 				fuse_head(c->g);                                                    /* -> no logits */
-			if (s->target != TARGET_GPU || s->fuse_gpu)
-				fuse_grad_casts(c->g);                                              /* -> bf16 gradients */
+			const char *casts = getenv("AUTOTM_FUSE_CASTS"); /* 0: keep them (to compare the bits) */
+			if ((s->target != TARGET_GPU || s->fuse_gpu) && !(casts && strcmp(casts, "0") == 0))
+				fuse_casts(c->g);                                                   /* -> fewer casts */
 			verify_or_die(c->g, "fusion");
 		}
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */

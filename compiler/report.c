@@ -169,10 +169,8 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		return;
 	fprintf(f, "training step: %d nodes, %d tensors, %s\n", g->nodes.n, g->tensors.n,
 	        flops_str(sum_flops(g, 0, g->nodes.n), " FLOPs", b1, sizeof b1));
-	int attention = 0, loss = 0, head = 0, allreduce = 0, sums = 0, grads16 = 0;
+	int attention = 0, loss = 0, head = 0, allreduce = 0, sums = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
-		const Node *n = g->nodes.v[i];
-		grads16 += op_is_update(n->op) && n->nin > 1 && n->in[1]->dtype == DT_BF16;
 		sums += node_sum_input(g->nodes.v[i]) >= 0;
 		attention += g->nodes.v[i]->op == OP_ATTENTION;
 		loss += g->nodes.v[i]->op == OP_SOFTMAX_XENT_IDS_GRAD;
@@ -187,9 +185,10 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 	if (sums)
 		fprintf(f, "fusion: %d sums added by the kernels before them as they write (gradient sums by batchnorm_bwd "
 		           "and layernorm_bwd, a concatenation's slices not copied; residual adds by dropout and dense)\n", sums);
-	if (grads16)
-		fprintf(f, "fusion: %d bf16 weight gradients read by their updates as they are (no float32 copies)\n",
-		        grads16);
+	if (g->ncasts_folded)
+		fprintf(f, "fusion: %d of autocast's casts folded into the kernels beside them (bf16 weight gradients "
+		           "read by their updates, layer norms writing bf16 and reading bf16 gradients)\n",
+		        g->ncasts_folded);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
 		           "rows at a time (never stored)\n");

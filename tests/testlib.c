@@ -55,7 +55,7 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 		if (test_fuse) {
 			fuse_epilogues(g);
 			fuse_head(g);
-			fuse_grad_casts(g);
+			fuse_casts(g);
 		}
 		else if (test_fuse_gpu) {
 			fuse_loss(g);

@@ -274,42 +274,92 @@ static bool fold_loss_casts(Node *l, bool *dead_node, bool *dead_tensor)
 	return true;
 }
 
-/*
- * A bf16 weight gradient's widening cast c whose float32 copy only the
- * update and the clipping's sum of squares read: they read the bf16
- * gradient (widening is exact, so the same values and the same sums), and
- * c and the copy go. A gradient all-reduced over ranks keeps its copy (the
- * average is taken in float32).
- */
-static bool grad_cast(const Node *c)
+/* Whether n's arguments other than t are all float32 (t may be one of several of n's arguments). */
+static bool others_f32(const Node *n, const Tensor *t)
 {
-	if (c->op != OP_CAST || c->nin != 1 || c->in[0]->dtype != DT_BF16 || c->out[0]->dtype != DT_F32)
-		return false;
-	const Tensor *dw = c->out[0];
-	if (dw->users.n == 0)
-		return false;
-	for (int i = 0; i < dw->users.n; i++) {
-		const Node *u = dw->users.v[i];
-		bool update = op_is_update(u->op) && u->nin > 1 && u->in[1] == dw && u->in[0] != dw;
-		bool sumsq = u->op == OP_GRAD_SUMSQ && u->in[0] == dw && (u->nin < 2 || u->in[1] != dw);
-		if (!update && !sumsq)
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] != t && n->in[i]->dtype != DT_F32)
 			return false;
-	}
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] != t && n->out[i]->dtype != DT_F32)
+			return false;
 	return true;
 }
 
-/* c's readers read its bf16 input instead (grad_cast); c dies. */
-static void fold_grad_cast(Graph *g, Node *c)
+/*
+ * The argument of u that a bf16 t may replace as it is (base/ops.h's
+ * op_bf16_arg_native), else -1: an update's gradient, a sum of squares'
+ * gradient, a layernorm_bwd's dy; t read there only, the rest float32.
+ */
+static int widening_slot(const Node *u, const Tensor *t)
 {
-	Tensor *dw16 = c->in[0], *dw = c->out[0];
-	remove_user(dw16, c);
-	for (int i = 0; i < dw->users.n; i++) {
-		Node *u = dw->users.v[i];
-		u->in[op_is_update(u->op) ? 1 : 0] = dw16;
-		insert_user(g, dw16, u);
+	int k = op_grad_arg(u->op);
+	if (u->op == OP_LAYERNORM_BWD)
+		k = 4;
+	if (k < 0 || k >= u->nin || u->in[k] != t || !others_f32(u, t))
+		return -1;
+	for (int i = 0; i < u->nin; i++)
+		if (i != k && u->in[i] == t)
+			return -1;
+	return k;
+}
+
+/*
+ * A widening cast c (bf16 to float32) whose every reader can take the bf16
+ * tensor as it is (widening_slot): they read it, c and its float32 copy
+ * go. Widening is exact: the same values, so the same bits. A gradient
+ * summed from two uses or all-reduced over ranks keeps its copy.
+ */
+static bool widened_by_readers(const Node *c)
+{
+	if (c->op != OP_CAST || c->nin != 1 || c->in[0]->dtype != DT_BF16 || c->out[0]->dtype != DT_F32)
+		return false;
+	const Tensor *t = c->out[0];
+	for (int i = 0; i < t->users.n; i++)
+		if (widening_slot(t->users.v[i], t) < 0)
+			return false;
+	return t->users.n > 0;
+}
+
+/* c's readers read its bf16 input instead (widened_by_readers). */
+static void fold_widening(Graph *g, Node *c)
+{
+	Tensor *t16 = c->in[0], *t = c->out[0];
+	remove_user(t16, c);
+	for (int i = 0; i < t->users.n; i++) {
+		Node *u = t->users.v[i];
+		u->in[widening_slot(u, t)] = t16;
+		insert_user(g, t16, u);
 	}
-	dw->users.n = 0;
-	dw->producer = NULL;
+	t->users.n = 0;
+	t->producer = NULL;
+}
+
+/*
+ * A narrowing cast c (float32 to bf16) of a layernorm's output y that
+ * only c reads: the layernorm writes the bf16 tensor itself, rounding to
+ * float32 and then to bf16 as the two kernels did (the same bits).
+ * Returns the layernorm, or NULL.
+ */
+static Node *narrowed_by_writer(const Graph *g, const Node *c)
+{
+	if (c->op != OP_CAST || c->nin != 1 || c->in[0]->dtype != DT_F32 || c->out[0]->dtype != DT_BF16)
+		return NULL;
+	Tensor *y = c->in[0];
+	Node *p = y->producer;
+	if (!p || p->op != OP_LAYERNORM || p->out[0] != y || y->users.n != 1 || y == g->output || !others_f32(p, y))
+		return NULL;
+	return p;
+}
+
+/* p writes c's output in y's place (narrowed_by_writer). */
+static void fold_narrowing(Node *p, Node *c)
+{
+	Tensor *y = p->out[0];
+	p->out[0] = c->out[0];
+	c->out[0]->producer = p;
+	y->users.n = 0;
+	y->producer = NULL;
 }
 
 int fuse_epilogues(Graph *g)
@@ -448,20 +498,26 @@ int fuse_loss(Graph *g)
 	return 1;
 }
 
-int fuse_grad_casts(Graph *g)
+int fuse_casts(Graph *g)
 {
 	bool *dead_node = arena_array(g->arena, (size_t)g->nodes.n + 1, sizeof(bool));
 	bool *dead_tensor = arena_array(g->arena, (size_t)g->tensors.n + 1, sizeof(bool));
 	int folded = 0;
 	for (int i = 0; i < g->nodes.n; i++) {
-		Node *c = g->nodes.v[i];
-		if (!grad_cast(c))
+		Node *c = g->nodes.v[i], *p;
+		if (widened_by_readers(c)) {
+			dead_tensor[c->out[0]->id] = true;
+			fold_widening(g, c);
+		} else if ((p = narrowed_by_writer(g, c))) {
+			dead_tensor[c->in[0]->id] = true;
+			fold_narrowing(p, c);
+		} else {
 			continue;
+		}
 		dead_node[i] = true;
-		dead_tensor[c->out[0]->id] = true;
-		fold_grad_cast(g, c);
 		folded++;
 	}
+	g->ncasts_folded += folded;
 	if (folded)
 		compact(g, dead_node, dead_tensor);
 	return folded;

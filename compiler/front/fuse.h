@@ -60,13 +60,17 @@
  * (--head-loss fused: its kernel, runtime/cuda/head.c, has not yet run on
  * a GPU).
  *
- * Last, in a bf16 program, a weight's gradient that is cast to float32
- * only for its update and the clipping's sum of squares is read by them
- * in bf16 (fuse_grad_casts): widening is exact, so the update and the
- * sums are those of the unfused step, bit for bit, and the gradient lives
- * to its update in half the bytes (with clipping, every gradient lives
- * to the end of the backward pass). After fuse_head, whose float32 dw
- * replaces such a cast.
+ * Last, in a bf16 program, autocast's casts beside kernels that take the
+ * bf16 tensor themselves (fuse_casts; base/ops.h's op_bf16_arg_native):
+ * a weight's gradient cast to float32 only for its update and the
+ * clipping's sum of squares is read by them in bf16, and so is a
+ * layernorm_bwd's dy; a layernorm whose output only a cast to bf16 reads
+ * writes bf16 itself (rounding to float32, then to bf16, as the two
+ * kernels did). Widening is exact, so every fold gives the unfused bits,
+ * one kernel and one float32 tensor fewer; a gradient lives to its update
+ * in half the bytes (with clipping, every gradient lives to the end of
+ * the backward pass). After fuse_head, whose float32 dw replaces such a
+ * cast.
  *
  * (Attention is fused where it is built: compiler/front/builtins.c.)
  */
@@ -85,7 +89,7 @@ int fuse_loss(Graph *g);
 /* After fuse_loss: the output layer, the fused loss and their gradients as one node; 1 if folded, else 0. */
 int fuse_head(Graph *g);
 
-/* After fuse_head: the updates and sums of squares read bf16 weight gradients uncast; returns the casts folded. */
-int fuse_grad_casts(Graph *g);
+/* After fuse_head: autocast's casts folded into the kernels beside them; returns their number. */
+int fuse_casts(Graph *g);
 
 #endif

@@ -145,6 +145,7 @@ typedef struct Graph {
 	Optimizer opt;         /* how weights are updated */
 	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
 	int nfused;            /* activations and activation gradients folded into other kernels (fuse.c) */
+	int ncasts_folded;     /* autocast's casts folded into the kernels beside them (fuse.c: fuse_casts) */
 } Graph;
 
 /*

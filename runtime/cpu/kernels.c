@@ -1343,7 +1343,7 @@ enum { GRAD_SUMSQ_PARTS = 64 };
 static void run_grad_sumsq(const int64_t *d, void *const *a)
 {
 	const void *g = a[0];
-	bool g16 = rt_arg_bf16(d, 0); /* a bf16 gradient read as it is (op_reads_bf16_grad) */
+	bool g16 = rt_arg_bf16(d, 0); /* a bf16 gradient read as it is (op_bf16_arg_native) */
 	int64_t n = arg_elems(d, 0), nin = d[RT_D_NIN];
 	int64_t slice = (n + GRAD_SUMSQ_PARTS - 1) / GRAD_SUMSQ_PARTS;
 	double part[GRAD_SUMSQ_PARTS];
@@ -1380,7 +1380,7 @@ static void run_update(const int64_t *d, void *const *a, uint64_t step)
 		scale = optim_clip_scale(h.clip, (double)*(const float *)a[nin - 1]);
 	float *w = a[0], *s1 = min_in > 2 ? a[2] : NULL, *s2 = min_in > 3 ? a[3] : NULL;
 	const void *g = a[1];
-	bool g16 = rt_arg_bf16(d, 1); /* a bf16 gradient read as it is (op_reads_bf16_grad) */
+	bool g16 = rt_arg_bf16(d, 1); /* a bf16 gradient read as it is (op_bf16_arg_native) */
 	switch (d[RT_D_OP]) {
 	case RT_OP_SGD:
 #pragma omp parallel for simd if (n > PAR_MIN) firstprivate(h, st, scale)
@@ -1440,12 +1440,13 @@ static void run_bn_eval(const int64_t *d, void *const *a)
 static void run_layernorm(const int64_t *d, void *const *a)
 {
 	const float *x = a[0], *w = a[1], *b = a[2];
-	float *y = a[3], *mean = a[4], *rstd = a[5];
-	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
+	float *mean = a[4], *rstd = a[5];
+	bool ybf = rt_arg_bf16(d, 3); /* y bf16: autocast's cast folded in (op_bf16_arg_native) */
+	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c, es = ybf ? 2 : 4;
 	double eps = attr_f64(d, RT_D_EPS);
 #pragma omp parallel for schedule(static)
 	for (int64_t r = 0; r < rows; r++)
-		layernorm_row(x + r * c, w, b, y + r * c, c, eps, &mean[r], &rstd[r]);
+		layernorm_row(x + r * c, w, b, (char *)a[3] + r * c * es, ybf, c, eps, &mean[r], &rstd[r]);
 }
 
 /*
@@ -1457,17 +1458,24 @@ static void run_layernorm(const int64_t *d, void *const *a)
 static void run_layernorm_bwd(const int64_t *d, void *const *a)
 {
 	int nin = (int)d[RT_D_NIN];
-	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *dy = a[4], *sum = nin == 6 ? a[5] : NULL;
+	const float *x = a[0], *w = a[1], *mean = a[2], *rstd = a[3], *sum = nin == 6 ? a[5] : NULL;
+	const void *dy = a[4];
 	float *dx = a[nin], *dw = a[nin + 1], *db = a[nin + 2];
 	int64_t c = RT_ARG_DIM(d, 1, 0), rows = arg_elems(d, 0) / c;
-	bool bf16 = rt_arg_bf16(d, nin);
+	bool bf16 = rt_arg_bf16(d, nin), dybf = rt_arg_bf16(d, 4); /* dy bf16: autocast's cast folded in */
 	/* the columns first: dx may be written over dy (ops.def's reuse) */
 #pragma omp parallel for schedule(static)
-	for (int64_t j0 = 0; j0 < c; j0 += LAYERNORM_COLS)
-		layernorm_bwd_cols(x, mean, rstd, dy, rows, c, j0, c - j0 < LAYERNORM_COLS ? c - j0 : LAYERNORM_COLS, dw, db);
+	for (int64_t j0 = 0; j0 < c; j0 += LAYERNORM_COLS) {
+		int64_t cols = c - j0 < LAYERNORM_COLS ? c - j0 : LAYERNORM_COLS;
+		if (dybf)
+			layernorm_bwd_cols(x, mean, rstd, dy, true, rows, c, j0, cols, dw, db);
+		else
+			layernorm_bwd_cols(x, mean, rstd, dy, false, rows, c, j0, cols, dw, db);
+	}
 #pragma omp parallel for schedule(static)
 	for (int64_t r = 0; r < rows; r++) {
-		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
+		const void *dyr = (const char *)dy + r * c * (dybf ? 2 : 4);
+		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dyr, dybf, dx + r * c, c);
 		if (sum) /* as the add it replaces: dx rounded to its type (bf16 where widened), plus the sum */
 			for (int64_t j = 0; j < c; j++)
 				dx[r * c + j] = (bf16 ? bf16_round(dx[r * c + j]) : dx[r * c + j]) + sum[r * c + j];
@@ -1531,7 +1539,7 @@ static void plan_widening(CpuKernel *k)
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
 	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL || k->op == RT_OP_BIAS_GRAD ||
-	    slice || op_reads_bf16_grad((Op)k->op, d[RT_D_BF16]) ||
+	    slice || op_bf16_arg_native((Op)k->op, d[RT_D_BF16]) ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;

@@ -669,19 +669,19 @@ __global__ void bn_stats(float *rm, float *rv, float *count, const float *mean, 
 }
 
 /* layernorm (ops.def, base/layernorm.h): thread r normalises row r, as the CPU */
-__global__ void layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+__global__ void layernorm(const float *x, const float *w, const float *b, Out y, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps)
 {
 	FOR_EACH(r, rows)
-		layernorm_row(x + r * c, w, b, y + r * c, c, eps, &mean[r], &rstd[r]);
+		layernorm_row(x + r * c, w, b, (y + r * c).p, y.bf, c, eps, &mean[r], &rstd[r]);
 }
 
 /* its dx: thread r takes row r (then adds the row of a fused sum: sum not NULL) */
 __global__ void layernorm_bwd_data(const float *x, const float *w, const float *mean, const float *rstd,
-                                   const float *dy, const float *sum, float *dx, int64_t rows, int64_t c)
+                                   In dy, const float *sum, float *dx, int64_t rows, int64_t c)
 {
 	FOR_EACH(r, rows) {
-		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], dy + r * c, dx + r * c, c);
+		layernorm_bwd_row(x + r * c, w, mean[r], rstd[r], (dy + r * c).p, dy.bf, dx + r * c, c);
 		for (int64_t j = 0; sum && j < c; j++)
 			dx[r * c + j] += sum[r * c + j];
 	}
@@ -695,11 +695,11 @@ __global__ void epilogue(Out y, int64_t n, Epi e)
 }
 
 /* its dweight and dbias: thread j sums column j over the rows in order */
-__global__ void layernorm_bwd_params(const float *x, const float *mean, const float *rstd, const float *dy,
-                                     float *dw, float *db, int64_t rows, int64_t c)
+__global__ void layernorm_bwd_params(const float *x, const float *mean, const float *rstd, In dy, float *dw,
+                                     float *db, int64_t rows, int64_t c)
 {
 	FOR_EACH(j, c)
-		layernorm_bwd_col(x, mean, rstd, dy, rows, c, j, &dw[j], &db[j]);
+		layernorm_bwd_col(x, mean, rstd, dy.p, dy.bf, rows, c, j, &dw[j], &db[j]);
 }
 
 /* element i of x [n, c, inner]: x alpha + beta of its channel (base/ops.h's op_bn_eval_affine) */
@@ -1081,20 +1081,20 @@ cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, con
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, void *y, bool ybf, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps, cudaStream_t st)
 {
-	layernorm<<<grid(rows), THREADS, 0, st>>>(x, w, b, y, mean, rstd, rows, c, eps);
+	layernorm<<<grid(rows), THREADS, 0, st>>>(x, w, b, Out{y, ybf}, mean, rstd, rows, c, eps);
 	return cudaGetLastError();
 }
 
-cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
-                              const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
+cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                              bool dybf, const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
                               cudaStream_t st)
 {
 	/* the parameters' sums first: dx may be written over dy (ops.def's reuse) */
-	layernorm_bwd_params<<<grid(c), THREADS, 0, st>>>(x, mean, rstd, dy, dw, db, rows, c);
-	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, dy, sum, dx, rows, c);
+	layernorm_bwd_params<<<grid(c), THREADS, 0, st>>>(x, mean, rstd, In{dy, dybf}, dw, db, rows, c);
+	layernorm_bwd_data<<<grid(rows), THREADS, 0, st>>>(x, w, mean, rstd, In{dy, dybf}, sum, dx, rows, c);
 	return cudaGetLastError();
 }
 

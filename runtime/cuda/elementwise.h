@@ -121,12 +121,13 @@ cudaError_t gpu_grad_sumsq(const void *g, bool gbf, const float *acc, float *out
  */
 cudaError_t gpu_update(int op, const OptimHyper *h, uint64_t step, float *w, const void *g, bool gbf, float *m,
                        float *v, const float *sumsq, int64_t n, cudaStream_t st);
-/* layernorm and its gradient (ops.def) over rows of c, a thread a row (dweight, dbias: a column), in double. */
-cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+/* layernorm and its gradient (ops.def) over rows of c, a thread a row (dweight, dbias: a column), in double;
+   y bf16 where ybf, dy where dybf (autocast's cast folded in: base/ops.h's op_bf16_arg_native). */
+cudaError_t gpu_layernorm(const float *x, const float *w, const float *b, void *y, bool ybf, float *mean, float *rstd,
                           int64_t rows, int64_t c, double eps, cudaStream_t st);
 /* (layernorm_bwd: sum, a fused sum of dx's shape, or NULL) */
-cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
-                              const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
+cudaError_t gpu_layernorm_bwd(const float *x, const float *w, const float *mean, const float *rstd, const void *dy,
+                              bool dybf, const float *sum, float *dx, float *dw, float *db, int64_t rows, int64_t c,
                               cudaStream_t st);
 /* batchnorm_eval (ops.def) on x [n, c, inner], per element in double as the CPU. */
 cudaError_t gpu_bn_eval(const void *x, const float *w, const float *b, const float *rm, const float *rv, void *y,

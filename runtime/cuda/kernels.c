@@ -1000,15 +1000,16 @@ static void launch_op(GpuState *s, GpuKernel *k, void *const *a, uint64_t step)
 	case RT_OP_SGD_MOMENTUM:
 	case RT_OP_ADAMW: launch_update(s, k, a, step); break;
 	case RT_OP_LAYERNORM:
-		launched(k, gpu_layernorm(a[0], a[1], a[2], a[3], a[4], a[5], arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0),
-		                          RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS), st));
+		launched(k, gpu_layernorm(a[0], a[1], a[2], a[3], bf >> 3 & 1u, a[4], a[5],
+		                          arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), attr_f64(d, RT_D_EPS),
+		                          st));
 		break;
-	case RT_OP_LAYERNORM_BWD:
-		if (d[RT_D_NIN] == 6) /* a fused sum (float32 here: a bf16 one runs widened) */
-			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
+	case RT_OP_LAYERNORM_BWD: /* dy bf16 where fused so (else float32: a bf16 sum runs widened) */
+		if (d[RT_D_NIN] == 6)
+			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], bf >> 4 & 1u, a[5], a[6], a[7], a[8],
 			                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
 		else
-			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], NULL, a[5], a[6], a[7],
+			launched(k, gpu_layernorm_bwd(a[0], a[1], a[2], a[3], a[4], bf >> 4 & 1u, NULL, a[5], a[6], a[7],
 			                              arg_elems(d, 0) / RT_ARG_DIM(d, 1, 0), RT_ARG_DIM(d, 1, 0), st));
 		break;
 	case RT_OP_BATCHNORM_EVAL:
@@ -1188,8 +1189,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	                               desc[RT_D_KH], desc[RT_D_KW], desc[RT_D_AXIS]);
 	if (k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD)
 		k->ws = gpu_attention_scratch(desc);
-	if (k->bf && !native_bf16(k->op) && !op_reads_bf16_grad((Op)k->op, k->bf))
-		plan_widening(k); /* (an update's bf16 gradient is read as it is) */
+	if (k->bf && !native_bf16(k->op) && !op_bf16_arg_native((Op)k->op, k->bf))
+		plan_widening(k); /* (a bf16 argument that fusion gives: read or written as it is) */
 	if (k->ws)
 		grow_workspace(s, k);
 	switch (k->op) {

@@ -6,7 +6,7 @@
 # tests/e2e/attention.net (fused
 # attention, causal and not, across the kernel's blocks; residual adds folded into dropout, dense and
 # layernorm_bwd; a GELU's gradient with its bias gradient; the output layer fused with the loss, in
-# blocks of 64 rows; in bf16 the weights' gradients read uncast by their updates) train 3 steps fused (the default) and with
+# blocks of 64 rows; in bf16 autocast's casts folded into the updates and layer norms) train 3 steps fused (the default) and with
 # --no-fuse, in fp32 and bf16, from the same seed. Fused must have fewer kernels; its losses and
 # final weights must agree with the unfused ones within 1e-5 relative in fp32 (measured: the
 # activations bit for bit; attention 2e-7, a softmax normalised by its log-sum-exp and products
@@ -86,15 +86,30 @@ for sums in dense-blocks:6 attention:6; do
         fails=$((fails + 1))
     fi
 done
-# bf16: the updates read the weights' gradients as bf16 (their float32 casts folded; dense-blocks above is bit
-# for bit its unfused self with them); none with --no-fuse
-for m in dense-blocks:16 attention:12; do
+# bf16: autocast's casts folded (dense-blocks above is bit for bit its unfused self with them): the weights'
+# gradients read as bf16 by their updates (16 in dense-blocks; attention.net's 12, and its 4 layer norms' outputs and
+# dy); none with --no-fuse
+for m in dense-blocks:16 attention:20; do
     src=$srcdir/tests/e2e/${m%:*}.net
-    n=$("$autotmc" check "$src" --precision bf16 | sed -n 's/^fusion: \([0-9]*\) bf16 weight gradients read by their updates.*/\1/p')
-    if [ "$n" = "${m#*:}" ] && ! "$autotmc" check "$src" --precision bf16 --no-fuse | grep -q 'bf16 weight gradients'; then
-        echo "ok: check: ${m#*:} bf16 weight gradients read uncast in ${m%:*}.net"
+    n=$("$autotmc" check "$src" --precision bf16 | sed -n "s/^fusion: \([0-9]*\) of autocast's casts folded.*/\1/p")
+    if [ "$n" = "${m#*:}" ] && ! "$autotmc" check "$src" --precision bf16 --no-fuse | grep -q "autocast's casts folded"; then
+        echo "ok: check: ${m#*:} of autocast's casts folded in ${m%:*}.net"
     else
-        echo "FAIL: ${m%:*}.net: [$n] bf16 weight gradients read uncast, ${m#*:} expected"; fails=$((fails + 1))
+        echo "FAIL: ${m%:*}.net: [$n] casts folded, ${m#*:} expected"; fails=$((fails + 1))
+    fi
+done
+# ... and bit for bit the same training without those folds (AUTOTM_FUSE_CASTS=0)
+for model in "$srcdir/tests/e2e/attention.net" "$srcdir/examples/test_vgg.net"; do
+    name=$(basename "$model" .net)
+    for folds in 1 0; do
+        AUTOTM_FUSE_CASTS=$folds "$autotmc" run "$model" --precision bf16 --iters 3 --threads 2 \
+            --save-weights "$work/casts$folds.st" >"$work/casts$folds.out" 2>&1
+    done
+    if cmp -s "$work/casts1.st" "$work/casts0.st" && [ -s "$work/casts1.st" ] &&
+            [ "$(losses "$work/casts1.out")" = "$(losses "$work/casts0.out")" ]; then
+        echo "ok: $name bf16: bit for bit with autocast's casts folded and kept"
+    else
+        echo "FAIL: $name bf16: the casts' folds change the results"; fails=$((fails + 1))
     fi
 done
 # check: the attention layers fused, and the peak without fusion (the [T, T] weights kept) larger
