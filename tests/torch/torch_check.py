@@ -201,6 +201,8 @@ def forward(graph, weights, stats, x, y, train=True):
             # PyTorch 1.13's CPU layer_norm wants its weights in the input's type (autocast: bf16)
             w, b = (ins[1].to(ins[0].dtype), ins[2].to(ins[0].dtype)) if AUTOCAST else (ins[1], ins[2])
             r = F.layer_norm(ins[0], (ins[0].shape[-1],), w, b, eps=a["eps"])
+            if graph["tensors"][n["outputs"][0]]["dtype"] == "bf16" and r.dtype != torch.float64:
+                r = r.to(torch.bfloat16)  # a bf16 program's cast after it, folded in by autotmc's fusion pass
         elif op == "gelu":
             r = F.gelu(ins[0], approximate="tanh")
         elif op in ("relu6", "hardsigmoid", "hardswish", "silu"):
