@@ -19,7 +19,8 @@
 # lines go to bench/out/recompute-bf16.tsv), ATTENTION fused or composed
 # (--attention, default composed: the GPU runtime's; a column says which),
 # HEAD fused or separate (--head-loss, default separate: the GPU runtime's;
-# the attention column then says "fused, head fused").
+# the attention column then says "fused, head fused"), FUSE=1 adds --fuse (every fold the CPU makes; the column
+# then ends in ", --fuse").
 # GPU_PROFILES=DIR plans from the measured profiles DIR/MODEL-bBATCH.gpu.tsv (bench/gpu/profiles) instead
 # of hw/h100-pcie5.hw, and writes bench/out/recompute-profiles.tsv.
 set -eu
@@ -37,10 +38,12 @@ attention=${ATTENTION:-composed}
 head=${HEAD:-separate}
 acol=$attention
 [ "$head" = fused ] && acol="$attention, head fused"
+fuse=
+[ "${FUSE:-0}" = 1 ] && fuse=--fuse && acol="$acol, --fuse"
 [ -s "$out" ] || printf 'model\tbatch\tprecision\tattention\thw\tratio\toptimizer\tlimit_gib\tof_peak\tpredicted_ms\tx_all_fast\tmoved_gib\trecompute_ms\tsolve_s\tgap\tstatus\n' >"$out"
 for m in $models; do
     model=${m%:*} batch=${m#*:}
-    times="--hw hw/${HW:-h100-pcie5}.hw --precision $precision --attention $attention --head-loss $head"
+    times="--hw hw/${HW:-h100-pcie5}.hw --precision $precision --attention $attention --head-loss $head $fuse"
     [ -n "${GPU_PROFILES:-}" ] && times="--gpu-profile $GPU_PROFILES/$model-b$batch.gpu.tsv --precision $precision --attention $attention"
     fast=$("$autotmc" schedule "examples/$model.net" -D batch="$batch" --backend gpu $times \
         --optimizer all-fast --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_seconds"])')
