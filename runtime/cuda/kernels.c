@@ -1131,6 +1131,7 @@ static bool native_bf16(RtOp op)
 	case RT_OP_SPLIT_HEADS: case RT_OP_MERGE_HEADS:
 	case RT_OP_SOFTMAX_XENT_IDS: case RT_OP_SOFTMAX_XENT_IDS_BWD: case RT_OP_SOFTMAX_XENT_IDS_GRAD:
 	case RT_OP_CAST: case RT_OP_ATTENTION: case RT_OP_ATTENTION_BWD: case RT_OP_ACT_BIAS_GRAD:
+	case RT_OP_DENSE_XENT_IDS_GRAD: /* (cuda/head.c reads the description's types itself) */
 		return true;
 	default:
 		return false;
