@@ -69,3 +69,41 @@ int64_t op_gpu_scratch(Op op, const int64_t *x, int nx, const int64_t *y, int ny
 	}
 	return 0;
 }
+
+bool op_gpu_native_bf16(Op op)
+{
+	switch (op) {
+	case OP_CONV2D: case OP_CONV2D_BWD_DATA: case OP_CONV2D_BWD_FILTER:
+	case OP_DENSE: case OP_DENSE_BWD_DATA: case OP_DENSE_BWD_WEIGHT: case OP_MATMUL:
+	case OP_MAXPOOL: case OP_AVGPOOL: case OP_GLOBALAVGPOOL:
+	case OP_MAXPOOL_BWD: case OP_AVGPOOL_BWD: case OP_GLOBALAVGPOOL_BWD:
+	case OP_BATCHNORM: case OP_BATCHNORM_BWD: case OP_BATCHNORM_EVAL:
+	case OP_RELU: case OP_SIGMOID: case OP_TANH: case OP_GELU:
+	case OP_RELU6: case OP_HARDSIGMOID: case OP_HARDSWISH: case OP_SILU:
+	case OP_RELU_BWD: case OP_SIGMOID_BWD: case OP_TANH_BWD: case OP_GELU_BWD:
+	case OP_RELU6_BWD: case OP_HARDSIGMOID_BWD: case OP_HARDSWISH_BWD: case OP_SILU_BWD:
+	case OP_DROPOUT: case OP_DROPOUT_BWD: case OP_ADD: case OP_BIAS_GRAD:
+	case OP_RESHAPE: case OP_CONCAT: case OP_SLICE: case OP_SLICE_BWD:
+	case OP_TRANSPOSE: case OP_BROADCAST: case OP_MUL: case OP_MUL_BWD_SCALE:
+	case OP_CLAMP: case OP_CLAMP_BWD: case OP_POSITION:
+	case OP_SPLIT_HEADS: case OP_MERGE_HEADS:
+	case OP_SOFTMAX_XENT_IDS: case OP_SOFTMAX_XENT_IDS_BWD: case OP_SOFTMAX_XENT_IDS_GRAD:
+	case OP_CAST: case OP_ATTENTION: case OP_ATTENTION_BWD: case OP_ACT_BIAS_GRAD:
+	case OP_DENSE_XENT_IDS_GRAD: /* (cuda/head.c reads the description's types itself) */
+		return true;
+	default:
+		return false;
+	}
+}
+
+int64_t op_gpu_widened_bytes(Op op, int64_t bf, const int64_t *elems, int nargs, int64_t scratch)
+{
+	if (!bf || op_gpu_native_bf16(op) || op_bf16_arg_native(op, bf))
+		return 0;
+	int64_t at = scratch;
+	for (int i = 0; i < nargs; i++)
+		if (bf >> i & 1)
+			at = (at + 255) / 256 * 256 + 4 * elems[i];
+	return at - scratch;
+}
+

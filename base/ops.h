@@ -283,6 +283,17 @@ int64_t op_gpu_scratch(Op op, const int64_t *x, int nx, const int64_t *y, int ny
                        int64_t axis);
 
 /*
+ * Whether the GPU runtime's kernels of op read and write bf16 arguments
+ * themselves. A kernel of another op with bf16 arguments (its mask bf,
+ * beyond op_bf16_arg_native's) runs widened: a float32 copy of each in
+ * its workspace after its scratch, each copy at a 256-byte boundary.
+ * op_gpu_widened_bytes is that workspace in all, beyond `scratch`, given
+ * the elements of each argument (inputs, then outputs).
+ */
+bool op_gpu_native_bf16(Op op);
+int64_t op_gpu_widened_bytes(Op op, int64_t bf, const int64_t *elems, int nargs, int64_t scratch);
+
+/*
  * batchnorm_stats: what a channel's batch variance over n elements (biased,
  * as the normalisation uses) is multiplied by to be unbiased, as PyTorch's
  * running variance takes it: n / (n - 1), or 1 for a single element. The

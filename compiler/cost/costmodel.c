@@ -84,10 +84,24 @@ static CostModel *cpu_cost_model(const Graph *g, const Schedule *s, const CostRe
 	return cm;
 }
 
+/* The float32 copies of node n's bf16 arguments where the GPU runtime runs it widened (base/ops.h). */
+static int64_t gpu_widened(const Node *n, int64_t scratch)
+{
+	int64_t bf = 0, elems[OP_MAX_ARGS];
+	int k = 0;
+	for (int i = 0; i < n->nin + n->nout && k < (int)countof(elems); i++) {
+		const Tensor *t = i < n->nin ? n->in[i] : n->out[i - n->nin];
+		bf |= (int64_t)(t->dtype == DT_BF16) << k;
+		elems[k++] = shape_elems(t->shape);
+	}
+	return op_gpu_widened_bytes(n->op, bf, elems, k, scratch);
+}
+
 /*
  * node id -> the GPU runtime's scratch beside convolution workspaces
  * (which `algos` states): ops.def's scratch column, as op_gpu_scratch
- * (base/ops.c) sizes it for the runtime too.
+ * (base/ops.c) sizes it for the runtime too, and the float32 copies of a
+ * kernel that runs widened.
  */
 static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 {
@@ -97,6 +111,7 @@ static const int64_t *gpu_scratch(const Graph *g, Arena *a)
 		const Shape *x = &n->in[0]->shape, *y = n->nin > 1 ? &n->in[1]->shape : NULL;
 		sc[i] = op_gpu_scratch(n->op, x->d, x->ndim, y ? y->d : NULL, y ? y->ndim : 0, n->attr.kh, n->attr.kw,
 		                       n->attr.axis);
+		sc[i] += gpu_widened(n, sc[i]);
 	}
 	return sc;
 }

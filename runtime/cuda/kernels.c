@@ -44,9 +44,10 @@
  * bf16: products by cublasGemmEx and convolutions by cuDNN on bf16 tensors,
  * both summing in float32 (tensor cores); pooling forward, a convolution's
  * bias and the rest by our own kernels, which read and write either type
- * (cuda/elementwise.h). An op with no bf16 kernel (native_bf16) runs
- * widened: its bf16 arguments copied to float32 in the workspace, and its
- * outputs rounded back (run_widened), as the CPU backend does.
+ * (cuda/elementwise.h). An op with no bf16 kernel (base/ops.h:
+ * op_gpu_native_bf16) runs widened: its bf16 arguments copied to float32
+ * in the workspace, and its outputs rounded back (run_widened), as the
+ * CPU backend does; the placement counts the copies.
  *
  * TF32: off by default, so that the GPU trains as the CPU does within
  * float32 rounding: cuBLAS runs in CUBLAS_DEFAULT_MATH (no TF32 for
@@ -1111,33 +1112,6 @@ void gpu_kernels_close(void *state)
 	free(s);
 }
 
-/* Whether op's kernels read and write bf16 arguments themselves; the others run widened (run_widened). */
-static bool native_bf16(RtOp op)
-{
-	switch (op) {
-	case RT_OP_CONV2D: case RT_OP_CONV2D_BWD_DATA: case RT_OP_CONV2D_BWD_FILTER:
-	case RT_OP_DENSE: case RT_OP_DENSE_BWD_DATA: case RT_OP_DENSE_BWD_WEIGHT: case RT_OP_MATMUL:
-	case RT_OP_MAXPOOL: case RT_OP_AVGPOOL: case RT_OP_GLOBALAVGPOOL:
-	case RT_OP_MAXPOOL_BWD: case RT_OP_AVGPOOL_BWD: case RT_OP_GLOBALAVGPOOL_BWD:
-	case RT_OP_BATCHNORM: case RT_OP_BATCHNORM_BWD: case RT_OP_BATCHNORM_EVAL:
-	case RT_OP_RELU: case RT_OP_SIGMOID: case RT_OP_TANH: case RT_OP_GELU:
-	case RT_OP_RELU6: case RT_OP_HARDSIGMOID: case RT_OP_HARDSWISH: case RT_OP_SILU:
-	case RT_OP_RELU_BWD: case RT_OP_SIGMOID_BWD: case RT_OP_TANH_BWD: case RT_OP_GELU_BWD:
-	case RT_OP_RELU6_BWD: case RT_OP_HARDSIGMOID_BWD: case RT_OP_HARDSWISH_BWD: case RT_OP_SILU_BWD:
-	case RT_OP_DROPOUT: case RT_OP_DROPOUT_BWD: case RT_OP_ADD: case RT_OP_BIAS_GRAD:
-	case RT_OP_RESHAPE: case RT_OP_CONCAT: case RT_OP_SLICE: case RT_OP_SLICE_BWD:
-	case RT_OP_TRANSPOSE: case RT_OP_BROADCAST: case RT_OP_MUL: case RT_OP_MUL_BWD_SCALE:
-	case RT_OP_CLAMP: case RT_OP_CLAMP_BWD: case RT_OP_POSITION:
-	case RT_OP_SPLIT_HEADS: case RT_OP_MERGE_HEADS:
-	case RT_OP_SOFTMAX_XENT_IDS: case RT_OP_SOFTMAX_XENT_IDS_BWD: case RT_OP_SOFTMAX_XENT_IDS_GRAD:
-	case RT_OP_CAST: case RT_OP_ATTENTION: case RT_OP_ATTENTION_BWD: case RT_OP_ACT_BIAS_GRAD:
-	case RT_OP_DENSE_XENT_IDS_GRAD: /* (cuda/head.c reads the description's types itself) */
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* A kernel that runs widened: a float32 copy of each bf16 argument in the workspace, after its own scratch. */
 static void plan_widening(GpuKernel *k)
 {
@@ -1190,8 +1164,8 @@ void *gpu_create(void *state, int32_t id, const int64_t *desc)
 	                               desc[RT_D_KH], desc[RT_D_KW], desc[RT_D_AXIS]);
 	if (k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD)
 		k->ws = gpu_attention_scratch(desc);
-	if (k->bf && !native_bf16(k->op) && !op_bf16_arg_native((Op)k->op, k->bf))
-		plan_widening(k); /* (a bf16 argument that fusion gives: read or written as it is) */
+	if (k->bf && !op_gpu_native_bf16((Op)k->op) && !op_bf16_arg_native((Op)k->op, k->bf))
+		plan_widening(k); /* as op_gpu_widened_bytes counts it for the placement */
 	if (k->ws)
 		grow_workspace(s, k);
 	switch (k->op) {

@@ -1,12 +1,15 @@
 /*
  * test-bf16.c - bfloat16 rounding (base/bf16.h): to nearest, ties to even,
- * at the cases that tell rounding modes apart, and the special values.
+ * at the cases that tell rounding modes apart, and the special values; and
+ * which bf16 arguments the kernels take as they are, and the float32
+ * copies a GPU kernel that runs widened takes (base/ops.h).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "bf16.h"
+#include "ops.h"
 #include "tests/testlib.h"
 
 static void expect_bits(float f, uint16_t want, const char *what)
@@ -40,5 +43,21 @@ int main(void)
 			ok = 0;
 	}
 	test_check(ok, "every finite bf16 converts back to itself");
+	/* fusion's folded casts: the one bf16 argument each kernel takes itself, nothing else */
+	test_check(op_bf16_arg_native(OP_ADAMW, 1 << 1) && op_bf16_arg_native(OP_GRAD_SUMSQ, 1 << 0) &&
+	               op_bf16_arg_native(OP_LAYERNORM, 1 << 3) && op_bf16_arg_native(OP_LAYERNORM_BWD, 1 << 4),
+	           "an update's gradient, a sum of squares' gradient, a layernorm's y, a layernorm_bwd's dy");
+	test_check(!op_bf16_arg_native(OP_ADAMW, 1 << 0 | 1 << 1) && !op_bf16_arg_native(OP_LAYERNORM, 1 << 0) &&
+	               !op_bf16_arg_native(OP_LAYERNORM_BWD, 1 << 4 | 1 << 5) && !op_bf16_arg_native(OP_ADD, 1 << 0),
+	           "no other argument, and not with another bf16 one");
+	/* layernorm_bwd (x, w, mean, rstd, dy, sum -> dx, dw, db) with dy and sum bf16, after 100 bytes of scratch */
+	int64_t el[9] = {10, 4, 2, 2, 10, 10, 10, 4, 4};
+	int64_t wide = op_gpu_widened_bytes(OP_LAYERNORM_BWD, 1 << 4 | 1 << 5, el, 9, 100);
+	test_check(wide == 512 + 40 - 100, "widened layernorm_bwd: copies at 256 and 512, %lld bytes beyond the scratch",
+	           (long long)wide);
+	test_check(op_gpu_widened_bytes(OP_LAYERNORM_BWD, 1 << 4, el, 9, 100) == 0 &&
+	               op_gpu_widened_bytes(OP_DENSE, 7, el, 4, 0) == 0 &&
+	               op_gpu_widened_bytes(OP_EMBEDDING, 0, el, 3, 0) == 0,
+	           "nothing widened where the kernel takes bf16");
 	return test_summary();
 }
