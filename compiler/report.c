@@ -187,7 +187,7 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		           "and layernorm_bwd, a concatenation's slices not copied; residual adds by dropout and dense)\n", sums);
 	if (g->ncasts_folded)
 		fprintf(f, "fusion: %d of autocast's casts folded into the kernels beside them (bf16 weight gradients "
-		           "read by their updates, layer norms writing bf16 and reading bf16 gradients)\n",
+		           "read by their updates, layer norms writing bf16 and reading bf16 gradients, adds reading bf16)\n",
 		        g->ncasts_folded);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "

@@ -296,6 +296,8 @@ static int widening_slot(const Node *u, const Tensor *t)
 	int k = op_grad_arg(u->op);
 	if (u->op == OP_LAYERNORM_BWD)
 		k = 4;
+	if (u->op == OP_ADD && u->nin == 2 && u->attr.post_act == ACT_NONE) /* oneDNN's sum, the GPU's add: any types */
+		k = u->in[0] == t ? 0 : 1;
 	if (k < 0 || k >= u->nin || u->in[k] != t || !others_f32(u, t))
 		return -1;
 	for (int i = 0; i < u->nin; i++)

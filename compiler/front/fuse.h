@@ -63,8 +63,10 @@
  * Last, in a bf16 program, autocast's casts beside kernels that take the
  * bf16 tensor themselves (fuse_casts; base/ops.h's op_bf16_arg_native):
  * a weight's gradient cast to float32 only for its update and the
- * clipping's sum of squares is read by them in bf16, and so is a
- * layernorm_bwd's dy; a layernorm whose output only a cast to bf16 reads
+ * clipping's sum of squares is read by them in bf16, and so are a
+ * layernorm_bwd's dy and an add's input (a residual add of a bf16
+ * product: the CPU's own kernel, oneDNN's sum being slow on mixed types;
+ * the GPU's add takes any); a layernorm whose output only a cast to bf16 reads
  * writes bf16 itself (rounding to float32, then to bf16, as the two
  * kernels did). Widening is exact, so every fold gives the unfused bits,
  * one kernel and one float32 tensor fewer; a gradient lives to its update

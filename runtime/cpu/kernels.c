@@ -834,6 +834,30 @@ static void make_add(CpuState *s, CpuKernel *k)
 	finish(s, k, pd);
 }
 
+/*
+ * An add of a float32 and a bf16 input into float32 (fusion's folded cast:
+ * compiler/front/fuse.h), which oneDNN 2.6's sum runs by its reference
+ * implementation, twice the time of the float32 sum: plain C instead
+ * (run_mixed_add), the same float32 additions.
+ */
+static bool mixed_add(const int64_t *d)
+{
+	return d[RT_D_NIN] == 2 && d[RT_D_ACT] == ACT_NONE && rt_arg_bf16(d, 0) != rt_arg_bf16(d, 1) &&
+	       !rt_arg_bf16(d, 2);
+}
+
+static void run_mixed_add(const int64_t *d, void *const *a)
+{
+	int b = rt_arg_bf16(d, 0) ? 0 : 1; /* the bf16 input */
+	const uint16_t *x16 = a[b];
+	const float *x32 = a[1 - b];
+	float *y = a[2];
+	int64_t n = arg_elems(d, 2);
+#pragma omp parallel for simd if (n > PAR_MIN)
+	for (int64_t i = 0; i < n; i++)
+		y[i] = x32[i] + bf16_to_f32(x16[i]);
+}
+
 /* concat: x1, x2, ... -> y along the axis */
 static void make_concat(CpuState *s, CpuKernel *k)
 {
@@ -1539,7 +1563,7 @@ static void plan_widening(CpuKernel *k)
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
 	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL || k->op == RT_OP_BIAS_GRAD ||
-	    slice || op_bf16_arg_native((Op)k->op, d[RT_D_BF16]) ||
+	    slice || op_bf16_arg_native((Op)k->op, d[RT_D_BF16]) || k->op == RT_OP_ADD ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;
@@ -1720,6 +1744,9 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_CAST:
 		run_cast(d, a);
 		break;
+	case RT_OP_ADD: /* of a float32 and a bf16 input (mixed_add; else oneDNN's) */
+		run_mixed_add(d, a);
+		break;
 	case RT_OP_MATMUL: /* oneDNN primitives */
 	case RT_OP_CONV2D:
 	case RT_OP_CONV2D_BWD_DATA:
@@ -1733,7 +1760,6 @@ static void run_plain(const CpuState *s, const CpuKernel *k, void *const *a, uin
 	case RT_OP_GLOBALAVGPOOL_BWD:
 	case RT_OP_SOFTMAX:
 	case RT_OP_SOFTMAX_BWD:
-	case RT_OP_ADD:
 	case RT_OP_CONCAT:
 	case RT_NUM_OPS:
 		RT_ICE("kernel %d: %s is not a plain-C kernel", k->id, op_name(k->op));
@@ -1835,7 +1861,10 @@ void *cpu_create(void *state, int32_t id, const int64_t *desc)
 	case RT_OP_SOFTMAX: make_softmax(s, k); break;
 	case RT_OP_SOFTMAX_BWD: make_softmax_bwd(s, k); break;
 	case RT_OP_MATMUL: make_matmul(s, k); break;
-	case RT_OP_ADD: make_add(s, k); break;
+	case RT_OP_ADD:
+		if (!mixed_add(desc))
+			make_add(s, k);
+		break; /* (else run_mixed_add) */
 	case RT_OP_CONCAT: make_concat(s, k); break;
 	case RT_OP_SOFTMAX_XENT:
 		k->rowloss_at = scratch_take(k, (size_t)op_xent_row_bytes(RT_ARG_DIM(desc, 0, 0)));
