@@ -287,9 +287,11 @@ static bool others_f32(const Node *n, const Tensor *t)
 }
 
 /*
- * The argument of u that a bf16 t may replace as it is (base/ops.h's
- * op_bf16_arg_native), else -1: an update's gradient, a sum of squares'
- * gradient, a layernorm_bwd's dy; t read there only, the rest float32.
+ * The argument of u that a bf16 t may replace as it is, else -1: an
+ * update's gradient, a sum of squares' gradient, a layernorm_bwd's dy
+ * (base/ops.h's op_bf16_arg_native), an add's input (either runtime's add
+ * takes any types: the CPU's mixed_add); t read there only, the rest
+ * float32.
  */
 static int widening_slot(const Node *u, const Tensor *t)
 {
