@@ -83,25 +83,27 @@ static inline bool op_is_update(Op op)
 	return op == OP_SGD || op == OP_SGD_MOMENTUM || op == OP_ADAMW;
 }
 
-/* The argument that holds a weight's gradient: an update's (1), a sum of squares' (0); -1 for other ops. */
-static inline int op_grad_arg(Op op)
+/*
+ * The one argument (inputs, then outputs) that both runtimes' kernels of
+ * a float32 op take as bf16, the others float32, where fusion folds
+ * autocast's cast beside it (compiler/front/fuse.h: fuse_casts): an
+ * update's gradient (1), a sum of squares' gradient (0), a layernorm's
+ * output y (3), a layernorm_bwd's dy (4); -1 for other ops. (An add of
+ * two takes either input in either type: its kernels' own matter.)
+ */
+static inline int op_bf16_arg(Op op)
 {
+	if (op == OP_LAYERNORM)
+		return 3;
+	if (op == OP_LAYERNORM_BWD)
+		return 4;
 	return op == OP_GRAD_SUMSQ ? 0 : op_is_update(op) ? 1 : -1;
 }
 
-/*
- * Whether both runtimes' kernels of a float32 op take the one bf16
- * argument of the mask bf as it is, where fusion folds autocast's cast
- * beside it (compiler/front/fuse.h: fuse_casts): an update's or a sum of
- * squares' gradient, a layernorm's output y, a layernorm_bwd's dy.
- */
+/* Whether the bf16 arguments of the mask bf are exactly op's op_bf16_arg. */
 static inline bool op_bf16_arg_native(Op op, int64_t bf)
 {
-	int g = op_grad_arg(op);
-	if (op == OP_LAYERNORM)
-		g = 3;
-	else if (op == OP_LAYERNORM_BWD)
-		g = 4;
+	int g = op_bf16_arg(op);
 	return g >= 0 && bf == (int64_t)1 << g;
 }
 

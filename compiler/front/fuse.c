@@ -287,18 +287,15 @@ static bool others_f32(const Node *n, const Tensor *t)
 }
 
 /*
- * The argument of u that a bf16 t may replace as it is, else -1: an
- * update's gradient, a sum of squares' gradient, a layernorm_bwd's dy
- * (base/ops.h's op_bf16_arg_native), an add's input (either runtime's add
- * takes any types: the CPU's mixed_add); t read there only, the rest
- * float32.
+ * The input of u that a bf16 t may replace as it is, else -1: base/ops.h's
+ * op_bf16_arg (an update's gradient, a sum of squares', a layernorm_bwd's
+ * dy), or either input of an add of two (the GPU's add takes any types,
+ * the CPU's run_mixed_add); t read there only, the rest float32.
  */
 static int widening_slot(const Node *u, const Tensor *t)
 {
-	int k = op_grad_arg(u->op);
-	if (u->op == OP_LAYERNORM_BWD)
-		k = 4;
-	if (u->op == OP_ADD && u->nin == 2 && u->attr.post_act == ACT_NONE) /* oneDNN's sum, the GPU's add: any types */
+	int k = op_bf16_arg(u->op);
+	if (u->op == OP_ADD && u->nin == 2 && u->attr.post_act == ACT_NONE)
 		k = u->in[0] == t ? 0 : 1;
 	if (k < 0 || k >= u->nin || u->in[k] != t || !others_f32(u, t))
 		return -1;
@@ -340,10 +337,11 @@ static void fold_widening(Graph *g, Node *c)
 }
 
 /*
- * A narrowing cast c (float32 to bf16) of a layernorm's output y that
- * only c reads: the layernorm writes the bf16 tensor itself, rounding to
- * float32 and then to bf16 as the two kernels did (the same bits).
- * Returns the layernorm, or NULL.
+ * A narrowing cast c (float32 to bf16) of an output y that only c reads,
+ * y the first output of a node whose kernels write it as bf16 (base/ops.h's
+ * op_bf16_arg: a layernorm's): the node writes the bf16 tensor itself,
+ * rounding to float32 and then to bf16 as the two kernels did (the same
+ * bits). Returns the node, or NULL.
  */
 static Node *narrowed_by_writer(const Graph *g, const Node *c)
 {
@@ -351,7 +349,8 @@ static Node *narrowed_by_writer(const Graph *g, const Node *c)
 		return NULL;
 	Tensor *y = c->in[0];
 	Node *p = y->producer;
-	if (!p || p->op != OP_LAYERNORM || p->out[0] != y || y->users.n != 1 || y == g->output || !others_f32(p, y))
+	if (!p || op_bf16_arg(p->op) != p->nin || p->out[0] != y || y->users.n != 1 || y == g->output ||
+	    !others_f32(p, y))
 		return NULL;
 	return p;
 }

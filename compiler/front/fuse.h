@@ -61,7 +61,7 @@
  * a GPU).
  *
  * Last, in a bf16 program, autocast's casts beside kernels that take the
- * bf16 tensor themselves (fuse_casts; base/ops.h's op_bf16_arg_native):
+ * bf16 tensor themselves (fuse_casts; base/ops.h's op_bf16_arg):
  * a weight's gradient cast to float32 only for its update and the
  * clipping's sum of squares is read by them in bf16, and so are a
  * layernorm_bwd's dy and an add's input (a residual add of a bf16

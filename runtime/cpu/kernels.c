@@ -1563,7 +1563,7 @@ static void plan_widening(CpuKernel *k)
 	    k->op == RT_OP_BATCHNORM_BWD || k->op == RT_OP_ATTENTION || k->op == RT_OP_ATTENTION_BWD ||
 	    k->op == RT_OP_SOFTMAX_XENT_IDS_GRAD || k->op == RT_OP_DENSE_XENT_IDS_GRAD || k->op == RT_OP_ACT_BIAS_GRAD ||
 	    k->op == RT_OP_MAXPOOL_BWD || k->op == RT_OP_BATCHNORM_EVAL || k->op == RT_OP_BIAS_GRAD ||
-	    slice || op_bf16_arg_native((Op)k->op, d[RT_D_BF16]) || k->op == RT_OP_ADD ||
+	    slice || op_bf16_arg_native((Op)k->op, d[RT_D_BF16]) || mixed_add(d) ||
 	    d[RT_D_BF16] == 0)
 		return; /* native, or copies bytes in either type */
 	k->widen = true;
