@@ -59,5 +59,9 @@ int main(void)
 	               op_gpu_widened_bytes(OP_DENSE, 7, el, 4, 0) == 0 &&
 	               op_gpu_widened_bytes(OP_EMBEDDING, 0, el, 3, 0) == 0,
 	           "nothing widened where the kernel takes bf16");
+	/* the fused output layer's GPU kernel reads its types from the description: widened, it would misread */
+	test_check(op_gpu_native_bf16(OP_DENSE_XENT_IDS_GRAD) &&
+	               op_gpu_widened_bytes(OP_DENSE_XENT_IDS_GRAD, 11, el, 6, 0) == 0,
+	           "the fused output layer takes bf16 on the GPU");
 	return test_summary();
 }
