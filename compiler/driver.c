@@ -26,6 +26,7 @@
 
 #include "autodiff.h"
 #include "fuse.h"
+#include "layout.h"
 #include "cache.h"
 #include "diag.h"
 #include "elaborate.h"
@@ -291,6 +292,9 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 				fuse_casts(c->g);                                                   /* -> fewer casts */
 			verify_or_die(c->g, "fusion");
 		}
+		const char *blocked = getenv("AUTOTM_BLOCKED"); /* 0: every tensor row-major (to compare) */
+		if (s->target != TARGET_GPU && !(blocked && strcmp(blocked, "0") == 0))
+			c->g->nblocked = choose_layouts(c->g);                                  /* -> nChw16c activations */
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */
 	}
 	if (stage == STAGE_TRAINING)

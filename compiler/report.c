@@ -189,6 +189,9 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		fprintf(f, "fusion: %d of autocast's casts folded into the kernels beside them (bf16 weight gradients "
 		           "read by their updates, layer norms writing bf16 and reading bf16 gradients, adds reading bf16)\n",
 		        g->ncasts_folded);
+	if (g->nblocked)
+		fprintf(f, "layout: %d activations and gradients stored channel-blocked (nChw16c), as the convolutions read "
+		           "and write them: their reorders folded into the kernels beside them\n", g->nblocked);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
 		           "rows at a time (never stored)\n");
@@ -345,7 +348,8 @@ void report_graph(FILE *f, const Graph *g, const Schedule *s)
 		attrs_str(n, at, sizeof at);
 		fprintf(f, ")%s", at);
 		for (int k = 0; k < n->nout; k++) {
-			fprintf(f, "%s%s %s", k ? ", " : " : ", n->out[k]->name, tensor_type_str(n->out[k], b1, sizeof b1));
+			fprintf(f, "%s%s %s%s", k ? ", " : " : ", n->out[k]->name, tensor_type_str(n->out[k], b1, sizeof b1),
+			        n->out[k]->blocked ? " nChw16c" : ""); /* the CPU's channel-blocked layout (layout.h) */
 			print_interval(f, s, n->out[k]);
 		}
 		if (n->nout == 0)

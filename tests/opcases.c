@@ -142,6 +142,18 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 8 => 16, stride = 2, pad = 1) batchnorm relu conv(3x3, 16 => 16, pad = 1, groups = 4) "
 	 "maxpool(3x3, stride = 2) globalavgpool flatten dropout(0.2) dense(16 => 10)",
 	 "optimizer = sgd(lr = 0.01, momentum = 0.5)"},
+	/* channels in blocks of 16 (the CPU's blocked layouts: compiler/front/layout.h), odd planes */
+	{"densenet block of 16 channels", OPCASE_KERNEL, "3, 16, 7, 5", "4",
+	 "conv(3x3, 16 => 16, pad = 1) maxpool(3x3, stride = 1, pad = 1) repeat 2 as i { concat { branch { identity } "
+	 "  branch { batchnorm relu conv(1x1, 16 + 16 * i => 32, bias = false) batchnorm relu "
+	 "           conv(3x3, 32 => 16, pad = 1, bias = false) } } } "
+	 "batchnorm relu conv(1x1, 48 => 32) relu avgpool(2x2) globalavgpool flatten dense(32 => 4)",
+	 NULL},
+	{"residual block of 32 channels", OPCASE_KERNEL, "2, 16, 6, 6", "3",
+	 "conv(3x3, 16 => 32, pad = 1) relu residual {"
+	 "  conv(3x3, 32 => 32, pad = 1) batchnorm relu conv(3x3, 32 => 32, pad = 1, bias = false) batchnorm"
+	 "} relu maxpool(2x2) conv(1x1, 32 => 16) tanh globalavgpool flatten dense(16 => 3)",
+	 NULL},
 	{"layernorm, wide rows", OPCASE_KERNEL, "8, 96", "10", "dense(96 => 200) layernorm relu dense(200 => 10)", NULL},
 	{"gelu, large values", OPCASE_KERNEL, "4, 64", "8", "dense(64 => 64) gelu dense(64 => 8)", NULL},
 	{"hard activations, wide values", OPCASE_KERNEL, "4, 64", "8",

@@ -33,6 +33,31 @@ static OpStat stats[2][NUM_OPS];
 /* Nodes with a fused activation (compiler/front/fuse.h) checked, and of those wrong. */
 static int fused_checked, fused_failed;
 
+int opcheck_blocked[NUM_OPS];
+
+/*
+ * t's n values in the order its runtime memory holds them: row-major, or
+ * channel-blocked (Tensor.blocked: nChw16c, autotm/rt.h) from row-major
+ * (back: the other way), into dst.
+ */
+static void relayout(float *dst, const float *src, const Tensor *t, int64_t n, bool back)
+{
+	if (!t->blocked) {
+		memcpy(dst, src, sizeof(float) * (size_t)n);
+		return;
+	}
+	int64_t nb = t->shape.d[0], c = t->shape.d[1], hw = t->shape.d[2] * t->shape.d[3];
+	for (int64_t b = 0; b < nb; b++)
+		for (int64_t ch = 0; ch < c; ch++)
+			for (int64_t p = 0; p < hw; p++) {
+				int64_t plain = (b * c + ch) * hw + p, blocked = ((b * (c / 16) + ch / 16) * hw + p) * 16 + ch % 16;
+				if (back)
+					dst[plain] = src[blocked];
+				else
+					dst[blocked] = src[plain];
+			}
+}
+
 /* The bytes of n elements of tensor t's type in a runtime's memory (ids and floats are 4 bytes). */
 static size_t arg_bytes(const Tensor *t, int64_t n)
 {
@@ -42,29 +67,36 @@ static size_t arg_bytes(const Tensor *t, int64_t n)
 /* n values of t's type from host (floats, or int32 ids in their bits) into dst, in a runtime's memory. */
 static void put_arg(const ArgMemory *mem, void *dst, const float *host, const Tensor *t, int64_t n)
 {
+	float *in = xmalloc(sizeof(float) * (size_t)(n ? n : 1));
+	relayout(in, host, t, n, false);
 	if (t->dtype != DT_BF16) {
-		mem->copy(dst, host, sizeof(float) * (size_t)n);
+		mem->copy(dst, in, sizeof(float) * (size_t)n);
+		free(in);
 		return;
 	}
 	uint16_t *h = xmalloc(arg_bytes(t, n));
 	for (int64_t i = 0; i < n; i++)
-		h[i] = bf16_from_f32(host[i]);
+		h[i] = bf16_from_f32(in[i]);
 	mem->copy(dst, h, arg_bytes(t, n));
 	free(h);
+	free(in);
 }
 
 /* The other way: host as floats. */
 static void get_arg(const ArgMemory *mem, float *host, const void *src, const Tensor *t, int64_t n)
 {
-	if (t->dtype != DT_BF16) {
-		mem->copy(host, src, sizeof(float) * (size_t)n);
-		return;
+	float *out = xmalloc(sizeof(float) * (size_t)(n ? n : 1));
+	if (t->dtype != DT_BF16)
+		mem->copy(out, src, sizeof(float) * (size_t)n);
+	else {
+		uint16_t *h = xmalloc(arg_bytes(t, n));
+		mem->copy(h, src, arg_bytes(t, n));
+		for (int64_t i = 0; i < n; i++)
+			out[i] = bf16_to_f32(h[i]);
+		free(h);
 	}
-	uint16_t *h = xmalloc(arg_bytes(t, n));
-	mem->copy(h, src, arg_bytes(t, n));
-	for (int64_t i = 0; i < n; i++)
-		host[i] = bf16_to_f32(h[i]);
-	free(h);
+	relayout(host, out, t, n, true);
+	free(out);
 }
 
 static void *host_alloc(size_t bytes)
@@ -210,6 +242,7 @@ void opcheck_node(RtCtx *ctx, Interp *ip, const Node *n, int32_t id, const char 
 	if (mem->where)
 		snprintf(where, sizeof where, "%-6s ", mem->where);
 	bool bf16 = desc[RT_D_BF16] != 0;
+	opcheck_blocked[n->op] += desc[RT_D_BLOCKED] != 0;
 	/* a bf16 output may round the other way: one unit in its last place (2^-7 of it) */
 	double tol = bf16 ? 1e-2 : 1e-4;
 	OpStat *st = &stats[bf16][n->op];

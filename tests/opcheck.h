@@ -50,6 +50,13 @@ typedef struct ArgMemory {
  */
 extern int opcheck_own_algo[3];
 
+/*
+ * Per op, the nodes checked with a channel-blocked argument (a graph of
+ * testlib's test_blocked: its values are passed in that layout and read
+ * back from it).
+ */
+extern int opcheck_blocked[NUM_OPS];
+
 /* Host memory from malloc, where the CPU runtime's kernels read and write. */
 extern const ArgMemory opcheck_host_memory;
 

@@ -11,6 +11,7 @@
 
 #include "autodiff.h"
 #include "fuse.h"
+#include "layout.h"
 #include "elaborate.h"
 
 const char *test_chain_source(char *buf, size_t size, const char *layers, const char *input, const char *labels,
@@ -37,6 +38,7 @@ const char *test_chain_source(char *buf, size_t size, const char *layers, const 
 Precision test_precision = PREC_FP32;
 bool test_fuse = false;
 bool test_fuse_gpu = false;
+bool test_blocked = false;
 
 static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval, bool input_grad)
 {
@@ -61,6 +63,8 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 			fuse_loss(g);
 			fuse_head(g);
 		}
+		if (test_blocked)
+			g->nblocked = choose_layouts(g);
 	}
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {

@@ -63,6 +63,8 @@ void node_describe(const Node *n, int64_t desc[RT_DESC_LEN])
 		put_shape(&RT_ARG_NDIM(desc, k), t->shape);
 		if (t->dtype == DT_BF16)
 			desc[RT_D_BF16] |= (int64_t)1 << k;
+		if (t->blocked)
+			desc[RT_D_BLOCKED] |= (int64_t)1 << k;
 	}
 }
 
@@ -119,6 +121,8 @@ const char *kdesc_signature(const int64_t *desc, char *buf, size_t size)
 		put_dims(buf, size, &len, &RT_ARG_NDIM(desc, k));
 		if (rt_arg_bf16(desc, (int)k))
 			put(buf, size, &len, "bf16");
+		if (rt_arg_blocked(desc, (int)k))
+			put(buf, size, &len, "c16");
 	}
 	if (nout == 0)
 		put(buf, size, &len, " ->");

@@ -105,6 +105,7 @@ struct Tensor {
 	DType dtype;         /* element type */
 	int64_t bytes;       /* size in bytes */
 	TensorKind kind;     /* role in the program */
+	bool blocked;        /* stored channel-blocked (nChw16c) on the CPU: layout.c's choice, else plain */
 	Node *producer;      /* node that writes it, NULL for graph inputs */
 	VEC(Node *) users;   /* nodes that read it, in graph order */
 	SrcLoc loc;          /* the layer or declaration it comes from */
@@ -145,6 +146,7 @@ typedef struct Graph {
 	Optimizer opt;         /* how weights are updated */
 	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
 	int nfused;            /* activations and activation gradients folded into other kernels (fuse.c) */
+	int nblocked;          /* tensors stored channel-blocked on the CPU (layout.c: choose_layouts) */
 	int ncasts_folded;     /* autocast's casts folded into the kernels beside them (fuse.c: fuse_casts) */
 } Graph;
 

@@ -13,7 +13,8 @@
  * them: the same bits as unfused too.
  *
  * A row is a [N, T, O] gradient's O elements (the axis last: inner 1) or
- * a [N, C, H, W] gradient's sample (inner H W).
+ * a [N, C, H, W] gradient's sample (inner H W), plain or channel-blocked:
+ * the eltwise is elementwise, and a sample is a row in either layout.
  */
 #include "cpu.h"
 
@@ -35,6 +36,7 @@ typedef struct Eltwise {
 struct CpuActBias {
 	int64_t rows, per, c, inner, row;   /* rows, a block's, the columns, the elements after the axis, a row's */
 	bool bf16, db16, from_y;            /* dx's type and dbias's bf16; whether saved is the activation's output */
+	bool blocked;                       /* [N, C, H, W] channel-blocked (autotm/rt.h's rt_arg_blocked) */
 	Eltwise e[2];                       /* [0]: a whole block; [1]: the last, shorter one (if any) */
 	size_t pad;                         /* the larger scratchpad of the two */
 };
@@ -79,6 +81,7 @@ CpuActBias *cpu_act_bias_create(dnnl_engine_t eng, const_dnnl_primitive_attr_t a
 	ab->bf16 = rt_arg_bf16(d, 1);
 	ab->db16 = rt_arg_bf16(d, 3);
 	ab->from_y = from_y;
+	ab->blocked = rt_arg_blocked(d, 0);
 	ab->row = ab->c * ab->inner;
 	ab->rows = nb;
 	int64_t per = ACT_BIAS_BLOCK / ((ab->bf16 ? 2 : 4) * ab->row);
@@ -99,6 +102,10 @@ size_t cpu_act_bias_scratch(const CpuActBias *ab)
 static void sum_rows(const CpuActBias *ab, const void *dx, int64_t nr, double *s)
 {
 	bool bf = ab->bf16;
+	if (ab->blocked) { /* a sample is a row in either layout */
+		cpu_blocked_channel_sums(dx, nr, ab->c, ab->inner, bf, s);
+		return;
+	}
 	if (ab->inner == 1) {
 #pragma omp parallel for if (nr * ab->c > (1 << 15))
 		for (int64_t o0 = 0; o0 < ab->c; o0 += ACT_BIAS_COLS) {

@@ -17,6 +17,11 @@
  * backward pass its gradient masks dy as it is read, and a gradient sum
  * folded in is added as dx is written.
  *
+ * A channel-blocked tensor (nChw16c, autotm/rt.h's rt_arg_blocked: every
+ * data argument or none) is taken 16 channels at a time, one task: each
+ * pass reads a block's planes as one run, the 16 channels' sums side by
+ * side in the vector lanes, each in the order batch, then pixel.
+ *
  * The element type is a constant in each specialisation (the always-inline
  * bodies below are instantiated for float32 and for bf16), so the inner
  * loops vectorise.
@@ -102,6 +107,42 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 	}
 }
 
+/* 16 channels forward, block cb of [N, C/16, inner, 16]: as bn_channel, a lane each. */
+INLINE void bn_block(const void *x, void *y, int64_t nb, int64_t cb_n, int64_t inner, int64_t cb, double eps,
+                     const float *gamma, const float *beta, float *mean, float *var, bool bf16, bool relu)
+{
+	double s[16] = {0}, v[16] = {0}, mu[16], m = (double)(nb * inner);
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++)
+				s[l] += bf16_or_f32_ld(x, o + l, bf16);
+	for (int l = 0; l < 16; l++)
+		mu[l] = s[l] / m;
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++) {
+				double t = bf16_or_f32_ld(x, o + l, bf16) - mu[l];
+				v[l] += t * t;
+			}
+	float a[16], b[16];
+	for (int l = 0; l < 16; l++) {
+		int64_t ch = cb * 16 + l;
+		double is = 1.0 / sqrt(v[l] / m + eps);
+		mean[ch] = (float)mu[l];
+		var[ch] = (float)(v[l] / m);
+		a[l] = (float)(is * gamma[ch]), b[l] = (float)(beta[ch] - mu[l] * is * gamma[ch]);
+	}
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++) {
+				float out = bf16_or_f32_ld(x, o + l, bf16) * a[l] + b[l];
+				bf16_or_f32_st(y, o + l, relu && out < 0 ? 0.0f : out, bf16);
+			}
+}
+
 void cpu_batchnorm_check(int32_t id, const int64_t *d)
 {
 	int nin = (int)d[RT_D_NIN];
@@ -110,6 +151,8 @@ void cpu_batchnorm_check(int32_t id, const int64_t *d)
 	                          (nin == 7 ? 1u << 6 : 0u); /* x, dy, dx[, y][, sum] */
 	if (d[RT_D_BF16] != 0 && (uint64_t)d[RT_D_BF16] != data)
 		RT_ICE("kernel %d (%s): data arguments of two types, or bf16 statistics", id, op_name((RtOp)d[RT_D_OP]));
+	if (d[RT_D_BLOCKED] != 0 && (uint64_t)d[RT_D_BLOCKED] != data)
+		RT_ICE("kernel %d (%s): data arguments of two layouts", id, op_name((RtOp)d[RT_D_OP]));
 }
 
 /* batchnorm: x, weight, bias -> y, mean, variance (ops.def); x and y float32 or both bf16 */
@@ -124,6 +167,16 @@ CPU_CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
 	bool bf16 = rt_arg_bf16(d, 0), relu = d[RT_D_ACT] == ACT_RELU; /* relu: fused (compiler/front/fuse.h) */
 	if (d[RT_D_ACT] != ACT_NONE && !relu)
 		RT_ICE("batchnorm with a fused %s: only relu is built", act_name((Act)d[RT_D_ACT]));
+	if (rt_arg_blocked(d, 0)) {
+#pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
+		for (int64_t cb = 0; cb < c / 16; cb++) {
+			if (bf16)
+				bn_block(a[0], a[3], nb, c / 16, inner, cb, eps, gamma, beta, mean, var, true, relu);
+			else
+				bn_block(a[0], a[3], nb, c / 16, inner, cb, eps, gamma, beta, mean, var, false, relu);
+		}
+		return;
+	}
 	/* the parallel loop is here, not in an inlined helper, so that each clone has its own */
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
@@ -190,6 +243,51 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 	}
 }
 
+/* The relu's gradient of dy at o (y > 0) where relu, else dy. */
+INLINE float bn_dy(const void *dy, const void *y, int64_t o, bool bf16, bool relu)
+{
+	float g = bf16_or_f32_ld(dy, o, bf16);
+	return relu ? keep_if(g, bf16_or_f32_ld(y, o, bf16) > 0.0f) : g;
+}
+
+/* 16 channels backward, block cb of [N, C/16, inner, 16] (sum: of [N, Cs/16, inner, 16]): bn_bwd_channel's lanes. */
+INLINE void bn_bwd_block(const void *x, const void *dy, const void *y, const void *sum, int64_t cbs_n, void *dx,
+                         int64_t nb, int64_t cb_n, int64_t inner, int64_t cb, double eps, const float *gamma,
+                         const float *mean, const float *var, float *dgamma, float *dbeta, bool bf16, bool relu)
+{
+	double sdy[16] = {0}, sdyx[16] = {0}, m = (double)(nb * inner);
+	const float *mu = &mean[cb * 16];
+	for (int64_t n = 0; n < nb; n++)
+		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++) {
+				double g = bn_dy(dy, y, o + l, bf16, relu);
+				sdy[l] += g;
+				sdyx[l] += g * (bf16_or_f32_ld(x, o + l, bf16) - (double)mu[l]);
+			}
+	float A[16], B[16], C[16];
+	for (int l = 0; l < 16; l++) { /* dx = A dy - B (x - mean) - C */
+		int64_t ch = cb * 16 + l;
+		double is = 1.0 / sqrt((double)var[ch] + eps), ga = gamma[ch] * is;
+		sdyx[l] *= is;
+		dbeta[ch] = (float)sdy[l];
+		dgamma[ch] = (float)sdyx[l];
+		A[l] = (float)ga, B[l] = (float)(ga * is * sdyx[l] / m), C[l] = (float)(ga * sdy[l] / m);
+	}
+	for (int64_t n = 0; n < nb; n++) {
+		int64_t o = (n * cb_n + cb) * inner * 16, os = (n * cbs_n + cb) * inner * 16;
+		for (int64_t k = 0; k < inner * 16; k += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++) {
+				float v = A[l] * bn_dy(dy, y, o + k + l, bf16, relu) -
+				          B[l] * (bf16_or_f32_ld(x, o + k + l, bf16) - mu[l]) - C[l];
+				if (sum) /* as the add it replaces: dx rounded to its type, then the sum rounded */
+					v = (bf16 ? bf16_round(v) : v) + bf16_or_f32_ld(sum, os + k + l, bf16);
+				bf16_or_f32_st(dx, o + k + l, v, bf16);
+			}
+	}
+}
+
 /*
  * batchnorm_bwd: x, weight, mean, variance, dy[, y][, sum] -> dx, dweight,
  * dbias (ops.def); x, dy, y, sum, dx in one type. With y (a fused relu's
@@ -213,6 +311,23 @@ CPU_CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 	bool bf16 = rt_arg_bf16(d, 0);
 	if ((d[RT_D_ACT] != ACT_NONE && !relu) || nin < 5 + relu || nin > 6 + relu || csum < c)
 		RT_ICE("batchnorm_bwd: %d inputs and a fused %s", nin, act_name((Act)d[RT_D_ACT]));
+	if (rt_arg_blocked(d, 0)) {
+#pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
+		for (int64_t cb = 0; cb < c / 16; cb++) {
+#define BN_BWD(BF16, RELU) \
+	bn_bwd_block(a[0], a[4], y, sum, csum / 16, dx, nb, c / 16, inner, cb, eps, gamma, mean, var, dgamma, dbeta, BF16, RELU)
+			if (bf16 && relu)
+				BN_BWD(true, true);
+			else if (bf16)
+				BN_BWD(true, false);
+			else if (relu)
+				BN_BWD(false, true);
+			else
+				BN_BWD(false, false);
+#undef BN_BWD
+		}
+		return;
+	}
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
 		float *dg = &dgamma[ch], *db = &dbeta[ch];

@@ -111,6 +111,14 @@ static inline __attribute__((always_inline)) float exp_le0(float x)
 	return exp_poly(x, false);
 }
 
+/*
+ * Add to s[c] each channel's sum of a channel-blocked [nb, C, inner]
+ * (C/16 blocks of [inner, 16] a row), float32 or bf16: each row's sum of
+ * the channel, in double, then the rows' in order, as the plain bias
+ * gradients sum (cpu/kernels.c).
+ */
+void cpu_blocked_channel_sums(const void *x, int64_t nb, int64_t c, int64_t inner, bool bf16, double *s);
+
 /* ---- batch normalisation (cpu/batchnorm.c): kernels of cpu/kernels.c ------ */
 
 /* ICE unless the data arguments (x, y; x, dy, y, dx) are all float32 or all bf16, the rest float32. */

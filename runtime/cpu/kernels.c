@@ -202,13 +202,22 @@ static dnnl_memory_desc_t md_dims(int ndim, const int64_t *dims, dnnl_data_type_
 	return md;
 }
 
-/* Argument i as it is. */
+/* Argument i as it is: plain, or channel-blocked (nChw16c: autotm/rt.h's rt_arg_blocked). */
 static dnnl_memory_desc_t md_arg(const int64_t *desc, int i)
 {
 	int64_t dims[RT_MAX_DIMS];
-	for (int d = 0; d < RT_ARG_NDIM(desc, i); d++)
+	int ndim = (int)RT_ARG_NDIM(desc, i);
+	for (int d = 0; d < ndim; d++)
 		dims[d] = RT_ARG_DIM(desc, i, d);
-	return md_dims((int)RT_ARG_NDIM(desc, i), dims, arg_dt(desc, i));
+	if (!rt_arg_blocked(desc, i))
+		return md_dims(ndim, dims, arg_dt(desc, i));
+	if (ndim != 4 || dims[1] % 16 != 0)
+		RT_ICE("kernel %d (%s): argument %d is blocked but not [N, C, H, W] with C a multiple of 16", creating_id,
+		       op_name(creating_op), i);
+	dnnl_memory_desc_t md;
+	dnnl_dims_t d = {dims[0], dims[1], dims[2], dims[3]};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, 4, d, arg_dt(desc, i), dnnl_aBcd16b));
+	return md;
 }
 
 /* Argument i as one dimension (elementwise ops). */
@@ -645,7 +654,7 @@ static void make_pool(CpuState *s, CpuKernel *k, dnnl_alg_kind_t alg, bool globa
 	pool_fwd_desc(k->desc, &pdesc, alg, global, 0, 1);
 	dnnl_primitive_desc_t pd = make_pd(s, &pdesc, NULL);
 	const char *impl = NULL;
-	if (alg == dnnl_pooling_max &&
+	if (alg == dnnl_pooling_max && !rt_arg_blocked(k->desc, 0) &&
 	    (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
 	     strstr(impl, "simple") || strstr(impl, "ref"))) {
 		DNNL_CHECK(dnnl_primitive_desc_destroy(pd)); /* its generic kernel: run_maxpool instead */
@@ -937,6 +946,21 @@ static inline __attribute__((always_inline)) void bias_sums(const void *dy, void
 	}
 }
 
+void cpu_blocked_channel_sums(const void *x, int64_t nb, int64_t c, int64_t inner, bool bf16, double *s)
+{
+#pragma omp parallel for if (nb * c * inner > PAR_MIN)
+	for (int64_t cb = 0; cb < c / 16; cb++)
+		for (int64_t b = 0; b < nb; b++) {
+			double rs[16] = {0};
+			for (int64_t i = 0, at = (b * (c / 16) + cb) * inner * 16; i < inner; i++, at += 16)
+#pragma omp simd
+				for (int l = 0; l < 16; l++)
+					rs[l] += bf16_or_f32_ld(x, at + l, bf16);
+			for (int l = 0; l < 16; l++)
+				s[cb * 16 + l] += rs[l];
+		}
+}
+
 /*
  * bias_grad: dy [N, O, ...] or [N, T, O] -> dbias [O], summed over every
  * dimension but the axis (0: 1), in double; dy and dbias float32 or bf16,
@@ -947,6 +971,14 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 	int64_t nb, c, inner;
 	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &nb, &c, &inner);
 	bool out16 = rt_arg_bf16(d, 1); /* a store per column: not worth a specialisation */
+	if (rt_arg_blocked(d, 0)) { /* [N, C, H, W] blocked, the bias of axis 1 (compiler/front/layout.c) */
+		double *s = rt_xcalloc((size_t)c * sizeof *s);
+		cpu_blocked_channel_sums(a[0], nb, c, inner, rt_arg_bf16(d, 0), s);
+		for (int64_t o = 0; o < c; o++)
+			bf16_or_f32_st(a[1], o, (float)s[o], out16);
+		free(s);
+		return;
+	}
 	if (rt_arg_bf16(d, 0))
 		bias_sums(a[0], a[1], nb, c, inner, true, out16);
 	else
@@ -965,14 +997,18 @@ static Windows windows_of(const int64_t *d)
 	                 d[RT_D_PH], d[RT_D_PW]};
 }
 
-/* The index in plane xp of window (i, j)'s first maximum in raster order (padding excluded), or -1. */
-static inline int64_t window_max(const Windows *v, const float *xp, int64_t i, int64_t j)
+/*
+ * The index in plane xp of window (i, j)'s first maximum in raster order
+ * (padding excluded), or -1. The plane's elements are st apart: 1 plain,
+ * 16 in a channel-blocked tensor (the index counts elements, not st).
+ */
+static inline int64_t window_max(const Windows *v, const float *xp, int64_t i, int64_t j, int64_t st)
 {
 	int64_t h0 = i * v->sh - v->ph, w0 = j * v->sw - v->pw, best = -1;
 	int64_t h1 = h0 + v->kh < v->h ? h0 + v->kh : v->h, w1 = w0 + v->kw < v->w ? w0 + v->kw : v->w;
 	for (int64_t r = h0 < 0 ? 0 : h0; r < h1; r++)
 		for (int64_t q = w0 < 0 ? 0 : w0; q < w1; q++)
-			if (best < 0 || xp[r * v->w + q] > xp[best])
+			if (best < 0 || xp[(r * v->w + q) * st] > xp[best * st])
 				best = r * v->w + q;
 	return best;
 }
@@ -982,13 +1018,14 @@ static inline int64_t window_max(const Windows *v, const float *xp, int64_t i, i
  * rows and columns: given as constants (3x3, 2x2), the loops unroll, and
  * without the padding's bounds in them they took a third of the time.
  */
-static inline int64_t window_max_in(const Windows *v, const float *xp, int64_t i, int64_t j, int64_t kh, int64_t kw)
+static inline int64_t window_max_in(const Windows *v, const float *xp, int64_t i, int64_t j, int64_t kh, int64_t kw,
+                                    int64_t st)
 {
 	int64_t at = (i * v->sh - v->ph) * v->w + j * v->sw - v->pw, best = at;
-	float bv = xp[at];
+	float bv = xp[at * st];
 	for (int64_t r = 0; r < kh; r++)
 		for (int64_t q = 0; q < kw; q++) {
-			float x = xp[at + r * v->w + q];
+			float x = xp[(at + r * v->w + q) * st];
 			bool take = x > bv;
 			best = take ? at + r * v->w + q : best;
 			bv = take ? x : bv;
@@ -1004,15 +1041,16 @@ static inline bool window_inside(const Windows *v, int64_t i, int64_t j)
 }
 
 /* window_max, by the unrolled loops where the window is inside the plane and 3x3 or 2x2. */
-static inline int64_t window_argmax(const Windows *v, const float *xp, int64_t i, int64_t j)
+static inline __attribute__((always_inline)) int64_t window_argmax(const Windows *v, const float *xp, int64_t i,
+                                                                   int64_t j, int64_t st)
 {
 	if (!window_inside(v, i, j))
-		return window_max(v, xp, i, j);
+		return window_max(v, xp, i, j, st);
 	if (v->kh == 3 && v->kw == 3)
-		return window_max_in(v, xp, i, j, 3, 3);
+		return window_max_in(v, xp, i, j, 3, 3, st);
 	if (v->kh == 2 && v->kw == 2)
-		return window_max_in(v, xp, i, j, 2, 2);
-	return window_max_in(v, xp, i, j, v->kh, v->kw);
+		return window_max_in(v, xp, i, j, 2, 2, st);
+	return window_max_in(v, xp, i, j, v->kh, v->kw, st);
 }
 
 /*
@@ -1030,7 +1068,7 @@ static void run_maxpool(const int64_t *d, void *const *a)
 	for (int64_t p = 0; p < v.planes; p++)
 		for (int64_t i = 0; i < v.ho; i++)
 			for (int64_t j = 0; j < v.wo; j++) {
-				int64_t best = window_argmax(&v, x + p * v.h * v.w, i, j);
+				int64_t best = window_argmax(&v, x + p * v.h * v.w, i, j, 1);
 				y[(p * v.ho + i) * v.wo + j] = best >= 0 ? x[p * v.h * v.w + best] : -INFINITY;
 			}
 }
@@ -1041,10 +1079,26 @@ static void maxpool_bwd_plane(const Windows *v, const float *xp, const float *dy
 	memset(dxp, 0, sizeof *dxp * (size_t)(v->h * v->w));
 	for (int64_t i = 0; i < v->ho; i++)
 		for (int64_t j = 0; j < v->wo; j++) {
-			int64_t best = window_argmax(v, xp, i, j);
+			int64_t best = window_argmax(v, xp, i, j, 1);
 			if (best >= 0)
 				dxp[best] += dyh ? bf16_to_f32(dyh[i * v->wo + j]) : dyp[i * v->wo + j];
 		}
+}
+
+/*
+ * maxpool_bwd_plane for 16 planes side by side, a block of channel-blocked
+ * float32 tensors: each window's cache lines serve its 16 channels.
+ */
+static void maxpool_bwd_block(const Windows *v, const float *xb, const float *dyb, float *dxb)
+{
+	memset(dxb, 0, sizeof *dxb * (size_t)(v->h * v->w * 16));
+	for (int64_t i = 0; i < v->ho; i++)
+		for (int64_t j = 0; j < v->wo; j++)
+			for (int l = 0; l < 16; l++) {
+				int64_t best = window_argmax(v, xb + l, i, j, 16);
+				if (best >= 0)
+					dxb[best * 16 + l] += dyb[(i * v->wo + j) * 16 + l];
+			}
 }
 
 /* The float32 planes a maxpool_bwd with bf16 arguments takes of the scratch: x's and dx's, each thread's. */
@@ -1067,6 +1121,13 @@ static void run_maxpool_bwd(const int64_t *d, void *const *a, float *wide)
 	Windows v = windows_of(d);
 	bool bf16 = rt_arg_bf16(d, 0);
 	int64_t hw = v.h * v.w;
+	if (rt_arg_blocked(d, 0)) { /* float32 (compiler/front/layout.c) */
+#pragma omp parallel for if (v.planes * hw > PAR_MIN)
+		for (int64_t b = 0; b < v.planes / 16; b++)
+			maxpool_bwd_block(&v, (const float *)a[0] + b * hw * 16, (const float *)a[1] + b * v.ho * v.wo * 16,
+			                  (float *)a[2] + b * hw * 16);
+		return;
+	}
 #pragma omp parallel for if (v.planes * hw > PAR_MIN)
 	for (int64_t p = 0; p < v.planes; p++) {
 		if (!bf16) {

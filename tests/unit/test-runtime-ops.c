@@ -15,7 +15,8 @@
  * layouts (and reorders), and with AUTOTM_CONV_LAYOUT=plain. Then every
  * case runs again in bf16 (autocast's casts and bf16 kernels), each node
  * with a bf16 argument within 1e-2 (opcheck.h), and then again fused
- * (compiler/front/fuse.h) in bf16 and in fp32.
+ * (compiler/front/fuse.h) in bf16 and in fp32, and the cases with
+ * convolutions with the CPU's channel-blocked layouts (layout.h).
  *
  * Part 2, whole programs: a naive memory plan (weights and optimizer
  * state in the slow pool, everything else in the fast pool), then what a
@@ -297,6 +298,35 @@ static int run_model(const char *path, const Define *defs, int ndefs)
 	return test_summary();
 }
 
+/*
+ * The cases with convolutions once more with the CPU's channel-blocked
+ * layouts (compiler/front/layout.h), unfused and fused, in fp32 and bf16:
+ * each blocked argument passed in that layout and read back from it. Every
+ * op that takes a blocked argument must have had one.
+ */
+static void check_blocked(RtCtx *ctx, int32_t *next_id)
+{
+	static const Op takes[] = {
+		OP_CONV2D, OP_CONV2D_BWD_DATA, OP_CONV2D_BWD_FILTER, OP_BATCHNORM, OP_BATCHNORM_BWD, OP_MAXPOOL,
+		OP_MAXPOOL_BWD, OP_AVGPOOL, OP_AVGPOOL_BWD, OP_GLOBALAVGPOOL, OP_GLOBALAVGPOOL_BWD, OP_CONCAT, OP_SLICE,
+		OP_RELU, OP_RELU_BWD, OP_TANH, OP_TANH_BWD, OP_ADD, OP_BIAS_GRAD, OP_ACT_BIAS_GRAD, OP_CAST,
+	};
+	test_blocked = true;
+	for (int fused = 0; fused < 2; fused++)
+		for (int prec = 0; prec < 2; prec++) {
+			test_fuse = fused;
+			test_precision = prec ? PREC_BF16 : PREC_FP32;
+			for (int i = 0; i < nop_cases; i++)
+				if (strstr(op_cases[i].layers, "conv("))
+					opcheck_case(ctx, &op_cases[i], next_id, &opcheck_host_memory);
+		}
+	test_blocked = test_fuse = false;
+	test_precision = PREC_FP32;
+	for (size_t i = 0; i < countof(takes); i++)
+		test_check(opcheck_blocked[takes[i]] > 0, "%s checked with channel-blocked arguments (%d nodes)",
+		           op_info[takes[i]].name, opcheck_blocked[takes[i]]);
+}
+
 int main(int argc, char **argv)
 {
 	/*
@@ -350,6 +380,7 @@ int main(int argc, char **argv)
 		opcheck_case(ctx, &op_cases[i], &next_id, &opcheck_host_memory);
 	test_fuse = false;
 	unsetenv("AUTOTM_HEAD_BLOCK_ROWS");
+	check_blocked(ctx, &next_id);
 	if (rt_end(ctx) != 0)
 		test_check(false, "rt_end of the op checks");
 	printf("# per op: nodes checked, worst error relative to max(1, max |ref|)\n");

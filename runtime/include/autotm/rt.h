@@ -87,6 +87,7 @@ enum RtDescField {
 	RT_D_BF16,      /* bit i set: argument i holds bfloat16 (autotm/rt.h's rt_arg_bf16); clear: float32 */
 	RT_D_ACT,       /* conv2d, dense, batchnorm: base/activation.h's Act applied to the output (0: none) */
 	RT_D_CAUSAL,    /* attention: causal (0 or 1) */
+	RT_D_BLOCKED,   /* bit i set: argument i ([N, C, H, W], C a multiple of 16) is channel-blocked (rt_arg_blocked) */
 	RT_D_ASHAPE,    /* attribute shape: ndim, then RT_MAX_DIMS sizes */
 	RT_D_ARGS = RT_D_ASHAPE + 1 + RT_MAX_DIMS,
 	/* then per argument, inputs first then outputs: ndim, then RT_MAX_DIMS sizes */
@@ -113,6 +114,19 @@ enum { RT_ALGO_WS_ARG = 1 << 16 }; /* RT_D_ALGO: the workspace is passed after t
 static inline int rt_arg_bf16(const int64_t *desc, int i)
 {
 	return (int)((uint64_t)desc[RT_D_BF16] >> i & 1u);
+}
+
+/*
+ * Whether argument i of a description is stored channel-blocked, in
+ * oneDNN's nChw16c (aBcd16b): element (n, c, h, w) of [N, C, H, W] at
+ * ((n * C/16 + c/16) * H * W + h * W + w) * 16 + c % 16, the layout of the
+ * CPU's fastest convolutions; else row-major (plain). Only the CPU's
+ * kernels take it (compiler/front/layout.h says which), and the bytes are
+ * the same: C is a multiple of 16.
+ */
+static inline int rt_arg_blocked(const int64_t *desc, int i)
+{
+	return (int)((uint64_t)desc[RT_D_BLOCKED] >> i & 1u);
 }
 
 /* The bytes of argument i of a description: its elements in its type (ids are 4 bytes as floats are). */

@@ -1,0 +1,43 @@
+/*
+ * layout.h - which activations the CPU stores channel-blocked (nChw16c),
+ * on the training step after fusion and before scheduling
+ * (docs/compiler.md, "Layouts").
+ *
+ * oneDNN's fastest convolutions read and write nChw16c: 16 channels
+ * innermost, a cache line of one pixel. With every tensor row-major, each
+ * convolution reorders its input to that layout and its output back, in
+ * each of its three kernels: a fifth of a densenet201 step on the CPU.
+ * Here a [N, C, H, W] activation or gradient (C a multiple of 16, so the
+ * bytes do not change) is stored blocked when every kernel that touches
+ * it takes it so; the convolutions' reorders of it are then gone, folded
+ * into the kernels next to them, which read and write the blocked layout
+ * themselves:
+ *
+ * - oneDNN's kernels (convolutions, average pooling, concatenation) take
+ *   each argument in either layout: an argument's layout is its own;
+ * - batch normalisation's two kernels (runtime/cpu/batchnorm.c), the same
+ *   shape elementwise ones (activations, their gradients, add, cast) and a
+ *   slice of whole channel blocks take their arguments all blocked or all
+ *   plain: those tensors go together;
+ * - every other kernel (weights, updates, max pooling, reshapes, dropout,
+ *   the losses, the GPU's) takes plain tensors only.
+ *
+ * Tensors are grouped by the second rule (union-find) and a group is
+ * blocked when no member must be plain. Weights, optimizer state, the
+ * input and the labels stay plain: what is saved, loaded and fed never
+ * changes. Each value's arithmetic is that of the plain kernels but for
+ * the order of a batch normalisation's sums, which the blocked kernel
+ * takes in the interpreter's order (batch, then pixels).
+ */
+#ifndef AUTOTM_LAYOUT_H
+#define AUTOTM_LAYOUT_H
+
+#include "graph.h"
+
+/* Mark the tensors of g to store channel-blocked (Tensor.blocked); returns their number. */
+int choose_layouts(Graph *g);
+
+/* Whether t may be stored blocked at all: a [N, C, H, W] activation or gradient, C a multiple of 16. */
+bool layout_blockable(const Tensor *t);
+
+#endif
