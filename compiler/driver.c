@@ -165,6 +165,14 @@ static ElabOptions elab_options(const Settings *s, bool eval)
 }
 
 /* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */
+/* The CPU's channel-blocked layouts (layout.h), unless AUTOTM_BLOCKED=0 keeps every tensor row-major (to compare). */
+static void choose_cpu_layouts(const Settings *s, Graph *g)
+{
+	const char *blocked = getenv("AUTOTM_BLOCKED");
+	if (s->target != TARGET_GPU && !(blocked && strcmp(blocked, "0") == 0))
+		g->nblocked = choose_layouts(g);
+}
+
 static Compilation *eval_front(Arena *a, const Settings *s)
 {
 	ElabOptions eo = elab_options(s, true);
@@ -173,6 +181,7 @@ static Compilation *eval_front(Arena *a, const Settings *s)
 	if (!(e->g = elaborate(s->file, &eo, a)))
 		return NULL;
 	verify_or_die(e->g, "elaboration");
+	choose_cpu_layouts(s, e->g);                                                    /* -> nChw16c activations */
 	e->sched = schedule_graph(e->g, a);
 	return e;
 }
@@ -292,9 +301,7 @@ bool compile(Arena *a, const Settings *s, Stage stage, Compilation *c)
 				fuse_casts(c->g);                                                   /* -> fewer casts */
 			verify_or_die(c->g, "fusion");
 		}
-		const char *blocked = getenv("AUTOTM_BLOCKED"); /* 0: every tensor row-major (to compare) */
-		if (s->target != TARGET_GPU && !(blocked && strcmp(blocked, "0") == 0))
-			c->g->nblocked = choose_layouts(c->g);                                  /* -> nChw16c activations */
+		choose_cpu_layouts(s, c->g);                                                /* -> nChw16c activations */
 		c->sched = schedule_graph(c->g, a);                                         /* -> order, liveness */
 	}
 	if (stage == STAGE_TRAINING)

@@ -184,6 +184,10 @@ const OpCase op_cases[] = {
 	 "conv(3x3, 3 => 4, pad = 1) batchnorm relu maxpool(2x2) dropout(0.3) "
 	 "conv(3x3, 4 => 6, pad = 1, bias = false) batchnorm(eps = 0.001) relu avgpool(2x2) flatten dense(24 => 4)",
 	 NULL},
+	{"conv net of 16 channels, evaluated", OPCASE_EVAL, "2, 3, 7, 5", "4",
+	 "conv(3x3, 3 => 16, pad = 1) batchnorm relu conv(3x3, 16 => 32, pad = 1, bias = false) batchnorm relu "
+	 "globalavgpool flatten dense(32 => 4)",
+	 NULL},
 };
 
 const int nop_cases = (int)countof(op_cases);

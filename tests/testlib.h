@@ -37,7 +37,7 @@ extern Precision test_precision;
 extern bool test_fuse;
 /* Whether they have the GPU's fusion instead: attention fused and the loss (fuse.h's fuse_loss); default false. */
 extern bool test_fuse_gpu;
-/* Whether their tensors then take the CPU's channel-blocked layouts (layout.h's choose_layouts); default false. */
+/* Whether the graphs above (training and evaluation) take the CPU's channel-blocked layouts (layout.h); default false. */
 extern bool test_blocked;
 /* The same for src's evaluation graph (forward only: ElabOptions.eval). */
 Graph *test_eval_graph(Arena *a, const char *name, const char *src);

@@ -68,6 +68,7 @@ static ArgRule arg_rule(const Node *n, int k)
 		return ARG_TOGETHER;
 	case OP_BATCHNORM:     /* the data arguments; the statistics and weights are vectors, plain */
 	case OP_BATCHNORM_BWD:
+	case OP_BATCHNORM_EVAL:
 		return arg(n, k)->shape.ndim == 4 ? ARG_TOGETHER : ARG_PLAIN;
 	case OP_SLICE:         /* whole channel blocks: the same copies as plain (runtime/cpu/kernels.c's run_slice) */
 	case OP_SLICE_BWD:

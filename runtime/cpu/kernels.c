@@ -1501,22 +1501,24 @@ static void run_bn_eval(const int64_t *d, void *const *a)
 	int64_t nb = RT_ARG_DIM(d, 0, 0), c = dim_or_1(d, 0, 1), inner = inner_elems(d, 0, 2);
 	double eps = attr_f64(d, RT_D_EPS);
 	bool bf16 = rt_arg_bf16(d, 0); /* x and y bf16 (native: each element widened and rounded, as widened) */
+	bool blocked = rt_arg_blocked(d, 0); /* x and y channel-blocked: a channel's elements 16 apart */
+	int64_t st = blocked ? 16 : 1;
 #pragma omp parallel for collapse(2) schedule(static)
 	for (int64_t n = 0; n < nb; n++)
 		for (int64_t ch = 0; ch < c; ch++) {
 			double alpha, beta;
 			op_bn_eval_affine(w[ch], b[ch], rm[ch], rv[ch], eps, &alpha, &beta);
-			int64_t at = (n * c + ch) * inner;
+			int64_t at = blocked ? (n * c + ch / 16 * 16) * inner + ch % 16 : (n * c + ch) * inner;
 			if (bf16) {
 				const uint16_t *xs = (const uint16_t *)a[0] + at;
 				uint16_t *ys = (uint16_t *)a[5] + at;
 				for (int64_t k = 0; k < inner; k++)
-					ys[k] = bf16_from_f32((float)((double)bf16_to_f32(xs[k]) * alpha + beta));
+					ys[k * st] = bf16_from_f32((float)((double)bf16_to_f32(xs[k * st]) * alpha + beta));
 			} else {
 				const float *xs = (const float *)a[0] + at;
 				float *ys = (float *)a[5] + at;
 				for (int64_t k = 0; k < inner; k++)
-					ys[k] = (float)((double)xs[k] * alpha + beta);
+					ys[k * st] = (float)((double)xs[k * st] * alpha + beta);
 			}
 		}
 }

@@ -39,9 +39,10 @@ if [ -z "$bad" ] && [ -n "$needed" ]; then ok "needs only $needed"; else not_ok 
 # eps p bn_momentum, then the optimizer's 15: optim lr momentum nesterov wd
 # beta1 beta2 eps clip sched warmup steps floor every gamma, then matmul's
 # trans_a trans_b alpha, then clamp's lo hi, then the bf16 arguments' bits,
-# the fused activation and attention's causal flag), the attribute shape
-# (ndim + 4 sizes): RT_D_ARGS = 44; then 16 arguments of ndim + 4 sizes:
-# RT_DESC_LEN = 125 (the last: the convolution algorithm).
+# the fused activation, attention's causal flag and the blocked arguments'
+# bits), the attribute shape (ndim + 4 sizes): RT_D_ARGS = 45; then 16
+# arguments of ndim + 4 sizes: RT_DESC_LEN = 126 (the last: the convolution
+# algorithm).
 #   desc OP NIN NOUT ATTRS ARG...   ATTRS: fields 3.. (comma-separated, or -);
 #                                   ARG: "ndim,d0,d1,d2,d3"
 desc() {
@@ -49,9 +50,9 @@ desc() {
     shift 4
     local v=("$op" "$nin" "$nout")
     if [ "$attrs" != - ]; then IFS=, read -ra x <<<"$attrs"; v+=("${x[@]}"); fi
-    while [ ${#v[@]} -lt 44 ]; do v+=(0); done
+    while [ ${#v[@]} -lt 45 ]; do v+=(0); done
     for a in "$@"; do IFS=, read -ra x <<<"$a"; v+=("${x[@]}"); done
-    while [ ${#v[@]} -lt 125 ]; do v+=(0); done
+    while [ ${#v[@]} -lt 126 ]; do v+=(0); done
     (IFS=,; echo "${v[*]}")
 }
 # op numbers: ops.def's order
@@ -69,7 +70,7 @@ header='# autotm gpu kernels 1'
     printf 'conv2d [8,3,32,32] [16,3,3,3] [16] -> [8,16,32,32] k3x3 s1x1 p1x1 g1\t%s\n' \
         "$(desc $CONV2D 3 1 3,3,1,1,1,1,1 4,8,3,32,32 4,16,3,3,3 1,16,0,0,0 4,8,16,32,32)"
     printf 'conv2d_bwd_data [8,16,32,32] [16,3,3,3] -> [8,3,32,32] k3x3 s1x1 p1x1 g1\t%s\n' \
-        "$(desc $CONV2D_BWD_DATA 2 1 3,3,1,1,1,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,4,8,3,32,32 4,8,16,32,32 4,16,3,3,3 4,8,3,32,32)"
+        "$(desc $CONV2D_BWD_DATA 2 1 3,3,1,1,1,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,4,8,3,32,32 4,8,16,32,32 4,16,3,3,3 4,8,3,32,32)"
     printf 'conv2d_bwd_filter [8,3,32,32] [8,16,32,32] -> [16,3,3,3] k3x3 s1x1 p1x1 g1\t%s\n' \
         "$(desc $CONV2D_BWD_FILTER 2 1 3,3,1,1,1,1,1 4,8,3,32,32 4,8,16,32,32 4,16,3,3,3)"
     printf 'softmax_crossentropy [8,10] [8,10] -> [1]\t%s\n' \
@@ -108,9 +109,9 @@ bad "header not first" "1: error: expected the header .*" $'\n'"$h"
 bad "missing tab" "4: error: expected a kernel signature, a tab and its description" \
     "$h# comment"$'\n\n'"relu ${relu}"$'\n'
 bad "empty signature" "2: error: empty kernel signature" "$h$(line "" "$relu")"$'\n'
-bad "too few numbers" "3: error: the description has 124 numbers, not 125 (RT_DESC_LEN of autotm/rt.h)" \
+bad "too few numbers" "3: error: the description has 125 numbers, not 126 (RT_DESC_LEN of autotm/rt.h)" \
     "$h$(line relu "$relu")"$'\n'"$(line relu "${relu%,0}")"$'\n'
-bad "too many numbers" "2: error: the description has 126 numbers, not 125 .*" "$h$(line relu "$relu,0")"$'\n'
+bad "too many numbers" "2: error: the description has 127 numbers, not 126 .*" "$h$(line relu "$relu,0")"$'\n'
 bad "not a number" "2: error: number 4 of the description, 'x1', is not a 64-bit integer" \
     "$h$(line relu "$(echo "$relu" | sed 's/^\([^,]*,[^,]*,[^,]*\),0,/\1,x1,/')")"$'\n'
 bad "empty number" "2: error: number 2 of the description, '', is not a 64-bit integer" \
