@@ -6,7 +6,7 @@
 #   bench/cpu_step.sh [--threads T] [--iters N] [--warmup W] [--rounds R]
 #                     [--only NAME[,NAME...]] [--no-torch-profile]
 #                     [--wait-idle S] [--retry K] [--precision fp32|bf16]
-#                     [--compile] [--unfused]
+#                     [--compile] [--unfused] [--row-major]
 #
 # Workloads: mlp-b16 (examples/mlp.net), mlp-b64 (-D batch=64), vgg-b8
 # (examples/test_vgg.net), vgg-b64 (-D batch=64), tinygpt-b16
@@ -24,7 +24,9 @@
 # autotmc is faster.  --compile adds a third side to every round, PyTorch
 # under torch.compile (NAME.compile.K.json; its warm-up steps compile);
 # --unfused a fourth, the autotmc program built with --no-fuse
-# (NAME.unfused.K.json), for fusion's speedup.  Then one more autotmc run with --profile-kernels (and a
+# (NAME.unfused.K.json), for fusion's speedup; --row-major a fifth, the autotmc
+# program built with AUTOTM_BLOCKED=0 (every tensor row-major, NAME.rowmajor.K.json),
+# for the channel-blocked layouts' speedup.  Then one more autotmc run with --profile-kernels (and a
 # torch.profiler run) gives the per-kernel tables in bench/out/.
 #
 # Defaults: T = nproc, N = 20, W = 5, R = 3.  The load that other processes
@@ -52,6 +54,7 @@ retry=0
 precision=fp32
 compile=0
 unfused=0
+rowmajor=0
 usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--precision) precision=$2; shift 2 ;;
 	--compile) compile=1; shift ;;
 	--unfused) unfused=1; shift ;;
+	--row-major) rowmajor=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "cpu_step.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -175,7 +179,11 @@ for w in "${workloads[@]}"; do
 	# shellcheck disable=SC2086
 	[ "$unfused" = 0 ] || "$autotmc" build $defs "$net" --precision "$precision" --no-fuse -o "$prog.unfused" \
 		> "$out/$name.unfused.build.txt"
-	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json "$out/$name".compile.*.json "$out/$name".unfused.*.json
+	# shellcheck disable=SC2086
+	[ "$rowmajor" = 0 ] || AUTOTM_BLOCKED=0 "$autotmc" build $defs "$net" --precision "$precision" -o "$prog.rowmajor" \
+		> "$out/$name.rowmajor.build.txt"
+	rm -f "$out/$name".autotmc.*.json "$out/$name".torch.*.json "$out/$name".compile.*.json "$out/$name".unfused.*.json \
+		"$out/$name".rowmajor.*.json
 	for r in $(seq 1 "$rounds"); do
 		run_autotmc() {
 			measured "$name autotmc $r" - "$prog" --iters $((warmup + iters)) --threads "$threads" \
@@ -198,9 +206,14 @@ for w in "${workloads[@]}"; do
 			measured "$name unfused $r" - "$prog.unfused" --iters $((warmup + iters)) --threads "$threads" \
 				--quiet --results "$out/$name.unfused.$r.json"
 		}
+		run_rowmajor() {
+			measured "$name rowmajor $r" - "$prog.rowmajor" --iters $((warmup + iters)) --threads "$threads" \
+				--quiet --results "$out/$name.rowmajor.$r.json"
+		}
 		if [ $((r % 2)) = 1 ]; then run_autotmc; run_torch; else run_torch; run_autotmc; fi
 		[ "$compile" = 0 ] || run_compiled
 		[ "$unfused" = 0 ] || run_unfused
+		[ "$rowmajor" = 0 ] || run_rowmajor
 		echo "$name: round $r of $rounds done" >&2
 	done
 	measured "$name profile" "$out/$name.kernels.txt" "$prog" --iters $((warmup + iters)) \

@@ -101,6 +101,10 @@ def main():
         if ut:  # autotmc --no-fuse (cpu_step.sh --unfused)
             res["unfused"] = stats([t for r in ut for t in r["step_times"][a.warmup:]])
             res["fusion_speedup"] = res["unfused"]["median_ms"] / res["autotmc"]["median_ms"]
+        rt = rounds(a.out, name, "rowmajor")
+        if rt:  # autotmc built with AUTOTM_BLOCKED=0 (cpu_step.sh --row-major)
+            res["rowmajor"] = stats([t for r in rt for t in r["step_times"][a.warmup:]])
+            res["layouts_speedup"] = res["rowmajor"]["median_ms"] / res["autotmc"]["median_ms"]
         results.append(res)
 
     json.dump(results, open(os.path.join(a.out, "summary.json"), "w"), indent=1)
@@ -120,6 +124,14 @@ def main():
             c = f"{C['median_ms']:.2f} ({C['min_ms']:.2f}–{C['max_ms']:.2f}) | {r['ratio_compile']:.2f}" if C else "– | –"
             u = f"{U['median_ms']:.2f} ({U['min_ms']:.2f}–{U['max_ms']:.2f}) | {r['fusion_speedup']:.2f}" if U else "– | –"
             md.append(f"| {r['workload']} | {r['autotmc']['median_ms']:.2f} | {c} | {u} |")
+    if any("rowmajor" in r for r in results):
+        md += ["", "| workload | autotmc ms/step | row-major (AUTOTM_BLOCKED=0) ms/step (min–max) | layouts' speedup |",
+               "|---|---:|---:|---:|"]
+        for r in results:
+            R = r.get("rowmajor")
+            if R:
+                md.append(f"| {r['workload']} | {r['autotmc']['median_ms']:.2f} "
+                          f"| {R['median_ms']:.2f} ({R['min_ms']:.2f}–{R['max_ms']:.2f}) | {r['layouts_speedup']:.2f} |")
     for r in results:
         md.append("")
         md.append(f"{r['workload']}: kernels {r['kernels_ms_per_step']:.2f} ms of "

@@ -58,9 +58,9 @@ static ArgRule arg_rule(const Node *n, int k)
 		return k == 2 ? ARG_PLAIN : ARG_FREE;
 	case OP_CONCAT:
 		return ARG_FREE;
-	case OP_MAXPOOL:     /* oneDNN's; the backward pass's own kernel takes float32 blocks */
+	case OP_MAXPOOL:     /* oneDNN's; the backward pass's own kernel takes blocks of 16 planes */
 	case OP_MAXPOOL_BWD:
-		return n->in[0]->dtype == DT_F32 ? ARG_TOGETHER : ARG_PLAIN;
+		return ARG_TOGETHER;
 	case OP_AVGPOOL: /* oneDNN's pooling of two layouts is its reference implementation */
 	case OP_AVGPOOL_BWD:
 	case OP_GLOBALAVGPOOL:

@@ -1106,7 +1106,24 @@ static size_t maxpool_bwd_scratch(const int64_t *d)
 {
 	if (!rt_arg_bf16(d, 0))
 		return 0;
-	return sizeof(float) * 2 * (size_t)omp_get_max_threads() * (size_t)(RT_ARG_DIM(d, 0, 2) * RT_ARG_DIM(d, 0, 3));
+	size_t hw = (size_t)(RT_ARG_DIM(d, 0, 2) * RT_ARG_DIM(d, 0, 3)), threads = (size_t)omp_get_max_threads();
+	if (rt_arg_blocked(d, 0)) /* a block of 16 planes of x, dx and dy */
+		return sizeof(float) * 16 * threads * (2 * hw + (size_t)(RT_ARG_DIM(d, 1, 2) * RT_ARG_DIM(d, 1, 3)));
+	return sizeof(float) * 2 * threads * hw;
+}
+
+/* maxpool_bwd_block of bf16 blocks: x and dy widened into the thread's scratch (wide), dx summed there, rounded once. */
+static void maxpool_bwd_block16(const Windows *v, const uint16_t *xb, const uint16_t *dyb, uint16_t *dxb, float *wide)
+{
+	int64_t n = v->h * v->w * 16, m = v->ho * v->wo * 16;
+	float *xw = wide, *dxw = xw + n, *dyw = dxw + n;
+	for (int64_t k = 0; k < n; k++)
+		xw[k] = bf16_to_f32(xb[k]);
+	for (int64_t k = 0; k < m; k++)
+		dyw[k] = bf16_to_f32(dyb[k]);
+	maxpool_bwd_block(v, xw, dyw, dxw);
+	for (int64_t k = 0; k < n; k++)
+		dxb[k] = bf16_from_f32(dxw[k]);
 }
 
 /*
@@ -1121,11 +1138,17 @@ static void run_maxpool_bwd(const int64_t *d, void *const *a, float *wide)
 	Windows v = windows_of(d);
 	bool bf16 = rt_arg_bf16(d, 0);
 	int64_t hw = v.h * v.w;
-	if (rt_arg_blocked(d, 0)) { /* float32 (compiler/front/layout.c) */
+	if (rt_arg_blocked(d, 0)) { /* blocks of 16 planes (compiler/front/layout.c) */
+		int64_t ohw = v.ho * v.wo;
 #pragma omp parallel for if (v.planes * hw > PAR_MIN)
-		for (int64_t b = 0; b < v.planes / 16; b++)
-			maxpool_bwd_block(&v, (const float *)a[0] + b * hw * 16, (const float *)a[1] + b * v.ho * v.wo * 16,
-			                  (float *)a[2] + b * hw * 16);
+		for (int64_t b = 0; b < v.planes / 16; b++) {
+			if (bf16)
+				maxpool_bwd_block16(&v, (const uint16_t *)a[0] + b * hw * 16, (const uint16_t *)a[1] + b * ohw * 16,
+				                    (uint16_t *)a[2] + b * hw * 16, wide + (2 * hw + ohw) * 16 * omp_get_thread_num());
+			else
+				maxpool_bwd_block(&v, (const float *)a[0] + b * hw * 16, (const float *)a[1] + b * ohw * 16,
+				                  (float *)a[2] + b * hw * 16);
+		}
 		return;
 	}
 #pragma omp parallel for if (v.planes * hw > PAR_MIN)
