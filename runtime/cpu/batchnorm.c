@@ -276,15 +276,21 @@ INLINE void bn_bwd_block(const void *x, const void *dy, const void *y, const voi
 	}
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * cb_n + cb) * inner * 16, os = (n * cbs_n + cb) * inner * 16;
-		for (int64_t k = 0; k < inner * 16; k += 16)
+#define BN_DX(i) (A[l] * bn_dy(dy, y, (i), bf16, relu) - B[l] * (bf16_or_f32_ld(x, (i), bf16) - mu[l]) - C[l])
+		if (sum) /* as the add it replaces: dx rounded to its type, then the sum rounded */
+			for (int64_t k = 0; k < inner * 16; k += 16)
 #pragma omp simd
-			for (int l = 0; l < 16; l++) {
-				float v = A[l] * bn_dy(dy, y, o + k + l, bf16, relu) -
-				          B[l] * (bf16_or_f32_ld(x, o + k + l, bf16) - mu[l]) - C[l];
-				if (sum) /* as the add it replaces: dx rounded to its type, then the sum rounded */
-					v = (bf16 ? bf16_round(v) : v) + bf16_or_f32_ld(sum, os + k + l, bf16);
-				bf16_or_f32_st(dx, o + k + l, v, bf16);
-			}
+				for (int l = 0; l < 16; l++) {
+					float v = BN_DX(o + k + l);
+					bf16_or_f32_st(dx, o + k + l, (bf16 ? bf16_round(v) : v) + bf16_or_f32_ld(sum, os + k + l, bf16),
+					               bf16);
+				}
+		else
+			for (int64_t k = 0; k < inner * 16; k += 16)
+#pragma omp simd
+				for (int l = 0; l < 16; l++)
+					bf16_or_f32_st(dx, o + k + l, BN_DX(o + k + l), bf16);
+#undef BN_DX
 	}
 }
 

@@ -64,7 +64,7 @@ fi
 # graph --train marks them, and the profiles' signatures tell the layouts apart
 marked=$("$autotmc" graph --train "$model" | grep -c ' nChw16c' || true)
 if [ "$marked" = 47 ] && "$autotmc" profile "$model" --fast-only --threads 2 --profile-db "$work/p.db" -q &&
-        cat "$work"/p.db* | grep -aq 'maxpool \[4,32,16,16\]c16 -> \[4,32,8,8\]c16'; then
+        grep -aqs 'maxpool \[4,32,16,16\]c16 -> \[4,32,8,8\]c16' "$work"/p.db*; then
     echo "ok: graph --train marks the $marked blocked tensors (nChw16c)"
 else
     echo "FAIL: graph --train marks [$marked] tensors nChw16c"; fails=$((fails + 1))
