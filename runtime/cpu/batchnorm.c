@@ -317,19 +317,25 @@ CPU_CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 	bool bf16 = rt_arg_bf16(d, 0);
 	if ((d[RT_D_ACT] != ACT_NONE && !relu) || nin < 5 + relu || nin > 6 + relu || csum < c)
 		RT_ICE("batchnorm_bwd: %d inputs and a fused %s", nin, act_name((Act)d[RT_D_ACT]));
+	/* the element type and the relu as constants: each of the four bodies vectorises */
+#define BN_FOUR(BODY)                    \
+	do {                                 \
+		if (bf16 && relu)                \
+			BODY(true, true);            \
+		else if (bf16)                   \
+			BODY(true, false);           \
+		else if (relu)                   \
+			BODY(false, true);           \
+		else                             \
+			BODY(false, false);          \
+	} while (0)
 	if (rt_arg_blocked(d, 0)) {
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 		for (int64_t cb = 0; cb < c / 16; cb++) {
-#define BN_BWD(BF16, RELU) \
-	bn_bwd_block(a[0], a[4], y, sum, csum / 16, dx, nb, c / 16, inner, cb, eps, gamma, mean, var, dgamma, dbeta, BF16, RELU)
-			if (bf16 && relu)
-				BN_BWD(true, true);
-			else if (bf16)
-				BN_BWD(true, false);
-			else if (relu)
-				BN_BWD(false, true);
-			else
-				BN_BWD(false, false);
+#define BN_BWD(BF16, RELU)                                                                                      \
+	bn_bwd_block(a[0], a[4], y, sum, csum / 16, dx, nb, c / 16, inner, cb, eps, gamma, mean, var, dgamma, dbeta, \
+	             BF16, RELU)
+			BN_FOUR(BN_BWD);
 #undef BN_BWD
 		}
 		return;
@@ -337,18 +343,11 @@ CPU_CLONES void cpu_batchnorm_bwd(const int64_t *d, void *const *a)
 #pragma omp parallel for schedule(static) if (nb * c * inner > BN_PAR_MIN)
 	for (int64_t ch = 0; ch < c; ch++) {
 		float *dg = &dgamma[ch], *db = &dbeta[ch];
-		/* the element type and the relu as constants: each of the four bodies vectorises */
 #define BN_BWD(BF16, RELU)                                                                                  \
 	bn_bwd_channel(a[0], a[4], y, sum, csum, dx, nb, c, inner, ch, eps, gamma[ch], mean[ch], var[ch], dg, db, \
 	               BF16, RELU)
-		if (bf16 && relu)
-			BN_BWD(true, true);
-		else if (bf16)
-			BN_BWD(true, false);
-		else if (relu)
-			BN_BWD(false, true);
-		else
-			BN_BWD(false, false);
+		BN_FOUR(BN_BWD);
 #undef BN_BWD
 	}
+#undef BN_FOUR
 }
