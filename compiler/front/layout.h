@@ -1,7 +1,7 @@
 /*
  * layout.h - which activations the CPU stores channel-blocked (nChw16c),
  * on the training step after fusion and before scheduling
- * (docs/compiler.md, "Layouts").
+ * (docs/training.md, "Layouts on the CPU").
  *
  * oneDNN's fastest convolutions read and write nChw16c: 16 channels
  * innermost, a cache line of one pixel. With every tensor row-major, each
@@ -13,14 +13,17 @@
  * into the kernels next to them, which read and write the blocked layout
  * themselves:
  *
- * - oneDNN's kernels (convolutions, average pooling, concatenation) take
- *   each argument in either layout: an argument's layout is its own;
- * - batch normalisation's two kernels (runtime/cpu/batchnorm.c), the same
- *   shape elementwise ones (activations, their gradients, add, cast) and a
- *   slice of whole channel blocks take their arguments all blocked or all
- *   plain: those tensors go together;
- * - every other kernel (weights, updates, max pooling, reshapes, dropout,
- *   the losses, the GPU's) takes plain tensors only.
+ * - oneDNN's convolutions and concatenation take each argument in either
+ *   layout: an argument's layout is its own;
+ * - batch normalisation's kernels (runtime/cpu/batchnorm.c; forward,
+ *   backward, evaluation), pooling (oneDNN's of two layouts is its
+ *   reference implementation; max pooling's backward is ours), the bias
+ *   gradients, the same-shape elementwise kernels (activations, their
+ *   gradients, add, cast) and a slice of whole channel blocks take their
+ *   arguments all blocked or all plain: those tensors go together;
+ * - every other kernel (weights, updates, reshapes, dropout, the losses,
+ *   the GPU's) takes plain tensors only; a [N, C, 1, 1] tensor has the same
+ *   bytes in both layouts and may be read as either.
  *
  * Tensors are grouped by the second rule (union-find) and a group is
  * blocked when no member must be plain. Weights, optimizer state, the
