@@ -164,15 +164,15 @@ static ElabOptions elab_options(const Settings *s, bool eval)
 	                     .eval = eval, .precision = s->precision, .fused_attention = fused_attention(s)};
 }
 
-/* The forward-only evaluation graph: elaborated in evaluation mode, verified and scheduled. */
 /* The CPU's channel-blocked layouts (layout.h), unless AUTOTM_BLOCKED=0 keeps every tensor row-major (to compare). */
 static void choose_cpu_layouts(const Settings *s, Graph *g)
 {
 	const char *blocked = getenv("AUTOTM_BLOCKED");
 	if (s->target != TARGET_GPU && !(blocked && strcmp(blocked, "0") == 0))
-		g->nblocked = choose_layouts(g);
+		choose_layouts(g);
 }
 
+/* The forward-only evaluation graph: elaborated in evaluation mode, verified, its layouts chosen, and scheduled. */
 static Compilation *eval_front(Arena *a, const Settings *s)
 {
 	ElabOptions eo = elab_options(s, true);

@@ -189,9 +189,12 @@ void report_summary(FILE *f, const Graph *g, const Schedule *s, const char *path
 		fprintf(f, "fusion: %d of autocast's casts folded into the kernels beside them (bf16 weight gradients "
 		           "read by their updates, layer norms writing bf16 and reading bf16 gradients, adds reading bf16)\n",
 		        g->ncasts_folded);
-	if (g->nblocked)
+	int blocked = 0;
+	for (int i = 0; i < g->tensors.n; i++)
+		blocked += g->tensors.v[i]->blocked;
+	if (blocked)
 		fprintf(f, "layout: %d activations and gradients stored channel-blocked (nChw16c), as the convolutions read "
-		           "and write them: their reorders folded into the kernels beside them\n", g->nblocked);
+		           "and write them: their reorders folded into the kernels beside them\n", blocked);
 	if (head)
 		fprintf(f, "fusion: the output layer, the loss and their gradients in one kernel, the logits a block of "
 		           "rows at a time (never stored)\n");

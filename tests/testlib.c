@@ -65,7 +65,7 @@ static Graph *build_graph(Arena *a, const char *name, const char *src, bool eval
 		}
 	}
 	if (test_blocked)
-		g->nblocked = choose_layouts(g);
+		choose_layouts(g);
 	char err[512];
 	if (!graph_verify(g, err, sizeof err)) {
 		fprintf(stderr, "verify: %s\nsource was:\n%s", err, src);

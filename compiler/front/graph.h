@@ -146,7 +146,6 @@ typedef struct Graph {
 	Optimizer opt;         /* how weights are updated */
 	Precision precision;   /* fp32, or bf16 where autocast put casts (autocast.c) */
 	int nfused;            /* activations and activation gradients folded into other kernels (fuse.c) */
-	int nblocked;          /* tensors stored channel-blocked on the CPU (layout.c: choose_layouts) */
 	int ncasts_folded;     /* autocast's casts folded into the kernels beside them (fuse.c: fuse_casts) */
 } Graph;
 

@@ -14,7 +14,8 @@ typedef enum ArgRule {
 	ARG_TOGETHER, /* either, the same as the node's other ARG_TOGETHER arguments */
 } ArgRule;
 
-bool layout_blockable(const Tensor *t)
+/* Whether t may be stored blocked at all: a [N, C, H, W] activation or gradient, C a multiple of 16. */
+static bool blockable(const Tensor *t)
 {
 	return (t->kind == TENSOR_ACTIVATION || t->kind == TENSOR_GRADIENT) && t->producer &&
 	       (t->dtype == DT_F32 || t->dtype == DT_BF16) && t->shape.ndim == 4 && t->shape.d[1] % 16 == 0;
@@ -92,14 +93,14 @@ static int root(int *parent, int i)
 	return i;
 }
 
-int choose_layouts(Graph *g)
+void choose_layouts(Graph *g)
 {
-	int nt = g->tensors.n, blocked = 0;
+	int nt = g->tensors.n;
 	int *parent = xcalloc((size_t)nt + 1, sizeof *parent);
 	bool *plain = xcalloc((size_t)nt + 1, sizeof *plain);
 	for (int i = 0; i < nt; i++) {
 		parent[i] = i;
-		plain[i] = !layout_blockable(g->tensors.v[i]);
+		plain[i] = !blockable(g->tensors.v[i]);
 	}
 	for (int i = 0; i < g->nodes.n; i++) {
 		const Node *n = g->nodes.v[i];
@@ -124,12 +125,8 @@ int choose_layouts(Graph *g)
 	for (int i = 0; i < nt; i++)
 		if (plain[i])
 			plain[root(parent, i)] = true;
-	for (int i = 0; i < nt; i++) {
-		Tensor *t = g->tensors.v[i];
-		t->blocked = !plain[root(parent, i)];
-		blocked += t->blocked;
-	}
+	for (int i = 0; i < nt; i++)
+		g->tensors.v[i]->blocked = !plain[root(parent, i)];
 	free(parent);
 	free(plain);
-	return blocked;
 }

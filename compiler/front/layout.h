@@ -37,10 +37,7 @@
 
 #include "graph.h"
 
-/* Mark the tensors of g to store channel-blocked (Tensor.blocked); returns their number. */
-int choose_layouts(Graph *g);
-
-/* Whether t may be stored blocked at all: a [N, C, H, W] activation or gradient, C a multiple of 16. */
-bool layout_blockable(const Tensor *t);
+/* Mark the tensors of g to store channel-blocked (Tensor.blocked). */
+void choose_layouts(Graph *g);
 
 #endif
