@@ -188,6 +188,13 @@ CPU_CLONES void cpu_batchnorm(const int64_t *d, void *const *a)
 	}
 }
 
+/* The relu's gradient of dy at o (y > 0) where relu, else dy. */
+INLINE float bn_dy(const void *dy, const void *y, int64_t o, bool bf16, bool relu)
+{
+	float g = bf16_or_f32_ld(dy, o, bf16);
+	return relu ? keep_if(g, bf16_or_f32_ld(y, o, bf16) > 0.0f) : g;
+}
+
 /*
  * One channel backward: dbias = sum dy, dweight = sum dy * xhat, then
  * dx = gamma / sqrt(var + eps) / M * (M dy - dbias - xhat dweight), with
@@ -210,10 +217,7 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 		}
 #pragma omp simd reduction(+ : sdy, sdyx)
 		for (int64_t k = 0; k < inner; k++) {
-			float gf = bf16_or_f32_ld(dy, o + k, bf16);
-			if (relu)
-				gf = keep_if(gf, bf16_or_f32_ld(y, o + k, bf16) > 0.0f);
-			double g = gf;
+			double g = bn_dy(dy, y, o + k, bf16, relu);
 			sdy += g;
 			sdyx += g * (bf16_or_f32_ld(x, o + k, bf16) - mu);
 		}
@@ -226,8 +230,7 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 	float A = (float)ga, B = (float)(ga * is * sdyx / m), C = (float)(ga * sdy / m), fm = mean;
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner, os = (n * csum + ch) * inner;
-#define BN_DX(k) (A * (relu ? keep_if(bf16_or_f32_ld(dy, o + (k), bf16), bf16_or_f32_ld(y, o + (k), bf16) > 0.0f) : bf16_or_f32_ld(dy, o + (k), bf16)) - \
-	          B * (bf16_or_f32_ld(x, o + (k), bf16) - fm) - C)
+#define BN_DX(k) (A * bn_dy(dy, y, o + (k), bf16, relu) - B * (bf16_or_f32_ld(x, o + (k), bf16) - fm) - C)
 		if (sum) { /* as the add it replaces: dx rounded to its type, then the sum rounded */
 #pragma omp simd
 			for (int64_t k = 0; k < inner; k++) {
@@ -241,13 +244,6 @@ INLINE void bn_bwd_channel(const void *x, const void *dy, const void *y, const v
 		}
 #undef BN_DX
 	}
-}
-
-/* The relu's gradient of dy at o (y > 0) where relu, else dy. */
-INLINE float bn_dy(const void *dy, const void *y, int64_t o, bool bf16, bool relu)
-{
-	float g = bf16_or_f32_ld(dy, o, bf16);
-	return relu ? keep_if(g, bf16_or_f32_ld(y, o, bf16) > 0.0f) : g;
 }
 
 /* 16 channels backward, block cb of [N, C/16, inner, 16] (sum: of [N, Cs/16, inner, 16]): bn_bwd_channel's lanes. */

@@ -946,19 +946,26 @@ static inline __attribute__((always_inline)) void bias_sums(const void *dy, void
 	}
 }
 
+/* cpu_blocked_channel_sums of block cb's 16 channels (of cbn blocks) into s[0..15]. */
+static inline void block_channel_sums(const void *x, int64_t nb, int64_t cbn, int64_t inner, int64_t cb, bool bf16,
+                                      double *s)
+{
+	for (int64_t b = 0; b < nb; b++) {
+		double rs[16] = {0};
+		for (int64_t i = 0, at = (b * cbn + cb) * inner * 16; i < inner; i++, at += 16)
+#pragma omp simd
+			for (int l = 0; l < 16; l++)
+				rs[l] += bf16_or_f32_ld(x, at + l, bf16);
+		for (int l = 0; l < 16; l++)
+			s[l] += rs[l];
+	}
+}
+
 void cpu_blocked_channel_sums(const void *x, int64_t nb, int64_t c, int64_t inner, bool bf16, double *s)
 {
 #pragma omp parallel for if (nb * c * inner > PAR_MIN)
 	for (int64_t cb = 0; cb < c / 16; cb++)
-		for (int64_t b = 0; b < nb; b++) {
-			double rs[16] = {0};
-			for (int64_t i = 0, at = (b * (c / 16) + cb) * inner * 16; i < inner; i++, at += 16)
-#pragma omp simd
-				for (int l = 0; l < 16; l++)
-					rs[l] += bf16_or_f32_ld(x, at + l, bf16);
-			for (int l = 0; l < 16; l++)
-				s[cb * 16 + l] += rs[l];
-		}
+		block_channel_sums(x, nb, c / 16, inner, cb, bf16, &s[cb * 16]);
 }
 
 /*
@@ -972,11 +979,13 @@ static void run_bias_grad(const int64_t *d, void *const *a)
 	op_bias_dims(&RT_ARG_DIM(d, 0, 0), (int)RT_ARG_NDIM(d, 0), d[RT_D_AXIS], &nb, &c, &inner);
 	bool out16 = rt_arg_bf16(d, 1); /* a store per column: not worth a specialisation */
 	if (rt_arg_blocked(d, 0)) { /* [N, C, H, W] blocked, the bias of axis 1 (compiler/front/layout.c) */
-		double *s = rt_xcalloc((size_t)c * sizeof *s);
-		cpu_blocked_channel_sums(a[0], nb, c, inner, rt_arg_bf16(d, 0), s);
-		for (int64_t o = 0; o < c; o++)
-			bf16_or_f32_st(a[1], o, (float)s[o], out16);
-		free(s);
+#pragma omp parallel for if (nb * c * inner > PAR_MIN)
+		for (int64_t cb = 0; cb < c / 16; cb++) {
+			double s[16] = {0};
+			block_channel_sums(a[0], nb, c / 16, inner, cb, rt_arg_bf16(d, 0), s);
+			for (int l = 0; l < 16; l++)
+				bf16_or_f32_st(a[1], cb * 16 + l, (float)s[l], out16);
+		}
 		return;
 	}
 	if (rt_arg_bf16(d, 0))
