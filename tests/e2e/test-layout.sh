@@ -13,7 +13,7 @@ builddir=${TOP_BUILDDIR:-$srcdir}
 autotmc=${AUTOTMC:-$builddir/autotmc}
 compare=$builddir/tests/e2e/compare-weights
 model=$srcdir/tests/e2e/blocked.net
-work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/layout.XXXXXX") || exit 1
+work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/layout.XXXXXX") || { echo "FAIL: cannot make a temporary directory"; exit 1; }
 trap 'rm -rf "$work"' EXIT
 fails=0
 losses() { sed -n 's/^step \([0-9]*\): loss \([^ ]*\).*/\2/p' "$1"; }
