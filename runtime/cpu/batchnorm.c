@@ -7,11 +7,14 @@
  * implementation, which took more time than the convolutions in a
  * ResNet-50 step (and longer still in bf16, converting element by
  * element). Here a channel is one task: its N planes are read once from
- * memory to sum, and again (now from the cache: a channel of a batch is
- * N * H * W elements, 100 KB at batch 8 and 56x56) for the variance and
- * for the output. Sums are in double, as the interpreter's; a channel's
- * sum is always taken in the same order, whatever the thread count, so
- * results are the same to the bit wherever the tensors are.
+ * memory for the statistics (the sum and the sum of squares about a shift,
+ * in one pass), and again (now from the cache: a channel of a batch is
+ * N * H * W elements, 100 KB at batch 8 and 56x56) for the output. Sums
+ * are in double, as the interpreter's: summed in float, the statistics of
+ * a channel whose mean nearly cancels were farther from float64's than
+ * PyTorch's (tests/torch/test-import.sh). A channel's sum is always taken
+ * in the same order, whatever the thread count, so results are the same to
+ * the bit wherever the tensors are.
  *
  * A fused relu (compiler/front/fuse.h) is applied as y is written; in the
  * backward pass its gradient masks dy as it is read, and a gradient sum
@@ -71,39 +74,79 @@ static void bn_dims(const int64_t *d, int i, int64_t *n, int64_t *c, int64_t *in
 		*inner *= RT_ARG_DIM(d, i, k);
 }
 
+/*
+ * The mean and biased variance of M elements from their sums about a shift
+ * k (an element of theirs): s = sum (x - k), q = sum (x - k)^2, in one pass
+ * over x. The shift keeps q / M - (s / M)^2 from cancelling where the mean
+ * is far from zero against the spread.
+ */
+static void moments(double s, double q, double k, double m, double *mu, double *var)
+{
+	double d = s / m, v = q / m - d * d;
+	*mu = k + d;
+	*var = v > 0 ? v : 0;
+}
+
 /* One channel forward: its mean and biased variance, then y = (x - mean) / sqrt(var + eps) * gamma + beta. */
 INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t inner, int64_t ch, double eps,
                        float gamma, float beta, float *mean, float *var, bool bf16, bool relu)
 {
-	double s = 0, v = 0, m = (double)(nb * inner);
+	double k = bf16_or_f32_ld(x, ch * inner, bf16), s = 0, q = 0, mu, v, m = (double)(nb * inner);
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 		if (ch + 1 < c)
 			prefetch_run(x, o + inner, inner, bf16);
-#pragma omp simd reduction(+ : s)
-		for (int64_t k = 0; k < inner; k++)
-			s += bf16_or_f32_ld(x, o + k, bf16);
-	}
-	double mu = s / m;
-	for (int64_t n = 0; n < nb; n++) {
-		int64_t o = (n * c + ch) * inner;
-#pragma omp simd reduction(+ : v)
-		for (int64_t k = 0; k < inner; k++) {
-			double t = bf16_or_f32_ld(x, o + k, bf16) - mu;
-			v += t * t;
+#pragma omp simd reduction(+ : s, q)
+		for (int64_t i = 0; i < inner; i++) {
+			double t = bf16_or_f32_ld(x, o + i, bf16) - k;
+			s += t;
+			q += t * t;
 		}
 	}
-	double is = 1.0 / sqrt(v / m + eps);
+	moments(s, q, k, m, &mu, &v);
+	double is = 1.0 / sqrt(v + eps);
 	*mean = (float)mu;
-	*var = (float)(v / m);
+	*var = (float)v;
 	float a = (float)(is * gamma), b = (float)(beta - mu * is * gamma);
 	for (int64_t n = 0; n < nb; n++) {
 		int64_t o = (n * c + ch) * inner;
 #pragma omp simd
-		for (int64_t k = 0; k < inner; k++) {
-			float out = bf16_or_f32_ld(x, o + k, bf16) * a + b;
-			bf16_or_f32_st(y, o + k, relu && out < 0 ? 0.0f : out, bf16);
+		for (int64_t i = 0; i < inner; i++) {
+			float out = bf16_or_f32_ld(x, o + i, bf16) * a + b;
+			bf16_or_f32_st(y, o + i, relu && out < 0 ? 0.0f : out, bf16);
 		}
+	}
+}
+
+/*
+ * A block's sums over its run of px pixels of 16 lanes (each lane a channel)
+ * at x + o about the shifts k: s[l] += x - k[l], q[l] += (x - k[l])^2. Four
+ * pixels at a time into four partial sums per lane (four independent
+ * chains of additions).
+ */
+INLINE void block_moments(const void *x, int64_t o, int64_t px, const double *k, double *s, double *q, bool bf16)
+{
+	double ps[4][16] = {{0}}, pq[4][16] = {{0}};
+	int64_t i = 0;
+	for (; i + 4 <= px; i += 4)
+		for (int j = 0; j < 4; j++)
+#pragma omp simd
+			for (int l = 0; l < 16; l++) {
+				double t = bf16_or_f32_ld(x, o + (i + j) * 16 + l, bf16) - k[l];
+				ps[j][l] += t;
+				pq[j][l] += t * t;
+			}
+	for (; i < px; i++)
+#pragma omp simd
+		for (int l = 0; l < 16; l++) {
+			double t = bf16_or_f32_ld(x, o + i * 16 + l, bf16) - k[l];
+			ps[0][l] += t;
+			pq[0][l] += t * t;
+		}
+#pragma omp simd
+	for (int l = 0; l < 16; l++) {
+		s[l] += (ps[0][l] + ps[1][l]) + (ps[2][l] + ps[3][l]);
+		q[l] += (pq[0][l] + pq[1][l]) + (pq[2][l] + pq[3][l]);
 	}
 }
 
@@ -111,31 +154,23 @@ INLINE void bn_channel(const void *x, void *y, int64_t nb, int64_t c, int64_t in
 INLINE void bn_block(const void *x, void *y, int64_t nb, int64_t cb_n, int64_t inner, int64_t cb, double eps,
                      const float *gamma, const float *beta, float *mean, float *var, bool bf16, bool relu)
 {
-	double s[16] = {0}, v[16] = {0}, mu[16], m = (double)(nb * inner);
-	for (int64_t n = 0; n < nb; n++)
-		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
-#pragma omp simd
-			for (int l = 0; l < 16; l++)
-				s[l] += bf16_or_f32_ld(x, o + l, bf16);
+	double k[16], s[16] = {0}, q[16] = {0}, m = (double)(nb * inner);
 	for (int l = 0; l < 16; l++)
-		mu[l] = s[l] / m;
+		k[l] = bf16_or_f32_ld(x, cb * inner * 16 + l, bf16);
 	for (int64_t n = 0; n < nb; n++)
-		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
-#pragma omp simd
-			for (int l = 0; l < 16; l++) {
-				double t = bf16_or_f32_ld(x, o + l, bf16) - mu[l];
-				v[l] += t * t;
-			}
+		block_moments(x, (n * cb_n + cb) * inner * 16, inner, k, s, q, bf16);
 	float a[16], b[16];
 	for (int l = 0; l < 16; l++) {
 		int64_t ch = cb * 16 + l;
-		double is = 1.0 / sqrt(v[l] / m + eps);
-		mean[ch] = (float)mu[l];
-		var[ch] = (float)(v[l] / m);
-		a[l] = (float)(is * gamma[ch]), b[l] = (float)(beta[ch] - mu[l] * is * gamma[ch]);
+		double mu, v;
+		moments(s[l], q[l], k[l], m, &mu, &v);
+		double is = 1.0 / sqrt(v + eps);
+		mean[ch] = (float)mu;
+		var[ch] = (float)v;
+		a[l] = (float)(is * gamma[ch]), b[l] = (float)(beta[ch] - mu * is * gamma[ch]);
 	}
 	for (int64_t n = 0; n < nb; n++)
-		for (int64_t k = 0, o = (n * cb_n + cb) * inner * 16; k < inner; k++, o += 16)
+		for (int64_t i = 0, o = (n * cb_n + cb) * inner * 16; i < inner; i++, o += 16)
 #pragma omp simd
 			for (int l = 0; l < 16; l++) {
 				float out = bf16_or_f32_ld(x, o + l, bf16) * a[l] + b[l];
